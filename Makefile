@@ -1,0 +1,48 @@
+# pglab — reproducible PostgreSQL performance studies as Jupyter notebooks.
+# `make help` lists the targets. Any target that needs Python creates .venv on first use.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.pglab-installed
+PARAMS ?= params/default.yaml
+REPORT_DIR ?= report
+RUN_ID ?=
+TEST_DIR := build/test
+
+.DEFAULT_GOAL := help
+.PHONY: help report test lint lab clean venv
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=$(REPORT_DIR) RUN_ID=<resume a run>"
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name pglab --display-name "pglab (.venv)" >/dev/null
+	@touch $(STAMP)
+
+venv: $(STAMP) ## create .venv from the lock file and register its Jupyter kernel
+
+report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml for a short pass)
+	$(BIN)/python -m pglab.report --params $(PARAMS) --out $(REPORT_DIR) $(if $(RUN_ID),--run-id $(RUN_ID))
+
+lint: $(STAMP) ## ruff on the library, tests and tools
+	$(BIN)/ruff check lib tests tools
+
+test: lint ## lint, tests on real servers, a quick report pass, nbval on its notebooks
+	rm -rf $(TEST_DIR)
+	$(BIN)/python -m pytest tests
+	PGLAB_DATA_DIR=$(CURDIR)/$(TEST_DIR)/data PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/state \
+	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
+	$(BIN)/python -m pglab.clean --check-orphans
+
+lab: $(STAMP) ## JupyterLab on notebooks/ (prints the URL with its token)
+	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
+clean: $(STAMP) ## stop and remove the kit's clusters, raw data and build output (keeps data/derived)
+	$(BIN)/python -m pglab.clean
+	rm -rf build

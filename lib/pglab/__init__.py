@@ -1,0 +1,1 @@
+"""pglab: reproducible PostgreSQL performance studies."""

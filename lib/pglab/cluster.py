@@ -1,0 +1,439 @@
+"""Throwaway PostgreSQL clusters the kit owns: initdb, start, configure, restart, stop, delete.
+
+A cluster lives in `<state>/clusters/<name>/`: `data/` (PGDATA), `cluster.json` (what made it),
+`owner.json` (which process runs it now) and `postmaster.log` (the server's stderr before its logging
+collector takes over). The server listens on 127.0.0.1 and on a Unix socket in a short private directory,
+on a free port. Settings go to `data/pglab.conf`, included from postgresql.conf, rewritten on every change.
+
+We start `postgres` ourselves rather than through the wheel's helper or `pg_ctl`: as our child, started
+through `setpriv --pdeathsig`, it gets SIGINT (a fast shutdown) when the process that started it dies,
+however it dies."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psycopg
+
+from . import lifecycle, osuser, paths
+from .installs import Install
+
+log = logging.getLogger(__name__)
+
+SUPERUSER = "pglab"
+SOCKET_PATH_MAX = 100  # sun_path is 108 bytes on Linux (107 usable); keep a margin
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 60
+
+
+class ClusterError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class InitdbOptions:
+    """Explicit and identical for every version: PostgreSQL 18 turns checksums on by default, 15 does not."""
+
+    encoding: str = "UTF8"
+    locale: str = "C"
+    data_checksums: bool = False
+
+    def args(self, major: int) -> list[str]:
+        args = [f"--encoding={self.encoding}", f"--locale={self.locale}"]
+        if self.data_checksums:
+            args.append("--data-checksums")
+        elif major >= 18:
+            args.append("--no-data-checksums")
+        return args
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _proc_start_ticks(pid: int) -> str | None:
+    """Kernel start time of a process: tells a live owner from a recycled pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _quote(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int | float):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+class Cluster:
+    def __init__(
+        self,
+        install: Install,
+        name: str | None = None,
+        root: Path | None = None,
+        initdb: InitdbOptions | None = None,
+    ):
+        self.install = install
+        self.name = name or install.name
+        self.path = (root or paths.clusters_dir()) / self.name
+        self.data = self.path / "data"
+        self.initdb_options = initdb or InitdbOptions()
+        self.run_as = osuser.server_user()
+        self.port: int | None = None
+        self.socket_dir: Path | None = None
+        self.settings: dict = {}
+        self._proc: subprocess.Popen | None = None
+
+    def __repr__(self) -> str:
+        state = f"port {self.port}" if self.running else "stopped"
+        return f"<Cluster {self.name} ({self.install.version}) {state}>"
+
+    # -- creation -------------------------------------------------------------------------------------------
+
+    @property
+    def meta_file(self) -> Path:
+        return self.path / "cluster.json"
+
+    def _wanted_meta(self) -> dict:
+        return {
+            "install": self.install.name,
+            "bin_dir": str(self.install.bin_dir),
+            "version": self.install.version,
+            "major": self.install.major,
+            "initdb": asdict(self.initdb_options),
+        }
+
+    def exists(self) -> bool:
+        return (self.data / "PG_VERSION").exists() and self.meta_file.exists()
+
+    def ensure(self) -> bool:
+        """initdb unless a cluster made the same way is already there. Returns True if it created one."""
+        if self.exists():
+            have = json.loads(self.meta_file.read_text())
+            want = self._wanted_meta()
+            same = {k: have.get(k) for k in ("major", "initdb", "bin_dir")} == {
+                k: want[k] for k in ("major", "initdb", "bin_dir")
+            }
+            if same:
+                return False
+            log.warning("cluster %s was made by %s; re-creating it for %s", self.name, have, want)
+            self.delete()
+        self._check_access()
+        self.path.mkdir(parents=True, exist_ok=True)
+        if self.data.exists():  # half-made by an interrupted initdb
+            shutil.rmtree(self.data)
+        self.data.mkdir(mode=0o700)
+        self.run_as.chown(self.data)
+        cmd = [
+            str(self.install.tool("initdb")),
+            "-D", str(self.data),
+            "-U", SUPERUSER,
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",  # no password is set: TCP logins are refused; we use the socket
+            *self.initdb_options.args(self.install.major),
+        ]  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True, **self.run_as.popen_kwargs())
+        if out.returncode != 0:
+            raise ClusterError(f"initdb failed for {self.name}:\n{out.stdout}\n{out.stderr}")
+        with open(self.data / "postgresql.conf", "a") as f:
+            f.write("\n# settings of the kit, rewritten on every start and change\n")
+            f.write("include_if_exists = 'pglab.conf'\n")
+        self.meta_file.write_text(json.dumps(self._wanted_meta() | {"created": time.time()}, indent=1))
+        return True
+
+    def _check_access(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.run_as.can_access(self.install.tool("postgres"), "x"):
+            raise ClusterError(
+                f"OS user {self.run_as.name} cannot run {self.install.tool('postgres')}: "
+                "every folder above it must be readable and searchable by that user"
+            )
+        if not self.run_as.can_access(self.path.parent, "x"):
+            raise ClusterError(
+                f"OS user {self.run_as.name} cannot reach {self.path.parent}; "
+                "set PGLAB_STATE_DIR to a folder it can reach"
+            )
+
+    def delete(self) -> None:
+        self.stop()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    # -- settings -------------------------------------------------------------------------------------------
+
+    def _base_settings(self) -> dict:
+        return {
+            "listen_addresses": "127.0.0.1",
+            "port": self.port,
+            "unix_socket_directories": str(self.socket_dir),
+            "logging_collector": True,
+            "log_destination": "jsonlog" if self.install.major >= 15 else "csvlog",
+            "log_directory": "log",
+            "log_filename": "postgresql-%Y%m%d-%H%M%S.log",
+        }
+
+    def validate(self, settings: dict) -> None:
+        """Check names and values with the server binary itself (`postgres -C`), before they are written:
+        a bad value in the config file would otherwise only show up in the server log."""
+        if not settings:
+            return
+        cmd = [str(self.install.tool("postgres")), "-D", str(self.data), "-C", "server_version"]
+        for k, v in settings.items():
+            cmd += ["-c", f"{k}={_quote(v).strip(chr(39))}"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **self.run_as.popen_kwargs())
+        if out.returncode != 0:
+            msg = " ".join(out.stderr.split())
+            raise ClusterError(f"{self.name}: settings rejected by PostgreSQL {self.install.major}: {msg}")
+
+    def _write_conf(self, settings: dict) -> None:
+        lines = [f"{k} = {_quote(v)}" for k, v in (self._base_settings() | settings).items()]
+        conf = self.data / "pglab.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        self.run_as.chown(conf)
+
+    def configure(self, settings: dict) -> str:
+        """Apply server settings: reload where PostgreSQL allows it, restart where it must.
+
+        Returns "reloaded" or "restarted". Settings not named go back to their defaults."""
+        if not self.running:
+            self.start(settings)
+            return "restarted"
+        self.validate(settings)
+        self._write_conf(settings)
+        with self.connect() as conn:
+            conn.execute("SELECT pg_reload_conf()")
+            time.sleep(0.1)  # the postmaster reloads asynchronously
+            pending = self._pending_restart(conn)
+            errors = conn.execute(
+                # 'setting could not be applied' only means: needs a restart
+                "SELECT name, error FROM pg_file_settings"
+                " WHERE error IS NOT NULL AND error <> 'setting could not be applied'"
+            ).fetchall()
+        if errors:
+            raise ClusterError(f"{self.name}: invalid settings {errors}")
+        self.settings = dict(settings)
+        if pending:
+            self.restart(settings)
+            return "restarted"
+        return "reloaded"
+
+    @staticmethod
+    def _pending_restart(conn) -> list[str]:
+        for _ in range(20):
+            # pg_settings reflects the reload once the backend has processed the SIGHUP
+            rows = conn.execute("SELECT name FROM pg_settings WHERE pending_restart").fetchall()
+            if rows:
+                return [r[0] for r in rows]
+            time.sleep(0.05)
+        return []
+
+    # -- running --------------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def owner_file(self) -> Path:
+        return self.path / "owner.json"
+
+    def _choose_socket_dir(self) -> Path:
+        own = self.path / "s"
+        if len(str(own)) + len("/.s.PGSQL.65535.lock") <= SOCKET_PATH_MAX:
+            d = own
+        else:
+            # a clone in a deep folder: a short private directory instead
+            digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
+            d = Path(tempfile.gettempdir()) / f"pglab-{digest}"
+        d.mkdir(mode=0o700, exist_ok=True)
+        self.run_as.chown(d)
+        return d
+
+    def start(self, settings: dict | None = None) -> None:
+        if self.running:
+            raise ClusterError(f"{self.name} is already running")
+        sweep_orphans(self.path.parent)
+        self._claim()
+        try:
+            self.ensure()
+            self.validate(settings or {})
+            self.settings = dict(settings or {})
+            self.socket_dir = self._choose_socket_dir()
+            for attempt in range(5):
+                self.port = _free_port()
+                self._write_conf(self.settings)
+                if self._spawn():
+                    break
+                if attempt == 4 or "already in use" not in self._startup_log():
+                    raise ClusterError(f"{self.name} did not start:\n{self._startup_log()[-3000:]}")
+        except BaseException:
+            self.port = None
+            self.owner_file.unlink(missing_ok=True)
+            raise
+        lifecycle.register(self)
+
+    def _claim(self) -> None:
+        if self.owner_file.exists():
+            owner = json.loads(self.owner_file.read_text())
+            if owner["pid"] != os.getpid() and _proc_start_ticks(owner["pid"]) == owner.get("ticks"):
+                raise ClusterError(f"{self.name} is in use by another pglab process (pid {owner['pid']})")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.owner_file.write_text(json.dumps({"pid": os.getpid(), "ticks": _proc_start_ticks(os.getpid())}))
+
+    def _spawn(self) -> bool:
+        cmd = [str(self.install.tool("postgres")), "-D", str(self.data)]
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            cmd = [setpriv, "--pdeathsig", "INT", "--", *cmd]
+        logf = open(self.path / "postmaster.log", "w")  # noqa: SIM115 - the child keeps it
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                cwd=self.path.parent,
+                start_new_session=True,  # a Ctrl-C in the terminal must not reach the server directly
+                **self.run_as.popen_kwargs(),
+            )
+        finally:
+            logf.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                return False
+            with contextlib.suppress(psycopg.OperationalError):
+                psycopg.connect(self.conninfo(), connect_timeout=2).close()
+                return True
+            time.sleep(0.1)
+        self._kill()
+        raise ClusterError(f"{self.name} did not accept connections within {START_TIMEOUT_S}s")
+
+    def _startup_log(self) -> str:
+        try:
+            return (self.path / "postmaster.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.send_signal(signal.SIGINT)  # fast shutdown
+                try:
+                    self._proc.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    self._kill()
+            self._proc = None
+        lifecycle.unregister(self)
+        self.owner_file.unlink(missing_ok=True)
+
+    def _kill(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGQUIT)  # immediate shutdown
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def restart(self, settings: dict | None = None) -> None:
+        self.stop()
+        self.start(self.settings if settings is None else settings)
+
+    # -- connecting -----------------------------------------------------------------------------------------
+
+    def conninfo(self, dbname: str = "postgres") -> str:
+        if self.port is None:
+            raise ClusterError(f"{self.name} is not running")
+        return psycopg.conninfo.make_conninfo(
+            host=str(self.socket_dir), port=self.port, user=SUPERUSER, dbname=dbname
+        )
+
+    def connect(self, dbname: str = "postgres", **kwargs) -> psycopg.Connection:
+        from .db import connect
+
+        return connect(self.conninfo(dbname), **kwargs)
+
+    def log_files(self) -> list[Path]:
+        return sorted((self.data / "log").glob("postgresql-*"))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _postmaster_pid(data: Path) -> int | None:
+    try:
+        return int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def sweep_orphans(root: Path | None = None) -> list[str]:
+    """Stop servers left running in the kit's clusters by a run that was killed. Returns their names."""
+    root = root or paths.clusters_dir()
+    stopped = []
+    if not root.is_dir():
+        return stopped
+    for cdir in sorted(p for p in root.iterdir() if p.is_dir()):
+        owner_file = cdir / "owner.json"
+        owner = {}
+        if owner_file.exists():
+            with contextlib.suppress(ValueError, OSError):
+                owner = json.loads(owner_file.read_text())
+        if owner and _proc_start_ticks(owner.get("pid", -1)) == owner.get("ticks"):
+            continue  # its owner is alive: not an orphan
+        pid = _postmaster_pid(cdir / "data")
+        if pid and _pid_alive(pid) and _is_postgres(pid, cdir / "data"):
+            log.warning("stopping %s (pid %d), left running by a run that was killed", cdir.name, pid)
+            _stop_pid(pid)
+            stopped.append(cdir.name)
+        owner_file.unlink(missing_ok=True)
+    return stopped
+
+
+def _is_postgres(pid: int, data: Path) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(a.endswith(b"postgres") for a in cmdline[:1]) and str(data).encode() in cmdline
+
+
+def _stop_pid(pid: int) -> None:
+    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGQUIT, 10), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                return
+            time.sleep(0.1)

@@ -1,0 +1,95 @@
+"""Connections (psycopg 3) and the one helper every experiment times statements with."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+
+def connect(conninfo: str, settings: dict | None = None, autocommit: bool = True, **kwargs) -> psycopg.Connection:
+    """Connect with session `settings` applied at connection start (`options=-c k=v`).
+
+    Auto-preparation is off (prepare_threshold=None): psycopg would otherwise switch to prepared statements
+    after 5 executions, which can change plans in the middle of a benchmark."""
+    if settings:
+        opts = " ".join(f"-c {k}={_option_value(v)}" for k, v in settings.items())
+        conninfo = make_conninfo(conninfo, options=opts)
+    kwargs.setdefault("connect_timeout", 10)
+    conn = psycopg.connect(conninfo, autocommit=autocommit, **kwargs)
+    conn.prepare_threshold = None
+    return conn
+
+
+def _option_value(v) -> str:
+    if isinstance(v, bool):
+        v = "on" if v else "off"
+    # backslash-escape spaces: libpq's options syntax
+    return str(v).replace("\\", "\\\\").replace(" ", "\\ ")
+
+
+def redact(conninfo: str) -> str:
+    """The conninfo without its password, for anything that is stored or printed."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "<unparseable dsn>"
+    params.pop("password", None)
+    return make_conninfo(**params)
+
+
+@dataclass
+class Timed:
+    """Outcome of one timed statement: elapsed wall time, or the error, never both silently."""
+
+    sql: str
+    elapsed_s: float | None = None
+    rowcount: int | None = None
+    rows: list[tuple] = field(default_factory=list, repr=False)
+    error: str | None = None
+    sqlstate: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.sqlstate == "57014"  # query_canceled: statement_timeout
+
+
+def timed_statement(
+    conn: psycopg.Connection,
+    sql: str,
+    params=None,
+    timeout_s: float | None = None,
+    keep_rows: bool = True,
+) -> Timed:
+    """Run one statement with a statement timeout; time it from send to the last row fetched.
+
+    Errors come back as data (error text and SQLSTATE), the connection stays usable."""
+    out = Timed(sql=sql)
+    with conn.cursor() as cur:
+        if timeout_s is not None:
+            cur.execute("SELECT set_config('statement_timeout', %s, false)", (f"{int(timeout_s * 1000)}",))
+        try:
+            t0 = time.perf_counter()
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.description is not None else []
+            out.elapsed_s = time.perf_counter() - t0
+            out.rowcount = len(rows) if cur.description is not None else cur.rowcount
+            if keep_rows:
+                out.rows = rows
+        except psycopg.Error as e:
+            out.error = str(e).strip()
+            out.sqlstate = e.sqlstate
+            if not conn.autocommit:
+                conn.rollback()
+        finally:
+            if timeout_s is not None and not conn.broken:
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                    conn.rollback()
+                cur.execute("SELECT set_config('statement_timeout', '0', false)")
+    return out

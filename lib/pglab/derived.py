@@ -1,0 +1,78 @@
+"""Derived datasets: tidy tables in `data/derived/<profile>/`, committed to git.
+
+Written deterministically (the caller's column order, rows sorted on every column, CSV) so that the same
+measurements always give the same bytes, and listed with their content checksums in `MANIFEST.json`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+
+from . import paths
+
+MANIFEST = "MANIFEST.json"
+
+
+def profile_dir(profile: str, root: Path | None = None) -> Path:
+    return (root or paths.derived_dir()) / profile
+
+
+def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = None) -> Path:
+    """Write `df` as `<name>.csv`, rows sorted, and record it in the manifest."""
+    d = profile_dir(profile, root)
+    d.mkdir(parents=True, exist_ok=True)
+    if df.width:
+        nested = [c for c, t in df.schema.items() if t.is_nested()]
+        if nested:
+            raise ValueError(f"{name}: columns {nested} are nested; derived tables are flat")
+        df = df.sort(df.columns, nulls_last=True, maintain_order=True)
+    path = d / f"{name}.csv"
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    df.write_csv(tmp, line_terminator="\n")
+    os.replace(tmp, path)
+    _update_manifest(d)
+    return path
+
+
+def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:
+    return pl.read_csv(profile_dir(profile, root) / f"{name}.csv", infer_schema_length=None)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _update_manifest(d: Path) -> None:
+    entries = {}
+    for p in sorted(d.glob("*.csv")):
+        header = p.open().readline().rstrip("\n")
+        rows = sum(1 for _ in p.open()) - 1
+        entries[p.name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
+    (d / MANIFEST).write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
+
+
+def verify(profile: str, root: Path | None = None) -> list[str]:
+    """Files whose content no longer matches the manifest (empty when all is well)."""
+    d = profile_dir(profile, root)
+    manifest = json.loads((d / MANIFEST).read_text())
+    bad = [n for n, e in manifest.items() if not (d / n).exists() or _sha256(d / n) != e["sha256"]]
+    bad += [p.name for p in d.glob("*.csv") if p.name not in manifest]
+    return sorted(bad)
+
+
+def inventory(root: Path | None = None) -> pl.DataFrame:
+    """What `data/derived/` holds: one row per table and profile."""
+    rows = []
+    base = root or paths.derived_dir()
+    for m in sorted(base.glob(f"*/{MANIFEST}")):
+        for name, e in json.loads(m.read_text()).items():
+            rows.append(
+                {"profile": m.parent.name, "table": name, "rows": e["rows"], "columns": len(e["columns"]),
+                 "sha256": e["sha256"][:12]}
+            )  # fmt: skip
+    schema = {"profile": pl.String, "table": pl.String, "rows": pl.Int64, "columns": pl.Int64, "sha256": pl.String}
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)

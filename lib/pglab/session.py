@@ -1,0 +1,50 @@
+"""What every notebook does first: read params, pick the run id, choose the servers.
+
+`s = session.begin(params_file, run_id)` gives the validated params, the run's raw store and the
+servers (not started yet); `s.start()` starts the kit's servers, `s.close()` stops them (they are also
+stopped when the kernel exits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import params as params_mod
+from . import servers as servers_mod
+from .params import Params
+from .servers import Server
+from .store import RunStore, begin_run
+
+
+@dataclass
+class Session:
+    params: Params
+    store: RunStore
+    servers: list[Server] = field(default_factory=list)
+
+    @property
+    def profile(self) -> str:
+        return self.params.profile
+
+    @property
+    def run_id(self) -> str:
+        return self.store.run_id
+
+    def start(self) -> list[Server]:
+        return servers_mod.start_all(self.servers)
+
+    def close(self) -> None:
+        servers_mod.stop_all(self.servers)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def begin(params_file: str, run_id: str | None = None) -> Session:
+    p = params_mod.load(params_file)
+    rid = begin_run(p.profile, run_id or p.run_id)
+    store = RunStore(rid)
+    store.save_json("params.json", {"file": p.source} | p.model_dump(mode="json", exclude={"servers"}))
+    return Session(params=p, store=store, servers=servers_mod.select(p))

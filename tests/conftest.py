@@ -1,0 +1,58 @@
+"""Shared fixtures: real PostgreSQL servers started by the kit itself (never mocks).
+
+The tests keep their clusters and data under build/test/pytest (not the user's .pglab/ or data/): a folder
+inside the checkout, so that the unprivileged server user can reach it when the tests run as root."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_HOME = ROOT / "build" / "test" / "pytest"
+os.environ["PGLAB_STATE_DIR"] = str(TEST_HOME / "state")
+os.environ["PGLAB_DATA_DIR"] = str(TEST_HOME / "data")
+
+from pglab.cluster import Cluster  # noqa: E402
+from pglab.installs import discover  # noqa: E402
+
+INSTALLS = discover()
+
+
+def postmasters(data_dir: Path) -> list[int]:
+    """PIDs of live postmasters serving `data_dir` (read from /proc, not from the kit's own records)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"postgres") and str(data_dir).encode() in args:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.fixture(scope="session")
+def installs():
+    return INSTALLS
+
+
+@pytest.fixture(scope="session", params=INSTALLS, ids=lambda i: i.name)
+def install(request):
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    return next(i for i in INSTALLS if i.source == "embedded")
+
+
+@pytest.fixture(scope="session")
+def cluster(install):
+    """A running cluster per install, shared by the tests that only query it."""
+    c = Cluster(install, name=f"shared-{install.name}")
+    c.start({"shared_buffers": "128MB"})
+    yield c
+    c.stop()
