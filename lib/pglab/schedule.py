@@ -1,0 +1,73 @@
+"""The order measurements are taken in (methodology §2, §3).
+
+A cell is one (server, condition, item): servers are interleaved like conditions, since a comparison of
+versions run one block after the other puts any drift of the machine on one side. Warm-up first:
+`warmups` runs of every cell, recorded with warmup=True. Then round robin: repetition r of every cell
+runs before repetition r+1 of any, so that drift (clock scaling, a neighbour's load) spreads over all
+cells. Within a round the order can be shuffled with a seed that is recorded with the data.
+
+`run_steps` executes a plan against the raw store: steps already recorded (an interrupted run started
+again) are skipped, the rest run under a progress bar and are recorded as they finish."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+from .store import RunStore
+
+
+@dataclass(frozen=True)
+class Step:
+    server: str
+    condition: str
+    item: str
+    repetition: int  # warm-ups count from 0 too; `warmup` tells them apart
+    warmup: bool
+    round: int  # position in the overall order of rounds (warm-up rounds first)
+
+
+def plan(
+    cells: Iterable[tuple[Hashable, Hashable, Hashable]],
+    repetitions: int,
+    warmups: int = 1,
+    shuffle_seed: int | None = None,
+) -> list[Step]:
+    """Steps for every (server, condition, item) cell, warm-up rounds first, then interleaved rounds."""
+    cells = [(str(s), str(c), str(i)) for s, c, i in cells]
+    rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
+    steps: list[Step] = []
+    rounds = [(r, True) for r in range(warmups)] + [(r, False) for r in range(repetitions)]
+    for n, (rep, warm) in enumerate(rounds):
+        order = list(cells)
+        if rng is not None:
+            rng.shuffle(order)
+        steps += [Step(s, c, i, rep, warm, n) for s, c, i in order]
+    return steps
+
+
+def run_steps(
+    steps: list[Step],
+    store: RunStore,
+    experiment: str,
+    measure: Callable[[Step], dict],
+    desc: str | None = None,
+) -> int:
+    """Run every step not yet recorded. `measure(step)` returns the record's fields: at least `value` and
+    `unit` (value None plus `error=` for a failure, which is recorded, never retried). Returns how many
+    steps ran now."""
+    todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
+    if not todo:
+        return 0
+    bar = tqdm(todo, desc=desc or experiment, unit="run", leave=True, mininterval=1.0)
+    for step in bar:
+        bar.set_postfix_str(f"{step.server} {step.condition} {step.item}", refresh=False)
+        fields = measure(step)
+        store.record(
+            step.server, experiment, step.condition, step.item, step.repetition,
+            warmup=step.warmup, round=step.round, **fields,
+        )  # fmt: skip
+    return len(todo)

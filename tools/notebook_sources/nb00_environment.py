@@ -1,0 +1,69 @@
+"""Cells of notebooks/00_environment.ipynb (regenerate with `python tools/make_notebooks.py`)."""
+
+from nbbuild import code, md, params_cell
+
+CELLS = [
+    md("""
+# 00 · Environment: the machine and the PostgreSQL servers
+
+Every figure in this report is only as good as the record of where it was measured. This notebook finds
+the PostgreSQL installations on this machine, starts a throwaway cluster for each (same explicit initdb
+options and settings for all), and records what methodology §5 asks for: versions, non-default settings,
+JIT, encoding, locale, checksums, the machine, and the cost of one clock read (`pg_test_timing`).
+"""),
+    params_cell(),
+    code('''
+from pglab import charts, derived, environment, session
+from pglab.installs import discover
+
+charts.setup()
+s = session.begin(params_file, run_id)
+print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
+'''),
+    md("""
+## Installations found
+"""),
+    code('''
+import polars as pl
+
+installs = pl.from_dicts([i.as_record() for i in discover()])
+installs.select("name", "source", "version", "jit", "has_auto_explain", "has_pg_prewarm", "has_pg_stat_statements")
+'''),
+    md("""
+## The servers of this run, as they describe themselves
+"""),
+    code('''
+s.start()
+tables, raw = environment.capture(s.servers, s.params.environment.pg_test_timing_seconds)
+s.store.save_json("environment.json", raw)
+for name, df in tables.items():
+    derived.write_table(df, name, s.profile)
+tables["environment_servers"].select(
+    "server", "kind", "version_num", "encoding", "collate", "data_checksums", "jit_available"
+)
+'''),
+    md("""
+Settings that differ from PostgreSQL's defaults, per server (what the kit set, and what each build sets):
+"""),
+    code('''
+tables["environment_settings"].pivot(on="server", index="name", values="setting").sort("name")
+'''),
+    md("""
+## Timer cost
+
+EXPLAIN ANALYZE reads the clock twice per node per row, so the cost of one clock read explains much of
+its overhead (the auto_explain study).
+"""),
+    code('''
+tables["environment_timing"]
+'''),
+    md("""
+## The machine
+"""),
+    code('''
+tables["environment_machine"]
+'''),
+    code('''
+s.close()
+'''),
+]
