@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TEST_HOME, postmasters
+
 from pglab import db
 from pglab.cluster import Cluster, InitdbOptions, sweep_orphans
 from pglab.installs import InstallError, probe

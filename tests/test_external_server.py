@@ -3,6 +3,7 @@ unless params allow it, and its password is never stored. The 'external' server 
 reached only through its dsn."""
 
 import pytest
+
 from pglab import params, servers
 from pglab.servers import DestructiveStepRefused
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from conftest import postmasters
+
 from pglab import paths
 from pglab.cluster import Cluster, _proc_start_ticks
 

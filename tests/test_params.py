@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+
 from pglab import params, paths
 from pglab.params import ParamsError
 

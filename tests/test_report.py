@@ -11,6 +11,7 @@ import time
 
 import polars as pl
 from conftest import ROOT, postmasters
+
 from pglab import derived
 from pglab.installs import discover
 

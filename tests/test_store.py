@@ -9,6 +9,7 @@ import time
 
 import polars as pl
 import pytest
+
 from pglab import derived
 from pglab.store import RunStore, StoreError, begin_run, finish_run
 
