@@ -10,19 +10,17 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from . import paths
-
-SettingValue = str | int | float | bool
+from .auto_explain_study import AutoExplainParams
+from .paramtypes import SettingValue, Strict
+from .pgbench_study import PgbenchParams
+from .ssb.params import SsbParams
 
 
 class ParamsError(Exception):
     pass
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class InstallParam(Strict):
@@ -60,6 +58,9 @@ class Params(Strict):
     initdb: Initdb = Initdb()
     settings: dict[str, SettingValue] = {}
     environment: Environment = Environment()
+    ssb: SsbParams = SsbParams()
+    pgbench: PgbenchParams = PgbenchParams()
+    auto_explain: AutoExplainParams = AutoExplainParams()
     source: str = Field(default="", exclude=True)  # the file these came from
 
     @field_validator("settings")

@@ -1,0 +1,124 @@
+"""Running pgbench against a server: the one way experiments call it.
+
+By default one binary — the newest pgbench found — drives every server, so that the client is not a
+variable (methodology §7); `client="own"` uses each server's own, as study S3 did. The connection goes
+through libpq environment variables, never the command line, so the recorded command holds no secret.
+Output is kept whole as raw data and parsed by `pgbench_output`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from psycopg.conninfo import conninfo_to_dict
+
+from .installs import Install
+from .pgbench_output import PgbenchOutputError, parse_pgbench_init_output, parse_pgbench_output
+from .servers import Server
+
+# conninfo keys and the libpq environment variables that carry them
+_ENV = {
+    "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD",
+    "dbname": "PGDATABASE", "sslmode": "PGSSLMODE", "passfile": "PGPASSFILE", "options": "PGOPTIONS",
+    "application_name": "PGAPPNAME", "connect_timeout": "PGCONNECT_TIMEOUT", "service": "PGSERVICE",
+}  # fmt: skip
+
+
+def newest_client(installs: list[Install]) -> Install:
+    with_pgbench = [i for i in installs if i.tool("pgbench").exists()]
+    if not with_pgbench:
+        raise RuntimeError("no pgbench found in any PostgreSQL install")
+    return max(with_pgbench, key=lambda i: (i.major, int(i.minor) if i.minor.isdigit() else 0))
+
+
+def client_for(server: Server, installs: list[Install], client: str = "newest") -> Install:
+    """`newest`: the newest pgbench for every server; `own`: the server's own (newest for external ones)."""
+    if client == "own" and server.install is not None:
+        return server.install
+    if client not in ("newest", "own"):
+        raise ValueError(f"client must be 'newest' or 'own', not {client!r}")
+    return newest_client(installs)
+
+
+def _env(server: Server, dbname: str | None, settings: dict | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    params = conninfo_to_dict(server.conninfo(dbname))
+    for key, value in params.items():
+        if key in _ENV and value is not None:
+            env[_ENV[key]] = str(value)
+    if settings:  # session settings for pgbench's connections
+        from .db import _option_value
+
+        opts = " ".join(f"-c {k}={_option_value(v)}" for k, v in settings.items())
+        env["PGOPTIONS"] = (env.get("PGOPTIONS", "") + " " + opts).strip()
+    return env
+
+
+@dataclass
+class PgbenchRun:
+    command: str  # as run, without connection details or secrets
+    client_version: str
+    returncode: int
+    elapsed_s: float
+    stdout: str = field(repr=False)
+    stderr: str = field(repr=False)
+    parsed: dict | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run(
+    server: Server,
+    args: list[str],
+    client: Install,
+    dbname: str | None = None,
+    scripts: dict[str, str] | None = None,
+    settings: dict | None = None,
+    timeout_s: float | None = None,
+    init: bool = False,
+    cwd: Path | None = None,
+) -> PgbenchRun:
+    """Run `pgbench ARGS` against `server`. `scripts` maps a file name to its text; pass `-f NAME` in
+    args to use one. Errors (non-zero exit, unparseable output, timeout) come back in `.error`."""
+    with tempfile.TemporaryDirectory(prefix="pglab-pgbench-") as tmp:
+        for name, text in (scripts or {}).items():
+            Path(tmp, name).write_text(text)
+        cmd = [str(client.tool("pgbench")), *map(str, args)]
+        shown = shlex.join(["pgbench", *map(str, args)])
+        t0 = time.monotonic()
+        try:
+            out = subprocess.run(
+                cmd, cwd=cwd or tmp, env=_env(server, dbname, settings), capture_output=True, text=True,
+                timeout=timeout_s, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired as e:
+            return PgbenchRun(
+                shown, client.version, -1, time.monotonic() - t0, _text(e.stdout), _text(e.stderr),
+                error=f"pgbench did not finish within {timeout_s} s",
+            )  # fmt: skip
+        elapsed = time.monotonic() - t0
+    res = PgbenchRun(shown, client.version, out.returncode, elapsed, out.stdout, out.stderr)
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        # the first error says what went wrong; the last one only that the run was aborted
+        first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no output")
+        res.error = f"pgbench exited {out.returncode}: {first.strip()}"
+    try:
+        res.parsed = parse_pgbench_init_output(out.stderr) if init else parse_pgbench_output(out.stdout)
+    except PgbenchOutputError as e:
+        res.error = res.error or str(e)
+    return res
+
+
+def _text(b) -> str:
+    if b is None:
+        return ""
+    return b.decode(errors="replace") if isinstance(b, bytes) else b

@@ -1,0 +1,7 @@
+"""The `ssb:` section of params."""
+
+from ..paramtypes import Strict
+
+
+class SsbParams(Strict):
+    """The `ssb:` section of params."""
