@@ -11,10 +11,10 @@ RUN_ID ?=
 TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
-.PHONY: help report test lint lab clean venv
+.PHONY: help report test lint lab clean venv bench bench-ssb
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=$(REPORT_DIR) RUN_ID=<resume a run>"
 
 $(STAMP): requirements.lock pyproject.toml
@@ -39,6 +39,11 @@ test: lint ## lint, tests on real servers, a quick report pass, nbval on its not
 	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
 	$(BIN)/python -m pglab.clean --check-orphans
+
+bench: bench-ssb ## every benchmark (speed targets of the issues), printed
+
+bench-ssb: $(STAMP) ## SSB generation and load speed at SF 1, peak memory, timing overhead vs psql
+	$(BIN)/python -m pglab.ssb.bench --sf 1
 
 lab: $(STAMP) ## JupyterLab on notebooks/ (prints the URL with its token)
 	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -231,9 +231,11 @@ class Cluster:
             time.sleep(0.1)  # the postmaster reloads asynchronously
             pending = self._pending_restart(conn)
             errors = conn.execute(
-                # 'setting could not be applied' only means: needs a restart
+                # 'setting could not be applied' only means: needs a restart; so does a restart-only
+                # setting removed from the file (a row without a name: 'parameter "x" cannot be changed ...')
                 "SELECT name, error FROM pg_file_settings"
                 " WHERE error IS NOT NULL AND error <> 'setting could not be applied'"
+                " AND error NOT LIKE '%cannot be changed without restarting the server'"
             ).fetchall()
         if errors:
             raise ClusterError(f"{self.name}: invalid settings {errors}")

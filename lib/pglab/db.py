@@ -73,7 +73,8 @@ def timed_statement(
     out = Timed(sql=sql)
     with conn.cursor() as cur:
         if timeout_s is not None:
-            cur.execute("SELECT set_config('statement_timeout', %s, false)", (f"{int(timeout_s * 1000)}",))
+            # at least 1 ms: a timeout of 0 would mean none at all
+            cur.execute("SELECT set_config('statement_timeout', %s, false)", (str(max(1, round(timeout_s * 1000))),))
         try:
             t0 = time.perf_counter()
             cur.execute(sql, params)

@@ -15,8 +15,7 @@ import random
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from tqdm.auto import tqdm
-
+from .progress import bar as tqdm
 from .store import RunStore
 
 
@@ -62,7 +61,7 @@ def run_steps(
     todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
     if not todo:
         return 0
-    bar = tqdm(todo, desc=desc or experiment, unit="run", leave=True, mininterval=1.0)
+    bar = tqdm(todo, desc=desc or experiment, unit="run", leave=True)
     for step in bar:
         bar.set_postfix_str(f"{step.server} {step.condition} {step.item}", refresh=False)
         fields = measure(step)

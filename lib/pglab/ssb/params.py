@@ -1,7 +1,48 @@
-"""The `ssb:` section of params."""
+"""The `ssb:` section of params: dataset, query set and the experiment grid of studies S1 and S4."""
 
-from ..paramtypes import Strict
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from ..paramtypes import SettingValue, Strict
+
+MODES = ("serial", "parallel", "parallel_jit")
 
 
 class SsbParams(Strict):
-    """The `ssb:` section of params."""
+    sf: float = Field(default=1.0, gt=0, le=1000)
+    seed: int = Field(default=1, ge=0, lt=2**63)
+    query_set: Literal["pg_ssb_run", "ssb_paper"] = "pg_ssb_run"
+    queries: list[str] | Literal["all"] = "all"
+    prewarm: bool = True  # pg_prewarm every table after loading, as study S1 did
+    load_method: Literal["copy_freeze", "copy"] = "copy_freeze"
+    # settings for the whole SSB stage on kit servers, on top of params' `settings`: wal_level minimal
+    # lets the COPY into a table created in the same transaction skip WAL; queries are read-only
+    stage_settings: dict[str, SettingValue] = {"wal_level": "minimal", "max_wal_senders": 0}
+    modes: list[Literal["serial", "parallel", "parallel_jit"]] = list(MODES)
+    workers: int | None = Field(default=None, ge=1, le=64)  # parallel modes; None: the machine's cores
+    repetitions: int = Field(default=5, ge=1, le=1000)
+    warmups: int = Field(default=1, ge=0, le=100)
+    shuffle_seed: int | None = None  # shuffle the order within each round (recorded)
+    statement_timeout_s: float = Field(default=600, gt=0)
+    # S4 test B: each query at max_parallel_workers_per_gather = each of these (None: 0 … workers)
+    worker_sweep: list[int] | None = None
+    sweep_repetitions: int = Field(default=3, ge=1, le=1000)
+
+    @field_validator("queries")
+    @classmethod
+    def _known_queries(cls, v):
+        from . import QUERY_IDS
+
+        if v != "all":
+            unknown = [q for q in v if q not in QUERY_IDS]
+            if unknown:
+                raise ValueError(f"expected query ids among {list(QUERY_IDS)}; unknown {unknown}")
+        return v
+
+    def query_ids(self) -> list[str]:
+        from . import QUERY_IDS
+
+        return list(QUERY_IDS) if self.queries == "all" else list(self.queries)

@@ -1,0 +1,114 @@
+"""`make bench-ssb`: how fast pglab makes SSB data, and what its timing costs.
+
+    python -m pglab.ssb.bench [--sf 1] [--seed 1] [--overhead-runs 15]
+
+Prints, for the embedded PostgreSQL (a throwaway cluster of its own):
+1. generation alone: lineorder rows/s in this process and through the child-process producer;
+2. generation + load into the server (the loader's real path): seconds, rows/s, peak memory;
+3. the kit's overhead: the same query timed by pglab (`db.timed_statement`) and by psql's `\\timing`,
+   interleaved, medians compared (target: within 2 %).
+Targets from issue 3: SF 1 generated and loaded in <= 11 s, peak memory <= 1.5 GB."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from .. import paths
+from ..cluster import Cluster
+from ..db import timed_statement
+from ..installs import discover
+from ..servers import Server
+from . import iter_blocks, iter_blocks_parallel, query_sql
+from .load import database_name, load
+
+
+def _peak_mib() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, children
+
+
+def generation(sf: float, seed: int) -> None:
+    for label, source in (("in-process", iter_blocks("lineorder", sf, seed, "copy")),
+                          ("child process", iter_blocks_parallel("lineorder", sf, seed, "copy"))):  # fmt: skip
+        t0 = time.perf_counter()
+        rows = nbytes = 0
+        for n, block in source:
+            rows += n
+            nbytes += len(block)
+        dt = time.perf_counter() - t0
+        print(f"  generation {label:13s}: {rows:,} lineorder rows in {dt:.2f} s = {rows / dt / 1e6:.2f} M rows/s "
+              f"({nbytes / dt / 2**20:.0f} MiB/s of COPY text)")
+
+
+def psql_timing(server: Server, dbname: str, statements: list[str]) -> list[float]:
+    """Seconds psql's \\timing reports for each statement, run in one session with output discarded."""
+    script = "\\timing on\n\\o /dev/null\n" + "".join(st.strip().rstrip(";") + ";\n" for st in statements)
+    out = subprocess.run([str(server.install.tool("psql")), "-X", "-q", "-d", server.conninfo(dbname)],
+                         input=script, capture_output=True, text=True, check=True)  # fmt: skip
+    return [float(m) / 1000 for m in re.findall(r"Time: ([\d.]+) ms", out.stdout)]
+
+
+def overhead(server: Server, dbname: str, batches: int) -> None:
+    sql = query_sql("pg_ssb_run", "q1.1")
+    settings = {"max_parallel_workers_per_gather": 0, "jit": False}
+    sets = [f"SET {k} = {'on' if v is True else 'off' if v is False else v}" for k, v in settings.items()]
+    ours: list[float] = []
+    theirs: list[float] = []
+    with server.connect(dbname, settings=settings) as conn:
+        timed_statement(conn, sql)  # warm-up
+        for _ in range(batches):  # interleaved batches: drift of the machine hits both sides alike
+            ours += [timed_statement(conn, sql).elapsed_s for _ in range(3)]
+            theirs += psql_timing(server, dbname, [*sets, sql, sql, sql, sql])[len(sets) + 1:]
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    print(f"  q1.1 serial, {len(ours)} runs each: pglab median {mo * 1000:.2f} ms, psql \\timing median "
+          f"{mt * 1000:.2f} ms -> pglab/psql = {mo / mt:.4f} ({(mo / mt - 1) * 100:+.2f} %)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pglab.ssb.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--sf", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--overhead-runs", type=int, default=10)
+    args = ap.parse_args(argv)
+
+    inst = next(i for i in discover() if i.source == "embedded")
+    print(f"SSB benchmark, SF {args.sf:g}, seed {args.seed}, {inst.version}")
+    generation(args.sf, args.seed)
+    own, children = _peak_mib()
+    print(f"  peak memory so far: this process {own:.0f} MiB, largest child {children:.0f} MiB")
+
+    cluster = Cluster(inst, name="bench-ssb", root=paths.state_dir() / "bench")
+    settings = {"shared_buffers": "2GB", "max_wal_size": "8GB", "maintenance_work_mem": "1GB",
+                "wal_level": "minimal", "max_wal_senders": 0}  # fmt: skip
+    server = Server(inst.name, install=inst, cluster=cluster, settings=settings)
+    try:
+        server.start()
+        res = load(server, args.sf, args.seed, prewarm=False, force=True)
+        rows = sum(t["rows"] for t in res.tables)
+        load_only = sum(t["seconds"] for t in res.tables)
+        print(f"  generation + load: {rows:,} rows in {res.total_s:.2f} s = {rows / res.total_s / 1e6:.2f} M rows/s "
+              f"(COPY {load_only:.2f} s, VACUUM ANALYZE {res.analyze_s:.2f} s); database "
+              f"{res.database_bytes / 2**20:.0f} MiB")
+        for t in res.tables:
+            print(f"    {t['table']:9s} {t['rows']:>10,} rows {t['seconds']:6.2f} s")
+        own, children = _peak_mib()
+        print(f"  peak memory: this process {own:.0f} MiB, largest child {children:.0f} MiB "
+              f"(target <= 1536 MiB); target SF 1 <= 11 s: {'met' if res.total_s <= 11 else 'NOT met'}")
+        t0 = time.perf_counter()
+        again = load(server, args.sf, args.seed, prewarm=False)
+        print(f"  loading the same dataset again: skipped={again.skipped} in {time.perf_counter() - t0:.2f} s")
+        overhead(server, database_name(args.sf), args.overhead_runs)
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

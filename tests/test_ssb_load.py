@@ -1,0 +1,90 @@
+"""The SSB loader on real servers: row counts, integrity, the dataset record, skip / replace, safety on
+external servers, and the filter factors of the 13 queries measured on loaded data."""
+
+import psycopg
+import pytest
+
+from pglab import params, servers, ssb
+from pglab.servers import DestructiveStepRefused, Server
+from pglab.ssb import selectivity as ssb_selectivity
+from pglab.ssb.load import current_dataset, database_name, load
+
+SF = 0.01
+
+
+@pytest.fixture(scope="module")
+def server(cluster):
+    srv = Server(cluster.name, install=cluster.install, cluster=cluster)
+    res = load(srv, SF, 7, prewarm=True)
+    assert not res.skipped or current_dataset(srv, database_name(SF)) == ssb.dataset_id(SF, 7)
+    return srv
+
+
+def test_tables_hold_the_generated_rows(server):
+    with server.connect(database_name(SF)) as conn:
+        for table in ssb.TABLES:
+            n = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            if table == "lineorder":
+                assert 4 * ssb.order_count(SF) * 0.9 < n < 4 * ssb.order_count(SF) * 1.1
+                assert n == ssb.row_count("lineorder", SF, 7)
+            else:
+                assert n == ssb.row_count(table, SF)
+
+
+def test_every_lineorder_key_exists_in_its_dimension(server):
+    checks = {
+        "customer": "NOT EXISTS (SELECT 1 FROM customer WHERE c_custkey = lo_custkey)",
+        "part": "NOT EXISTS (SELECT 1 FROM part WHERE p_partkey = lo_partkey)",
+        "supplier": "NOT EXISTS (SELECT 1 FROM supplier WHERE s_suppkey = lo_suppkey)",
+        "date": "NOT EXISTS (SELECT 1 FROM date WHERE d_datekey = lo_orderdate)",
+        "commit date": "NOT EXISTS (SELECT 1 FROM date WHERE d_datekey = lo_commitdate)",
+    }
+    with server.connect(database_name(SF)) as conn:
+        for name, cond in checks.items():
+            orphans = conn.execute(f"SELECT count(*) FROM lineorder WHERE {cond}").fetchone()[0]
+            assert orphans == 0, f"{orphans} lineorder rows point to no {name}"
+
+
+def test_loaded_filter_factors_match_the_rules(server):
+    sel = ssb_selectivity.measure(server, SF, "pg_ssb_run", list(ssb.QUERY_IDS))
+    print(sel.select("query", "passing_rows", "measured", "expected_given_dims", "expected", "tolerance"))
+    assert sel.height == 13
+    bad = sel.filter(~sel["within_tolerance"])
+    assert bad.is_empty(), bad
+
+
+def test_same_dataset_is_skipped_and_another_replaces_it(server):
+    again = load(server, SF, 7, prewarm=False)
+    assert again.skipped
+    other = load(server, SF, 8, prewarm=False)
+    assert not other.skipped and current_dataset(server, database_name(SF))["seed"] == 8
+    with server.connect(database_name(SF)) as conn:
+        n = conn.execute("SELECT count(*) FROM lineorder").fetchone()[0]
+    assert n == ssb.row_count("lineorder", SF, 8)
+    load(server, SF, 7, prewarm=False)  # back, for the other tests of this module
+
+
+def test_external_server_needs_allow_destructive(tmp_path, cluster, server):
+    f = tmp_path / "ext.yaml"
+    f.write_text(f"servers: {{use: [ext], external: [{{name: ext, dsn: '{cluster.conninfo()}'}}]}}\n")
+    ext = servers.select(params.load(f))[0]
+    with pytest.raises(DestructiveStepRefused):
+        load(ext, SF, 9, prewarm=False)  # would drop the kit's ssb database through the dsn: refused
+    assert current_dataset(ext, database_name(SF))["seed"] == 7
+    # loading what it already holds needs no destruction and is allowed
+    assert load(ext, SF, 7, prewarm=False).skipped
+
+
+def test_an_interrupted_load_is_not_taken_for_a_complete_one(server, embedded):
+    """The dataset record is written in the same transaction as the last table: a load cut short leaves
+    no record, so the next load starts over instead of skipping."""
+    with server.connect(database_name(SF)) as conn:
+        conn.execute("DELETE FROM pglab_dataset")
+    assert current_dataset(server, database_name(SF)) is None
+    assert not load(server, SF, 7, prewarm=False).skipped
+
+
+def test_missing_database_means_no_dataset(server):
+    assert current_dataset(server, "ssb_sf_no_such") is None
+    with pytest.raises(psycopg.OperationalError):
+        server.connect("ssb_sf_no_such")
