@@ -24,7 +24,7 @@ from ..cluster import Cluster
 from ..db import timed_statement
 from ..installs import discover
 from ..servers import Server
-from . import iter_blocks, iter_blocks_parallel, query_sql
+from . import COLUMNS, format_block, iter_blocks, iter_blocks_parallel, query_sql
 from .load import database_name, load
 
 
@@ -71,11 +71,64 @@ def overhead(server: Server, dbname: str, batches: int) -> None:
           f"{mt * 1000:.2f} ms -> pglab/psql = {mo / mt:.4f} ({(mo / mt - 1) * 100:+.2f} %)")
 
 
+def copy_paths(server: Server, sf: float, seed: int) -> None:
+    """Server-side cost of each COPY path for the same lineorder rows, generated beforehand in memory:
+    text vs CSV vs binary, with and without FREEZE. (Binary rows go through psycopg's write_row, which
+    is client-bound: its rows/s is an upper bound on what binary would cost us, not the server's.)"""
+    import io
+
+    import polars as pl
+
+    from . import create_table_sql, iter_chunks
+
+    frames = list(iter_chunks("lineorder", sf, seed))
+    rows = sum(f.height for f in frames)
+
+    def text_block(f):
+        return format_block(f, "copy")
+
+    def csv_block(f):
+        buf = io.BytesIO()
+        f.write_csv(buf, include_header=False)
+        return buf.getvalue()
+
+    paths_ = [("text", "", text_block), ("text", " (FREEZE)", text_block),
+              ("csv", " (FORMAT csv)", csv_block), ("csv", " (FORMAT csv, FREEZE)", csv_block)]  # fmt: skip
+    with server.connect("postgres", autocommit=False) as conn:
+        for name, opts, render in paths_:
+            blocks = [render(f) for f in frames]
+            t0 = time.perf_counter()
+            conn.execute("DROP TABLE IF EXISTS lineorder_copy_test")
+            conn.execute(create_table_sql("lineorder", sf).replace('"lineorder"', "lineorder_copy_test", 1))
+            with conn.cursor().copy(f"COPY lineorder_copy_test FROM STDIN{opts}") as cp:
+                for b in blocks:
+                    cp.write(b)
+            conn.commit()
+            dt = time.perf_counter() - t0
+            print(f"    {name:6s}{opts:22s} {rows / dt / 1e6:5.2f} M rows/s ({dt:.2f} s for {rows:,} rows)")
+        sample = pl.concat(frames).head(300_000)
+        conn.execute("DROP TABLE IF EXISTS lineorder_copy_test")
+        conn.execute(create_table_sql("lineorder", sf).replace('"lineorder"', "lineorder_copy_test", 1))
+        t0 = time.perf_counter()
+        with conn.cursor().copy("COPY lineorder_copy_test FROM STDIN (FORMAT binary, FREEZE)") as cp:
+            # varchar's binary form is text's
+            cp.set_types([{"int": "int4", "bigint": "int8"}.get(t, "text") for _, t in COLUMNS["lineorder"]])
+            for row in sample.iter_rows():
+                cp.write_row(row)
+        conn.commit()
+        dt = time.perf_counter() - t0
+        print(f"    binary (FORMAT binary, FREEZE) {sample.height / dt / 1e6:5.2f} M rows/s "
+              f"(psycopg write_row, {sample.height:,} rows: client-bound)")
+        conn.execute("DROP TABLE lineorder_copy_test")
+        conn.commit()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.ssb.bench", description=__doc__.splitlines()[0])
     ap.add_argument("--sf", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--overhead-runs", type=int, default=10)
+    ap.add_argument("--copy-paths", action="store_true", help="also compare text, CSV and binary COPY")
     args = ap.parse_args(argv)
 
     inst = next(i for i in discover() if i.source == "embedded")
@@ -105,6 +158,9 @@ def main(argv=None) -> int:
         again = load(server, args.sf, args.seed, prewarm=False)
         print(f"  loading the same dataset again: skipped={again.skipped} in {time.perf_counter() - t0:.2f} s")
         overhead(server, database_name(args.sf), args.overhead_runs)
+        if args.copy_paths:
+            print("  COPY paths (rows generated beforehand; server ingest only):")
+            copy_paths(server, min(args.sf, 0.5), args.seed)
     finally:
         server.stop()
     return 0
