@@ -1,7 +1,141 @@
-"""(being written)"""
+"""Study S3 (pgbench across versions) and S4's scale-up: the `pgbench:` section of params.
+
+Which experiments run, on what grid, at what sizes. Defaults fit a 2-core laptop; the study's own sizes are
+given as "full" in the comments of `params/default.yaml`. Every key is checked when params are loaded,
+before any server starts. The experiments themselves are in `pgbench_stage` (kept apart: params are
+imported by everything, the stage imports servers and the store)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from .paramtypes import Strict
+
+EXPERIMENTS = ("load", "select_only", "scaling", "series")
+Experiment = Literal["load", "select_only", "scaling", "series"]
+Mode = Literal["select-only", "tpcb"]
+
+
+def _scales(v: list[int]) -> list[int]:
+    if not v:
+        raise ValueError("expected at least one scale factor")
+    if len(set(v)) != len(v):
+        raise ValueError(f"expected each scale factor once; got {v}")
+    return sorted(v)
+
+
+def _threads(v):
+    # "auto" (the default) is stored as 0: min(clients, CPU cores) at run time
+    if v == "auto":
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError("expected 'auto' or a whole number of threads >= 1")
+    return v
+
+
+class InitParams(Strict):
+    repetitions: int = Field(default=3, ge=1, le=100)
+    # CHECKPOINT before each load, so that one load's dirty pages are not written during the next
+    checkpoint: bool = True
+
+
+class SelectOnlyParams(Strict):
+    clients: int = Field(default=30, ge=1, le=5000)
+    duration_s: int = Field(default=10, ge=1, le=86400)
+    repetitions: int = Field(default=3, ge=1, le=1000)
+    warmup_s: int = Field(default=3, ge=0, le=3600)  # one unrecorded-in-summaries run per cell; 0 = none
+
+
+class SeriesParams(Strict):
+    scales: list[int] | None = None  # default: pgbench.scales
+    runs: int = Field(default=15, ge=2, le=1000)
+    clients: int = Field(default=30, ge=1, le=5000)
+    transactions: int | None = Field(default=100, ge=1)  # per client (-t), as the study
+    duration_s: int | None = Field(default=None, ge=1, le=86400)  # or time-based runs (-T)
+    repetitions: int = Field(default=1, ge=1, le=100)  # whole series, each from a fresh load
+
+    @field_validator("scales")
+    @classmethod
+    def _check_scales(cls, v):
+        return None if v is None else _scales([_positive(x) for x in v])
+
+    @model_validator(mode="after")
+    def _one_length(self):
+        if (self.transactions is None) == (self.duration_s is None):
+            raise ValueError("expected exactly one of transactions (-t) or duration_s (-T); set the other to null")
+        return self
+
+
+class ScalingParams(Strict):
+    scale: int | None = Field(default=None, ge=1)  # default: the largest of pgbench.scales
+    modes: list[Mode] = ["select-only", "tpcb"]
+    max_clients: int = Field(default=16, ge=1, le=5000)  # clients 1, 2, 4, ... up to this
+    duration_s: int = Field(default=4, ge=1, le=86400)
+    repetitions: int = Field(default=3, ge=1, le=1000)
+    warmup_s: int = Field(default=1, ge=0, le=3600)
+
+    @field_validator("modes")
+    @classmethod
+    def _check_modes(cls, v):
+        if not v or len(set(v)) != len(v):
+            raise ValueError("expected a non-empty list of distinct modes")
+        return v
+
+    def client_counts(self) -> list[int]:
+        out, c = [], 1
+        while c < self.max_clients:
+            out.append(c)
+            c *= 2
+        return [*out, self.max_clients]
+
+
+def _positive(v):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"expected whole numbers >= 1; got {v!r}")
+    return v
 
 
 class PgbenchParams(Strict):
     """The `pgbench:` section of params."""
+
+    experiments: list[Experiment] = list(EXPERIMENTS)
+    client: Literal["newest", "own"] = "newest"  # one pgbench for all servers, or each server's own (as S3)
+    scales: list[int] = [1, 10]
+    threads: int = 0  # -j; 'auto' in params: min(clients, CPU cores)
+    query_mode: Literal["simple", "extended", "prepared"] = "simple"
+    aggregate_log_s: int = Field(default=0, ge=0, le=3600)  # > 0: --aggregate-interval logs of timed runs
+    shuffle_seed: int | None = 1  # order of cells within a round; null = fixed order
+    run_timeout_s: int = Field(default=3600, ge=10)  # a pgbench -i or -t run longer than this is a failure
+    init: InitParams = InitParams()
+    select_only: SelectOnlyParams = SelectOnlyParams()
+    series: SeriesParams = SeriesParams()
+    scaling: ScalingParams = ScalingParams()
+
+    @field_validator("scales", mode="before")
+    @classmethod
+    def _check_scales(cls, v):
+        if not isinstance(v, list):
+            raise ValueError("expected a list of scale factors, e.g. [1, 10]")
+        return _scales([_positive(x) for x in v])
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _check_threads(cls, v):
+        return _threads(v)
+
+    @field_validator("experiments")
+    @classmethod
+    def _check_experiments(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError(f"expected each experiment once; got {v}")
+        return v
+
+    @property
+    def series_scales(self) -> list[int]:
+        return self.series.scales or self.scales
+
+    @property
+    def scaling_scale(self) -> int:
+        return self.scaling.scale or max(self.scales)

@@ -1,0 +1,298 @@
+"""The pgbench experiments of study S3 and S4's scale-up, on every server of the session.
+
+    st = Stage(session); st.run()            # or st.load(), st.select_only(), st.scaling(), st.series()
+    tables = st.tables()                     # derived tables (written to data/derived/<profile>/)
+
+Experiments (each recorded under its own name in the run's raw store; see `pgbench_study` for params):
+
+* `pgbench_init`: `pgbench -i -s S` into a freshly created `pgbench_sS`, per server x scale, repetitions
+  interleaved; value = wall seconds (as the study's `time`), with the per-step breakdown and sizes before/after.
+* `pgbench_select_only`: `-S -c C -j J -T T` on `pgbench_sS`, warm-up round first, then repetitions
+  round-robin over every server and scale.
+* `pgbench_scaling`: select-only and TPC-B at clients 1, 2, 4, ... on one scale, interleaved likewise.
+* `pgbench_series`: from a fresh load of `pgbench_sS_nv` (item `init`), K consecutive `-n` TPC-B runs
+  (items `run01` ...) with no vacuum between; run k of every server before run k+1 of any. A series is
+  sequential by nature: one interrupted and resumed continues on the same database, and its remaining
+  runs say so (`resumed`).
+
+A step that fails is recorded with its error (value None), never dropped or retried. A step already
+recorded in the run is not run again, so the same run id resumes where it stopped."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from . import environment, pgbench_db, schedule
+from .installs import Install, discover
+from .pgbench_bench import Bench, threads_for
+from .servers import Server
+from .session import Session
+
+EXP_INIT = "pgbench_init"
+EXP_SELECT = "pgbench_select_only"
+EXP_SCALING = "pgbench_scaling"
+EXP_SERIES = "pgbench_series"
+EXPERIMENT_NAMES = {"load": EXP_INIT, "select_only": EXP_SELECT, "scaling": EXP_SCALING, "series": EXP_SERIES}
+
+
+def _scale(condition: str) -> int:
+    return int(condition.removeprefix("s"))
+
+
+def _failed(error: str, unit: str = "tps") -> dict:
+    return {"value": None, "unit": unit, "error": error}
+
+
+class Stage:
+    def __init__(self, session: Session, installs: list[Install] | None = None):
+        self.session = session
+        self.p = session.params.pgbench
+        self.store = session.store
+        self.servers: list[Server] = session.servers
+        self._by_name = {s.name: s for s in self.servers}
+        if installs is None:
+            installs = discover({i.name: i.bin_dir for i in session.params.servers.installs})
+        self.bench = Bench(self.store, installs, self.p.client, self.p.aggregate_log_s, self.p.run_timeout_s)
+        self.timings: dict[str, float] = {}  # experiment -> seconds spent in this process
+        self._series_ready: set[tuple[str, int, int]] = set()  # series loaded by this process
+        self._series_failed: dict[tuple[str, int, int], str] = {}
+
+    # -- the whole stage -------------------------------------------------------------------------------------
+
+    def run(self, experiments: list[str] | None = None) -> dict[str, int]:
+        """Run the experiments params enable (in the study's order); returns steps run now per experiment."""
+        self.capture_settings()
+        return {e: getattr(self, e)() for e in (experiments or self.p.experiments)}
+
+    def capture_settings(self) -> None:
+        """Once per server and run: version and every non-default setting, and the pgbench client used."""
+        for srv in self.servers:
+            rel = f"pgbench/servers/{srv.name}.json"
+            if self.store.has_artifact(rel):
+                continue
+            rec, settings = environment.server(srv)
+            client = self.bench.client_install(srv)
+            rec |= {"pgbench_client": client.name, "pgbench_client_version": client.version}
+            self.store.save_json(rel, {"server": rec, "settings": settings})
+
+    def _timed(self, experiment: str, steps: list, measure, desc: str) -> int:
+        t0 = time.monotonic()
+        n = schedule.run_steps(steps, self.store, experiment, measure, desc=desc)
+        self.timings[experiment] = self.timings.get(experiment, 0.0) + time.monotonic() - t0
+        return n
+
+    def _pending(self, steps: list, experiment: str) -> list:
+        return [
+            st for st in steps
+            if not self.store.done(st.server, experiment, st.condition, st.item, st.repetition, st.warmup)
+        ]  # fmt: skip
+
+    # -- load ------------------------------------------------------------------------------------------------
+
+    def _load(self, srv: Server, scale: int, dbname: str, name: str) -> dict:
+        try:
+            pgbench_db.recreate(srv, dbname)
+        except Exception as e:
+            return _failed(f"{type(e).__name__}: {e}", "s")
+        cp_error = pgbench_db.checkpoint(srv) if self.p.init.checkpoint else None
+        fields = self.bench.run(srv, dbname, ["-i", "-s", scale], name, init=True)
+        return fields | {"checkpoint_error": cp_error}
+
+    def _ensure_loaded(self, srv: Server, scale: int, dbname: str) -> str | None:
+        """Load `dbname` at `scale` unless a complete load is there; the error text if that fails.
+
+        Every pgbench run writes (vacuum, history truncation, TPC-B updates), so on an external server even
+        an existing database is used only with allow_destructive."""
+        try:
+            srv.require_destructive(f"run pgbench, which writes, in database {dbname}")
+            if pgbench_db.loaded_scale(srv, dbname) == scale:
+                return None
+        except Exception as e:
+            return f"{type(e).__name__}: {e}"
+        fields = self._load(srv, scale, dbname, f"prepare/{srv.name}/{dbname}")
+        self.store.save_json(f"pgbench/prepare/{srv.name}/{dbname}.{time.time_ns()}.json", fields)
+        if fields.get("error"):
+            return f"{dbname} could not be loaded on {srv.name}: {fields['error']}"
+        return None
+
+    def load(self) -> int:
+        cells = [(s.name, f"s{sc}", "init") for sc in self.p.scales for s in self.servers]
+        steps = schedule.plan(cells, self.p.init.repetitions, warmups=0, shuffle_seed=self.p.shuffle_seed)
+
+        def measure(st):
+            sc = _scale(st.condition)
+            name = f"init/{st.server}/s{sc}.r{st.repetition}"
+            return {"scale": sc} | self._load(self._by_name[st.server], sc, pgbench_db.database(sc), name)
+
+        return self._timed(EXP_INIT, steps, measure, "pgbench -i")
+
+    # -- select-only and scaling -----------------------------------------------------------------------------
+
+    def _prepare(self, pending: list, scale_of) -> dict[tuple[str, int], str]:
+        errors = {}
+        for server, scale in sorted({(st.server, scale_of(st)) for st in pending}):
+            err = self._ensure_loaded(self._by_name[server], scale, pgbench_db.database(scale))
+            if err:
+                errors[(server, scale)] = err
+        return errors
+
+    def _timed_run(self, st, scale: int, mode: str, clients: int, duration: int, name: str) -> dict:
+        threads = threads_for(clients, self.p.threads)
+        args = (["-S"] if mode == "select-only" else []) + [
+            "-c", clients, "-j", threads, "-T", duration, "-M", self.p.query_mode,
+        ]  # fmt: skip
+        fields = self.bench.run(
+            self._by_name[st.server], pgbench_db.database(scale), args, name,
+            duration_s=duration, log=not st.warmup,
+        )  # fmt: skip
+        return {"scale": scale, "mode": mode, "clients": clients, "threads": threads, "duration_s": duration} | fields
+
+    def select_only(self) -> int:
+        q = self.p.select_only
+        cells = [(s.name, f"s{sc}", "select-only") for sc in self.p.scales for s in self.servers]
+        steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
+        errors = self._prepare(self._pending(steps, EXP_SELECT), lambda st: _scale(st.condition))
+
+        def measure(st):
+            sc = _scale(st.condition)
+            if (st.server, sc) in errors:
+                return {"scale": sc, "mode": "select-only", "clients": q.clients} | _failed(errors[(st.server, sc)])
+            tag = "warmup" if st.warmup else "r"
+            name = f"select_only/{st.server}/s{sc}.{tag}{st.repetition}"
+            dur = q.warmup_s if st.warmup else q.duration_s
+            return self._timed_run(st, sc, "select-only", q.clients, dur, name)
+
+        return self._timed(EXP_SELECT, steps, measure, "pgbench -S")
+
+    def scaling(self) -> int:
+        q, sc = self.p.scaling, self.p.scaling_scale
+        cells = [(s.name, m, f"c{c}") for m in q.modes for c in q.client_counts() for s in self.servers]
+        steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
+        errors = self._prepare(self._pending(steps, EXP_SCALING), lambda st: sc)
+
+        def measure(st):
+            clients = int(st.item.removeprefix("c"))
+            if (st.server, sc) in errors:
+                return {"scale": sc, "mode": st.condition, "clients": clients} | _failed(errors[(st.server, sc)])
+            tag = "warmup" if st.warmup else "r"
+            name = f"scaling/{st.server}/{st.condition}.c{clients}.{tag}{st.repetition}"
+            dur = q.warmup_s if st.warmup else q.duration_s
+            return self._timed_run(st, sc, st.condition, clients, dur, name)
+
+        return self._timed(EXP_SCALING, steps, measure, "pgbench scaling")
+
+    # -- the no-vacuum series --------------------------------------------------------------------------------
+
+    def series_steps(self) -> list[schedule.Step]:
+        """Per series repetition: a fresh load of every (server, scale), then run k of every one of them
+        before run k+1 of any (order within a round shuffled with the recorded seed)."""
+        q = self.p.series
+        cells = [(s.name, f"s{sc}") for sc in self.p.series_scales for s in self.servers]
+        rng = random.Random(self.p.shuffle_seed) if self.p.shuffle_seed is not None else None
+        steps, rnd = [], 0
+        for rep in range(q.repetitions):
+            for k in range(q.runs + 1):
+                order = list(cells)
+                if rng is not None:
+                    rng.shuffle(order)
+                item = "init" if k == 0 else f"run{k:02d}"
+                steps += [schedule.Step(s, c, item, rep, False, rnd) for s, c in order]
+                rnd += 1
+        return steps
+
+    def series(self) -> int:
+        q = self.p.series
+
+        def measure(st):
+            srv, sc = self._by_name[st.server], _scale(st.condition)
+            db = pgbench_db.database(sc, series=True)
+            base = {"scale": sc, "series": st.repetition}
+            if st.item == "init":
+                fields = self._load(srv, sc, db, f"series/{st.server}/s{sc}.series{st.repetition}.init")
+                key = (st.server, sc, st.repetition)
+                if fields.get("error"):
+                    self._series_failed[key] = fields["error"]
+                else:
+                    self._series_ready.add(key)
+                return base | {"run": 0} | fields
+            run = int(st.item.removeprefix("run"))
+            key = (st.server, sc, st.repetition)
+            if key in self._series_failed:
+                return base | {"run": run} | _failed(
+                    f"the load this series starts from failed: {self._series_failed[key]}"
+                )
+            resumed = key not in self._series_ready
+            if resumed:
+                # this series was started by an earlier process: continue it only on its own database
+                if not srv.allow_destructive:
+                    return base | {"run": run} | _failed(f"{st.server}: pgbench writes; allow_destructive is off")
+                loaded = pgbench_db.loaded_scale(srv, db)
+                if loaded != sc:
+                    return base | {"run": run, "resumed": True} | _failed(
+                        f"{db} on {st.server} holds no complete load of scale {sc} (found {loaded}) to continue "
+                        "this series on; start a new run id to repeat the series"
+                    )  # fmt: skip
+                self._series_ready.add((st.server, sc, st.repetition))
+            clients = q.clients
+            threads = threads_for(clients, self.p.threads)
+            length = ["-t", q.transactions] if q.transactions else ["-T", q.duration_s]
+            args = ["-n", "-c", clients, "-j", threads, *length, "-M", self.p.query_mode]
+            name = f"series/{st.server}/s{sc}.series{st.repetition}.{st.item}"
+            fields = self.bench.run(srv, db, args, name, duration_s=q.duration_s, log=True)
+            return base | {
+                "run": run, "mode": "tpcb-no-vacuum", "clients": clients, "threads": threads,
+                "transactions": q.transactions, "duration_s": q.duration_s, "resumed": resumed,
+            } | fields  # fmt: skip
+
+        return self._timed(EXP_SERIES, self.series_steps(), measure, "pgbench -n series")
+
+    # -- what will run ---------------------------------------------------------------------------------------
+
+    def plan(self) -> list[dict]:
+        """The grid params ask for: per experiment the command shape, runs (warm-ups included) and the
+        seconds of -T alone (a lower bound of the wall time; loads and -t runs add theirs)."""
+        p, n = self.p, len(self.servers)
+        j = "auto" if not p.threads else p.threads
+        q, c, s = p.select_only, p.scaling, p.series
+        length = f"-t {s.transactions}" if s.transactions else f"-T {s.duration_s}"
+        cc = c.client_counts()
+        rows = {
+            "load": ("pgbench -i -s S", n * len(p.scales) * p.init.repetitions, 0, f"scales {p.scales}"),
+            "select_only": (
+                f"pgbench -S -c {q.clients} -j {j} -T {q.duration_s}",
+                n * len(p.scales) * (q.repetitions + (1 if q.warmup_s else 0)),
+                n * len(p.scales) * (q.repetitions * q.duration_s + q.warmup_s),
+                f"scales {p.scales}, {q.repetitions} repetitions + warm-up of {q.warmup_s} s",
+            ),
+            "scaling": (
+                f"pgbench [-S] -c C -j {j} -T {c.duration_s}",
+                n * len(c.modes) * len(cc) * (c.repetitions + (1 if c.warmup_s else 0)),
+                n * len(c.modes) * len(cc) * (c.repetitions * c.duration_s + c.warmup_s),
+                f"scale {p.scaling_scale}, clients {cc}, {c.modes}, {c.repetitions} repetitions",
+            ),
+            "series": (
+                f"pgbench -n -c {s.clients} -j {j} {length}",
+                n * len(p.series_scales) * s.repetitions * (s.runs + 1),
+                n * len(p.series_scales) * s.repetitions * s.runs * (s.duration_s or 0),
+                f"scales {p.series_scales}, {s.runs} runs after a fresh load, {s.repetitions} series",
+            ),
+        }
+        return [
+            {"experiment": e, "command": r[0], "runs": r[1], "seconds_of_T": r[2], "grid": r[3]}
+            for e, r in rows.items() if e in p.experiments
+        ]  # fmt: skip
+
+    # -- what came out ---------------------------------------------------------------------------------------
+
+    def baseline(self) -> str | None:
+        """The server the others are compared with: the oldest PostgreSQL version among the kit's servers."""
+        kit = [s for s in self.servers if s.install is not None]
+        if not kit:
+            return self.servers[0].name if self.servers else None
+        return min(kit, key=lambda s: (s.install.major, int(s.install.minor) if s.install.minor.isdigit() else 0)).name
+
+    def tables(self, write: bool = True) -> dict:
+        from . import pgbench_tables
+
+        return pgbench_tables.build(self.store, self.session.profile, self.baseline(), write=write)

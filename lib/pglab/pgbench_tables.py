@@ -1,0 +1,259 @@
+"""Derived tables of the pgbench stage: tidy, flat, one row per measurement, plus their summaries.
+
+Written by `build` to `data/derived/<profile>/pgbench_*.csv`:
+
+* `pgbench_runs`: every measurement of every pgbench experiment (warm-ups and failures included).
+* `pgbench_init`, `pgbench_init_steps` (per-step seconds, long form), `pgbench_select_only`,
+  `pgbench_scaling`, `pgbench_series` (runs 1..K), `pgbench_series_sizes` (run 0 = after the fresh load).
+* summaries (`stats.summarize`: n, n_missing = failed runs, median, mean, min, max, stddev, 95 % CI of the
+  median): `pgbench_init_summary`, `pgbench_select_only_summary`, `pgbench_scaling_summary`,
+  `pgbench_series_summary` (per run over series repetitions).
+* `pgbench_series_trend`: per server and scale, tps of the last third of the series over the first third,
+  with a 95 % interval and a verdict; the study's min / max / mean of the series; size growth.
+* `pgbench_versions`: every server against the baseline (oldest version) per experiment and group.
+* `pgbench_timeseries` (aggregate logs, when params ask for them), `pgbench_settings`."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from . import derived, stats
+from .pgbench_output import parse_aggregate_log
+from .store import RunStore
+
+EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")
+
+_F, _I, _S, _B = pl.Float64, pl.Int64, pl.String, pl.Boolean
+SCHEMA = {
+    "server": _S, "experiment": _S, "condition": _S, "item": _S, "repetition": _I, "warmup": _B, "round": _I,
+    "value": _F, "unit": _S, "ts": _S, "scale": _I, "mode": _S, "clients": _I, "threads": _I, "duration_s": _I,
+    "transactions": _I, "series": _I, "run": _I, "resumed": _B,
+    "tps": _F, "latency_avg_ms": _F, "latency_stddev_ms": _F, "initial_connection_ms": _F,
+    "transactions_processed": _I, "failed_transactions": _I, "tps_kind": _S, "query_mode": _S,
+    "wall_s": _F, "init_total_s": _F, "generation": _S, "tuples_generated": _I,
+    "db_bytes_before": _I, "db_bytes_after": _I, "databases_bytes_before": _I, "databases_bytes_after": _I,
+    "datadir_bytes_before": _I, "datadir_bytes_after": _I, "wal_dir_bytes_before": _I, "wal_dir_bytes_after": _I,
+    "wal_written_bytes": _I, "client_version": _S, "pgbench_version": _S, "command": _S, "returncode": _I,
+    "stdout_file": _S, "stderr_file": _S, "agglog_file": _S, "aggregate_interval_s": _I,
+    "error": _S, "pgbench_errors": _S, "checkpoint_error": _S,
+}  # fmt: skip
+STEP_ORDER = ("drop_tables", "create_tables", "client_side_generate", "server_side_generate", "vacuum",
+              "primary_keys", "foreign_keys")  # fmt: skip
+
+
+def records(store: RunStore) -> pl.DataFrame:
+    """Every pgbench measurement of the run with the columns of SCHEMA (null where not recorded) and the
+    per-step load times (`step_<name>_s`)."""
+    frames = [f for e in EXPERIMENTS if (f := store.records(e)).height]
+    if not frames:
+        return pl.DataFrame(schema=SCHEMA)
+    df = pl.concat(frames, how="diagonal_relaxed")
+    steps = sorted((c for c in df.columns if c.startswith("step_") and c.endswith("_s")), key=_step_key)
+    cols = [
+        (pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, dtype=t)).alias(c)
+        for c, t in SCHEMA.items()
+    ] + [pl.col(c).cast(_F, strict=False) for c in steps]
+    return df.select(cols)
+
+
+def _step_key(col: str) -> tuple:
+    name = col.removeprefix("step_").removesuffix("_s")
+    return (STEP_ORDER.index(name) if name in STEP_ORDER else len(STEP_ORDER), name)
+
+
+def _of(df: pl.DataFrame, experiment: str, measured_only: bool = True) -> pl.DataFrame:
+    out = df.filter(pl.col("experiment") == experiment)
+    return out.filter(~pl.col("warmup")) if measured_only else out
+
+
+def init_table(df: pl.DataFrame) -> pl.DataFrame:
+    steps = [c for c in df.columns if c.startswith("step_")]
+    return _of(df, "pgbench_init").select(
+        "server", "scale", "repetition", "round", pl.col("value").alias("load_s"), "init_total_s", "wall_s",
+        *steps, "db_bytes_before", "db_bytes_after", "databases_bytes_before", "databases_bytes_after",
+        "datadir_bytes_before", "datadir_bytes_after", "wal_written_bytes", "generation", "tuples_generated",
+        "client_version", "command", "error", "checkpoint_error",
+    )  # fmt: skip
+
+
+def init_steps_table(df: pl.DataFrame) -> pl.DataFrame:
+    steps = [c for c in df.columns if c.startswith("step_")]
+    init = _of(df, "pgbench_init").select("server", "scale", "repetition", *steps)
+    if not steps:
+        return pl.DataFrame(schema={"server": _S, "scale": _I, "repetition": _I, "step": _S, "seconds": _F})
+    long = init.unpivot(index=["server", "scale", "repetition"], on=steps, variable_name="step", value_name="seconds")
+    return long.with_columns(pl.col("step").str.strip_prefix("step_").str.strip_suffix("_s")).drop_nulls("seconds")
+
+
+def _runs(df: pl.DataFrame, experiment: str, keys: list[str]) -> pl.DataFrame:
+    return _of(df, experiment, measured_only=False).select(
+        "server", *keys, "repetition", "warmup", "round", pl.col("value").alias("tps"), "latency_avg_ms",
+        "latency_stddev_ms", "initial_connection_ms", "transactions_processed", "failed_transactions", "clients",
+        "threads", "duration_s", "wal_written_bytes", "error",
+    )  # fmt: skip
+
+
+def series_table(df: pl.DataFrame) -> pl.DataFrame:
+    return _of(df, "pgbench_series").filter(pl.col("item") != "init").select(
+        "server", "scale", "series", "run", pl.col("value").alias("tps"), "latency_avg_ms",
+        "transactions_processed", "failed_transactions", "clients", "threads", "transactions", "duration_s",
+        pl.col("db_bytes_after").alias("db_bytes"), pl.col("databases_bytes_after").alias("databases_bytes"),
+        pl.col("datadir_bytes_after").alias("datadir_bytes"), pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
+        "wal_written_bytes", "resumed", "error",
+    )  # fmt: skip
+
+
+def series_sizes_table(df: pl.DataFrame) -> pl.DataFrame:
+    """Sizes after the fresh load (run 0) and after every run of the series."""
+    return _of(df, "pgbench_series").select(
+        "server", "scale", "series", "run", pl.col("db_bytes_after").alias("db_bytes"),
+        pl.col("databases_bytes_after").alias("databases_bytes"), pl.col("datadir_bytes_after").alias("datadir_bytes"),
+        pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
+    )  # fmt: skip
+
+
+def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
+    """Does tps fall over the series? Last third of the runs (at least two) against the first third (all series
+    repetitions pooled), ratio of medians with a bootstrap 95 % interval; the study's min / max / mean;
+    database and data-directory growth from the fresh load to the end of the series (median over series)."""
+    rows = []
+    for (server, scale), g in series.group_by(["server", "scale"], maintain_order=True):
+        runs = sorted(g["run"].unique().to_list())
+        k = max(2, len(runs) // 3) if len(runs) >= 4 else 1  # two runs a side at least: an interval
+        first = g.filter(pl.col("run").is_in(runs[:k]))["tps"].to_list()
+        last = g.filter(pl.col("run").is_in(runs[-k:]))["tps"].to_list()
+        r = stats.ratio_ci(last, first)
+        tps = g["tps"].drop_nulls()
+        s = sizes.filter((pl.col("server") == server) & (pl.col("scale") == scale))
+        rows.append({
+            "server": server, "scale": scale, "runs": len(runs), "series": g["series"].n_unique(),
+            "failed_runs": g["tps"].null_count(), "window": k,
+            "tps_min": tps.min(), "tps_max": tps.max(), "tps_mean": tps.mean(),
+            "tps_first_median": r["stat_b"], "tps_last_median": r["stat_a"], "ratio_last_first": r["ratio"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "verdict": r["verdict"],
+            "db_growth": _growth(s, "db_bytes"), "datadir_growth": _growth(s, "datadir_bytes"),
+        })  # fmt: skip
+    schema = {"server": _S, "scale": _I, "runs": _I, "series": _I, "failed_runs": _I, "window": _I,
+              "tps_min": _F, "tps_max": _F, "tps_mean": _F, "tps_first_median": _F, "tps_last_median": _F,
+              "ratio_last_first": _F, "ci_low": _F, "ci_high": _F, "verdict": _S, "db_growth": _F,
+              "datadir_growth": _F}  # fmt: skip
+    return pl.from_dicts(rows, schema=schema).sort("server", "scale") if rows else pl.DataFrame(schema=schema)
+
+
+def _growth(sizes: pl.DataFrame, col: str) -> float | None:
+    """Median over series repetitions of size at the end / size after the load."""
+    ratios = []
+    for _, g in sizes.group_by("series"):
+        g = g.drop_nulls(col).sort("run")
+        if g.height >= 2 and g[col][0]:
+            ratios.append(g[col][-1] / g[col][0])
+    return float(pl.Series(ratios).median()) if ratios else None
+
+
+def versions(tables: dict, baseline: str | None) -> pl.DataFrame:
+    """Every server against `baseline` (ratio of medians, 95 % CI, verdict) per experiment and group."""
+    specs = [  # (what, table, group columns, value, which way is better)
+        ("load time", "pgbench_init", ["scale"], "load_s", "lower"),
+        ("select-only tps", "pgbench_select_only", ["scale"], "tps", "higher"),
+        ("scaling tps", "pgbench_scaling", ["mode", "clients"], "tps", "higher"),
+        ("series tps", "pgbench_series", ["scale"], "tps", "higher"),
+    ]
+    out = []
+    for what, name, by, value, better in specs:
+        df = tables[name]
+        if "warmup" in df.columns:
+            df = df.filter(~pl.col("warmup"))
+        if baseline is None or df.is_empty() or df["server"].n_unique() < 2:
+            continue
+        c = stats.compare(df, by, "server", baseline, value)
+        group = pl.concat_str([pl.lit(f"{b}=") + pl.col(b).cast(_S) for b in by], separator=" ")
+        out.append(c.select(pl.lit(what).alias("what"), group.alias("group"), pl.lit(better).alias("better"),
+                            *[x for x in c.columns if x not in by]))  # fmt: skip
+    if not out:
+        return pl.DataFrame(schema={"what": _S, "group": _S, "better": _S, "server": _S, "baseline": _S})
+    return pl.concat(out, how="vertical_relaxed")
+
+
+def timeseries(df: pl.DataFrame, store: RunStore) -> pl.DataFrame:
+    """Per-interval throughput and latency of every logged run (threads' lines summed per interval);
+    `partial` marks a run's first and last interval, which the run covers only in part."""
+    frames = []
+    logged = df.filter(pl.col("agglog_file").is_not_null() & ~pl.col("warmup"))
+    for rec in logged.iter_rows(named=True):
+        path = store.artifact_path(rec["agglog_file"])
+        try:
+            agg = parse_aggregate_log(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if agg.is_empty():
+            continue
+        per = agg.group_by("interval_start").agg(
+            pl.col("num_transactions").sum(), pl.col("sum_latency").sum(), pl.col("max_latency").max()
+        ).sort("interval_start")  # fmt: skip
+        t0, t1 = per["interval_start"].min(), per["interval_start"].max()
+        interval = rec["aggregate_interval_s"] or 1
+        frames.append(per.select(
+            *[pl.lit(rec[k], dtype=SCHEMA[k]).alias(k) for k in
+              ("server", "experiment", "condition", "item", "repetition", "scale", "mode", "clients", "series", "run")],
+            (pl.col("interval_start") - t0).alias("t_s"), pl.col("num_transactions").alias("transactions"),
+            (pl.col("num_transactions") / interval).alias("tps"),
+            (pl.col("sum_latency") / pl.col("num_transactions") / 1000).alias("latency_avg_ms"),
+            (pl.col("max_latency") / 1000).alias("latency_max_ms"),
+            # intervals are aligned to whole seconds: the first and last of a run cover only part of one
+            pl.col("interval_start").is_in([t0, t1]).alias("partial"),
+        ))  # fmt: skip
+    if not frames:
+        return pl.DataFrame(schema={"server": _S, "experiment": _S, "t_s": _I, "tps": _F})
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def settings(store: RunStore) -> pl.DataFrame:
+    rows = []
+    for p in sorted(store.artifact_path("pgbench/servers").glob("*.json")):
+        data = json.loads(p.read_text())
+        srv = data["server"]
+        rows += [{"server": srv["server"], "name": s["name"], "setting": s["setting"], "unit": s["unit"],
+                  "source": s["source"]} for s in data["settings"]]  # fmt: skip
+        rows.append({"server": srv["server"], "name": "(pgbench client)", "setting": srv.get("pgbench_client_version"),
+                     "unit": "", "source": "pglab"})  # fmt: skip
+    schema = {"server": _S, "name": _S, "setting": _S, "unit": _S, "source": _S}
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def build(store: RunStore, profile: str, baseline: str | None, write: bool = True) -> dict[str, pl.DataFrame]:
+    df = records(store)
+    t: dict[str, pl.DataFrame] = {}
+    t["pgbench_runs"] = df.select(pl.lit(store.run_id).alias("run_id"), *[c for c in df.columns if c != "tps"])
+    t["pgbench_init"] = init_table(df)
+    t["pgbench_init_steps"] = init_steps_table(df)
+    t["pgbench_select_only"] = _runs(df, "pgbench_select_only", ["scale"])
+    t["pgbench_scaling"] = _runs(df, "pgbench_scaling", ["mode", "scale"])
+    t["pgbench_series"] = series_table(df)
+    t["pgbench_series_sizes"] = series_sizes_table(df)
+
+    t["pgbench_init_summary"] = stats.summarize(t["pgbench_init"], ["server", "scale"], "load_s").join(
+        t["pgbench_init"].group_by("server", "scale").agg(
+            pl.col("db_bytes_after").median().alias("db_bytes_median"),
+            (pl.col("datadir_bytes_after") - pl.col("datadir_bytes_before")).median().alias("datadir_growth_median"),
+        ), on=["server", "scale"], how="left",
+    )  # fmt: skip
+    measured = {n: t[n].filter(~pl.col("warmup")) for n in ("pgbench_select_only", "pgbench_scaling")}
+    t["pgbench_select_only_summary"] = _with_latency(measured["pgbench_select_only"], ["server", "scale"])
+    t["pgbench_scaling_summary"] = _with_latency(measured["pgbench_scaling"], ["server", "mode", "clients"])
+    t["pgbench_series_summary"] = _with_latency(t["pgbench_series"], ["server", "scale", "run"])
+    t["pgbench_series_trend"] = series_trend(t["pgbench_series"], t["pgbench_series_sizes"])
+    t["pgbench_versions"] = versions(t, baseline)
+    t["pgbench_timeseries"] = timeseries(df, store)
+    t["pgbench_settings"] = settings(store)
+    if write:
+        for name, table in t.items():
+            derived.write_table(table, name, profile)
+    return t
+
+
+def _with_latency(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    s = stats.summarize(df, by, "tps")
+    lat = df.group_by(by).agg(pl.col("latency_avg_ms").median().alias("latency_avg_ms_median"))
+    return s.join(lat, on=by, how="left")
