@@ -1,7 +1,282 @@
-"""(being written)"""
+"""Study S2 (auto_explain overhead): its settings and numbers, and the `auto_explain:` section of params.
 
-from .paramtypes import Strict
+The source study (PostgreSQL 14.1, seed 001) ran `pgbench -c 1 -j 1` on two one-statement scripts over
+`tab1(c1 int)` with 1e6 rows and compared `latency average` under auto_explain conditions. The defaults
+here are its settings; the stage itself is in `auto_explain_run`, the analysis in `auto_explain_results`.
+
+This module is imported by `pglab.params`, so it imports nothing of the kit that imports params.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .paramtypes import SettingValue, Strict
+
+EXPERIMENT = "auto_explain"
+NAME = r"^[A-Za-z0-9_]+$"
+
+# postgresql.conf of the study, for every condition (logging_collector is always on in the kit's clusters)
+STUDY_SETTINGS: dict[str, SettingValue] = {
+    "shared_buffers": "2GB",
+    "autovacuum": False,
+    "effective_cache_size": "6GB",
+    "maintenance_work_mem": "512MB",
+    "wal_buffers": "16MB",
+    "random_page_cost": 1.1,
+    "effective_io_concurrency": 200,
+    "work_mem": "5242kB",
+    "min_wal_size": "1GB",
+    "max_wal_size": "4GB",
+    "max_worker_processes": 4,
+    "max_parallel_workers_per_gather": 2,
+    "max_parallel_workers": 4,
+    "max_parallel_maintenance_workers": 2,
+}
+
+# latency average (ms) the study reported, by condition and item ("count" = count.pgbench as configured,
+# i.e. parallel; "count_serial" = with max_parallel_workers_per_gather = 0)
+STUDY_LATENCY_MS: dict[tuple[str, str], float] = {
+    ("not_loaded", "limit"): 0.110,
+    ("loaded_disabled", "limit"): 0.111,
+    ("loaded_disabled", "count"): 22.521,
+    ("loaded_disabled", "count_serial"): 50.726,
+    ("explain", "limit"): 0.112,
+    ("explain", "count"): 22.532,
+    ("explain", "count_serial"): 51.448,
+    ("analyze", "limit"): 0.112,
+    ("analyze", "count"): 38.268,
+    ("analyze", "count_serial"): 96.212,
+    ("analyze_no_timing", "limit"): 0.111,
+    ("analyze_no_timing", "count"): 24.396,
+    ("analyze_no_timing", "count_serial"): 56.766,
+    ("explain_logged", "limit"): 0.146,
+    ("analyze_logged", "limit"): 0.149,
+}
+STUDY_BASELINE = "loaded_disabled"
+
+
+class Item(Strict):
+    """What one pgbench run executes: a one-statement script and session settings for its connection."""
+
+    sql: str = Field(min_length=1)
+    label: str = ""
+    settings: dict[str, SettingValue] = {}
+
+
+class Condition(Strict):
+    """A named set of auto_explain settings. `load: false` = auto_explain not loaded at all."""
+
+    label: str = ""
+    load: bool = True
+    settings: dict[str, SettingValue] = {}
+    items: Literal["all"] | list[str] = "all"
+    # the log proof: a plan for every transaction, or none; "auto" = every when log_min_duration is 0
+    expect_plans: Literal["auto", "every", "none"] = "auto"
+
+    @field_validator("settings")
+    @classmethod
+    def _names(cls, v: dict) -> dict:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+                raise ValueError(f"expected PostgreSQL setting names; {name!r} is not one")
+        if "auto_explain.log_min_duration" in v:
+            min_duration_ms(v["auto_explain.log_min_duration"])
+        return v
+
+    @model_validator(mode="after")
+    def _unloaded_has_no_settings(self):
+        if not self.load and any(k.startswith("auto_explain.") for k in self.settings):
+            raise ValueError("a condition with load: false cannot have auto_explain.* settings")
+        return self
+
+    def setting(self, name: str, default=None):
+        return self.settings.get(f"auto_explain.{name}", default)
+
+    @property
+    def analyze(self) -> bool:
+        return self.load and as_bool(self.setting("log_analyze", False))
+
+    @property
+    def timing(self) -> bool:
+        """Per-node times in ANALYZE plans (auto_explain.log_timing defaults to on)."""
+        return self.analyze and as_bool(self.setting("log_timing", True))
+
+    @property
+    def expected_plans(self) -> str:
+        if self.expect_plans != "auto":
+            return self.expect_plans
+        if not self.load:
+            return "none"
+        return "every" if min_duration_ms(self.setting("log_min_duration", -1)) == 0 else "none"
+
+
+_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
+
+
+def min_duration_ms(value) -> float:
+    """auto_explain.log_min_duration in ms: a number (ms) or text with a unit ('10s'); -1 = off."""
+    if isinstance(value, bool):
+        raise ValueError(f"auto_explain.log_min_duration: expected a duration, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([a-z]*)\s*", str(value))
+    if not m or m.group(2) not in ("", *_UNITS_MS):
+        raise ValueError(f"auto_explain.log_min_duration: expected a number of ms or e.g. '10s'; got {value!r}")
+    return float(m.group(1)) * _UNITS_MS.get(m.group(2) or "ms")
+
+
+def as_bool(value) -> bool:
+    """A boolean setting as PostgreSQL reads it (on/off, true/false, yes/no, 1/0)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    text = str(value).strip().lower()
+    if text in ("on", "true", "yes", "1", "t", "y"):
+        return True
+    if text in ("off", "false", "no", "0", "f", "n"):
+        return False
+    raise ValueError(f"expected on/off, got {value!r}")
+
+
+def _study_conditions() -> dict[str, Condition]:
+    nothing = {"auto_explain.log_min_duration": 10000}  # 10 s: above any query's time here
+    every = {"auto_explain.log_min_duration": 0}
+    analyze = {"auto_explain.log_analyze": True}
+    no_timing = {"auto_explain.log_analyze": True, "auto_explain.log_timing": False}
+    return {
+        "not_loaded": Condition(label="not loaded", load=False, items=["limit"]),
+        "loaded_disabled": Condition(
+            label="loaded, disabled (log_min_duration = -1)", settings={"auto_explain.log_min_duration": -1}
+        ),
+        "explain": Condition(label="EXPLAIN, nothing logged", settings=nothing),
+        "analyze": Condition(label="EXPLAIN ANALYZE, nothing logged", settings=nothing | analyze),
+        "analyze_no_timing": Condition(label="ANALYZE, log_timing off, nothing logged", settings=nothing | no_timing),
+        "explain_logged": Condition(label="EXPLAIN, every plan logged", settings=every, items=["limit"]),
+        "analyze_logged": Condition(
+            label="EXPLAIN ANALYZE, every plan logged", settings=every | analyze, items=["limit"]
+        ),
+        # not in the study: the log proof that plans logged with log_timing off carry no times
+        "analyze_no_timing_logged": Condition(
+            label="ANALYZE, log_timing off, every plan logged", settings=every | no_timing, items=["limit"]
+        ),
+    }
+
+
+def _study_items() -> dict[str, Item]:
+    count = "SELECT COUNT(c1) FROM tab1;"
+    return {
+        "limit": Item(sql="SELECT c1 FROM tab1 LIMIT 1;", label="limit (1 row)"),
+        "count": Item(sql=count, label="count, parallel (1e6 rows)"),
+        "count_serial": Item(
+            sql=count, label="count, serial (1e6 rows)", settings={"max_parallel_workers_per_gather": 0}
+        ),
+    }
+
+
+class RunParams(Strict):
+    """How long each pgbench run is, and how often. mode "time": `-T duration_s` per run (interleaved
+    repetitions, the default); mode "transactions": `-t` per item, the study's counts (hours in total)."""
+
+    mode: Literal["time", "transactions"] = "time"
+    duration_s: int = Field(default=1, ge=1, le=86_400)
+    transactions: dict[str, int] = {"limit": 5_000_000, "count": 50_000, "count_serial": 50_000}
+    repetitions: int = Field(default=6, ge=1, le=1000)
+    warmups: int = Field(default=1, ge=0, le=100)
+    # warm-ups run -T warmup_duration_s in either mode; null: a warm-up is a run like the measured ones
+    warmup_duration_s: int | None = Field(default=1, ge=1, le=3600)
+    # after every restart: one unrecorded pgbench run of this many seconds over all items' scripts, since
+    # the first queries after a start run slower (fresh caches); 0 = none
+    settle_s: int = Field(default=1, ge=0, le=600)
+    shuffle_seed: int | None = 1  # order within a round (recorded with the data); null: the listed order
+    timeout_s: float | None = Field(default=None, gt=0)  # per pgbench run; default: duration + 120 s
+
+    @field_validator("transactions")
+    @classmethod
+    def _positive(cls, v: dict) -> dict:
+        bad = {k: n for k, n in v.items() if n < 1}
+        if bad:
+            raise ValueError(f"expected transaction counts of at least 1; got {bad}")
+        return v
+
+
+class LogCheckParams(Strict):
+    """The proof from the server log: a plan per transaction where one must be logged, none elsewhere."""
+
+    enabled: bool = True
+    tolerance: float = Field(default=0.001, ge=0, le=0.5)  # relative difference of plans vs transactions
+    tolerance_abs: int = Field(default=2, ge=0)  # plus this many (the run's last transaction at -T's end)
+    parse_sample: int = Field(default=20, ge=1, le=100_000)  # plans per run parsed with pglab.explain
+    wait_s: float = Field(default=30, gt=0, le=600)  # for the logging collector to catch up after a run
+    prune: bool = True  # delete log files this stage filled once read (logged runs write ~0.5 kB a plan)
 
 
 class AutoExplainParams(Strict):
-    """The `auto_explain:` section of params."""
+    """The `auto_explain:` section of params (study S2). Defaults are the study's."""
+
+    rows: int = Field(default=1_000_000, ge=1, le=2_000_000_000)
+    database: str = Field(default="pglab_auto_explain", pattern=r"^[a-z_][a-z0-9_]*$")
+    loading: Literal["shared_preload", "session_preload"] = "shared_preload"
+    prewarm: bool = True
+    client: Literal["newest", "own"] = "newest"
+    server_settings: dict[str, SettingValue] = STUDY_SETTINGS
+    items: dict[str, Item] = Field(default_factory=_study_items)
+    conditions: dict[str, Condition] = Field(default_factory=_study_conditions)
+    baseline: str = STUDY_BASELINE
+    run: RunParams = RunParams()
+    log_check: LogCheckParams = LogCheckParams()
+    negligible: float = Field(default=0.03, gt=0, lt=1)  # |ratio - 1| below this reads "costs nothing"
+
+    @field_validator("items")
+    @classmethod
+    def _item_names(cls, v: dict) -> dict:
+        bad = [k for k in v if not re.fullmatch(NAME, k)]
+        if bad or not v:
+            raise ValueError(f"expected at least one item, named with letters, digits and _; got {bad or 'none'}")
+        return v
+
+    @field_validator("conditions")
+    @classmethod
+    def _conditions_refer_to_items(cls, v: dict, info) -> dict:
+        items = info.data.get("items")
+        bad_names = [k for k in v if not re.fullmatch(NAME, k)]
+        if bad_names or not v:
+            raise ValueError(f"expected conditions named with letters, digits and _; got {bad_names or 'none'}")
+        if items is None:
+            return v
+        for name, cond in v.items():
+            if cond.items != "all":
+                unknown = [i for i in cond.items if i not in items]
+                if unknown or not cond.items:
+                    raise ValueError(f"{name}.items: expected 'all' or names among {sorted(items)}; got {cond.items}")
+        return v
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline_is_a_condition(cls, v: str, info) -> str:
+        conditions = info.data.get("conditions")
+        if conditions is not None and v not in conditions:
+            raise ValueError(f"expected one of the conditions {sorted(conditions)}")
+        return v
+
+    @field_validator("run")
+    @classmethod
+    def _counts_for_items(cls, v: RunParams, info) -> RunParams:
+        items = info.data.get("items")
+        if items is not None and v.mode == "transactions":
+            missing = [i for i in items if i not in v.transactions]
+            if missing:
+                raise ValueError(f"mode transactions: expected transactions for every item; missing {missing}")
+        return v
+
+    def items_of(self, condition: str) -> list[str]:
+        c = self.conditions[condition]
+        return list(self.items) if c.items == "all" else [i for i in self.items if i in c.items]
+
+    def cells(self) -> list[tuple[str, str]]:
+        """(condition, item) pairs the stage measures, in the order the params list them."""
+        return [(c, i) for c in self.conditions for i in self.items_of(c)]

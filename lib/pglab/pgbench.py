@@ -84,10 +84,10 @@ def run(
     settings: dict | None = None,
     timeout_s: float | None = None,
     init: bool = False,
-    cwd: Path | None = None,
 ) -> PgbenchRun:
     """Run `pgbench ARGS` against `server`. `scripts` maps a file name to its text; pass `-f NAME` in
-    args to use one. Errors (non-zero exit, unparseable output, timeout) come back in `.error`."""
+    args to use one. pgbench runs in a private temporary folder holding the scripts: give `-l` logs an
+    absolute `--log-prefix`. Errors (non-zero exit, unparseable output, timeout) come back in `.error`."""
     with tempfile.TemporaryDirectory(prefix="pglab-pgbench-") as tmp:
         for name, text in (scripts or {}).items():
             Path(tmp, name).write_text(text)
@@ -96,7 +96,7 @@ def run(
         t0 = time.monotonic()
         try:
             out = subprocess.run(
-                cmd, cwd=cwd or tmp, env=_env(server, dbname, settings), capture_output=True, text=True,
+                cmd, cwd=tmp, env=_env(server, dbname, settings), capture_output=True, text=True,
                 timeout=timeout_s, stdin=subprocess.DEVNULL,
             )  # fmt: skip
         except subprocess.TimeoutExpired as e:
