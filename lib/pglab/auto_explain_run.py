@@ -1,0 +1,217 @@
+"""The auto_explain stage (study S2): every condition × item × server, measured with pgbench.
+
+    result = auto_explain_run.run_stage(session)   # session started; servers reset afterwards
+
+Order (methodology §2, §3): warm-up rounds, then round robin — repetition r of every cell before r+1
+of any, servers interleaved. auto_explain in shared_preload_libraries needs a restart to switch, so
+within a round the cells are grouped by that server-level state and the groups alternate direction from
+one round to the next (…loaded | not loaded, not loaded | loaded…): one restart per round per server
+instead of one per cell, and still every condition in every round. After a restart tab1 is prewarmed
+again. auto_explain.* and the items' settings go with each pgbench connection (PGOPTIONS).
+
+Each run records pgbench's `latency average` (value, ms: 1000 / tps with one client, the figure pgbench
+prints with 3 decimals, at full resolution), its transactions and tps, the full pgbench output as a raw
+artefact, and the log proof of `auto_explain_logcheck`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import dataclass
+
+import polars as pl
+
+from . import derived, environment, pgbench, schedule
+from .auto_explain_logcheck import LogWatch
+from .auto_explain_setup import ServerState, plan_rows
+from .auto_explain_study import EXPERIMENT, AutoExplainParams
+from .installs import Install, discover
+from .session import Session
+
+PRELOAD, PLAIN = "auto_explain preloaded", "not preloaded"
+SCRIPT = "auto_explain.sql"
+
+
+@dataclass
+class StageResult:
+    runs: pl.DataFrame  # every run recorded in this run id (warm-ups flagged)
+    servers: pl.DataFrame  # per server: how auto_explain was loaded, restarts, log reachable, skipped
+    plans: pl.DataFrame  # per server × item: the plan, parallelism, rows processed, node calls
+    timer: pl.DataFrame  # per server: pg_test_timing's per_loop_ns and where it came from
+    log_problems: pl.DataFrame  # warnings and errors the server logged during the stage
+    wall_s: float
+    steps_run: int
+
+
+def group_of(state: ServerState, params: AutoExplainParams, condition: str) -> str:
+    """The server-level state a condition needs: only preloading (shared_preload) differs."""
+    preload = state.loading == "shared_preload" and params.conditions[condition].load
+    return PRELOAD if preload else PLAIN
+
+
+def order_steps(steps: list[schedule.Step], group) -> list[schedule.Step]:
+    """Within each round, steps grouped by `group(step)`, the groups' order reversed every other round;
+    the order within a group (servers interleaved, shuffled or not) is kept."""
+    out: list[schedule.Step] = []
+    for rnd in sorted({s.round for s in steps}):
+        ordered = [s for s in steps if s.round == rnd]
+        rank = [PRELOAD, PLAIN] if rnd % 2 == 0 else [PLAIN, PRELOAD]
+        out += sorted(ordered, key=lambda s: rank.index(group(s)))
+    return out
+
+
+def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExplainParams, client: Install,
+             store) -> dict:  # fmt: skip
+    st: ServerState = states[step.server]
+    cond, item = params.conditions[step.condition], params.items[step.item]
+    base = {"value": None, "unit": "ms", "loading": st.loading, "expect_plans": cond.expected_plans}
+    if st.skip_reason:
+        return base | {"error": f"skipped: {st.skip_reason}"}
+    if not cond.load and st.preloaded_by_server:
+        return base | {"error": "auto_explain is in the server's own shared_preload_libraries: cannot run unloaded"}
+    restarted = st.ensure_loaded(cond.load)
+    if restarted and params.run.settle_s:
+        _settle(st, params, client, store, step)
+    settings = st.session_base | item.settings | cond.settings
+    if cond.load and st.loading == "session_preload":
+        settings["session_preload_libraries"] = "auto_explain"
+    run_cfg = params.run
+    if step.warmup and run_cfg.warmup_duration_s is not None:
+        seconds = run_cfg.warmup_duration_s
+        length, timeout = ["-T", str(seconds)], seconds + 120
+    elif run_cfg.mode == "time":
+        seconds = run_cfg.duration_s
+        length, timeout = ["-T", str(seconds)], run_cfg.timeout_s or seconds + 120
+    else:
+        length, timeout = ["-t", str(run_cfg.transactions[step.item])], run_cfg.timeout_s
+    watch: LogWatch = watches[step.server]
+    watch.before_run()
+    run = pgbench.run(
+        st.server, ["-n", "-f", SCRIPT, "-c", "1", "-j", "1", *length], client, dbname=params.database,
+        scripts={SCRIPT: item.sql.strip() + "\n"}, settings=settings, timeout_s=timeout,
+    )  # fmt: skip
+    tag = f"{step.server}/{step.condition}_{step.item}_{'w' if step.warmup else 'r'}{step.repetition}"
+    store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
+    p = run.parsed or {}
+    txns = p.get("transactions_processed")
+    # pgbench's latency average is 1000 × clients / tps, printed with 3 decimals only: 1 µs is 3 % of limit's
+    # latency here. The same figure from tps (printed with 6) keeps the resolution.
+    tps = p.get("tps")
+    rec = base | {
+        "value": (1000.0 / tps if tps else p.get("latency_avg_ms")) if run.ok else None,
+        "latency_avg_ms": p.get("latency_avg_ms"),
+        "error": run.error,
+        "transactions": txns,
+        "tps": tps,
+        "pgbench_duration_s": p.get("duration_s"),
+        "elapsed_s": round(run.elapsed_s, 3),
+        "command": run.command,
+        "client_version": run.client_version,
+        "preloaded": bool(st.loaded) if st.loading == "shared_preload" else cond.load,
+        "restarted_before": restarted,
+        "restarts": st.restarts,
+        "session_settings": json.dumps(settings, sort_keys=True, default=str),
+    }
+    if not run.ok:
+        return rec | {"log_check": "not checked", "log_reason": "the pgbench run failed"}
+    fields, sample = watch.after_run(cond, item.sql, txns, tag)
+    if sample and not step.warmup:
+        store.save_text(f"auto_explain/logged_plans/{step.server}/{step.condition}_{step.item}.txt", sample)
+    rec |= fields
+    if rec.get("log_bytes") is not None and txns:
+        rec["log_bytes_per_txn"] = rec["log_bytes"] / txns
+    return rec
+
+
+def _settle(st: ServerState, params: AutoExplainParams, client: Install, store, step: schedule.Step) -> None:
+    """An unrecorded run over every item's script right after a restart (kept as a raw artefact)."""
+    scripts = {f"settle_{i}.sql": it.sql.strip() + "\n" for i, it in enumerate(
+        {it.sql.strip(): it for it in params.items.values()}.values())}  # fmt: skip
+    args = ["-n", "-c", "1", "-j", "1", "-T", str(params.run.settle_s)]
+    for name in scripts:
+        args += ["-f", name]
+    run = pgbench.run(st.server, args, client, dbname=params.database, scripts=scripts, settings=st.session_base,
+                      timeout_s=params.run.settle_s + 120)  # fmt: skip
+    tag = f"{step.server}/settle_round{step.round}_restart{st.restarts}"
+    store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
+
+
+def _timer(states: list[ServerState], profile: str, seconds: int) -> pl.DataFrame:
+    """per_loop_ns per server: from the environment notebook's table of this profile, else measured now."""
+    known = {}
+    try:
+        env = derived.read_table("environment_timing", profile)
+        if "per_loop_ns" in env.columns:
+            known = {r["server"]: r["per_loop_ns"] for r in env.iter_rows(named=True) if r["per_loop_ns"]}
+    except (OSError, pl.exceptions.PolarsError):
+        pass
+    rows = []
+    for st in states:
+        if st.name in known:
+            rows.append({"server": st.name, "per_loop_ns": float(known[st.name]),
+                         "timer_source": f"environment_timing ({profile})"})  # fmt: skip
+            continue
+        t = environment.timer(st.server, seconds) if st.server.managed else None
+        if t and t.get("per_loop_ns"):
+            rows.append({"server": st.name, "per_loop_ns": float(t["per_loop_ns"]),
+                         "timer_source": "pg_test_timing now"})  # fmt: skip
+        else:
+            reason = (t or {}).get("error") or "external server: pg_test_timing runs on the server's machine"
+            rows.append({"server": st.name, "per_loop_ns": None, "timer_source": reason})
+    return pl.DataFrame(rows, schema={"server": pl.String, "per_loop_ns": pl.Float64, "timer_source": pl.String})
+
+
+def run_stage(session: Session, installs: list[Install] | None = None) -> StageResult:
+    """Measure the whole matrix on the session's (started) servers; servers are reset afterwards."""
+    t0 = time.monotonic()
+    params = session.params.auto_explain
+    states = {s.name: ServerState(s, params) for s in session.servers}
+    plans: list[dict] = []
+    watches: dict[str, LogWatch] = {}
+    try:
+        for st in states.values():
+            st.prepare()
+            if st.skip_reason:
+                continue
+            for item in params.items:
+                doc = st.explain(item)
+                session.store.save_json(f"auto_explain/plans/{st.name}_{item}.json", doc)
+                plans.append(plan_rows(st, item, doc))
+        watches = {name: LogWatch(st, params.log_check) for name, st in states.items()}
+        installs = installs or discover()
+        cells = [(name, c, i) for c, i in params.cells() for name in states]
+        steps = schedule.plan(cells, params.run.repetitions, params.run.warmups, params.run.shuffle_seed)
+        steps = order_steps(steps, lambda s: group_of(states[s.server], params, s.condition))
+        clients = {name: pgbench.client_for(st.server, installs, params.client) for name, st in states.items()}
+        measure = functools.partial(_measure_with_client, states=states, watches=watches, params=params,
+                                    clients=clients, store=session.store)  # fmt: skip
+        ran = schedule.run_steps(steps, session.store, EXPERIMENT, measure, desc="auto_explain")
+    finally:
+        for st in states.values():
+            st.reset()
+    servers = pl.from_dicts(
+        [st.describe() | _watch_fields(watches.get(st.name)) for st in states.values()], infer_schema_length=None
+    )
+    problems = [p for w in watches.values() for p in w.problems]
+    empty = {"server": pl.String, "where": pl.String, "severity": pl.String, "message": pl.String}
+    return StageResult(
+        runs=session.store.records(EXPERIMENT),
+        servers=servers,
+        plans=pl.from_dicts(plans, infer_schema_length=None) if plans else pl.DataFrame(),
+        timer=_timer(list(states.values()), session.profile, session.params.environment.pg_test_timing_seconds),
+        log_problems=pl.from_dicts(problems, infer_schema_length=None) if problems else pl.DataFrame(schema=empty),
+        wall_s=time.monotonic() - t0,
+        steps_run=ran,
+    )
+
+
+def _measure_with_client(step, states, watches, params, clients, store) -> dict:
+    return _measure(step, states, watches, params, clients[step.server], store)
+
+
+def _watch_fields(w: LogWatch | None) -> dict:
+    if w is None:
+        return {"log_check": None, "log_files_pruned": 0, "log_bytes_pruned": 0}
+    return {"log_check": "available" if w.available else w.reason, "log_files_pruned": w.pruned_files,
+            "log_bytes_pruned": w.pruned_bytes}  # fmt: skip

@@ -1,0 +1,185 @@
+"""The auto_explain stage on real servers, on a tiny grid: every condition × item × server recorded, the
+log proof (a plan per transaction where one must be logged, none elsewhere; ANALYZE plans with actual
+rows, log_timing = off plans without times), servers reset afterwards; per-connection loading without a
+restart; external servers; and the params section's errors."""
+
+import uuid
+
+import pytest
+import yaml
+
+from pglab import auto_explain_results, params, schedule, session
+from pglab.auto_explain_run import PLAIN, PRELOAD, order_steps, run_stage
+from pglab.auto_explain_study import AutoExplainParams
+from pglab.cluster import Cluster
+from pglab.params import ParamsError
+
+TINY_RUN = {"mode": "transactions", "transactions": {"limit": 60, "count": 3, "count_serial": 3},
+            "repetitions": 2, "warmups": 0, "settle_s": 0}  # fmt: skip
+
+
+def _params_file(tmp_path, name, section, **top):
+    doc = {"profile": name, "settings": {"shared_buffers": "128MB", "jit": False}, "auto_explain": section, **top}
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return f
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    """The default matrix (plus a JSON-format logged condition) on every install, on a small table."""
+    conditions = AutoExplainParams().model_dump(mode="json")["conditions"]
+    conditions["analyze_json_logged"] = {
+        "items": ["count"],
+        "settings": {"auto_explain.log_min_duration": 0, "auto_explain.log_analyze": True,
+                     "auto_explain.log_format": "json"},
+    }  # fmt: skip
+    f = _params_file(tmp_path_factory.mktemp("ae"), "pytest-ae", {"rows": 20000, "conditions": conditions,
+                                                                  "run": TINY_RUN})  # fmt: skip
+    s = session.begin(str(f), run_id=f"pytest-ae-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
+    s.start()
+    try:
+        result = run_stage(s)
+        with s.servers[0].connect() as conn:  # the study's settings are gone again
+            after = conn.execute("SELECT current_setting('shared_buffers'), current_setting('autovacuum')").fetchone()
+    finally:
+        s.close()
+    yield s, result, after
+
+
+def test_every_cell_is_recorded(stage):
+    s, result, _ = stage
+    cfg = s.params.auto_explain
+    runs = result.runs
+    want = {(srv.name, c, i, r) for srv in s.servers for c, i in cfg.cells() for r in range(2)}
+    got = {(x["server"], x["condition"], x["item"], x["repetition"]) for x in runs.iter_rows(named=True)}
+    assert got == want
+    assert runs["error"].null_count() == runs.height and runs["value"].null_count() == 0
+    assert (runs["transactions"] == runs["item"].replace_strict(cfg.run.transactions)).all()
+    # the value is pgbench's latency average (1000 / tps with one client) before its rounding to 3 decimals
+    assert ((runs["value"] - runs["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
+    # auto_explain was in shared_preload_libraries exactly for the loaded conditions
+    assert (runs["preloaded"] == (runs["condition"] != "not_loaded")).all()
+    assert (result.servers["restarts"] >= 2).all()  # a switch per round, not per cell
+
+
+def test_log_proof(stage):
+    s, result, _ = stage
+    runs = result.runs
+    assert set(runs["log_check"]) == {"passed"}, runs.filter(runs["log_check"] != "passed")["log_reason"].to_list()
+    logging = runs.filter(runs["expect_plans"] == "every")
+    quiet = runs.filter(runs["expect_plans"] == "none")
+    assert set(logging["condition"]) == {"explain_logged", "analyze_logged", "analyze_no_timing_logged",
+                                         "analyze_json_logged"}  # fmt: skip
+    assert (logging["plans_logged"] == logging["transactions"]).all()
+    assert (quiet["plans_logged"] == 0).all() and quiet.height == runs.height - logging.height
+    assert (logging["plans_parsed"] > 0).all() and (logging["parse_errors"] == 0).all()
+    assert (logging["log_bytes_per_txn"] > 100).all()
+    by = {c: logging.filter(logging["condition"] == c) for c in set(logging["condition"])}
+    for cond, rows_, times in [("analyze_logged", True, True), ("analyze_no_timing_logged", True, False),
+                               ("explain_logged", False, False), ("analyze_json_logged", True, True)]:  # fmt: skip
+        d = by[cond]
+        assert ((d["plans_with_rows"] == d["plans_parsed"]) if rows_ else (d["plans_with_rows"] == 0)).all(), cond
+        assert ((d["plans_with_times"] == d["plans_parsed"]) if times else (d["plans_with_times"] == 0)).all(), cond
+    assert set(by["analyze_json_logged"]["plan_format"]) == {"json"}
+    assert set(by["analyze_logged"]["plan_format"]) == {"text"}
+
+
+def test_analysis_and_reset(stage):
+    s, result, after = stage
+    cfg = s.params.auto_explain
+    tables = auto_explain_results.analyse(result, cfg)
+    ratios = tables["auto_explain_ratios"]
+    overhead = ratios.filter(ratios["comparison"] == "overhead")
+    want = {(srv.name, c, i) for srv in s.servers for c, i in cfg.cells() if c != cfg.baseline}
+    assert set(zip(overhead["server"], overhead["condition"], overhead["item"], strict=True)) == want
+    assert overhead["ci_low"].null_count() == 0  # two repetitions each: every ratio has an interval
+    logging = ratios.filter(ratios["comparison"] == "logging")
+    assert set(zip(logging["condition"], logging["baseline"], strict=True)) == {
+        ("explain_logged", "explain"), ("analyze_logged", "analyze"), ("analyze_no_timing_logged", "analyze_no_timing")}
+    findings = tables["auto_explain_findings"]
+    assert findings.height == 6 * len(s.servers)
+    assert set(findings["verdict"]) <= {"supported", "not supported", "undetermined"}
+    plans = tables["auto_explain_plans"]
+    assert set(plans.filter(plans["item"] == "count")["rows_processed"]) == {20001.0}
+    assert after == ("128MB", "on")
+
+
+def test_snake_order_restarts_once_per_round():
+    cells = [("a", c, "i") for c in ("x", "y", "z")] + [("b", c, "i") for c in ("x", "y", "z")]
+    steps = schedule.plan(cells, repetitions=3, warmups=1, shuffle_seed=7)
+    ordered = order_steps(steps, lambda s: PRELOAD if s.condition != "x" else PLAIN)
+    assert sorted(ordered, key=lambda s: (s.round, s.server, s.condition)) == sorted(
+        steps, key=lambda s: (s.round, s.server, s.condition))
+    groups = [PRELOAD if s.condition != "x" else PLAIN for s in ordered]
+    switches = sum(a != b for a, b in zip(groups, groups[1:], strict=False))
+    assert switches == 4  # 4 rounds: one switch inside each, none between rounds
+    assert [s.round for s in ordered] == sorted(s.round for s in ordered)  # rounds stay whole
+
+
+def test_session_preload_and_external_servers(tmp_path, embedded):
+    """Per-connection loading (no restart); an external server without allow_destructive is recorded as
+    skipped, one with it runs but its log is out of reach."""
+    ext = Cluster(embedded, name="ae-external")
+    ext.start({"shared_buffers": "128MB"})
+    try:
+        dsn = ext.conninfo()
+        section = {"rows": 2000, "loading": "session_preload",
+                   "conditions": {"not_loaded": {"load": False}, "loaded_disabled": {"settings": {
+                       "auto_explain.log_min_duration": -1}}, "explain_logged": {"settings": {
+                       "auto_explain.log_min_duration": 0}}},
+                   "items": {"limit": {"sql": "SELECT c1 FROM tab1 LIMIT 1;"}},
+                   "run": TINY_RUN | {"repetitions": 1}}  # fmt: skip
+        servers = {"use": [embedded.name, "lab", "labw"],
+                   "external": [{"name": "lab", "dsn": dsn}, {"name": "labw", "dsn": dsn, "allow_destructive": True}]}
+        f = _params_file(tmp_path, "pytest-ae-session", section, servers=servers)
+        s = session.begin(str(f), run_id=f"pytest-ae-session-{uuid.uuid4().hex[:8]}")
+        s.start()
+        try:
+            result = run_stage(s)
+        finally:
+            s.close()
+        runs = result.runs
+        kit = runs.filter(runs["server"] == embedded.name)
+        assert set(kit["log_check"]) == {"passed"} and not kit["restarted_before"].any()
+        assert kit.filter(kit["condition"] == "explain_logged")["plans_logged"].to_list() == [60]
+        assert set(kit["loading"]) == {"session_preload"}
+        lab = runs.filter(runs["server"] == "lab")
+        assert lab.height == 3 and lab["value"].null_count() == 3
+        assert all("allow_destructive" in e for e in lab["error"])
+        labw = runs.filter(runs["server"] == "labw")
+        assert labw["value"].null_count() == 0 and set(labw["log_check"]) == {"not available"}
+        assert all("not reachable" in r for r in labw["log_reason"])
+        srv = {r["server"]: r for r in result.servers.iter_rows(named=True)}
+        assert srv["labw"]["restarts"] == 0 and srv["labw"]["loading"] == "session_preload"
+    finally:
+        ext.stop()
+
+
+@pytest.mark.parametrize(
+    "section, expected",
+    [
+        ({"rowz": 1}, r"auto_explain.rowz: unknown key"),
+        ({"loading": "always"}, r"auto_explain.loading: .*'shared_preload' or 'session_preload'"),
+        ({"conditions": {"x": {"items": ["nope"]}}, "baseline": "x"},
+         r"auto_explain.conditions: x.items: expected 'all' or names among \['count', 'count_serial', 'limit'\]"),
+        ({"baseline": "nobody"}, r"auto_explain.baseline: expected one of the conditions"),
+        ({"run": {"mode": "transactions", "transactions": {"limit": 5}}},
+         r"auto_explain.run: mode transactions: expected transactions for every item; missing \['count', "),
+        ({"conditions": {"x": {"settings": {"auto_explain.log_min_duration": "soon"}}}, "baseline": "x"},
+         r"auto_explain.conditions.x.settings: auto_explain.log_min_duration: expected a number of ms"),
+        ({"conditions": {"x": {"load": False, "settings": {"auto_explain.log_analyze": True}}}, "baseline": "x"},
+         r"auto_explain.conditions.x: .*load: false cannot have auto_explain"),
+        ({"run": {"duration_s": 0}}, r"auto_explain.run.duration_s: .*greater than or equal to 1"),
+    ],
+)  # fmt: skip
+def test_params_errors_name_file_key_and_expectation(tmp_path, section, expected):
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump({"auto_explain": section}))
+    with pytest.raises(ParamsError, match=r"p\.yaml: " + expected):
+        params.load(f, check_servers=False)
+
+
+def test_default_params_document_the_defaults():
+    """params/default.yaml spells out the section: it must say what the code does."""
+    assert params.load("params/default.yaml", check_servers=False).auto_explain == AutoExplainParams()

@@ -1,0 +1,89 @@
+"""pglab.serverlog reads what real servers write: auto_explain entries (text and JSON plans), errors with
+their STATEMENT, in jsonlog, csvlog and the text log alike, across a rotation, never half an entry."""
+
+import json
+import time
+import uuid
+
+import pytest
+
+from pglab import serverlog
+from pglab.cluster import Cluster
+from pglab.serverlog import LogCursor
+
+QUERY = "SELECT count(*) FROM generate_series(1, 1000) g"
+
+
+@pytest.fixture(scope="module")
+def logged(install):
+    """A cluster logging to all three destinations, one session's auto_explain plans (text, then JSON),
+    an error, and a rotation in between; returns the cluster and its cursor from before all that."""
+    c = Cluster(install, name=f"serverlog-{install.name}")
+    c.start({"shared_buffers": "128MB", "log_destination": "stderr,csvlog,jsonlog"})
+    cursor = LogCursor(c.log_files)
+    marker = f"pglab test marker {uuid.uuid4().hex}"
+    with c.connect() as conn:
+        conn.execute("LOAD 'auto_explain'")
+        for k, v in {"log_min_duration": "0", "log_analyze": "on", "log_timing": "on"}.items():
+            conn.execute(f"SET auto_explain.{k} = {v}")
+        conn.execute(QUERY)
+        time.sleep(1.05)  # file names carry the second: a rotation within the same one reopens the file
+        with c.connect() as other:  # (in this session auto_explain would log the call too)
+            other.execute("SELECT pg_rotate_logfile()")
+        conn.execute("SET auto_explain.log_format = json")
+        conn.execute(QUERY)
+        conn.execute("SET auto_explain.log_min_duration = -1")
+        with pytest.raises(Exception, match="division by zero"):
+            conn.execute("SELECT 1/0")
+        conn.execute(f"DO $$BEGIN RAISE LOG '{marker}'; END$$")
+    yield c, cursor, marker
+    c.stop()
+
+
+def _until_marker(c, cursor, marker, fmt):
+    cur = LogCursor(c.log_files, fmt=fmt)
+    cur.start, cur.pos = dict(cursor.start), dict(cursor.start)  # the same starting point for each format
+    return list(cur.follow(lambda e: e.message == marker, timeout_s=20))
+
+
+@pytest.mark.parametrize("fmt", ["jsonlog", "csvlog", "stderr"])
+def test_auto_explain_entries_in_every_format(logged, fmt):
+    c, cursor, marker = logged
+    entries = _until_marker(c, cursor, marker, fmt)
+    plans = [e.auto_explain for e in entries if e.auto_explain]
+    assert [p.format for p in plans] == ["text", "json"]
+    assert all(p.duration_ms > 0 for p in plans)
+    text, js = plans
+    assert text.plan.startswith("Query Text: SELECT count(*)") and "actual time=" in text.plan
+    assert json.loads(js.plan)["Plan"]["Node Type"] == "Aggregate"
+    for p in plans:  # both parse with the EXPLAIN parser, rows and times included
+        nodes = p.parse().nodes
+        assert nodes["node_type"].to_list() == ["Aggregate", "Function Scan"]
+        assert nodes["actual_rows"].to_list() == [1, 1000]
+        assert nodes["actual_total_ms"].is_not_null().all()
+    err = [e for e in entries if e.severity == "ERROR"]
+    assert len(err) == 1 and err[0].message == "division by zero" and err[0].statement == "SELECT 1/0"
+    if fmt != "stderr":  # the text log's default prefix has no database or pid of the session's name
+        assert {e.dbname for e in entries if e.auto_explain} == {"postgres"}
+
+
+def test_formats_agree(logged):
+    c, cursor, marker = logged
+    by_fmt = {f: _until_marker(c, cursor, marker, f) for f in ("jsonlog", "csvlog", "stderr")}
+    messages = {f: [e.message for e in es if e.auto_explain or e.severity == "ERROR"] for f, es in by_fmt.items()}
+    assert messages["jsonlog"] == messages["csvlog"] == messages["stderr"]
+    assert len({e.file for e in by_fmt["jsonlog"]}) == 2  # read across the rotation
+
+
+def test_partial_record_waits_for_its_end(logged, tmp_path):
+    c, cursor, marker = logged
+    lines = [ln for p in c.log_files() if p.suffix == ".json" for ln in p.read_bytes().splitlines(keepends=True)]
+    f = tmp_path / "postgresql-x.json"
+    f.write_bytes(lines[0] + lines[1][:25])  # the collector has written half of the second line
+    cur = LogCursor(lambda: [f])
+    cur.start, cur.pos = {f: 0}, {f: 0}
+    assert [e.message for e in cur.read()] == [json.loads(lines[0])["message"]]
+    with open(f, "ab") as out:
+        out.write(lines[1][25:])
+    assert [e.message for e in cur.read()] == [json.loads(lines[1])["message"]]
+    assert serverlog.detect_format(f) == "jsonlog" and cur.bytes_written() == len(lines[0]) + len(lines[1])
