@@ -71,7 +71,9 @@ def _recreate_database(server: Server, dbname: str) -> None:
     with server.connect() as conn:
         if _database_exists(server, dbname):
             server.require_destructive(f"drop database {dbname}")
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(dbname)))
+            # WITH (FORCE) ends sessions still connected to it; PostgreSQL 13+ only
+            force = sql.SQL(" WITH (FORCE)") if conn.info.server_version >= 130000 else sql.SQL("")
+            conn.execute(sql.SQL("DROP DATABASE {}").format(sql.Identifier(dbname)) + force)
         elif not server.managed:
             server.require_destructive(f"create database {dbname}")
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(dbname)))
