@@ -85,6 +85,8 @@ def test_plans_show_gathers_only_in_parallel_modes_and_fingerprints_differ(run):
     jit = plans.filter(pl.col("jit_functions").is_not_null(), mode="parallel_jit")
     assert (jit["jit_functions"] > 0).all()
     assert plans.filter(pl.col("mode") != "parallel_jit")["jit_functions"].is_null().all()
+    # the thresholds in force are recorded with every plan (the server defaults here)
+    assert (plans["jit_above_cost"] == 100000).all()
 
 
 def test_sweep_records_each_worker_count(run, servers):

@@ -85,6 +85,10 @@ def test_run_ids_resume_an_unfinished_run_and_start_anew_after_finish(tmp_path):
     time.sleep(1.1)
     assert begin_run("quick", root=tmp_path) != first
     assert begin_run("quick", "chosen-id", root=tmp_path) == "chosen-id"
+    # naming a finished run (to re-derive its tables) does not make it the one to resume
+    finish_run("quick", "chosen-id", root=tmp_path)
+    assert begin_run("quick", first, root=tmp_path) == first
+    assert begin_run("quick", root=tmp_path) not in (first, "chosen-id")
 
 
 def test_artifacts_are_written_once_and_stay_inside_the_run(tmp_path):

@@ -143,6 +143,8 @@ def begin_run(profile: str, run_id: str | None = None, root: Path | None = None)
         run_id = marker.read_text().strip() or None
     if run_id is None:
         run_id = f"{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if ((root or paths.raw_dir()) / run_id / "COMPLETE").exists():
+        return run_id  # re-deriving a finished run: it must not become the one the next run resumes
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(run_id + "\n")
     return run_id

@@ -125,6 +125,11 @@ jit_vs_s4 = jit.select("server", "query", "reduction_pct", "ci_low_pct", "ci_hig
     ref.s4_jit_table(), on="query", how="left")
 jit_vs_s4 if not jit_vs_s4.is_empty() else "no server of this run has JIT available"
 '''),
+    code('''
+# the JIT thresholds the plans were made under: JIT compiles only plans costed above them
+plans.filter(mode="parallel_jit").select("server", "jit_above_cost", "jit_inline_above_cost",
+                                         "jit_optimize_above_cost").unique().sort("server")
+'''),
     md("""
 ## Workers planned and launched (why q4.3 gets fewer)
 

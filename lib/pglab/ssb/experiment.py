@@ -214,6 +214,10 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame) -> pl.Da
                 continue
             parsed = parse_plan(doc)
             jit = parsed.jit or {}
+            in_force = {}
+            if store.has_artifact(base + ".settings.json"):  # the JIT thresholds the plan was made under
+                in_force = json.loads(store.artifact_path(base + ".settings.json").read_text())
+            rec |= {k: float(in_force[k]) if k in in_force else None for k in JIT_THRESHOLDS}
             rec |= {
                 "fingerprint": parse_plan(store.artifact_path(base + ".costs_off.txt").read_text()).fingerprint,
                 "planning_ms": parsed.planning_ms,
@@ -237,12 +241,14 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame) -> pl.Da
     )
 
 
+JIT_THRESHOLDS = ("jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
 PLAN_TYPES = {
     "server": pl.String, "mode": pl.String, "query": pl.String, "allowed_workers": pl.Int64,
     "fingerprint": pl.String, "planning_ms": pl.Float64, "execution_ms": pl.Float64, "jit_functions": pl.Int64,
     "jit_generation_ms": pl.Float64, "jit_inlining_ms": pl.Float64, "jit_optimization_ms": pl.Float64,
     "jit_emission_ms": pl.Float64, "jit_total_ms": pl.Float64, "gather_id": pl.Int64, "node_type": pl.String,
     "workers_planned": pl.Int64, "workers_launched": pl.Int64, "leftmost_relation": pl.String, "error": pl.String,
+    "jit_above_cost": pl.Float64, "jit_inline_above_cost": pl.Float64, "jit_optimize_above_cost": pl.Float64,
 }  # fmt: skip
 
 
