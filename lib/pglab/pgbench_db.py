@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 
 from .servers import Server
 
@@ -75,15 +74,6 @@ def with_suffix(d: dict, suffix: str) -> dict:
 def wal_written(before: dict, after: dict) -> int | None:
     a, b = lsn_bytes(after.get("wal_lsn")), lsn_bytes(before.get("wal_lsn"))
     return None if a is None or b is None else a - b
-
-
-def recreate(server: Server, dbname: str) -> None:
-    """Drop (if there) and create `dbname`. Refused on an external server without allow_destructive."""
-    server.require_destructive(f"drop and re-create database {dbname}")
-    with server.connect() as conn:
-        force = sql.SQL(" WITH (FORCE)") if conn.info.server_version >= 130000 else sql.SQL("")
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(dbname)) + force)
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
 
 
 def checkpoint(server: Server) -> str | None:

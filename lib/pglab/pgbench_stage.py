@@ -92,7 +92,7 @@ class Stage:
 
     def _load(self, srv: Server, scale: int, dbname: str, name: str) -> dict:
         try:
-            pgbench_db.recreate(srv, dbname)
+            srv.recreate_database(dbname)
         except Exception as e:
             return _failed(f"{type(e).__name__}: {e}", "s")
         cp_error = pgbench_db.checkpoint(srv) if self.p.init.checkpoint else None

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg import sql
 
 from .cluster import Cluster, InitdbOptions
 from .db import connect, redact
@@ -50,6 +51,16 @@ class Server:
                 f"{self.name}: refusing to {what} on an external server; "
                 "set allow_destructive: true for it in params to permit this"
             )
+
+    def recreate_database(self, dbname: str) -> None:
+        """Drop `dbname` if it is there and create it empty. Both are destructive steps: refused on an
+        external server without allow_destructive."""
+        self.require_destructive(f"drop and re-create database {dbname}")
+        with self.connect() as conn:
+            # WITH (FORCE) ends sessions still connected to it; PostgreSQL 13+ only
+            force = sql.SQL(" WITH (FORCE)") if conn.info.server_version >= 130000 else sql.SQL("")
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(dbname)) + force)
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(dbname)))
 
     # -- lifecycle (no-ops on external servers) --------------------------------------------------------------
 

@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 
 import psycopg
-from psycopg import sql
 
 from ..servers import Server
 from . import GENERATOR_VERSION, TABLES, create_table_sql, dataset_id, iter_blocks, iter_blocks_parallel
@@ -62,23 +61,6 @@ def current_dataset(server: Server, dbname: str) -> dict | None:
     return json.loads(row[0]) if row else None
 
 
-def _database_exists(server: Server, dbname: str) -> bool:
-    with server.connect() as conn:
-        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone() is not None
-
-
-def _recreate_database(server: Server, dbname: str) -> None:
-    with server.connect() as conn:
-        if _database_exists(server, dbname):
-            server.require_destructive(f"drop database {dbname}")
-            # WITH (FORCE) ends sessions still connected to it; PostgreSQL 13+ only
-            force = sql.SQL(" WITH (FORCE)") if conn.info.server_version >= 130000 else sql.SQL("")
-            conn.execute(sql.SQL("DROP DATABASE {}").format(sql.Identifier(dbname)) + force)
-        elif not server.managed:
-            server.require_destructive(f"create database {dbname}")
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(dbname)))
-
-
 def load(
     server: Server,
     sf: float,
@@ -102,7 +84,7 @@ def load(
         return res
 
     t_all = time.perf_counter()
-    _recreate_database(server, dbname)
+    server.recreate_database(dbname)
     res = LoadResult(server.name, dbname, wanted, skipped=False, method=method)
     # lineorder's generator process starts first and runs ahead (bounded) while the small dimension
     # tables, generated here in this process, load; one extra process, not five, on a two-core machine
