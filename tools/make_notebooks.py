@@ -1,7 +1,8 @@
 """Writes notebooks/NN_name.ipynb from tools/notebook_sources/nbNN_name.py (each defines CELLS).
 
 Keeping the cells as plain Python text makes them easy to review and diff; the .ipynb files are what
-papermill runs and users open. Run after editing a source: `python tools/make_notebooks.py`."""
+papermill runs and users open. Run after editing a source: `python tools/make_notebooks.py [NN ...]`
+(only the notebooks whose number or name starts with one of the arguments; all without arguments)."""
 
 import importlib
 import sys
@@ -14,9 +15,11 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(HERE / "notebook_sources")]
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
     for src in sorted((HERE / "notebook_sources").glob("nb[0-9][0-9]_*.py")):
         name = src.stem[2:]
+        if only and not any(name.startswith(o) for o in only):
+            continue
         nb = nbf.v4.new_notebook()
         nb.cells = importlib.import_module(src.stem).CELLS
         for i, cell in enumerate(nb.cells):  # stable ids: regenerating must not churn the files
@@ -29,4 +32,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -14,7 +14,10 @@ from pydantic import Field, ValidationError, field_validator
 
 from . import paths
 from .auto_explain_study import AutoExplainParams
+from .jit_operators_study import JitOperatorsParams
+from .parallel_index_study import ParallelIndexParams
 from .paramtypes import SettingValue, Strict
+from .partitioning_study import PartitioningParams
 from .pgbench_study import PgbenchParams
 from .ssb.params import SsbParams
 
@@ -61,6 +64,9 @@ class Params(Strict):
     ssb: SsbParams = SsbParams()
     pgbench: PgbenchParams = PgbenchParams()
     auto_explain: AutoExplainParams = AutoExplainParams()
+    jit_operators: JitOperatorsParams = JitOperatorsParams()
+    parallel_index: ParallelIndexParams = ParallelIndexParams()
+    partitioning: PartitioningParams = PartitioningParams()
     source: str = Field(default="", exclude=True)  # the file these came from
 
     @field_validator("settings")
