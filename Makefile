@@ -8,6 +8,7 @@ STAMP := $(VENV)/.pglab-installed
 PARAMS ?= params/default.yaml
 REPORT_DIR ?= report
 RUN_ID ?=
+ONLY ?=
 TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
@@ -15,7 +16,7 @@ TEST_DIR := build/test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=$(REPORT_DIR) RUN_ID=<resume a run>"
+	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=$(REPORT_DIR) RUN_ID=<resume a run> ONLY=<notebook numbers>"
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,15 +27,19 @@ $(STAMP): requirements.lock pyproject.toml
 
 venv: $(STAMP) ## create .venv from the lock file and register its Jupyter kernel
 
-report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml for a short pass)
-	$(BIN)/python -m pglab.report --params $(PARAMS) --out $(REPORT_DIR) $(if $(RUN_ID),--run-id $(RUN_ID))
+report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml: a short pass; ONLY=99: the report alone)
+	$(BIN)/python -m pglab.report --params $(PARAMS) --out $(REPORT_DIR) $(if $(RUN_ID),--run-id $(RUN_ID)) \
+	  $(foreach o,$(ONLY),--only $(o))
 
 lint: $(STAMP) ## ruff on the library, tests and tools
 	$(BIN)/ruff check lib tests tools
 
-test: lint ## lint, tests on real servers, a quick report pass, nbval on its notebooks
+test: lint ## lint, tests on real servers, a quick report pass, nbval on its notebooks and on the committed report
 	rm -rf $(TEST_DIR)
 	$(BIN)/python -m pytest tests
+	# the committed report re-run on the committed derived data: every output must reproduce
+	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg report/99_report.ipynb
 	PGLAB_DATA_DIR=$(CURDIR)/$(TEST_DIR)/data PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/state \
 	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
@@ -45,8 +50,11 @@ bench: bench-ssb ## every benchmark (speed targets of the issues), printed
 bench-ssb: $(STAMP) ## SSB generation and load speed at SF 1, peak memory, timing overhead vs psql
 	$(BIN)/python -m pglab.ssb.bench --sf 1
 
-lab: $(STAMP) ## JupyterLab on notebooks/ (prints the URL with its token)
-	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
+  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)
+
+lab: $(STAMP) ## JupyterLab on the project (notebooks/, report/) with its kernel; prints the URL with its token
+	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_EXTRA)
 
 clean: $(STAMP) ## stop and remove the kit's clusters, raw data and build output (keeps data/derived)
 	$(BIN)/python -m pglab.clean

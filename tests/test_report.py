@@ -10,6 +10,7 @@ import sys
 import time
 
 import polars as pl
+import pytest
 from conftest import ROOT, postmasters
 
 from pglab import derived
@@ -52,3 +53,31 @@ def test_quick_report_end_to_end():
     # nothing of the kit is left running
     for cdir in (OUT / "state" / "clusters").iterdir():
         assert postmasters(cdir / "data") == [], cdir
+
+
+def _outputs(nb_path):
+    return [c.get("outputs", []) for c in json.loads(nb_path.read_text())["cells"]]
+
+
+def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
+    """After the quick pass: the report notebook re-rendered alone (no server, no new run) gives the same
+    outputs byte for byte, and its HTML opens without the network."""
+    from pglab.report_html import external_references
+
+    first = OUT / "report" / "99_report.ipynb"
+    if not first.exists():
+        pytest.skip("needs the quick report of test_quick_report_end_to_end")
+    env = os.environ | {"PGLAB_DATA_DIR": str(OUT / "data"), "PGLAB_STATE_DIR": str(OUT / "state")}
+    raw_before = sorted(p.name for p in (OUT / "data" / "raw").iterdir())
+    again = OUT / "report-again"
+    run = subprocess.run(
+        [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(again), "--only", "99"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(p.name for p in (OUT / "data" / "raw").iterdir()) == raw_before, "the report started a run"
+    assert _outputs(again / "99_report.ipynb") == _outputs(first)
+    html = (again / "report.html").read_text()
+    assert external_references(html) == []
+    assert html.count('data-mime-type="image/svg+xml"') >= 2 and "Findings at a glance" in html
+    assert (again / "report.html").read_bytes() == (OUT / "report" / "report.html").read_bytes()

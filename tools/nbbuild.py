@@ -19,7 +19,7 @@ def params_cell(extra: str = ""):
     return code(
         f"""
 # Parameters (papermill injects its own values after this cell)
-params_file = "../params/default.yaml"
+params_file = "params/default.yaml"  # relative to the project root
 run_id = None
 {extra}
 """,

@@ -31,3 +31,13 @@ def table(rows: list[dict]) -> pl.DataFrame:
     if not missing.is_empty():
         raise ValueError(f"findings: rows with empty fields: {missing.to_dicts()}")
     return df.sort("study", "finding", "server", maintain_order=True)
+
+
+def markdown(f: pl.DataFrame) -> str:
+    """Findings for reading: each claim of the study once, then per server our verdict and evidence."""
+    out = []
+    for (finding, claim), g in f.group_by("finding", "claim", maintain_order=True):
+        out.append(f"**{claim}** *(source study; finding `{finding}`)*\n")
+        out += [f"- {r['server']}: **{r['verdict']}**. {r['evidence']}" for r in g.iter_rows(named=True)]
+        out.append("")
+    return "\n".join(out) if out else "*No findings.*"

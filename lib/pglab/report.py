@@ -2,8 +2,12 @@
 
     python -m pglab.report --params params/quick.yaml [--out report] [--run-id ID] [--only 00_environment]
 
+`--only 99` re-renders the report alone from data/derived/ in seconds, without any server.
+
 Params are validated before anything starts. The run id is chosen once (an interrupted run of the same
-profile is resumed) and handed to every notebook, so all stages record into one run."""
+profile is resumed) and handed to every notebook, so all stages record into one run. The params path is
+handed over relative to the project root, so an executed notebook re-runs unchanged in another clone.
+The report notebook is also written as one self-contained HTML file, `<out>/report.html`."""
 
 from __future__ import annotations
 
@@ -14,9 +18,12 @@ from pathlib import Path
 
 from . import params as params_mod
 from . import paths
+from .report_html import write_html
 from .store import begin_run, finish_run
 
 KERNEL = "pglab"
+REPORT_NOTEBOOK = "99_report.ipynb"
+HTML = "report.html"
 
 
 def notebooks() -> list[Path]:
@@ -38,11 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import papermill
 
-    run_id = begin_run(p.profile, args.run_id or p.run_id)
     out = paths.resolve(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    params_path = paths.resolve(args.params)
+    if params_path.is_relative_to(paths.ROOT):
+        params_path = params_path.relative_to(paths.ROOT)
     todo = [nb for nb in notebooks() if not args.only or any(nb.name.startswith(o) for o in args.only)]
-    print(f"pglab report: profile {p.profile}, run {run_id}, {len(todo)} notebooks -> {out}", flush=True)
+    # the report notebook alone reads data/derived/ only: it needs no run (and must not start one)
+    measuring = any(nb.name != REPORT_NOTEBOOK for nb in todo)
+    run_id = begin_run(p.profile, args.run_id or p.run_id) if measuring else args.run_id
+    shown = run_id or "none (the report reads data/derived only)"
+    print(f"pglab report: profile {p.profile}, run {shown}, {len(todo)} notebooks -> {out}", flush=True)
     t_all = time.monotonic()
     for nb in todo:
         t0 = time.monotonic()
@@ -51,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             papermill.execute_notebook(
                 str(nb),
                 str(out / nb.name),
-                parameters={"params_file": str(paths.resolve(args.params)), "run_id": run_id},
+                parameters={"params_file": str(params_path), "run_id": run_id},
                 kernel_name=KERNEL,
                 cwd=str(paths.NOTEBOOKS),
                 progress_bar=False,
@@ -61,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
             return 1
         print(f"  {nb.name} done in {time.monotonic() - t0:.1f} s", flush=True)
-    if not args.only:
+        if nb.name == REPORT_NOTEBOOK:
+            print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
+    if measuring and not args.only:
         finish_run(p.profile, run_id)
     print(f"pglab report: finished in {time.monotonic() - t_all:.1f} s; notebooks in {out}", flush=True)
     return 0

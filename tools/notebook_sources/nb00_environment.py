@@ -24,6 +24,7 @@ print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.server
 ## Installations found
 """),
     code('''
+# NBVAL_CHECK_OUTPUT
 import polars as pl
 
 installs = pl.from_dicts([i.as_record() for i in discover()])
@@ -38,6 +39,9 @@ tables, raw = environment.capture(s.servers, s.params.environment.pg_test_timing
 s.store.save_json("environment.json", raw)
 for name, df in tables.items():
     derived.write_table(df, name, s.profile)
+'''),
+    code('''
+# NBVAL_CHECK_OUTPUT
 tables["environment_servers"].select(
     "server", "kind", "version_num", "encoding", "collate", "data_checksums", "jit_available"
 )

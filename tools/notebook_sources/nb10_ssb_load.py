@@ -38,6 +38,11 @@ derived.write_table(loads, "ssb_load", s.profile)
 loads.select("server", "table", "rows", "seconds", "table_bytes", "skipped")
 '''),
     code('''
+# NBVAL_CHECK_OUTPUT
+# the generator is deterministic: the same rows on every server, whatever the run
+print(loads.select("server", "table", "rows").sort("server", "table"))
+'''),
+    code('''
 import polars as pl
 
 totals = loads.group_by("server", "skipped", "load_total_s", "prewarm_s", "database_bytes").agg(pl.sum("rows"))
@@ -54,6 +59,7 @@ assume years uniform over 1992–1998; our orders stop at 1998-08-02 as TPC-H's 
 `36 and 40` variant (pg_ssb_run's `26 and 35` selects about twice as many rows).
 """),
     code('''
+# NBVAL_CHECK_OUTPUT
 sel = pl.concat([ssb_selectivity.measure(t, p.sf, p.query_set, p.query_ids()) for t in targets])
 derived.write_table(sel, "ssb_selectivity", s.profile)
 sel.select("server", "query", "passing_rows", "measured", "expected", "published", "within_tolerance")
