@@ -26,11 +26,12 @@ query_set = None
 sf = None
 seed = None'''),
     code('''
-import altair as alt
+import os
+
 import polars as pl
 
 from pglab import charts, derived, session
-from pglab.ssb import experiment as ex, reference as ref, stage as ssb_stage
+from pglab.ssb import charts as ssb_charts, experiment as ex, reference as ref, stage as ssb_stage
 
 charts.setup()
 s = session.begin(params_file, run_id)
@@ -86,29 +87,21 @@ summ.with_columns(cell=pl.col("server") + " " + pl.col("mode")).pivot(
     on="cell", index="query", values="median", sort_columns=True).sort("query")
 '''),
     code('''
-base = alt.Chart(summ).encode(x=alt.X("query:N", title=None), color=alt.Color("server:N"),
-                              xOffset="server:N")
-(base.mark_rule().encode(y=alt.Y("min:Q", title="seconds"), y2="max:Q")
- + base.mark_point(filled=True).encode(y="median:Q")).properties(width=520, height=200).facet(
-    row=alt.Row("mode:N", title=None)).resolve_scale(y="independent")
+ssb_charts.times(summ)
 '''),
     md("""
 ## Parallel speed-up
 
 `speedup = serial / parallel` per query (median ratio, 95 % bootstrap interval over repetitions). The study saw
-≈ 5× with 5 workers; with N workers the ceiling is about N + 1 (the leader works too).
+≈ 5× with 5 workers; with N workers the ceiling is about N + 1 (the leader works too), and never more than the
+machine's cores (dashed line).
 """),
     code('''
-spd = tables["speedup"].filter(mode="parallel").with_columns(
-    speedup=1 / pl.col("ratio"), ci_low_s=1 / pl.col("ci_high"), ci_high_s=1 / pl.col("ci_low"),
-    verdict=ex.readable(pl.col("verdict")))
-spd.select("server", "query", "speedup", "ci_low_s", "ci_high_s", "verdict").pivot(
-    on="server", index="query", values="speedup").sort("query")
+spd = ssb_charts.speedup_frame(tables["speedup"], "parallel")
+spd.pivot(on="server", index="query", values="speedup").sort("query")
 '''),
     code('''
-pts = alt.Chart(spd).encode(x=alt.X("query:N", title=None), color="server:N", xOffset="server:N")
-(pts.mark_rule().encode(y=alt.Y("ci_low_s:Q", title="speed-up over serial"), y2="ci_high_s:Q")
- + pts.mark_point(filled=True).encode(y="speedup:Q")).properties(width=520, title="Parallel speed-up (95 % CI)")
+ssb_charts.speedup(tables["speedup"], "parallel", ceiling=min(ex.workers(p) + 1, os.cpu_count() or 1))
 '''),
     md("""
 ## JIT: time reduction per query (study S4's table)
@@ -118,12 +111,13 @@ mode and are listed as not available above. JIT compiles each query's expression
 on rows processed per compiled function, so at a small scale factor JIT usually costs more than it saves.
 """),
     code('''
-jit = tables["jit"].filter(mode="parallel_jit").with_columns(
-    reduction_pct=(1 - pl.col("ratio")) * 100, ci_low_pct=(1 - pl.col("ci_high")) * 100,
-    ci_high_pct=(1 - pl.col("ci_low")) * 100, verdict=ex.readable(pl.col("verdict")))
-jit_vs_s4 = jit.select("server", "query", "reduction_pct", "ci_low_pct", "ci_high_pct", "verdict").join(
-    ref.s4_jit_table(), on="query", how="left")
+jit_vs_s4 = ssb_charts.jit_frame(tables["jit"]).select(
+    "server", "query", "reduction_pct", "reduction_low_pct", "reduction_high_pct",
+    ex.readable(pl.col("verdict")).alias("verdict"), "s4_jit_reduction_pct")
 jit_vs_s4 if not jit_vs_s4.is_empty() else "no server of this run has JIT available"
+'''),
+    code('''
+ssb_charts.jit(tables["jit"]) if not jit_vs_s4.is_empty() else "nothing to chart"
 '''),
     code('''
 # the JIT thresholds the plans were made under: JIT compiles only plans costed above them
@@ -167,6 +161,9 @@ for row in study.filter(query="q4.3").iter_rows(named=True):
           f"(study: {ref.S1_Q43_PLANNED_WORKERS} of {ref.S1_ALLOWED_WORKERS}), driven by {row['leftmost_relation']}")
 print(study.with_columns(cell=pl.col("server")).pivot(on="cell", index="query", values="workers_planned"))
 '''),
+    code('''
+ssb_charts.workers(plans, study)
+'''),
     md("""
 ## Plan changes between versions and modes
 
@@ -193,7 +190,8 @@ out
 ## Time against the number of workers (S4, test B)
 
 S4 found time close to inversely proportional to the number of workers, with q4.3 flattening where its plan
-stops using more workers. The dotted line is perfect scaling from the serial median.
+stops using more workers. The dotted line is perfect scaling from the serial median: t(0) / (workers + 1),
+but no faster than the machine's cores allow.
 """),
     code('''
 sw = sweep.filter(~pl.col("warmup")).group_by("server", "workers", "query").agg(
@@ -202,10 +200,7 @@ ideal = sw.filter(workers=0).select("server", "query", pl.col("median").alias("t
 sw = sw.join(ideal, on=["server", "query"]).with_columns(ideal=pl.col("t0") / (pl.col("workers") + 1)).sort(
     "server", "query", "workers")
 derived.write_table(sw, "ssb_sweep_summary", s.profile)
-line = alt.Chart(sw).encode(x=alt.X("workers:O", title="max_parallel_workers_per_gather"))
-(line.mark_line(point=True).encode(y=alt.Y("median:Q", title="seconds"), color="server:N")
- + line.mark_line(strokeDash=[2, 2], color="gray").encode(y="ideal:Q", detail="server:N")).properties(
-    width=150, height=110).facet(facet="query:N", columns=5).resolve_scale(y="independent")
+ssb_charts.sweep(sw, cores=os.cpu_count())
 '''),
     code('''
 s.close()

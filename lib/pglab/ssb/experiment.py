@@ -208,7 +208,7 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame) -> pl.Da
                 continue
             doc = json.loads(store.artifact_path(base + ".json").read_text())
             rec = {"server": r["server"], "mode": r["mode"], "query": q,
-                   "allowed_workers": 0 if r["mode"] == "serial" else n}  # fmt: skip
+                   "allowed_workers": 0 if r["mode"] == "serial" else n, "query_set": p.query_set}  # fmt: skip
             if isinstance(doc, dict) and "error" in doc:
                 rows.append(rec | {"error": doc["error"]})
                 continue
@@ -249,6 +249,7 @@ PLAN_TYPES = {
     "jit_emission_ms": pl.Float64, "jit_total_ms": pl.Float64, "gather_id": pl.Int64, "node_type": pl.String,
     "workers_planned": pl.Int64, "workers_launched": pl.Int64, "leftmost_relation": pl.String, "error": pl.String,
     "jit_above_cost": pl.Float64, "jit_inline_above_cost": pl.Float64, "jit_optimize_above_cost": pl.Float64,
+    "query_set": pl.String,
 }  # fmt: skip
 
 

@@ -21,8 +21,19 @@ S1_SERIAL_MEAN_S = {
     "16.6": {"q1.1": 50.6, "q2.1": 81.0, "q3.1": 131.4, "q4.1": 130.8, "q4.3": 80.2},
     "17.2": {"q1.1": 47.3, "q2.1": 93.8, "q3.1": 101.5, "q4.1": 130.8, "q4.3": 88.7},
 }
+# S1: parallel on + jit = on, the figures the digest lists
+S1_PARALLEL_JIT_MEAN_S = {
+    "16.6": {"q1.1": 6.84, "q2.1": 12.99, "q3.1": 16.19, "q4.3": 17.89},
+    "17.2": {"q1.1": 6.67, "q2.1": 13.10, "q3.1": 16.25, "q4.3": 17.80},
+}
 S1_ALLOWED_WORKERS = 5
 S1_Q43_PLANNED_WORKERS = 4
+
+# S4, parallel query test A: every SSB query 2-3x faster on v10 (default settings, i.e. 2 workers per Gather)
+# than on 9.5 (no parallel query); test B: q4.3 stops improving at this many workers (v11)
+S4_PARALLEL_A_SPEEDUP = (2.0, 3.0)
+S4_PARALLEL_A_WORKERS = 2
+S4_Q43_FLAT_FROM_WORKERS = 4
 
 
 def s4_jit_table() -> pl.DataFrame:
@@ -36,4 +47,11 @@ def s1_speedup_table() -> pl.DataFrame:
     for ver, serial in S1_SERIAL_MEAN_S.items():
         for q, t in serial.items():
             rows.append({"version": ver, "query": q, "s1_speedup": t / S1_PARALLEL_MEAN_S[ver][q]})
+    return pl.DataFrame(rows)
+
+
+def s1_jit_reduction_pct() -> pl.DataFrame:
+    """Time reduction by JIT over parallel-on per version, in percent, where the digest gives both."""
+    rows = [{"version": ver, "query": q, "s1_jit_reduction_pct": (1 - t / S1_PARALLEL_MEAN_S[ver][q]) * 100}
+            for ver, jit in S1_PARALLEL_JIT_MEAN_S.items() for q, t in jit.items()]
     return pl.DataFrame(rows)
