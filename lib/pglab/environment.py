@@ -100,11 +100,12 @@ def server(srv: Server) -> tuple[dict, list[dict]]:
     with srv.connect() as conn:
         cur = conn.execute(SERVER_QUERY)
         rec = dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))
+        # the settings first: jit switched on below must not show up as this session's value
+        cur = conn.execute(SETTINGS_QUERY)
+        settings = [dict(zip([d.name for d in cur.description], r, strict=True)) for r in cur.fetchall()]
         # pg_jit_available() is false while jit = off: ask with jit on, in this session only
         conn.execute("SELECT set_config('jit', 'on', false)")
         rec["jit_available"] = conn.execute("SELECT pg_jit_available()").fetchone()[0]
-        cur = conn.execute(SETTINGS_QUERY)
-        settings = [dict(zip([d.name for d in cur.description], r, strict=True)) for r in cur.fetchall()]
     rec = srv.describe() | rec
     settings = [{"server": srv.name} | s for s in settings]
     return rec, settings
