@@ -72,14 +72,18 @@ def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.Fa
 def latency_chart(summary: pl.DataFrame) -> alt.FacetChart:
     """Median latency with min–max per condition and server, one panel per item."""
     d = summary.filter(pl.col("median").is_not_null()).select(
-        "server", "item", "label", "condition_order", "median", "min", "max", "study_ms"
+        "server", "item", "label", "condition_order", "n", "median", "min", "max", "study_ms"
     )
     y = _y(d)
     span = alt.Chart().mark_rule().encode(
         x=alt.X("min:Q", title="latency average, ms (median, min–max)", scale=alt.Scale(zero=False)),
         x2="max:Q", y=y, yOffset="server:N", color=alt.Color("server:N", title="server"),
     )  # fmt: skip
-    med = alt.Chart().mark_point(filled=True, size=40).encode(x="median:Q", y=y, yOffset="server:N", color="server:N")
+    med = alt.Chart().mark_point(filled=True, size=40).encode(
+        x="median:Q", y=y, yOffset="server:N", color="server:N",
+        tooltip=["server", "item", "label", alt.Tooltip("median:Q", format=".4f"), alt.Tooltip("min:Q", format=".4f"),
+                 alt.Tooltip("max:Q", format=".4f"), "n", alt.Tooltip("study_ms:Q", format=".3f")],
+    )  # fmt: skip
     study = alt.Chart().transform_filter("datum.study_ms != null").mark_tick(
         color="black", thickness=2, size=14).encode(x="study_ms:Q", y=y)  # fmt: skip
     return _facet([span, med, study], d, "Latency per run (black tick: the study, PostgreSQL 14.1)")

@@ -14,9 +14,9 @@ import polars as pl
 
 from . import derived, stats
 from .auto_explain_study import STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
+from .findings import NOT_RUN, NOT_SUPPORTED, SUPPORTED, UNDETERMINED
 
 KEY = ["server", "condition", "item"]
-SUPPORTED, NOT_SUPPORTED, UNDETERMINED = "supported", "not supported", "undetermined"
 
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
@@ -243,7 +243,7 @@ def _null_claim(x: dict | None, eps: float, what: str) -> tuple[str, str]:
     (an interval that contains 1 but is wider than the band shows no difference, and no equivalence
     either)."""
     if x is None:
-        return UNDETERMINED, f"{what}: not measured"
+        return NOT_RUN, f"{what}: not measured"
     if not _has_ci(x):
         return UNDETERMINED, f"{what}: {_r(x)}, too few repetitions for an interval"
     lo, hi = x["ci_low"], x["ci_high"]
@@ -258,8 +258,9 @@ def _null_claim(x: dict | None, eps: float, what: str) -> tuple[str, str]:
 
 
 def _combine(verdicts: list[str]) -> str:
+    verdicts = [v for v in verdicts if v != NOT_RUN]
     if not verdicts:
-        return UNDETERMINED
+        return NOT_RUN
     if NOT_SUPPORTED in verdicts:
         return NOT_SUPPORTED
     return SUPPORTED if all(v == SUPPORTED for v in verdicts) else UNDETERMINED
@@ -286,40 +287,68 @@ def _finding_loading(rt, server, p) -> tuple[str, str]:
 
 
 def _finding_explain(rt, server, p) -> tuple[str, str]:
-    parts = [_null_claim(_get(rt, server, "explain", i), p.negligible, f"{i}") for i in p.items_of("explain")]
+    items = p.items_of("explain") if "explain" in p.conditions else []
+    if not items:
+        return NOT_RUN, "no condition 'explain' in this profile."
+    parts = [_null_claim(_get(rt, server, "explain", i), p.negligible, f"{i}") for i in items]
     return _combine([v for v, _ in parts]), "EXPLAIN without ANALYZE, nothing logged: " + "; ".join(
         t for _, t in parts) + " (study: 1.00–1.01×)."  # fmt: skip
+
+
+# Derived figures (a difference of medians, a share of an overhead) get their interval the way
+# pglab.stats gives ratios theirs: percentile bootstrap of the medians, every sample resampled
+# independently, fixed seed, the interval ends the resampled values just outside 2.5 % and 97.5 %.
+
+
+def boot_medians(m: pl.DataFrame, server: str, cells: list[tuple[str, str]], n_boot: int = 10_000,
+                 seed: int = 0) -> tuple[list[float], list[np.ndarray] | None] | None:  # fmt: skip
+    """Median latency of each (condition, item) of `server` and, when every sample has two values or
+    more, `n_boot` bootstrap medians of each; None when a sample is missing."""
+    samples = []
+    for cond, item in cells:
+        v = m.filter((pl.col("server") == server) & (pl.col("condition") == cond) & (pl.col("item") == item))
+        samples.append(np.sort(v["value"].drop_nulls().to_numpy().astype(float)))
+    if any(x.size == 0 for x in samples):
+        return None
+    med = [float(np.median(x)) for x in samples]
+    if any(x.size < 2 for x in samples):
+        return med, None
+    rng = np.random.default_rng(seed)
+    return med, [np.median(x[rng.integers(0, x.size, size=(n_boot, x.size))], axis=1) for x in samples]
+
+
+def interval(values: np.ndarray) -> tuple[float, float]:
+    return float(np.quantile(values, 0.025, method="lower")), float(np.quantile(values, 0.975, method="higher"))
+
+
+def _ci_text(low, high, fmt: str, unit: str = "") -> str:
+    return "" if low is None else f" [{low:{fmt}}–{high:{fmt}}{unit}]"
 
 
 def extra_difference(m: pl.DataFrame, server: str, condition: str, baseline: str, item_a: str, item_b: str,
                      n_boot: int = 10_000, seed: int = 0) -> dict | None:  # fmt: skip
     """How much more `condition` adds to item_a's latency than to item_b's, in ms: (median a − median of a's
-    baseline) − (the same for b), with a 95 % bootstrap interval (all four samples resampled
-    independently, as pglab.stats does for ratios). None when a sample is missing."""
-    def vals(cond, item):
-        v = m.filter((pl.col("server") == server) & (pl.col("condition") == cond) & (pl.col("item") == item))
-        return np.sort(v["value"].drop_nulls().to_numpy().astype(float))
-
-    samples = [vals(condition, item_a), vals(baseline, item_a), vals(condition, item_b), vals(baseline, item_b)]
-    if any(x.size == 0 for x in samples):
+    baseline) − (the same for b), with a 95 % bootstrap interval, and each of the two extras with its own.
+    None when a sample is missing."""
+    b = boot_medians(m, server, [(condition, item_a), (baseline, item_a), (condition, item_b), (baseline, item_b)],
+                     n_boot, seed)  # fmt: skip
+    if b is None:
         return None
-    med = [float(np.median(x)) for x in samples]
+    med, boot = b
     out = {"diff_ms": (med[0] - med[1]) - (med[2] - med[3]), "extra_a_ms": med[0] - med[1],
-           "extra_b_ms": med[2] - med[3], "ci_low": None, "ci_high": None}  # fmt: skip
-    if any(x.size < 2 for x in samples):
+           "extra_b_ms": med[2] - med[3], "ci_low": None, "ci_high": None, "extra_a_ci": (None, None),
+           "extra_b_ci": (None, None)}  # fmt: skip
+    if boot is None:
         return out
-    rng = np.random.default_rng(seed)
-    boot = [np.median(x[rng.integers(0, x.size, size=(n_boot, x.size))], axis=1) for x in samples]
-    d = (boot[0] - boot[1]) - (boot[2] - boot[3])
-    out["ci_low"], out["ci_high"] = float(np.quantile(d, 0.025, method="lower")), float(
-        np.quantile(d, 0.975, method="higher"))  # fmt: skip
+    out["ci_low"], out["ci_high"] = interval((boot[0] - boot[1]) - (boot[2] - boot[3]))
+    out["extra_a_ci"], out["extra_b_ci"] = interval(boot[0] - boot[1]), interval(boot[2] - boot[3])
     return out
 
 
 def _finding_analyze(rt, server, p, timer_df, m) -> tuple[str, str]:
     lim, par, ser = (_get(rt, server, "analyze", i) for i in ("limit", "count", "count_serial"))
     if par is None or ser is None or lim is None:
-        return UNDETERMINED, "not measured (needs analyze on limit, count and count_serial)."
+        return NOT_RUN, "not measured (needs analyze on limit, count and count_serial)."
     texts = [f"ANALYZE, nothing logged: limit {_r(lim)}, count parallel {_r(par)}, serial {_r(ser)} "
              "(study: 1.01×, 1.70×, 1.90×)"]  # fmt: skip
     verdicts = []
@@ -341,18 +370,27 @@ def _finding_analyze(rt, server, p, timer_df, m) -> tuple[str, str]:
     else:
         worse = True if diff["ci_low"] > 0 else False if diff["ci_high"] < 0 else None
         verdicts.append({True: SUPPORTED, False: NOT_SUPPORTED, None: UNDETERMINED}[worse])
-        texts.append(f"ANALYZE adds {diff['extra_a_ms']:.1f} ms to a serial count and {diff['extra_b_ms']:.1f} ms to "
-                     f"a parallel one: {diff['diff_ms']:+.1f} ms [{diff['ci_low']:+.1f} to {diff['ci_high']:+.1f}] "
+        texts.append(f"ANALYZE adds {diff['extra_a_ms']:.1f} ms{_ci_text(*diff['extra_a_ci'], '.1f')} to a serial "
+                     f"count and {diff['extra_b_ms']:.1f} ms{_ci_text(*diff['extra_b_ci'], '.1f')} to a parallel "
+                     f"one: {diff['diff_ms']:+.1f} ms [{diff['ci_low']:+.1f} to {diff['ci_high']:+.1f}] "
                      + {True: "(worse without parallelism)", False: "(better without parallelism)",
                         None: "(no detectable difference)"}[worse] + " (study: +45.5 ms vs +15.7 ms)")  # fmt: skip
-    if not timer_df.is_empty():
+    if not timer_df.is_empty() and m is not None:
         t = timer_df.filter((pl.col("server") == server) & (pl.col("item") == "count_serial"))
-        if t.height and t["extra_ns_per_row"][0] is not None:
-            texts.append(f"serial count: {t['extra_ns_per_row'][0]:.0f} ns extra per row processed")
+        b = boot_medians(m, server, [("analyze", "count_serial"), (p.baseline, "count_serial")])
+        if t.height and t["rows_processed"][0] and b is not None:
+            rows = t["rows_processed"][0]
+            (a, base), boot = b
+            ci = interval((boot[0] - boot[1]) * 1e6 / rows) if boot is not None else (None, None)
+            texts.append(f"serial count: {(a - base) * 1e6 / rows:.0f} ns{_ci_text(*ci, '.0f')} extra per row "
+                         "processed")  # fmt: skip
     return _combine(verdicts), "; ".join(texts) + "."
 
 
-def _finding_timing(rt, server, p) -> tuple[str, str]:
+def _finding_timing(rt, server, p, m) -> tuple[str, str]:
+    """Share of ANALYZE's overhead that log_timing = off removes: (A − N) / (A − B) of the median
+    latencies (ANALYZE, ANALYZE without timing, baseline); "most" is supported when its whole interval
+    lies above one half."""
     verdicts, texts = [], []
     for item in ("count", "count_serial"):
         a, n = _get(rt, server, "analyze", item), _get(rt, server, "analyze_no_timing", item)
@@ -360,18 +398,32 @@ def _finding_timing(rt, server, p) -> tuple[str, str]:
             continue
         if a["verdict"] != stats.HIGHER:
             verdicts.append(UNDETERMINED)
-            texts.append(f"{item}: no ANALYZE overhead to remove ({_r(a)})")
+            texts.append(f"{item}: no detectable ANALYZE overhead to remove ({_r(a)})")
             continue
         removed = (a["ratio"] - n["ratio"]) / (a["ratio"] - 1)
-        sep = _above(a, n)
-        if sep is None:
+        b = boot_medians(m, server, [("analyze", item), ("analyze_no_timing", item), (p.baseline, item)]) \
+            if m is not None else None  # fmt: skip
+        ci = (None, None)
+        if b is not None and b[1] is not None:
+            ba, bn, bb = b[1]
+            over = ba - bb
+            # a resample without overhead (A ≤ B) has no share to remove: too many of them, no interval
+            if (over <= 0).mean() <= 0.025:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    share = np.where(over > 0, (ba - bn) / over, np.nan)
+                share = share[~np.isnan(share)]
+                ci = interval(share)
+        if ci[0] is None:
             verdicts.append(UNDETERMINED)
+            ci_text = " (no interval)"
         else:
-            verdicts.append(SUPPORTED if sep and removed >= 0.5 else NOT_SUPPORTED)
-        texts.append(f"{item}: {_r(a)} with timing, {_r(n)} without: {removed * 100:.0f} % of the overhead removed")
+            verdicts.append(SUPPORTED if ci[0] > 0.5 else NOT_SUPPORTED if ci[1] < 0.5 else UNDETERMINED)
+            ci_text = f" [{ci[0] * 100:.0f}–{ci[1] * 100:.0f} %]"
+        texts.append(f"{item}: {_r(a)} with timing, {_r(n)} without: {removed * 100:.0f} %{ci_text} of the "
+                     "overhead removed")  # fmt: skip
     if not texts:
-        return UNDETERMINED, "not measured."
-    return _combine(verdicts), "; ".join(texts) + " (study: 88 % parallel, 87 % serial)."
+        return NOT_RUN, "not measured."
+    return _combine(verdicts), "; ".join(texts) + " (study: 88 % parallel, 87 % serial; 'most' = above half)."
 
 
 def _finding_logging(rt, server, p, checks) -> tuple[str, str]:
@@ -396,37 +448,57 @@ def _finding_logging(rt, server, p, checks) -> tuple[str, str]:
                                          else f"{study:.2f}× is outside our interval")  # fmt: skip
         texts.append(f"{logged} vs {x['baseline']}: {_pct(x)}, {_r(x)}{size}{within}")
     if not texts:
-        return UNDETERMINED, "not measured."
+        return NOT_RUN, "not measured."
     return _combine(verdicts), "; ".join(texts) + "."
 
 
-def _finding_clock(timer_df, server) -> tuple[str, str]:
+def _finding_clock(timer_df, server, m, no_timing: str = "analyze_no_timing") -> tuple[str, str]:
+    """The timing part of ANALYZE (ANALYZE − ANALYZE without timing) per clock read and core, against
+    pg_test_timing's cost of one read: explained when the whole interval lies within a factor 2."""
     if timer_df.is_empty():
-        return UNDETERMINED, "not measured."
+        return NOT_RUN, "not measured."
     t = timer_df.filter(pl.col("server") == server).sort("item")
     t = t.filter(pl.col("item").is_in(["count", "count_serial"]) & pl.col("timing_ns_per_clock_read").is_not_null()
                  & pl.col("per_loop_ns").is_not_null())  # fmt: skip
     if t.is_empty():
-        return UNDETERMINED, "no timer figure or no ANALYZE runs for this server."
+        return NOT_RUN, "no timer figure or no ANALYZE runs for this server."
     verdicts, texts = [], []
     for r in t.iter_rows(named=True):
-        q = r["timing_ns_per_clock_read"] / r["per_loop_ns"]
-        verdicts.append(SUPPORTED if 0.5 <= q <= 2 else NOT_SUPPORTED)
-        texts.append(f"{r['item']}: timing costs {r['analyze_ms'] - r['no_timing_ms']:.2f} ms per query for "
+        per_read = r["parallelism"] * 1e6 / r["clock_reads"]  # ns per read of one ms of timing
+        b = boot_medians(m, server, [("analyze", r["item"]), (no_timing, r["item"])]) if m is not None else None
+        lo = hi = None
+        if b is not None and b[1] is not None:
+            lo, hi = interval((b[1][0] - b[1][1]) * per_read)
+        if lo is None:
+            verdicts.append(UNDETERMINED)
+            ci, ms, inside = "", "", " (too few runs for an interval)"
+        else:
+            qlo, qhi = lo / r["per_loop_ns"], hi / r["per_loop_ns"]
+            verdicts.append(SUPPORTED if 0.5 <= qlo and qhi <= 2 else NOT_SUPPORTED if qhi < 0.5 or qlo > 2
+                            else UNDETERMINED)  # fmt: skip
+            ci, ms = f" [{lo:.0f}–{hi:.0f}]", f" [{lo / per_read:.2f}–{hi / per_read:.2f}]"
+            inside = f" ({'inside' if lo <= r['per_loop_ns'] <= hi else 'outside'} our interval)"
+        texts.append(f"{r['item']}: timing costs {r['analyze_ms'] - r['no_timing_ms']:.2f}{ms} ms per query for "
                      f"{r['clock_reads'] / r['parallelism']:.3g} clock reads per core = "
-                     f"{r['timing_ns_per_clock_read']:.0f} ns per read vs {r['per_loop_ns']:.0f} ns "
-                     "from pg_test_timing")
-    return _combine(verdicts), "; ".join(texts) + " (within a factor 2 counts as explained)."
+                     f"{r['timing_ns_per_clock_read']:.0f}{ci} ns per read against {r['per_loop_ns']:.0f} ns from "
+                     f"pg_test_timing{inside}")  # fmt: skip
+    return _combine(verdicts), "; ".join(texts) + " (explained: the whole interval within a factor 2)."
 
 
 FINDINGS = [
-    ("loading", "Loading auto_explain (disabled) costs nothing"),
-    ("explain", "EXPLAIN only (no ANALYZE), nothing logged, costs little"),
-    ("analyze", "log_analyze costs in proportion to rows processed, worse without parallelism"),
-    ("timing", "log_timing = off removes most of the ANALYZE overhead"),
-    ("clock", "The ANALYZE overhead is the clock: 2 reads per node per row at pg_test_timing's cost"),
-    ("logging", "Writing every plan to the log costs ≈ 30 % on a tiny query"),
-]
+    ("loading", "Loading auto_explain (disabled) costs nothing: limit 0.110 ms not loaded, 0.111 ms loaded "
+                "and disabled (1.01×)."),
+    ("explain", "EXPLAIN only (no ANALYZE), nothing logged, costs little: 1.00–1.01× on limit, count and "
+                "serial count."),
+    ("analyze", "log_analyze costs in proportion to rows processed, worse without parallelism: limit 1.01×, "
+                "count 1.70× (+15.7 ms), serial count 1.90× (+45.5 ms)."),
+    ("timing", "log_timing = off removes most of the ANALYZE overhead: count 1.70× → 1.08× (88 % removed), "
+               "serial count 1.90× → 1.12× (87 %)."),
+    ("clock", "The ANALYZE overhead is the clock: two reads per node per row returned, each at the cost "
+              "pg_test_timing measures."),
+    ("logging", "Writing every plan to the log costs ≈ 30 % on a tiny query: limit 0.112 → 0.146 ms (EXPLAIN, "
+                "1.30×), 0.112 → 0.149 ms (ANALYZE, 1.33×)."),
+]  # fmt: skip
 
 
 def findings(ratios_df: pl.DataFrame, timer_df: pl.DataFrame, checks: pl.DataFrame,
@@ -443,9 +515,9 @@ def findings(ratios_df: pl.DataFrame, timer_df: pl.DataFrame, checks: pl.DataFra
             elif key == "analyze":
                 v, text = _finding_analyze(ratios_df, server, params, timer_df, m)
             elif key == "timing":
-                v, text = _finding_timing(ratios_df, server, params)
+                v, text = _finding_timing(ratios_df, server, params, m)
             elif key == "clock":
-                v, text = _finding_clock(timer_df, server)
+                v, text = _finding_clock(timer_df, server, m)
             else:
                 v, text = _finding_logging(ratios_df, server, params, checks)
             rows.append({"finding": key, "claim": claim, "server": server, "verdict": v, "evidence": text})

@@ -210,11 +210,15 @@ failed.select("server", "experiment", "condition", "item", "repetition", "error"
     md("""
 ## What our data says next to the studies
 
-Computed from the tables above; read the absolute numbers as this machine's, the shapes and ratios as
-the comparison.
+Computed from the tables above (the report's section shows the same findings): per claim of the study,
+a verdict per server — *supported*, *not supported*, *undetermined* when the interval cannot tell, *not
+run* when this profile or these servers cannot test it. A claim that something does not happen (no
+degradation) needs the interval to exclude a loss of more than 10 %, not merely to contain 1. Read the
+absolute numbers as this machine's, the shapes and ratios as the comparison.
 """),
     code('''
-display(Markdown(pgbench_findings.as_markdown(pgbench_findings.findings(tables))))
+versions = {x.name: x.install.version for x in s.servers if x.install}
+display(Markdown(pgbench_findings.as_markdown(pgbench_findings.findings(tables, versions))))
 '''),
     code('''
 spread = tables["pgbench_select_only_summary"].select(

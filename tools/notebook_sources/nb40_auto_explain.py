@@ -179,10 +179,13 @@ result.timer if tm.is_empty() else tm.select(
     md("""
 ## The study's findings, tested on our data
 
-Each verdict is computed from the ratios above: *supported*, *not supported*, or *undetermined* when the
-interval cannot tell. A claim of a cost needs an interval above 1; a claim that something costs nothing
-needs the whole interval within 1 ± `negligible` (params; 5 % by default): an interval that merely
-contains 1 shows no difference, but it does not show that there is none.
+Each verdict is computed from the ratios above: *supported*, *not supported*, *undetermined* when the
+interval cannot tell, or *not run* when this profile's matrix lacks the conditions. A claim of a cost needs
+an interval above 1; a claim that something costs nothing needs the whole interval within 1 ± `negligible`
+(params; 5 % by default): an interval that merely contains 1 shows no difference, but it does not show that
+there is none. Derived figures carry their own bootstrap interval: "most of the overhead removed" needs the
+removed share's interval above one half, "the clock explains it" the cost per clock read's interval within
+a factor 2 of pg_test_timing's. The report's section shows these same findings.
 """),
     code('''
 display(Markdown(aec.findings_markdown(tables["auto_explain_findings"])))

@@ -1,0 +1,135 @@
+"""The report's section for study S2 (what auto_explain costs): method, charts and findings from the derived
+tables of notebook 40 alone (`data/derived/<profile>/auto_explain_*.csv` and `environment_servers`); no
+server, no raw store. The findings are the stage's own (`auto_explain_results.findings`, stored as
+`auto_explain_findings`), put into `pglab.findings`' schema with the study's claims and numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from . import auto_explain_charts, derived
+from . import findings as fs
+from .auto_explain_results import FINDINGS
+
+TITLE = "S2 · auto_explain overhead with pgbench"
+TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
+          "auto_explain_plans", "auto_explain_servers", "environment_servers")  # fmt: skip
+STUDY = "S2"
+LOADING = {"shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",
+           "session_preload": "`session_preload_libraries` per connection (no restart)"}  # fmt: skip
+
+
+def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
+    return derived.read_table(name, profile, root=root)
+
+
+def _optional(name: str, profile: str, root: Path | None) -> pl.DataFrame:
+    """A table the section can do without (e.g. the log summary, absent when no log was reachable)."""
+    path = derived.profile_dir(profile, root) / f"{name}.csv"
+    return derived.read_table(name, profile, root=root) if path.exists() else pl.DataFrame()
+
+
+def _list(values) -> str:
+    return ", ".join(str(v) for v in sorted(set(values)))
+
+
+def _span(values: pl.Series, unit: str) -> str:
+    lo, hi = values.min(), values.max()
+    return f"{lo} {unit}" if lo == hi else f"{lo}-{hi} {unit}"
+
+
+def _condition_settings(lat: pl.DataFrame) -> dict[str, str]:
+    """condition → its auto_explain.* settings as the connections carried them (item settings left out)."""
+    out = {}
+    for cond, g in lat.sort("condition", "item", "repetition").group_by("condition", maintain_order=True):
+        raw = g["session_settings"].drop_nulls()
+        s = json.loads(raw[0]) if raw.len() else {}
+        ae = {k.removeprefix("auto_explain."): v for k, v in sorted(s.items()) if k.startswith("auto_explain.")}
+        out[cond[0]] = ", ".join(f"{k} = {json.dumps(v)}" for k, v in ae.items()) or "no auto_explain setting"
+    return out
+
+
+def _plans_text(plans: pl.DataFrame) -> tuple[str, str]:
+    """(plan shape per item, the table's size) from the untimed EXPLAIN ANALYZE of each server and item."""
+    shapes = []
+    for (item,), g in plans.sort("item", "server").group_by(["item"], maintain_order=True):
+        r = g.row(0, named=True)
+        workers = f", workers planned / launched {_list(g['workers_planned'])} / {_list(g['workers_launched'])}" \
+            if (g["workers_planned"] > 0).any() else ""  # fmt: skip
+        shapes.append(f"{item}: `{r['nodes']}`{workers}")
+    size = ""
+    serial = plans.filter(pl.col("nodes") == "Aggregate > Seq Scan")
+    if serial.height:  # the scan returns every row of tab1, the aggregate one more
+        size = f"{round(serial['rows_processed'].min()) - 1:,} rows"
+    return "; ".join(shapes), size
+
+
+def method(profile: str, root: Path | None = None) -> str:
+    env, srv = _read("environment_servers", profile, root), _read("auto_explain_servers", profile, root)
+    summ, lat = _read("auto_explain_summary", profile, root), _read("auto_explain_latencies", profile, root)
+    plans, ratios = _read("auto_explain_plans", profile, root), _read("auto_explain_ratios", profile, root)
+    logs = _optional("auto_explain_log_summary", profile, root)
+    version = {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
+    servers = "; ".join(f"{s} = {version.get(s, 'version not recorded')}" for s in sorted(srv["server"]))
+    loading = []
+    for (how,), g in srv.sort("server").group_by(["loading"], maintain_order=True):
+        loading.append(f"through {LOADING.get(how, how)} on {', '.join(g['server'])} "
+                       f"({_span(g['restarts'], 'restarts')} per server)")  # fmt: skip
+    skipped = [f"{r['server']} skipped: {r['skipped']}" for r in srv.iter_rows(named=True) if r.get("skipped")]
+    shapes, size = _plans_text(plans)
+    measured = lat.filter(~pl.col("warmup").cast(pl.Boolean))
+    warm = lat.filter(pl.col("warmup").cast(pl.Boolean)).group_by("server", "condition", "item").len()["len"]
+    settings = _condition_settings(lat)
+    labels = (summ.group_by("condition", "label", "condition_order").agg(pl.col("item").unique().sort())
+              .sort("condition_order"))  # fmt: skip
+    conds = "; ".join(f"*{r['label']}* ({settings.get(r['condition'], '?')}; {', '.join(r['item'])})"
+                      for r in labels.iter_rows(named=True))  # fmt: skip
+    base = ratios.filter(pl.col("comparison") == "overhead")["baseline"]
+    baseline = summ.filter(pl.col("condition") == base[0])["label"][0] if base.len() else "none"
+    commands = " / ".join(f"`{c}`" for c in sorted(set(measured["command"].drop_nulls())))
+    clients = _list(measured["client_version"].drop_nulls())
+    proof = ""
+    if logs.width and logs.height:
+        runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
+        proof = (f" Every run's server log was checked against what its condition must log (a plan per transaction "
+                 f"or none): {passed} of {runs} runs passed.")  # fmt: skip
+    return "\n".join([
+        f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
+        f"{size or 'the params’ rows'}.",
+        "",
+        f"- **Servers**: {servers}; auto_explain loaded {'; '.join(loading)}"
+        f"{''.join('; ' + x for x in skipped)}. Server settings: the params' `auto_explain.server_settings` (the "
+        "study's postgresql.conf by default), for this stage only.",
+        f"- **Items** (plans from one untimed EXPLAIN ANALYZE per server): {shapes}.",
+        f"- **Conditions**, auto_explain settings per connection: {conds}.",
+        f"- **Runs**: {commands} with pgbench of {clients}; {_span(summ['n'], 'run(s)')} per server, condition and "
+        f"item after {_span(warm, 'warm-up run(s)') if warm.len() else 'no warm-up run'}, every condition in every "
+        f"round, servers interleaved.{proof}",
+        "- **Statistics**: each run's latency = 1000 / tps (pgbench's `latency average` before its rounding to "
+        f"3 decimals); medians with min–max; every condition against *{baseline}* as a ratio of medians with a "
+        "95 % bootstrap interval; an interval containing 1 is \"no detectable difference\".",
+    ])  # fmt: skip
+
+
+def charts(profile: str, root: Path | None = None) -> list:
+    """Overhead per condition (ratio with its interval, the study's as a tick) and latency per condition."""
+    ratios, summ = _read("auto_explain_ratios", profile, root), _read("auto_explain_summary", profile, root)
+    out = []
+    if ratios.height and ratios["ratio"].drop_nulls().len():
+        out.append(auto_explain_charts.overhead_chart(ratios))
+    if summ.height:
+        out.append(auto_explain_charts.latency_chart(summ))
+    return out
+
+
+def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+    """The stage's findings (`auto_explain_findings`), each with the study's claim and its numbers."""
+    f = _read("auto_explain_findings", profile, root)
+    claims = dict(FINDINGS)
+    rows = [{"study": STUDY, "finding": r["finding"], "claim": claims.get(r["finding"], r["claim"]),
+             "server": r["server"], "verdict": r["verdict"], "evidence": r["evidence"]}
+            for r in f.iter_rows(named=True)]  # fmt: skip
+    return fs.table(rows)

@@ -1,0 +1,147 @@
+"""The report's section for study S3 (pgbench across versions) and S4's scale-up: method, charts and
+findings from the derived tables of notebook 30 alone (`data/derived/<profile>/pgbench_*.csv` and
+`environment_servers`); no server, no raw store. Deterministic: the same tables give the same text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from . import derived, pgbench_charts, pgbench_findings
+
+TITLE = "S3 · pgbench across versions and scales (with S4's client scaling)"
+TABLES = (*pgbench_findings.TABLES, "pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series_summary",
+          "pgbench_runs", "environment_servers")  # fmt: skip
+SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "max_wal_size", "checkpoint_completion_target",
+            "autovacuum")
+
+
+def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
+    return {n: derived.read_table(n, profile, root=root) for n in TABLES}
+
+
+def _servers(t: dict) -> list[str]:
+    names = set()
+    for n in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series"):
+        if not t[n].is_empty():
+            names |= set(t[n]["server"])
+    return sorted(names)
+
+
+def versions(t: dict) -> dict[str, str]:
+    """server → version() as the server reported it (environment_servers), without the build details."""
+    env = t["environment_servers"]
+    return {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
+
+
+def _list(values) -> str:
+    return ", ".join(str(v) for v in sorted(set(values)))
+
+
+def _measured(df: pl.DataFrame) -> pl.DataFrame:
+    return df.filter(~pl.col("warmup").cast(pl.Boolean)) if "warmup" in df.columns and df.height else df
+
+
+def _runs_text(df: pl.DataFrame, by: list[str]) -> str:
+    """'3 runs' / '2-3 runs' per cell (measured runs, failures included)."""
+    n = _measured(df).group_by(by).len()["len"]
+    return f"{n.min()} run{'s' if n.max() > 1 else ''}" if n.min() == n.max() else f"{n.min()}-{n.max()} runs"
+
+
+def _command(runs: pl.DataFrame, experiment: str) -> str:
+    """The exact command of the experiment's first measured run (the others differ in -c, -T or -s only)."""
+    r = runs.filter((pl.col("experiment") == experiment) & ~pl.col("warmup").cast(pl.Boolean)
+                    & ((pl.col("item") != "init") | (pl.col("experiment") == "pgbench_init"))).sort(
+        "server", "round", "condition", "item", "repetition")  # fmt: skip
+    return f"`{r['command'][0]}`" if r.height and r["command"][0] else "(no command recorded)"
+
+
+def _settings_text(t: dict, servers: list[str]) -> str:
+    def one(s, n):  # a setting not in pg_settings' non-default list is at its built-in default
+        return pgbench_findings.setting_text(t["pgbench_settings"], s, n, "on (default)" if n == "autovacuum"
+                                             else "default")
+
+    per = {s: tuple(one(s, n) for n in SETTINGS) for s in servers}
+    distinct = set(per.values())
+    if len(distinct) == 1:
+        vals = distinct.pop()
+        return "the same on every server: " + ", ".join(f"{n} = {v}" for n, v in zip(SETTINGS, vals, strict=True))
+    return "; ".join(f"{s}: " + ", ".join(f"{n} = {v}" for n, v in zip(SETTINGS, per[s], strict=True))
+                     for s in servers)  # fmt: skip
+
+
+def method(profile: str, root: Path | None = None) -> str:
+    t = _tables(profile, root)
+    servers, ver = _servers(t), versions(t)
+    clients = t["pgbench_settings"].filter(pl.col("name") == "(pgbench client)")
+    client = _list(clients["setting"]) if clients.height else "not recorded"
+    failed = sum(t[n]["error"].drop_nulls().len() for n in ("pgbench_init", "pgbench_select_only",
+                                                                 "pgbench_scaling", "pgbench_series"))  # fmt: skip
+    lines = [
+        f"Notebook 30 ran pgbench against {len(servers)} server(s) on one machine, all with the same explicit "
+        "settings and driven by one pgbench binary (S3 used each version's defaults and its own pgbench).",
+        "",
+        "- **Servers**: " + "; ".join(f"{s} = {ver.get(s, 'version not recorded')}" for s in servers)
+        + f". pgbench client: {client}. Server settings {_settings_text(t, servers)}.",
+    ]
+    init, so, sc, se = t["pgbench_init"], t["pgbench_select_only"], t["pgbench_scaling"], t["pgbench_series"]
+    runs = t["pgbench_runs"]
+    if init.height:
+        lines.append(f"- **Load**: {_command(runs, 'pgbench_init')} at scales {_list(init['scale'])}, "
+                     f"{_runs_text(init.with_columns(warmup=False), ['server', 'scale'])} per server and scale; "
+                     "the wall time of the whole command, as the study's `time`.")  # fmt: skip
+    if so.height:
+        warm = so.filter(pl.col("warmup").cast(pl.Boolean))
+        warm_text = f", after one warm-up run of {_list(warm['duration_s'])} s" if warm.height else ""
+        lines.append(f"- **Select-only**: {_command(runs, 'pgbench_select_only')} ({_list(_measured(so)['clients'])}"
+                     f" clients for {_list(_measured(so)['duration_s'])} s) at scales {_list(so['scale'])}, "
+                     f"{_runs_text(so, ['server', 'scale'])} per server and scale{warm_text}.")  # fmt: skip
+    if sc.height:
+        m = _measured(sc)
+        lines.append(f"- **Client scaling (S4)**: modes {_list(m['mode'])} at {_list(m['clients'])} clients, "
+                     f"scale {_list(m['scale'])}, {_list(m['duration_s'])} s each, "
+                     f"{_runs_text(sc, ['server', 'mode', 'clients'])} per cell; e.g. "
+                     f"{_command(runs, 'pgbench_scaling')}.")  # fmt: skip
+    if se.height:
+        length = (f"{_list(se['transactions'].drop_nulls())} transactions per client"
+                  if se["transactions"].drop_nulls().len() else f"{_list(se['duration_s'].drop_nulls())} s")
+        runs_per = _list(se.group_by("server", "scale", "series").len()["len"])
+        series_per = _list(se.group_by("server", "scale").agg(pl.col("series").n_unique())["series"])
+        lines.append(f"- **No-vacuum series**: from a fresh load, {runs_per} consecutive "
+                     f"{_command(runs, 'pgbench_series')} runs ({_list(se['clients'])} clients, {length}) at scales "
+                     f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
+                     "sizes after the load and after every run.")  # fmt: skip
+    lines.append(
+        "- **Order and statistics**: repetition r of every server and scale before r + 1 of any (run k of every "
+        "series before run k + 1), servers interleaved. Points are medians with min–max; versions are compared "
+        "against the oldest as ratios of medians with 95 % bootstrap intervals; an interval containing 1 is "
+        f"\"no detectable difference\". Failed runs are kept and counted: {failed} in this profile."
+    )
+    return "\n".join(lines)
+
+
+def charts(profile: str, root: Path | None = None) -> list:
+    """Load time and select-only tps per version and scale, tps against clients, and the no-vacuum series:
+    tps per run above the cluster's growth."""
+    t = _tables(profile, root)
+    out = []
+    if t["pgbench_init_summary"].height:
+        out.append(pgbench_charts.load_time(t["pgbench_init_summary"]))
+    if t["pgbench_select_only_summary"].height:
+        out.append(pgbench_charts.select_only(t["pgbench_select_only_summary"]))
+    if t["pgbench_scaling_summary"].height:
+        out.append(pgbench_charts.scaling(t["pgbench_scaling_summary"]))
+    if t["pgbench_series"].height:
+        series = pgbench_charts.degradation(t["pgbench_series_summary"], t["pgbench_series"])
+        if t["pgbench_series_sizes"].height:
+            series = alt.vconcat(series, pgbench_charts.growth(t["pgbench_series_sizes"])).properties(
+                title="The no-vacuum series: tps of every run (top), sizes after the load and every run (bottom)")
+        out.append(series)
+    return out
+
+
+def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+    t = _tables(profile, root)
+    return pgbench_findings.findings(t, versions(t))
