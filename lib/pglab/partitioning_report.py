@@ -1,0 +1,140 @@
+"""Study S5's section of the report (contract: `pglab.report_sections`): hash partitioning and Parallel
+Append, read from data/derived/<profile>/ only. The experiment notebook (70_partitioning) shows the same
+charts through these functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from . import derived
+from . import partitioning_findings as pf
+from .partitioning_study import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
+
+TITLE = "S5 · Hash partitioning and Parallel Append"
+TABLES = (
+    "environment_servers",
+    "partitioning_setup",
+    "partitioning_partitions",
+    "partitioning_executions",
+    "partitioning_summary",
+    "partitioning_speedup",
+    "partitioning_results",
+    "partitioning_plans",
+    "partitioning_planner",
+)
+
+
+def tables(profile: str, root: Path | None = None) -> dict[str, pl.DataFrame]:
+    return {name: derived.read_table(name, profile, root=root) for name in TABLES}
+
+
+def cores(profile: str, root: Path | None = None) -> int | None:
+    """The machine's CPU cores as 00_environment recorded them (None when it did not run)."""
+    if not (derived.profile_dir(profile, root) / "environment_machine.csv").exists():
+        return None
+    m = derived.read_table("environment_machine", profile, root=root).filter(pl.col("key") == "cpu_cores")
+    return int(m["value"][0]) if m.height and m["value"][0] is not None else None
+
+
+def _mb(b) -> str:
+    return f"{b / 2**20:,.0f} MB"
+
+
+def method(profile: str, root: Path | None = None) -> str:
+    t = tables(profile, root)
+    setup = t["partitioning_setup"].sort("server")
+    used = setup.filter(pl.col("skipped").is_null())
+    versions = {r["server"]: r["version_string"].split(" on ")[0].split(",")[0]
+                for r in t["environment_servers"].iter_rows(named=True)}  # fmt: skip
+    first = setup.row(0, named=True)
+    sums = sorted(set(used["data_checksum"]))
+    same = (f"identical on every server (checksum `{sums[0]}`)" if len(sums) == 1
+            else f"NOT identical across servers (checksums {', '.join(sums)})")  # fmt: skip
+    servers = ", ".join(f"{r['server']} ({versions.get(r['server'], 'version not recorded')})"
+                        for r in used.iter_rows(named=True))  # fmt: skip
+    skipped = "".join(f" {r['server']} was not used: {r['skipped']}." for r in setup.iter_rows(named=True)
+                      if r["skipped"])  # fmt: skip
+    limits = "; ".join(
+        f"{r['server']}: shared_buffers {_mb(r['shared_buffers_bytes'])}, max_worker_processes "
+        f"{r['max_worker_processes']}, max_parallel_workers {r['max_parallel_workers']}"
+        for r in used.iter_rows(named=True)
+    )
+    tablespaces = ("each partition in a tablespace of its own (directories on the same disk)" if first["tablespaces"]
+                   else "all partitions in the default tablespace")  # fmt: skip
+    order = f"shuffled within each round (seed {first['shuffle_seed']})" if first["shuffle_seed"] is not None else ""
+    load = pf.load_text(t["partitioning_executions"])
+    load = f" The machine's 1-minute {load} during the timed runs." if load else ""
+    return (
+        f"Servers {servers}.{skipped} The study's table `t (id int, x real, y real, z real, sum text)`, hash-"
+        f"partitioned on `id` into {first['partitions']} partitions ({tablespaces}), filled by its INSERT of "
+        f"{first['rows_param']:,} rows after `setseed({first['seed']})`: {_mb(used['table_bytes'].max())}, data "
+        f"{same}. `SELECT count(*), avg(x) FROM t WHERE y < z` at max_parallel_workers_per_gather = 0 (serial) "
+        f"and 1 … {first['max_workers']}, JIT off; {first['repetitions']} repetitions after {first['warmups']} "
+        f"warm-up round(s), interleaved over servers and worker counts {order}; time = client wall time over a "
+        f"Unix socket, median with min–max, speed-up over serial with a 95 % bootstrap interval. Warm cache: "
+        f"every partition pg_prewarm'ed ({limits}). Workers planned and launched from one untimed "
+        f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) per server and worker count.{load} The study: 600 M rows (48 GB), "
+        f"OS cache dropped, minimal shared_buffers, partitions on 3 NVMe drives, one run per mode."
+    )
+
+
+def time_chart(summary: pl.DataFrame) -> alt.Chart:
+    """Median seconds against max_parallel_workers_per_gather (0 = serial), min–max as a bar."""
+    base = alt.Chart(summary).encode(
+        x=alt.X("workers:O", title="max_parallel_workers_per_gather (0 = serial)", axis=alt.Axis(labelAngle=0)),
+        color=alt.Color("server:N", title="server"),
+        xOffset="server:N",
+        tooltip=["server", "condition", "n", alt.Tooltip("median:Q", format=".4f"),
+                 alt.Tooltip("min:Q", format=".4f"), alt.Tooltip("max:Q", format=".4f"),
+                 alt.Tooltip("ci_low:Q", format=".4f"), alt.Tooltip("ci_high:Q", format=".4f")],
+    )  # fmt: skip
+    return (
+        base.mark_rule(strokeWidth=2).encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
+        + base.mark_point(filled=True, size=60).encode(y="median:Q")
+    ).properties(title="count(*), avg(x) over the partitions: time against workers")
+
+
+def speedup_chart(speedup: pl.DataFrame, cores: int | None = None) -> alt.LayerChart:
+    """Speed-up over serial with its 95 % interval per worker count; the study's single point in black."""
+    names = sorted(set(speedup["server"]))
+    # servers side by side at each worker count, so that their intervals do not hide each other
+    offset = {n: (i - (len(names) - 1) / 2) * 0.08 for i, n in enumerate(names)}
+    ours = speedup.select("server", "workers", "speedup", "speedup_ci_low", "speedup_ci_high", "verdict", "n")
+    ours = ours.with_columns(x=pl.col("workers") + pl.col("server").replace_strict(offset, return_dtype=pl.Float64))
+    study = pl.DataFrame({"x": [float(STUDY_WORKERS_PLANNED)], "speedup": [STUDY_SPEEDUP],
+                          "label": [f"study: {STUDY_SERIAL_S} s → {STUDY_PARALLEL_S} s"],
+                          "detail": [f"PostgreSQL 11, {STUDY_WORKERS_PLANNED} workers planned, cold cache, 3 NVMe"]})
+    x = alt.X("x:Q", title="max_parallel_workers_per_gather", scale=alt.Scale(domainMin=0),
+              axis=alt.Axis(tickMinStep=1))  # fmt: skip
+    base = alt.Chart(ours).encode(
+        x=x, color=alt.Color("server:N", title="server"),
+        tooltip=["server", "workers", alt.Tooltip("speedup:Q", format=".2f"),
+                 alt.Tooltip("speedup_ci_low:Q", format=".2f", title="95 % CI low"),
+                 alt.Tooltip("speedup_ci_high:Q", format=".2f", title="95 % CI high"), "verdict", "n"],
+    )  # fmt: skip
+    marks = alt.Chart(study).encode(x="x:Q", y="speedup:Q", tooltip=["label", "detail"])
+    layers = [
+        alt.Chart(pl.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 3], color="gray").encode(y="y:Q"),
+        base.mark_rule(strokeWidth=2).encode(y=alt.Y("speedup_ci_low:Q", title="speed-up over serial (95 % CI)"),
+                                             y2="speedup_ci_high:Q"),
+        base.mark_line(point=True).encode(y="speedup:Q"),
+        marks.mark_point(shape="square", filled=True, size=90, color="black"),
+        marks.mark_text(align="right", dx=-8, fontSize=11).encode(text="label"),
+    ]
+    if cores:
+        layers.insert(1, alt.Chart(pl.DataFrame({"y": [float(cores)], "label": [f"{cores} cores"]})).mark_rule(
+            strokeDash=[1, 3], color="firebrick").encode(y="y:Q", tooltip=["label"]))
+    title = "Speed-up over serial (black: the study)" + (f"; dotted red: this machine's {cores} cores" if cores else "")
+    return alt.layer(*layers).properties(title=title)
+
+
+def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:
+    t = tables(profile, root)
+    return [time_chart(t["partitioning_summary"]), speedup_chart(t["partitioning_speedup"], cores(profile, root))]
+
+
+def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+    return pf.build(tables(profile, root), cores(profile, root))

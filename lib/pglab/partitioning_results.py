@@ -1,0 +1,201 @@
+"""Study S5's raw store -> the tidy tables of data/derived/<profile>/partitioning_*.csv.
+
+- partitioning_setup: per server, how it was prepared (rows, checksum, sizes, settings in force, cache)
+  and the run's parameters (repetitions, warm-ups, worker counts, seed).
+- partitioning_partitions: per server and partition: rows, size, tablespace and directory, checksum.
+- partitioning_executions: every timed execution (warm-ups flagged) with its result.
+- partitioning_summary: median, min, max, 95 % interval of the median per (server, condition).
+- partitioning_speedup: time ratio of each worker count to serial, as a speed-up with its 95 % interval.
+- partitioning_results: the results per (server, condition): distinct counts, range of avg(x).
+- partitioning_plans: per (server, condition) the plan's shape checks, workers planned / launched and the
+  workers the planner's rule predicts; partitioning_gathers: one row per Gather.
+- partitioning_planner: the plan with the study's 100 allowed workers against the rule, ours and the study's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from . import derived, stats
+from .explain import gather_workers, parse_plan
+from .partitioning_plans import append_workers, check, study_pages
+from .partitioning_run import load_setup, plan_path
+from .partitioning_setup import Prepared
+from .partitioning_study import (
+    EXPERIMENT,
+    STUDY_ALLOWED_WORKERS,
+    STUDY_PARTITION_MB,
+    STUDY_WORKERS_PLANNED,
+    PartitioningParams,
+    condition_workers,
+)
+from .store import RunStore
+
+EXEC_TYPES = {
+    "server": pl.String, "condition": pl.String, "workers": pl.Int64, "repetition": pl.Int64,
+    "warmup": pl.Boolean, "round": pl.Int64, "seconds": pl.Float64, "count": pl.Int64, "avg": pl.Float64,
+    "error": pl.String, "sqlstate": pl.String, "loadavg_1m": pl.Float64,
+}  # fmt: skip
+
+
+def executions(store: RunStore) -> pl.DataFrame:
+    df = store.records(EXPERIMENT)
+    if df.is_empty():
+        return pl.DataFrame(schema=EXEC_TYPES)
+    df = df.rename({"value": "seconds"})
+    return df.select(
+        pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t).alias(c) for c, t in EXEC_TYPES.items()
+    )
+
+
+def setup_table(store: RunStore, p: PartitioningParams, preps: dict[str, Prepared]) -> pl.DataFrame:
+    """The run's first record of each server's preparation, with the stage's parameters."""
+    rows = []
+    for name, prep in preps.items():
+        rec = load_setup(store, name) or prep.record()
+        rec.pop("partitions", None)
+        rows.append(rec | {
+            "rows_param": p.rows, "partitions": p.partitions, "seed": p.seed, "max_workers": p.max_workers,
+            "repetitions": p.repetitions, "warmups": p.warmups, "shuffle_seed": p.shuffle_seed,
+            "prewarm": p.prewarm, "tablespaces": p.tablespaces.enabled,
+        })  # fmt: skip
+    return pl.from_dicts(rows, infer_schema_length=None)
+
+
+def partitions_table(store: RunStore, preps: dict[str, Prepared]) -> pl.DataFrame:
+    rows = []
+    for name, prep in preps.items():
+        rec = load_setup(store, name) or {"partitions": prep.partitions}
+        for part in rec["partitions"]:
+            rows.append({"server": name, "remainder": int(part["partition"].rsplit("_", 1)[1])} | {
+                k: part[k] for k in ("partition", "rows", "bytes", "pages", "tablespace", "location", "filepath",
+                                     "checksum")
+            })  # fmt: skip
+    schema = {"server": pl.String, "remainder": pl.Int64, "partition": pl.String, "rows": pl.Int64,
+              "bytes": pl.Int64, "pages": pl.Int64, "tablespace": pl.String, "location": pl.String,
+              "filepath": pl.String, "checksum": pl.String}  # fmt: skip
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def summary(execs: pl.DataFrame) -> pl.DataFrame:
+    return stats.summarize(execs.filter(~pl.col("warmup")), by=["server", "workers", "condition"], value="seconds")
+
+
+def speedup(execs: pl.DataFrame) -> pl.DataFrame:
+    """Each worker count against serial: the time ratio, and the speed-up (its inverse) with the interval."""
+    cmp = stats.compare(execs.filter(~pl.col("warmup")), by=["server"], condition_col="condition",
+                        baseline="serial", value="seconds")  # fmt: skip
+    return cmp.with_columns(
+        workers=pl.col("condition").map_elements(condition_workers, return_dtype=pl.Int64),
+        speedup=1 / pl.col("ratio"),
+        speedup_ci_low=1 / pl.col("ci_high"),
+        speedup_ci_high=1 / pl.col("ci_low"),
+        verdict=pl.col("verdict").replace({stats.LOWER: "faster", stats.HIGHER: "slower"}),
+    ).sort("server", "workers")
+
+
+def results(execs: pl.DataFrame) -> pl.DataFrame:
+    """What every (server, condition) returned, over all its executions (warm-ups included)."""
+    ok = execs.filter(pl.col("error").is_null())
+    return (
+        ok.group_by("server", "workers", "condition")
+        .agg(
+            pl.len().alias("executions"),
+            pl.col("count").n_unique().alias("distinct_counts"),
+            pl.col("count").min().alias("count_min"),
+            pl.col("count").max().alias("count_max"),
+            pl.col("avg").min().alias("avg_min"),
+            pl.col("avg").max().alias("avg_max"),
+        )
+        .sort("server", "workers")
+    )
+
+
+def _plan_doc(store: RunStore, server: str, condition: str) -> dict | None:
+    path = plan_path(server, condition) + ".json"
+    return json.loads(store.artifact_path(path).read_text()) if store.has_artifact(path) else None
+
+
+def plans_tables(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
+                 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """One row per (server, condition) plan, and one per Gather in them."""
+    rows, gathers = [], []
+    for server in servers:
+        pages = [x["pages"] for x in preps[server].partitions]
+        threshold = preps[server].min_parallel_table_scan_size_blocks
+        for cond, k in p.conditions():
+            doc = _plan_doc(store, server, cond)
+            if doc is None:
+                continue
+            rec = {"server": server, "condition": cond, "allowed_workers": k,
+                   "predicted_workers": append_workers(pages, threshold, k) if k else None}  # fmt: skip
+            if isinstance(doc["plan"], dict) and "error" in doc["plan"]:
+                rows.append(rec | {"error": doc["plan"]["error"]})
+                continue
+            parsed = parse_plan(doc["plan"])
+            costs_off = plan_path(server, cond) + ".costs_off.txt"
+            fp = parse_plan(store.artifact_path(costs_off).read_text()).fingerprint
+            root = parsed.root
+            rows.append(rec | check(parsed.nodes, p.partitions) | {
+                "fingerprint": fp, "planning_ms": parsed.planning_ms, "execution_ms": parsed.execution_ms,
+                "shared_hit_blocks": root["shared_hit_blocks"], "shared_read_blocks": root["shared_read_blocks"],
+            })  # fmt: skip
+            for g in gather_workers(parsed).iter_rows(named=True):
+                gathers.append({"server": server, "condition": cond, "allowed_workers": k} | g)
+    plans = pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
+    if "error" not in plans.columns:
+        plans = plans.with_columns(error=pl.lit(None, dtype=pl.String))
+    gschema = {"server": pl.String, "condition": pl.String, "allowed_workers": pl.Int64, "gather_id": pl.Int64,
+               "node_type": pl.String, "subplan_name": pl.String, "workers_planned": pl.Int64,
+               "workers_launched": pl.Int64, "nodes_below": pl.Int64, "leftmost_node_type": pl.String,
+               "leftmost_relation": pl.String}  # fmt: skip
+    return plans, pl.from_dicts(gathers, schema=gschema) if gathers else pl.DataFrame(schema=gschema)
+
+
+def planner_table(store: RunStore, servers: list[str], partitions: int) -> pl.DataFrame:
+    """With the study's 100 allowed workers: what each server plans, what the rule predicts for our
+    partitions, and what it predicts for the study's (7, as it planned)."""
+    rows = []
+    spages = study_pages(STUDY_PARTITION_MB)
+    for server in servers:
+        doc = _plan_doc(store, server, f"plan_only_{STUDY_ALLOWED_WORKERS}")
+        if doc is None:
+            continue
+        parsed = parse_plan(doc["plan"])
+        c = check(parsed.nodes, partitions)
+        pages, threshold, allowed = doc["partition_pages"], doc["min_parallel_table_scan_size_blocks"], doc["allowed"]
+        rows.append({
+            "server": server, "allowed_workers": allowed, "partitions": len(pages), "max_partition_pages": max(pages),
+            "threshold_pages": threshold, "workers_planned": c["workers_planned"],
+            "predicted_workers": append_workers(pages, threshold, allowed),
+            "parallel_append_under_gather": c["parallel_append_under_gather"], "shape": c["shape"],
+            "study_partitions": len(spages), "study_max_partition_pages": max(spages),
+            "study_predicted_workers": append_workers(spages, 1024, STUDY_ALLOWED_WORKERS),
+            "study_workers_planned": STUDY_WORKERS_PLANNED,
+        })  # fmt: skip
+    return pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
+
+
+def derive(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
+           ) -> dict[str, pl.DataFrame]:  # fmt: skip
+    execs = executions(store)
+    plans, gathers = plans_tables(store, p, servers, preps)
+    return {
+        "partitioning_setup": setup_table(store, p, preps),
+        "partitioning_partitions": partitions_table(store, preps),
+        "partitioning_executions": execs,
+        "partitioning_summary": summary(execs),
+        "partitioning_speedup": speedup(execs),
+        "partitioning_results": results(execs),
+        "partitioning_plans": plans,
+        "partitioning_gathers": gathers,
+        "partitioning_planner": planner_table(store, servers, p.partitions),
+    }
+
+
+def write(tables: dict[str, pl.DataFrame], profile: str, root=None) -> list[str]:
+    for name, df in tables.items():
+        derived.write_table(df, name, profile, root=root)
+    return list(tables)

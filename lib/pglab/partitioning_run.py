@@ -1,0 +1,158 @@
+"""Running study S5 on every server: the timed query at each worker count, then the plans.
+
+Cells are (server, condition) with conditions `serial` (max_parallel_workers_per_gather = 0) and
+`workers=k` for k = 1 … max_workers; warm-up rounds, then interleaved rounds (`pglab.schedule`), each
+execution recorded with its result (count, avg) so that agreement between modes and servers is checked.
+Time is the client's wall time over the Unix socket, from sending the query to the last row fetched; one
+connection per cell, opened once. The plans come after, untimed: EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+and EXPLAIN (COSTS OFF) per cell, and a plain EXPLAIN with the study's 100 allowed workers."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from . import partitioning_setup as setup
+from .db import timed_statement
+from .partitioning_study import EXPERIMENT, ITEM, QUERY, STUDY_ALLOWED_WORKERS, PartitioningParams, condition_workers
+from .schedule import plan, run_steps
+from .servers import Server
+from .session import Session
+from .store import RunStore
+
+
+def loadavg_1m() -> float | None:
+    """The machine's 1-minute load average: other work on a shared machine shows in the times."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def session_settings(workers: int) -> dict:
+    """Per-connection settings of a condition; JIT off everywhere (the study's PostgreSQL 11 had it off)."""
+    return {"max_parallel_workers_per_gather": workers, "jit": False}
+
+
+@dataclass
+class StageResult:
+    preps: dict[str, setup.Prepared]
+    servers: list[str]  # the servers that took part
+    steps_run: int = 0
+    wall_s: float = 0.0
+
+
+class _Connections:
+    """One open connection per (server, condition), reused across repetitions."""
+
+    def __init__(self, servers: dict[str, Server], dbname: str):
+        self.servers, self.dbname, self.open = servers, dbname, {}
+
+    def get(self, server: str, condition: str):
+        conn = self.open.get((server, condition))
+        if conn is None or conn.closed:
+            conn = self.servers[server].connect(self.dbname, settings=session_settings(condition_workers(condition)))
+            self.open[(server, condition)] = conn
+        return conn
+
+    def close(self):
+        for c in self.open.values():
+            c.close()
+        self.open.clear()
+
+
+def time_query(servers: list[Server], p: PartitioningParams, store: RunStore) -> int:
+    cells = [(s.name, cond, ITEM) for s in servers for cond, _ in p.conditions()]
+    steps = plan(cells, p.repetitions, p.warmups, p.shuffle_seed)
+    conns = _Connections({s.name: s for s in servers}, p.database)
+
+    def measure(step):
+        k = condition_workers(step.condition)
+        t = timed_statement(conns.get(step.server, step.condition), QUERY, timeout_s=p.statement_timeout_s)
+        load = {"workers": k, "loadavg_1m": loadavg_1m()}  # read after the run: it includes it
+        if not t.ok:
+            return {"value": None, "unit": "s", "error": t.error, "sqlstate": t.sqlstate} | load
+        count, avg = t.rows[0]
+        return {"value": t.elapsed_s, "unit": "s", "count": int(count), "avg": float(avg)} | load
+
+    try:
+        return run_steps(steps, store, EXPERIMENT, measure, desc="S5 count(*), avg(x)")
+    finally:
+        conns.close()
+
+
+def plan_path(server: str, condition: str) -> str:
+    return f"{EXPERIMENT}/plans/{server}/{condition}"
+
+
+def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore, preps: dict) -> None:
+    """Untimed plans per (server, condition), and the plan with the study's allowed workers, kept raw."""
+    timeout_ms = str(max(1, round(p.statement_timeout_s * 1000)))
+    for s in servers:
+        for cond, k in [*p.conditions(), (f"plan_only_{STUDY_ALLOWED_WORKERS}", STUDY_ALLOWED_WORKERS)]:
+            base = plan_path(s.name, cond)
+            if store.has_artifact(base + ".json"):
+                continue
+            with s.connect(p.database, settings=session_settings(k)) as conn:
+                conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
+                if cond.startswith("plan_only"):
+                    # planning needs no cores: what the planner asks for when allowed as many as the study
+                    doc = conn.execute("EXPLAIN (FORMAT JSON) " + QUERY).fetchone()[0]
+                    prep = preps[s.name]
+                    store.save_json(base + ".json", {
+                        "allowed": k, "plan": doc, "partition_pages": [x["pages"] for x in prep.partitions],
+                        "min_parallel_table_scan_size_blocks": prep.min_parallel_table_scan_size_blocks,
+                    })  # fmt: skip
+                    continue
+                shape = conn.execute("EXPLAIN (COSTS OFF) " + QUERY).fetchall()
+                store.save_text(base + ".costs_off.txt", "\n".join(r[0] for r in shape))
+                try:
+                    doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERY).fetchone()[0]
+                except Exception as e:  # a plan that fails is recorded, not dropped
+                    doc = {"error": str(e)}
+                store.save_json(base + ".json", {"allowed": k, "plan": doc})
+
+
+def run_stage(s: Session, p: PartitioningParams | None = None) -> StageResult:
+    """Prepare every server, time the query interleaved over servers and worker counts, take the plans,
+    put the servers' settings back. The setup of each server is kept in the raw store."""
+    p = p or s.params.partitioning
+    t0 = time.monotonic()
+    preps = setup.prepare_all(s.servers, p)
+    try:
+        for prep in preps.values():
+            check_same_data(s.store, prep)
+            store_setup(s.store, prep)
+        active = [x for x in s.servers if preps[x.name].skipped is None]
+        steps = time_query(active, p, s.store)
+        capture_plans(active, p, s.store, preps)
+    finally:
+        setup.reset(s.servers, preps)
+    return StageResult(preps=preps, servers=[x.name for x in active], steps_run=steps,
+                       wall_s=time.monotonic() - t0)  # fmt: skip
+
+
+def store_setup(store: RunStore, prep: setup.Prepared) -> None:
+    """The server's preparation as first recorded in this run (a resumed run keeps the first record)."""
+    store.save_json(f"{EXPERIMENT}/setup/{prep.server}.json", prep.record() | {"partitions": prep.partitions})
+
+
+class DataChanged(Exception):
+    """A resumed run would mix measurements of two different tables."""
+
+
+def check_same_data(store: RunStore, prep: setup.Prepared) -> None:
+    first = load_setup(store, prep.server)
+    if first and prep.skipped is None and first.get("data_checksum") != prep.data_checksum:
+        raise DataChanged(
+            f"{prep.server}: run {store.run_id} was recorded on data with checksum {first.get('data_checksum')} "
+            f"({first.get('rows')} rows); the table now has checksum {prep.data_checksum} ({prep.rows} rows). "
+            "Start a new run (another run id) for other partitioning params."
+        )
+
+
+def load_setup(store: RunStore, server: str) -> dict | None:
+    path = f"{EXPERIMENT}/setup/{server}.json"
+    return json.loads(store.artifact_path(path).read_text()) if store.has_artifact(path) else None

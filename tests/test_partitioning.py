@@ -1,0 +1,191 @@
+"""Study S5 (hash partitioning and Parallel Append) on every install, small: the plans' shapes read from the
+parsed EXPLAIN (Parallel Append under Gather in parallel, an Append of Seq Scans serially), identical data on
+every server by checksum, results that agree across servers and worker counts, the tablespaces option, and
+the report section on the derived tables of this run."""
+
+import json
+import uuid
+
+import polars as pl
+import pytest
+import yaml
+
+from pglab import derived, environment, findings, params, session
+from pglab import partitioning_plans as pplans
+from pglab import partitioning_report as report
+from pglab import partitioning_results as pres
+from pglab.explain import parse_plan
+from pglab.osuser import server_user
+from pglab.params import ExternalServer, ParamsError
+from pglab.partitioning_run import DataChanged, check_same_data, plan_path, run_stage, store_setup
+from pglab.partitioning_setup import Prepared, TablespaceRefused, layout, prepare_all
+from pglab.partitioning_study import PartitioningParams
+from pglab.servers import Server
+from pglab.store import RunStore
+
+ROWS = 300_000  # six partitions of ~4 MB: still planned in parallel, loaded in about a second
+PROFILE = "pytest-part"
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("part")
+    # max_worker_processes too low for 2 workers (+2 spare): the stage must raise it, and put it back after
+    doc = {"profile": PROFILE, "settings": {"shared_buffers": "128MB", "jit": False, "max_worker_processes": 3},
+           "partitioning": {"rows": ROWS, "max_workers": 2, "repetitions": 2, "warmups": 1,
+                            "tablespaces": {"enabled": True}}}  # fmt: skip
+    f = tmp / "part.yaml"
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    s = session.begin(str(f), run_id=f"pytest-part-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
+    s.start()
+    root = tmp / "derived"
+    try:
+        result = run_stage(s)
+        after = {}
+        for x in s.servers:
+            with x.connect() as conn:
+                after[x.name] = int(conn.execute("SHOW max_worker_processes").fetchone()[0])
+        tables = pres.derive(s.store, s.params.partitioning, result.servers, result.preps)
+        pres.write(tables, PROFILE, root=root)
+        servers = pl.from_dicts([environment.server(x)[0] for x in s.servers], infer_schema_length=None)
+        derived.write_table(servers, "environment_servers", PROFILE, root=root)
+        clusters = {x.name: x.cluster for x in s.servers}
+    finally:
+        s.close()
+    return s, result, tables, root, clusters, after
+
+
+def test_plan_shapes_from_the_parsed_plans(stage):
+    s, result, tables, _, _, _ = stage
+    plans = tables["partitioning_plans"]
+    assert plans.height == len(s.servers) * 3 and plans["error"].null_count() == plans.height
+    serial = plans.filter(allowed_workers=0)
+    parallel = plans.filter(pl.col("allowed_workers") > 0)
+    assert serial["append_of_seq_scans"].all() and not serial["parallel_append_under_gather"].any()
+    assert (serial["gathers"] == 0).all() and (serial["seq_scans"] == 6).all()
+    assert parallel["parallel_append_under_gather"].all() and not parallel["append_of_seq_scans"].any()
+    assert (parallel["parallel_seq_scans"] == 6).all()
+    # workers planned per Gather, and as PostgreSQL's rule predicts from the partition sizes
+    assert parallel["workers_planned"].to_list() == parallel["allowed_workers"].to_list()
+    assert parallel["workers_planned"].to_list() == parallel["predicted_workers"].to_list()
+    assert (parallel["workers_launched"] >= 1).all()
+    assert tables["partitioning_gathers"].height == parallel.height
+    # the checks read the node tree: the serial plan fails the parallel check and the reverse
+    for server in result.servers:
+        doc = s.store.artifact_path(plan_path(server, "serial") + ".json").read_text()
+        nodes = parse_plan(json.loads(doc)["plan"]).nodes
+        assert pplans.check(nodes, 6)["append_of_seq_scans"] and not pplans.check(nodes, 7)["append_of_seq_scans"]
+    planner = tables["partitioning_planner"]
+    assert (planner["workers_planned"] == 3).all() and (planner["predicted_workers"] == 3).all()
+    assert (planner["study_predicted_workers"] == 7).all()
+
+
+def test_worker_limits_raised_for_the_stage_then_reset(stage):
+    s, _, tables, _, _, after = stage
+    setup = tables["partitioning_setup"]
+    assert set(setup["configure_status"]) == {"restarted"}
+    assert (setup["max_worker_processes"] == 4).all() and set(setup["configured"]) == {'{"max_worker_processes": 4}'}
+    assert after == {x.name: 3 for x in s.servers}
+
+
+def test_warm_cache(stage):
+    _, _, tables, _, _, _ = stage
+    pages = tables["partitioning_partitions"].group_by("server").agg(pl.col("pages").sum())
+    prewarmed = tables["partitioning_setup"].select("server", "prewarmed_blocks").join(pages, on="server")
+    assert (prewarmed["prewarmed_blocks"] == prewarmed["pages"]).all()  # every block of every partition
+    assert (tables["partitioning_plans"]["shared_read_blocks"] == 0).all()  # all from shared buffers
+
+
+def test_identical_data_on_every_server(stage):
+    s, _, tables, _, _, _ = stage
+    setup = tables["partitioning_setup"]
+    assert setup["skipped"].null_count() == setup.height == len(s.servers)
+    assert (setup["rows"] == ROWS).all() and setup["data_checksum"].n_unique() == 1
+    parts = tables["partitioning_partitions"]
+    per_partition = parts.group_by("partition").agg(pl.col("checksum").n_unique(), pl.col("rows").n_unique())
+    assert (per_partition["checksum"] == 1).all() and (per_partition["rows"] == 1).all()
+    assert parts.filter(server=s.servers[0].name)["rows"].sum() == ROWS
+    assert (setup["prewarmed_blocks"] > 0).all() and setup["fits_in_shared_buffers"].all()
+
+
+def test_results_agree_across_servers_and_worker_counts(stage):
+    s, _, tables, _, _, _ = stage
+    execs = tables["partitioning_executions"]
+    assert execs.height == len(s.servers) * 3 * (2 + 1) and execs["error"].null_count() == execs.height
+    assert execs["count"].n_unique() == 1 and 0.45 * ROWS < execs["count"][0] < 0.55 * ROWS
+    avg = execs["avg"]
+    assert (avg.max() - avg.min()) / avg.mean() < 1e-9 and 45 < avg.mean() < 55
+
+
+def test_tablespaces_put_each_partition_in_its_own_directory(stage):
+    _, _, tables, _, clusters, _ = stage
+    uid = server_user().uid
+    for server, cluster in clusters.items():
+        parts = tables["partitioning_partitions"].filter(server=server).sort("remainder")
+        assert parts["tablespace"].n_unique() == parts["location"].n_unique() == 6
+        for r in parts.iter_rows(named=True):
+            loc = cluster.path / "tablespaces" / f"part_{r['remainder']}"
+            assert r["location"] == str(loc) and loc.stat().st_uid == uid
+            data_file = (cluster.data / r["filepath"]).resolve()
+            assert data_file.is_relative_to(loc) and data_file.stat().st_size == r["bytes"] > 0
+
+
+def test_tablespaces_refused_on_an_external_server_unless_named(tmp_path):
+    p = PartitioningParams(tablespaces={"enabled": True})
+    ext = Server(name="lab", external=ExternalServer(name="lab", dsn="host=/nonexistent dbname=x",
+                                                     allow_destructive=True))  # fmt: skip
+    with pytest.raises(TablespaceRefused, match=r"partitioning\.tablespaces\.locations\.lab"):
+        prepare_all([ext], p)  # refused before any connection is tried
+    named = PartitioningParams(tablespaces={"enabled": True, "locations": {"lab": ["/a", "/b", "/c"]}})
+    places = layout(ext, named)
+    assert [x.location for x in places] == ["/a", "/b", "/c", "/a", "/b", "/c"]  # the study's 3 for 6
+    assert len({x.tablespace for x in places}) == 3
+    assert {x.tablespace for x in layout(ext, PartitioningParams())} == {None}
+
+
+def test_a_resumed_run_refuses_other_data(tmp_path):
+    store = RunStore("resume", root=tmp_path)
+    store_setup(store, Prepared("pg18", data_checksum="aaaa", rows=1000))
+    check_same_data(store, Prepared("pg18", data_checksum="aaaa", rows=1000))  # the same data: fine
+    with pytest.raises(DataChanged, match="Start a new run"):
+        check_same_data(store, Prepared("pg18", data_checksum="bbbb", rows=2000))
+
+
+@pytest.mark.parametrize(
+    "section, expected",
+    [
+        ({"rows": 10}, r"partitioning.rows: .*greater than or equal to 1000"),
+        ({"workers": 2}, r"partitioning.workers: unknown key"),
+        ({"tablespaces": {"enabled": True, "locations": {"pg18": ["rel/dir"]}}},
+         r"partitioning.tablespaces.locations: expected absolute directories"),
+        ({"seed": 2}, r"partitioning.seed: .*less than or equal to 1"),
+    ],
+)  # fmt: skip
+def test_params_errors(tmp_path, section, expected):
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump({"partitioning": section}))
+    with pytest.raises(ParamsError, match=expected):
+        params.load(f, check_servers=False)
+
+
+def test_report_section_on_the_derived_tables(stage):
+    s, _, _, root, _, _ = stage
+    f = report.findings(PROFILE, root)
+    assert set(f["verdict"]) <= set(findings.VERDICTS) and f.height > 0
+    assert f["study"].unique().to_list() == ["S5"]
+    by = {(r["finding"], r["server"]): r["verdict"] for r in f.iter_rows(named=True)}
+    for x in s.servers:
+        for finding in ("serial_plan", "parallel_plan", "workers_planned", "even_spread"):
+            assert by[(finding, x.name)] == findings.SUPPORTED, (finding, x.name)
+        assert (("speedup", x.name)) in by
+    assert by[("results_agree", "all")] == findings.SUPPORTED
+    assert by[("io_parallelism", "all")] == findings.NOT_RUN
+    text = report.method(PROFILE, root)
+    assert text == report.method(PROFILE, root) and f.equals(report.findings(PROFILE, root))
+    for x in s.servers:
+        assert f"{x.name} (PostgreSQL {x.install.major}." in text
+    assert "identical on every server" in text
+    charts = report.charts(PROFILE, root)
+    assert 1 <= len(charts) <= 4
+    for c in charts:
+        c.to_dict()
