@@ -17,7 +17,7 @@ from . import partitioning_setup as setup
 from .db import timed_statement
 from .partitioning_study import EXPERIMENT, ITEM, QUERY, STUDY_ALLOWED_WORKERS, PartitioningParams, condition_workers
 from .schedule import plan, run_steps
-from .servers import Server
+from .servers import Connections, Server
 from .session import Session
 from .store import RunStore
 
@@ -44,33 +44,15 @@ class StageResult:
     wall_s: float = 0.0
 
 
-class _Connections:
-    """One open connection per (server, condition), reused across repetitions."""
-
-    def __init__(self, servers: dict[str, Server], dbname: str):
-        self.servers, self.dbname, self.open = servers, dbname, {}
-
-    def get(self, server: str, condition: str):
-        conn = self.open.get((server, condition))
-        if conn is None or conn.closed:
-            conn = self.servers[server].connect(self.dbname, settings=session_settings(condition_workers(condition)))
-            self.open[(server, condition)] = conn
-        return conn
-
-    def close(self):
-        for c in self.open.values():
-            c.close()
-        self.open.clear()
-
-
 def time_query(servers: list[Server], p: PartitioningParams, store: RunStore) -> int:
     cells = [(s.name, cond, ITEM) for s in servers for cond, _ in p.conditions()]
     steps = plan(cells, p.repetitions, p.warmups, p.shuffle_seed)
-    conns = _Connections({s.name: s for s in servers}, p.database)
+    conns = Connections({s.name: s for s in servers}, p.database)
 
     def measure(step):
         k = condition_workers(step.condition)
-        t = timed_statement(conns.get(step.server, step.condition), QUERY, timeout_s=p.statement_timeout_s)
+        conn = conns.get(step.server, step.condition, session_settings(k))
+        t = timed_statement(conn, QUERY, timeout_s=p.statement_timeout_s)
         load = {"workers": k, "loadavg_1m": loadavg_1m()}  # read after the run: it includes it
         if not t.ok:
             return {"value": None, "unit": "s", "error": t.error, "sqlstate": t.sqlstate} | load

@@ -132,3 +132,24 @@ def start_all(servers: list[Server]) -> list[Server]:
 def stop_all(servers: list[Server]) -> None:
     for s in servers:
         s.stop()
+
+
+class Connections:
+    """One open connection per (server, condition), reused across an experiment's interleaved repetitions:
+    connecting anew for every step would add connection set-up to the work around each timing and start
+    every repetition with a cold backend (catalog caches)."""
+
+    def __init__(self, servers: dict[str, Server], dbname: str):
+        self.servers, self.dbname, self.open = servers, dbname, {}
+
+    def get(self, server: str, condition: str, settings: dict | None = None):
+        conn = self.open.get((server, condition))
+        if conn is None or conn.closed:
+            conn = self.servers[server].connect(self.dbname, settings=settings)
+            self.open[(server, condition)] = conn
+        return conn
+
+    def close(self) -> None:
+        for c in self.open.values():
+            c.close()
+        self.open.clear()

@@ -22,7 +22,7 @@ from .. import stats
 from ..db import timed_statement
 from ..explain import gather_workers, parse_plan
 from ..schedule import plan, run_steps
-from ..servers import Server
+from ..servers import Connections, Server
 from ..store import RunStore
 from . import query_sql
 from .load import database_name
@@ -69,28 +69,9 @@ def result_checksum(rows: list[tuple]) -> str:
     return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 
 
-class _Connections:
-    """One open connection per (server, condition), reused across repetitions."""
-
-    def __init__(self, servers: dict[str, Server], dbname: str):
-        self.servers, self.dbname, self.open = servers, dbname, {}
-
-    def get(self, server: str, condition: str, settings: dict):
-        conn = self.open.get((server, condition))
-        if conn is None or conn.closed:
-            conn = self.servers[server].connect(self.dbname, settings=settings)
-            self.open[(server, condition)] = conn
-        return conn
-
-    def close(self):
-        for c in self.open.values():
-            c.close()
-        self.open.clear()
-
-
 def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, repetitions, settings_of, desc):
     steps = plan(cells, repetitions, p.warmups, p.shuffle_seed)
-    conns = _Connections({s.name: s for s in servers}, database_name(p.sf))
+    conns = Connections({s.name: s for s in servers}, database_name(p.sf))
 
     def measure(step):
         conn = conns.get(step.server, step.condition, settings_of(step.condition))
