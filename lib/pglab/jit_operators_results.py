@@ -1,0 +1,217 @@
+"""The JIT-per-operator stage's derived tables, from the raw store (measurements and plan artefacts).
+
+`derive(session, setup)` returns them keyed by name; `write(tables, profile)` writes them with
+`pglab.derived`. Times are in ms. The reduction is the study's figure, 1 - t(JIT) / t(no JIT), from the
+medians, with the 95 % interval of the ratio (`pglab.stats.compare`) turned into percent."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import derived, stats
+from .explain import ExplainParseError, parse_plan
+from .jit_operators_run import load_plan, load_settings, runnable
+from .jit_operators_study import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsParams, label
+from .session import Session
+
+RUNS_SCHEMA = {
+    "server": pl.String, "condition": pl.String, "operator": pl.String, "repetition": pl.Int64,
+    "warmup": pl.Boolean, "round": pl.Int64, "ms": pl.Float64, "cpu_ms": pl.Float64, "result": pl.String,
+    "error": pl.String,
+}  # fmt: skip
+
+PHASES = ("generation_ms", "inlining_ms", "optimization_ms", "emission_ms")
+METRICS = {"wall": "ms", "cpu": "cpu_ms"}  # metric -> column of the runs table
+
+
+def runs(session: Session) -> pl.DataFrame:
+    """Every run, warm-ups included (flagged), one row each: client wall time (ms) and backend CPU time
+    (cpu_ms; null where the server is not local)."""
+    df = session.store.records(EXPERIMENT)
+    if df.is_empty():
+        return pl.DataFrame(schema=RUNS_SCHEMA)
+    for col, dtype in (("result", pl.String), ("error", pl.String), ("cpu_ms", pl.Float64)):
+        if col not in df.columns:
+            df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
+    return df.select(
+        "server", "condition", pl.col("item").alias("operator"), "repetition", "warmup", "round",
+        (pl.col("value").cast(pl.Float64) * 1000).alias("ms"), "cpu_ms", "result", "error",
+    ).cast(RUNS_SCHEMA)  # fmt: skip
+
+
+def timed_long(r: pl.DataFrame) -> pl.DataFrame:
+    """The timed runs (no warm-ups), one row per run and metric. A metric a server does not give (CPU time of
+    an external server) has no rows; a failed run stays, with a null value, and counts as missing."""
+    parts = []
+    for metric, col in METRICS.items():
+        part = r.filter(~pl.col("warmup")).select(
+            "server", "condition", "operator", "repetition", pl.lit(metric).alias("metric"), pl.col(col).alias("ms"),
+            "error",
+        )  # fmt: skip
+        parts.append(part.filter(pl.col("ms").is_not_null() | pl.col("error").is_not_null()))
+    return pl.concat(parts).drop("error")
+
+
+def _labels(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(label=pl.col("operator").replace_strict({k: label(k) for k in OPERATORS}))
+
+
+def _order(p: JitOperatorsParams) -> pl.DataFrame:
+    # the study's column order, for tables and charts
+    return pl.DataFrame({"operator": p.operators, "operator_order": list(range(len(p.operators)))})
+
+
+def summary(r: pl.DataFrame) -> pl.DataFrame:
+    return _labels(stats.summarize(timed_long(r), ["server", "metric", "condition", "operator"], "ms"))
+
+
+def reduction(r: pl.DataFrame, p: JitOperatorsParams) -> pl.DataFrame:
+    """Per server, metric, JIT condition and operator: medians, ratio to the baseline with its 95 % CI, and
+    the reduction in percent (its interval is the ratio's, mirrored), beside the study's percentage."""
+    cmp = stats.compare(timed_long(r), ["server", "metric", "operator"], "condition", p.baseline, "ms")
+    study = pl.DataFrame({"operator": list(STUDY_REDUCTION_PCT), "study_pct": list(STUDY_REDUCTION_PCT.values())})
+    return _labels(
+        cmp.with_columns(
+            reduction_pct=(1 - pl.col("ratio")) * 100,
+            reduction_ci_low=(1 - pl.col("ci_high")) * 100,
+            reduction_ci_high=(1 - pl.col("ci_low")) * 100,
+        )
+        .join(study, on="operator", how="left")
+        .join(_order(p), on="operator", how="left")
+    )
+
+
+def result_checks(r: pl.DataFrame) -> pl.DataFrame:
+    """Per server and operator: the distinct results over every condition and run. One = JIT off and on agree."""
+    ok = r.filter(pl.col("error").is_null())
+    return _labels(
+        ok.group_by("server", "operator")
+        .agg(
+            pl.col("condition").n_unique().alias("conditions"),
+            pl.len().alias("runs"),
+            pl.col("result").n_unique().alias("distinct_results"),
+            pl.col("result").unique().sort().str.join(" | ").alias("result"),
+        )
+        .with_columns(agree=pl.col("distinct_results") == 1)
+        .sort("server", "operator")
+    )
+
+
+def _plan_row(server: str, cond: str, op: str, doc) -> dict:
+    row = {"server": server, "condition": cond, "operator": op}
+    if doc is None or (isinstance(doc, dict) and "error" in doc):
+        return row | {"error": "no plan" if doc is None else doc["error"]}
+    try:
+        parsed = parse_plan(doc)
+    except ExplainParseError as e:
+        return row | {"error": f"unparseable plan: {e}"}
+    s = parsed.summary().row(0, named=True)
+    nodes = parsed.nodes
+    return row | {
+        "fingerprint": parsed.fingerprint,
+        "nodes": " > ".join(nodes["node_type"].to_list()),
+        "total_cost": parsed.root["total_cost"],
+        "workers_planned": int(nodes["workers_planned"].fill_null(0).sum()),
+        "planning_ms": parsed.planning_ms, "execution_ms": parsed.execution_ms,
+        "shared_hit_blocks": s["shared_hit_blocks"], "shared_read_blocks": s["shared_read_blocks"],
+        "jit": parsed.jit is not None,
+        **{k: v for k, v in s.items() if k.startswith("jit_")},
+        "error": None,
+    }  # fmt: skip
+
+
+PLANS_SCHEMA = {
+    "server": pl.String, "condition": pl.String, "operator": pl.String, "fingerprint": pl.String,
+    "nodes": pl.String, "total_cost": pl.Float64, "workers_planned": pl.Int64, "planning_ms": pl.Float64,
+    "execution_ms": pl.Float64, "shared_hit_blocks": pl.Int64, "shared_read_blocks": pl.Int64, "jit": pl.Boolean,
+    "jit_functions": pl.Int64, "jit_inlining": pl.Boolean, "jit_optimization": pl.Boolean,
+    "jit_expressions": pl.Boolean, "jit_deforming": pl.Boolean, "jit_generation_ms": pl.Float64,
+    "jit_deform_ms": pl.Float64, "jit_inlining_ms": pl.Float64, "jit_optimization_ms": pl.Float64,
+    "jit_emission_ms": pl.Float64, "jit_total_ms": pl.Float64, "error": pl.String,
+}  # fmt: skip
+
+
+def plans(session: Session, servers: list[str]) -> pl.DataFrame:
+    """One row per (server, condition, operator): the untimed EXPLAIN ANALYZE, summarised with its JIT block."""
+    p = session.params.jit_operators
+    rows = [
+        _plan_row(s, c, op, load_plan(session, s, c, op))
+        for s in servers for c in p.conditions for op in p.operators
+    ]  # fmt: skip
+    return _labels(pl.from_dicts(rows, schema=PLANS_SCHEMA)) if rows else _labels(pl.DataFrame(schema=PLANS_SCHEMA))
+
+
+def settings(session: Session, servers: list[str]) -> pl.DataFrame:
+    """The JIT and parallel settings in force in each condition, as the server reported them."""
+    rows = [
+        {"server": s, "condition": c, "name": k, "setting": str(v)}
+        for s in servers for c in session.params.jit_operators.conditions
+        for k, v in load_settings(session, s, c).items()
+    ]  # fmt: skip
+    return pl.from_dicts(rows, schema={"server": pl.String, "condition": pl.String, "name": pl.String,
+                                       "setting": pl.String})  # fmt: skip
+
+
+def conditions(p: JitOperatorsParams) -> pl.DataFrame:
+    """The conditions as params define them (session settings, every condition with the parallel setting)."""
+
+    def text(v) -> str:
+        return ("on" if v else "off") if isinstance(v, bool) else str(v)
+
+    rows = [
+        {"condition": c, "role": "baseline" if c == p.baseline else ("study" if c == p.study_condition else "extra"),
+         "order": i, "settings": ", ".join(f"{k}={text(v)}" for k, v in p.session_settings(c).items())}
+        for i, c in enumerate(p.conditions)
+    ]  # fmt: skip
+    return pl.from_dicts(rows, schema={"condition": pl.String, "role": pl.String, "order": pl.Int64,
+                                       "settings": pl.String})  # fmt: skip
+
+
+def jit_time(summ: pl.DataFrame, plan_tab: pl.DataFrame, p: JitOperatorsParams) -> pl.DataFrame:
+    """Where the time goes, per server, JIT condition and operator: the JIT phases (from the plan), the
+    medians without and with JIT (timed runs, in the params' metric; wall time where a server gives no CPU
+    time), the net saving, and what the compiled code saved before paying for its compilation (net saving +
+    JIT total). The two sources are separate runs: a guide, not an identity."""
+    have = set(summ.filter((pl.col("metric") == p.metric) & (pl.col("n") > 0))["server"])
+    med = summ.filter(
+        pl.when(pl.col("server").is_in(list(have))).then(pl.col("metric") == p.metric)
+        .otherwise(pl.col("metric") == "wall")
+    ).select("server", "metric", "condition", "operator", "median")  # fmt: skip
+    base = med.filter(pl.col("condition") == p.baseline).select("server", "operator",
+                                                                pl.col("median").alias("off_median_ms"))
+    jit = plan_tab.filter(pl.col("jit")).select(
+        "server", "condition", "operator", "jit_functions", "jit_inlining", "jit_optimization",
+        *(pl.col(f"jit_{ph}").alias(ph) for ph in PHASES), pl.col("jit_total_ms").alias("jit_total_ms"),
+    )  # fmt: skip
+    return _labels(
+        jit.join(med.rename({"median": "on_median_ms"}), on=["server", "condition", "operator"], how="left")
+        .join(base, on=["server", "operator"], how="left")
+        .with_columns(saved_ms=pl.col("off_median_ms") - pl.col("on_median_ms"))
+        .with_columns(compiled_code_saved_ms=pl.col("saved_ms") + pl.col("jit_total_ms"))
+        .join(_order(p), on="operator", how="left")
+    )
+
+
+def derive(session: Session, setup: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    p = session.params.jit_operators
+    servers = runnable(setup)
+    r = _labels(runs(session))
+    summ = summary(r)
+    plan_tab = plans(session, servers)
+    return {
+        "jit_operators_setup": setup,
+        "jit_operators_conditions": conditions(p),
+        "jit_operators_settings": settings(session, servers),
+        "jit_operators_runs": r,
+        "jit_operators_summary": summ,
+        "jit_operators_reduction": reduction(r, p),
+        "jit_operators_results": result_checks(r),
+        "jit_operators_plans": plan_tab,
+        "jit_operators_jit_time": jit_time(summ, plan_tab, p),
+    }
+
+
+def write(tables: dict[str, pl.DataFrame], profile: str, root=None) -> list[str]:
+    for name, df in tables.items():
+        derived.write_table(df, name, profile, root=root)
+    return list(tables)

@@ -1,0 +1,229 @@
+"""Running the JIT-per-operator stage: which servers can JIT, the table, the interleaved runs, the plans.
+
+Per server: JIT available or not (the install ships llvmjit and `pg_jit_available()` says so with
+`jit = on`); a server without it is recorded as "not available" with the reason and takes no further part.
+On the others: a kit-owned database with the generated table (re-used when its comment says it holds the
+same rows), VACUUM (FREEZE, ANALYZE), pg_prewarm. Then every (server, condition, operator) cell, warm-up
+round first, then interleaved rounds (`pglab.schedule`), each run timed from the client as psql's \\timing
+would (one connection per server and condition, its settings given at connection start), with the backend's
+CPU time beside it (kit servers: the process is local), its one-value result kept to check that JIT off and
+on agree. Last, one untimed EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+per cell and the JIT settings in force, stored as artefacts of the run."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import polars as pl
+import psycopg
+from psycopg import sql
+
+from .db import timed_statement
+from .jit_operators_study import EXPERIMENT, GENERATOR, TABLE, JitOperatorsParams
+from .schedule import plan, run_steps
+from .servers import DestructiveStepRefused, Server
+from .session import Session
+
+SETUP_SCHEMA = {
+    "server": pl.String, "version_string": pl.String, "version_num": pl.Int64, "install_jit": pl.Boolean,
+    "jit_available": pl.Boolean, "reason": pl.String, "rows": pl.Int64, "column_type": pl.String,
+    "generator": pl.String, "table_bytes": pl.Int64, "prewarmed_blocks": pl.Int64, "prewarm_error": pl.String,
+    "max_parallel_workers_per_gather": pl.Int64, "repetitions": pl.Int64, "warmups": pl.Int64,
+    "shuffle_seed": pl.Int64, "metric": pl.String,
+}  # fmt: skip
+
+
+@dataclass
+class StageResult:
+    setup: pl.DataFrame  # one row per server: version, JIT available (or why not), the table, the schedule
+    steps_run: int  # timed or warm-up runs executed now (0 when resuming a finished run)
+    wall_s: float
+
+
+def table_comment(p: JitOperatorsParams) -> str:
+    return f"pglab jit_operators: {p.rows} rows, {p.column_type}, {GENERATOR}"
+
+
+def availability(server: Server) -> tuple[bool, str | None, dict]:
+    """(available, reason if not, what the server says of itself)."""
+    with server.connect() as conn:
+        version_string, version_num = conn.execute(
+            "SELECT version(), current_setting('server_version_num')::int").fetchone()
+        # pg_jit_available() is false while jit = off: ask with jit on, in this session only
+        conn.execute("SELECT set_config('jit', 'on', false)")
+        available = bool(conn.execute("SELECT pg_jit_available()").fetchone()[0])
+    info = {"version_string": version_string, "version_num": version_num,
+            "install_jit": server.install.jit if server.install else None}  # fmt: skip
+    if available:
+        return True, None, info
+    if server.install is not None and not server.install.jit:
+        return False, "JIT not available: this build ships no llvmjit", info
+    return False, "JIT not available: pg_jit_available() is false with jit = on", info
+
+
+def _make_table(server: Server, p: JitOperatorsParams) -> None:
+    want = table_comment(p)
+    with server.connect(p.database) as conn:
+        have = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (TABLE,)).fetchone()[0]
+        if have == want:
+            return
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TABLE)))
+        typ = sql.SQL(p.column_type)  # one of a fixed set (params), not user text
+        conn.execute(sql.SQL("CREATE TABLE {} (c1 {}, c2 {})").format(sql.Identifier(TABLE), typ, typ))
+        conn.execute(
+            sql.SQL("INSERT INTO {} SELECT i % 1000 + 1, (i * 7) % 997 + 1 FROM generate_series(1, {}::bigint) i")
+            .format(sql.Identifier(TABLE), sql.Literal(p.rows))
+        )
+        # frozen and analysed: no hint-bit writes or autovacuum during the timed runs
+        conn.execute(sql.SQL("VACUUM (FREEZE, ANALYZE) {}").format(sql.Identifier(TABLE)))
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(sql.Identifier(TABLE), sql.Literal(want)))
+
+
+def _database(server: Server, dbname: str) -> None:
+    with server.connect() as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+
+
+def _prewarm(server: Server, p: JitOperatorsParams) -> tuple[int | None, str | None]:
+    if not p.prewarm:
+        return 0, None
+    try:
+        with server.connect(p.database) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            return conn.execute("SELECT pg_prewarm(%s)", (TABLE,)).fetchone()[0], None
+    except psycopg.Error as e:
+        return None, str(e).strip().splitlines()[0]
+
+
+def prepare(server: Server, p: JitOperatorsParams) -> dict:
+    """One setup row for the server; the table made and prewarmed where JIT is available."""
+    available, reason, info = availability(server)
+    row = {"server": server.name, **info, "jit_available": available, "reason": reason, "rows": p.rows,
+           "column_type": p.column_type, "generator": GENERATOR,
+           "max_parallel_workers_per_gather": p.max_parallel_workers_per_gather, "repetitions": p.repetitions,
+           "warmups": p.warmups, "shuffle_seed": p.shuffle_seed, "metric": p.metric}  # fmt: skip
+    if not available:
+        return row
+    try:
+        if not server.managed:
+            server.require_destructive(f"create database {p.database} and (re)create {TABLE} in it")
+    except DestructiveStepRefused as e:
+        return row | {"jit_available": True, "reason": str(e)}
+    _database(server, p.database)
+    _make_table(server, p)
+    row["prewarmed_blocks"], row["prewarm_error"] = _prewarm(server, p)
+    with server.connect(p.database) as conn:
+        row["table_bytes"] = conn.execute("SELECT pg_table_size(%s)", (TABLE,)).fetchone()[0]
+    return row
+
+
+def runnable(setup: pl.DataFrame) -> list[str]:
+    """Servers that take part: JIT available and nothing in the way."""
+    return setup.filter(pl.col("jit_available") & pl.col("reason").is_null())["server"].to_list()
+
+
+def _timeout_ms(p: JitOperatorsParams) -> str:
+    return str(max(1, round(p.statement_timeout_s * 1000)))
+
+
+def backend_cpu_ns(pid: int | None) -> int | None:
+    """On-CPU time of a local server process so far, in ns (/proc/<pid>/schedstat, first field), or None.
+
+    Beside the wall time: on a shared machine a query waits for the CPU as well as running on it, and the
+    waiting lands at random on either side of a comparison. The backend runs the whole query (parallel
+    query is off) and compiles its JIT code itself, so its CPU time is the work JIT changes."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> int:
+    cells = [(s, c, op) for s in servers for c in p.conditions for op in p.operators]
+    steps = plan(cells, p.repetitions, p.warmups, p.shuffle_seed)
+    conns: dict[tuple[str, str], psycopg.Connection] = {}
+
+    def measure(step):
+        key = (step.server, step.condition)
+        if key not in conns or conns[key].closed:
+            # the timeout goes with the connection: no set_config round trips inside the CPU-time window
+            settings = p.session_settings(step.condition) | {"statement_timeout": _timeout_ms(p)}
+            conns[key] = servers[step.server].connect(p.database, settings=settings)
+        conn = conns[key]
+        pid = conn.info.backend_pid if servers[step.server].cluster is not None else None
+        before = backend_cpu_ns(pid)
+        t = timed_statement(conn, p.sql(step.item))
+        after = backend_cpu_ns(pid)
+        cpu_ms = (after - before) / 1e6 if before is not None and after is not None else None
+        if not t.ok:
+            return {"value": None, "unit": "s", "error": t.error, "sqlstate": t.sqlstate, "cpu_ms": cpu_ms}
+        # the one value the aggregate returns, as text: JIT off and on must give the very same
+        return {"value": t.elapsed_s, "unit": "s", "result": str(t.rows[0][0]), "cpu_ms": cpu_ms}
+
+    try:
+        return run_steps(steps, session.store, EXPERIMENT, measure, desc="JIT per operator")
+    finally:
+        for c in conns.values():
+            c.close()
+
+
+SETTINGS_QUERY = """
+SELECT name, setting FROM pg_settings
+WHERE name LIKE 'jit%%' OR name IN ('max_parallel_workers_per_gather', 'max_parallel_workers')
+ORDER BY name
+"""
+
+
+def plan_path(server: str, condition: str, operator: str) -> str:
+    return f"{EXPERIMENT}/plans/{server}/{condition}/{operator}.json"
+
+
+def capture_plans(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> None:
+    """One untimed EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) per cell, and the settings each condition ran
+    under as the server reports them (artefacts, written once)."""
+    store = session.store
+    for name, server in servers.items():
+        for cond in p.conditions:
+            settings = p.session_settings(cond) | {"statement_timeout": _timeout_ms(p)}
+            with server.connect(p.database, settings=settings) as conn:
+                settings_path = f"{EXPERIMENT}/settings/{name}/{cond}.json"
+                if not store.has_artifact(settings_path):
+                    store.save_json(settings_path, dict(conn.execute(SETTINGS_QUERY).fetchall()))
+                for op in p.operators:
+                    path = plan_path(name, cond, op)
+                    if store.has_artifact(path):
+                        continue
+                    try:
+                        doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + p.sql(op)).fetchone()[0]
+                    except psycopg.Error as e:  # a plan that fails is recorded, not dropped
+                        doc = {"error": str(e).strip()}
+                    store.save_json(path, doc)
+
+
+def run_stage(session: Session) -> StageResult:
+    """The whole stage on the session's (started) servers. Resumable: recorded runs and plans are kept."""
+    p = session.params.jit_operators
+    t0 = time.monotonic()
+    rows = [prepare(s, p) for s in session.servers]
+    setup = pl.from_dicts(rows, schema=SETUP_SCHEMA)
+    session.store.save_json(f"{EXPERIMENT}/setup.json", rows)  # kept from the first start of the run
+    go = {s.name: s for s in session.servers if s.name in runnable(setup)}
+    n = _measure_all(go, p, session) if go else 0
+    capture_plans(go, p, session)
+    return StageResult(setup=setup, steps_run=n, wall_s=time.monotonic() - t0)
+
+
+def load_plan(session: Session, server: str, condition: str, operator: str) -> dict | None:
+    path = session.store.artifact_path(plan_path(server, condition, operator))
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def load_settings(session: Session, server: str, condition: str) -> dict:
+    path = session.store.artifact_path(f"{EXPERIMENT}/settings/{server}/{condition}.json")
+    return json.loads(path.read_text()) if path.exists() else {}

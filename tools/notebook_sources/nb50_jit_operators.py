@@ -1,0 +1,188 @@
+"""Cells of notebooks/50_jit_operators.ipynb (regenerate with `python tools/make_notebooks.py 50`)."""
+
+from nbbuild import code, md, params_cell
+
+CELLS = [
+    md("""
+# 50 · JIT per operator: what compiling a simple aggregate saves, and what it costs
+
+**The study** (S4, PGECons WG1 2018, seed 003; PostgreSQL 11 on a 36-core Xeon Gold 6140, 256 GB) asked which
+kinds of query JIT compilation speeds up. Test 1 ran simple queries — arithmetic and aggregates, e.g.
+`SELECT sum(col1) FROM …` — with JIT off and on, after `pg_prewarm`, through psql, and reported the time
+reduction per operator:
+
+| mul | sub | sum | avg | max | count | count(\\*) | stddev | var_samp |
+|---|---|---|---|---|---|---|---|---|
+| 18.2 % | 19.5 % | 25.0 % | 30.3 % | 32.4 % | 30.8 % | 16.5 % | 27.8 % | 27.5 % |
+
+Its conclusion: JIT works for every operator, roughly 20–30 % less time regardless of the query's duration.
+The seed names neither the table, its size, the JIT thresholds nor the parallel settings, and gives one number
+per operator without spread.
+
+**Our method.** A generated table `jit_ops(c1, c2)` (deterministic, `generate_series`, row count from params),
+frozen and analysed, `pg_prewarm`'d as the study did. `mul` and `sub` are the arithmetic inside an aggregate:
+`sum(c1 * c2)`, `sum(c1 - c2)`. The conditions are session settings given at connection start: *off*
+(`jit = off`), *on* (`jit = on`, `jit_above_cost = 0` so that JIT really runs, inlining and optimisation at
+PostgreSQL's default thresholds of 500,000 — which plans of our size stay below, so expressions and tuple
+deforming are compiled without LLVM optimisation), and *on_optimized* (inlining and optimisation forced, as a
+plan over the study's much larger table would have got them). Parallel query is off in every condition
+(`max_parallel_workers_per_gather = 0`): each parallel worker compiles its own code, which would mix the
+worker count into the comparison. Only servers with JIT take part (`pg_jit_available()` with `jit = on`);
+the others are recorded as *not available*. Every run is kept: a warm-up round, then interleaved rounds
+(every condition and operator in every round, shuffled with a recorded seed), timed from the client as psql's
+`\\timing` does, and — because this machine class is shared and noisy — with the backend's own CPU time
+over the same statement beside it (`/proc/<pid>/schedstat` of the server process, on the kit's local
+servers). Waiting for a CPU that another process holds lands at random on either side of a comparison;
+the CPU time leaves it out and still includes the JIT compilation, which the backend does itself. The
+findings use the metric params name (`metric`, CPU time by default); both are shown. The result is
+`reduction = 1 − median(JIT) / median(off)` with a 95 % bootstrap interval; an interval that contains 0 is
+"no detectable difference". Where the time goes comes from one separate,
+untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator, whose JIT block gives the
+functions compiled and the generation / inlining / optimisation / emission times.
+"""),
+    params_cell(),
+    code('''
+import time
+
+import polars as pl
+from IPython.display import Markdown, display
+
+from pglab import charts, derived, findings, session
+from pglab import jit_operators_charts as jc
+from pglab import jit_operators_report as jr
+from pglab import jit_operators_results as jres
+from pglab import jit_operators_run as jrun
+
+charts.setup()
+s = session.begin(params_file, run_id)
+p = s.params.jit_operators
+print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
+print(f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} repetitions after "
+      f"{p.warmups} warm-up round(s), shuffle seed {p.shuffle_seed}; baseline {p.baseline!r}, "
+      f"study condition {p.study_condition!r}; findings in {p.metric} time")
+jres.conditions(p)
+'''),
+    md("""
+## Running the stage
+
+Which servers can JIT, the table on each of them, then every (server, condition, operator) cell in
+interleaved rounds, then the plans.
+"""),
+    code('''
+s.start()
+t0 = time.monotonic()
+result = jrun.run_stage(s)
+tables = jres.derive(s, result.setup)
+written = jres.write(tables, s.profile)
+errors = tables["jit_operators_runs"].filter(pl.col("error").is_not_null())
+print(f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "
+      f"derived tables: {', '.join(written)}")
+errors.select("server", "condition", "operator", "repetition", "error")
+'''),
+    code('''
+# NBVAL_CHECK_OUTPUT
+setup = tables["jit_operators_setup"].sort("server")
+for r in setup.iter_rows(named=True):
+    state = "JIT available" if r["jit_available"] and r["reason"] is None else f"not available ({r['reason']})"
+    size = f", table {r['rows']:,} rows" if r["table_bytes"] is not None else ""
+    print(f"{r['server']}: PostgreSQL {r['version_num'] // 10000}: {state}{size}")
+'''),
+    md("""
+## Do JIT off and on return the same answers?
+
+Every timed run kept the one value its aggregate returned; per server and operator there must be exactly one
+distinct value over all conditions and repetitions.
+"""),
+    code('''
+# NBVAL_CHECK_OUTPUT
+checks = tables["jit_operators_results"]
+bad = checks.filter(~pl.col("agree"))
+print("yes: every operator returned the same value with JIT off and on" if bad.is_empty() and checks.height
+      else f"RESULTS DIFFER for {bad['label'].to_list()}" if checks.height else "nothing was run")
+print(checks.select("server", "label", "conditions", "distinct_results", "result").sort("server", "label"))
+'''),
+    md("""
+## Time per query
+
+Median of the timed runs per condition, backend CPU time and client wall time side by side; the rules
+span min–max. Where the wall times spread far wider than the CPU times, the machine was busy with something
+else.
+"""),
+    code('''
+summ = tables["jit_operators_summary"]
+order = [jr.label(op) for op in p.operators]
+display(jc.times_chart(summ, order))
+summ.pivot(on="condition", index=["server", "metric", "label"], values="median").sort("server", "metric", "label")
+'''),
+    md("""
+## Time reduction per operator, beside the study's
+
+`reduction = 1 − median(JIT) / median(off)` in percent, with the 95 % interval; the black ticks are the
+study's figures (another machine, version and table: compare the direction and rough size, not the
+decimals).
+"""),
+    code('''
+red = tables["jit_operators_reduction"]
+display(jc.reduction_chart(red))
+red.sort("server", "metric", "condition", "operator_order").select(
+    "server", "metric", "condition", "label", pl.col("median_baseline").round(2).alias("off_ms"),
+    pl.col("median").round(2).alias("jit_ms"), pl.col("reduction_pct").round(1).alias("reduction_%"),
+    pl.col("reduction_ci_low").round(1).alias("ci_low_%"), pl.col("reduction_ci_high").round(1).alias("ci_high_%"),
+    pl.col("study_pct").alias("study_%"), "verdict")
+'''),
+    md("""
+## Where JIT time goes
+
+Per operator, left bar: the JIT phases of the plan's compilation (EXPLAIN ANALYZE's JIT block); right bar:
+the execution time the compiled code saved, i.e. `median(off) − median(JIT) + JIT total` (medians in the
+findings' metric). JIT pays off where
+the right bar is taller than the left. Optimisation and inlining are what make *on_optimized* expensive; their
+cost is fixed per query, while the saving grows with the rows processed — which is why the study, on a much
+larger table, could afford them.
+"""),
+    code('''
+jt = tables["jit_operators_jit_time"]
+display(jc.jit_time_chart(jt))
+jt.sort("server", "condition", "operator_order").select(
+    "server", "metric", "condition", "label", "jit_functions", "jit_inlining", "jit_optimization",
+    pl.col("generation_ms", "inlining_ms", "optimization_ms", "emission_ms", "jit_total_ms", "off_median_ms",
+           "on_median_ms", "saved_ms", "compiled_code_saved_ms").round(2))
+'''),
+    md("""
+## The plans
+
+One plan per server, condition and operator: the JIT block is there exactly when JIT is on, with inlining and
+optimisation as the thresholds decide from the plan's total cost.
+"""),
+    code('''
+# NBVAL_CHECK_OUTPUT
+plans = tables["jit_operators_plans"]
+for (server, cond), g in plans.group_by("server", "condition", maintain_order=True):
+    inl, opt = g["jit_inlining"].fill_null(False).sum(), g["jit_optimization"].fill_null(False).sum()
+    print(f"{server} {cond}: JIT block in {g['jit'].sum()} of {g.height} plans; inlining in {inl}, optimisation "
+          f"in {opt}; plan errors {g['error'].is_not_null().sum()}")
+'''),
+    code('''
+plans.sort("server", "condition", "label").select(
+    "server", "condition", "label", "nodes", "total_cost", "workers_planned", "jit_functions",
+    pl.col("execution_ms", "jit_total_ms").round(2), "shared_hit_blocks", "shared_read_blocks")
+'''),
+    md("""
+## The study's findings, tested on our data
+
+Per operator: *supported* when our reduction's 95 % interval lies wholly above 0; *not supported* when JIT is
+detectably slower, or when no difference is detectable and the study's reduction lies above our interval;
+*undetermined* otherwise; *not run* on a server without JIT. The evidence says where the study's figure lies
+relative to our interval.
+"""),
+    code('''
+f = jr.findings_from(tables["jit_operators_setup"], red, p.study_condition)
+derived.write_table(f, "jit_operators_findings", s.profile)
+display(Markdown(jr.method(s.profile)))
+display(Markdown(findings.markdown(f)))
+'''),
+    code('''
+s.close()
+print(f"stage wall time {result.wall_s:.0f} s; notebook {time.monotonic() - t0:.0f} s after start")
+'''),
+]
