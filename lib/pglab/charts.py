@@ -47,3 +47,19 @@ def setup() -> None:
     pl.Config.set_tbl_rows(60)
     pl.Config.set_tbl_width_chars(160)
     pl.Config.set_fmt_str_lengths(60)
+
+
+def table(df: pl.DataFrame, floats: str = "{:.3g}"):
+    """A small table as Markdown: reads cleanly in JupyterLab, on a code host and in the HTML report
+    (polars' own HTML quotes every string and cuts long tables)."""
+    from IPython.display import Markdown
+
+    def cell(v) -> str:
+        if v is None:
+            return "—"
+        text = floats.format(v) if isinstance(v, float) else str(v)
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
+    return Markdown("\n".join(lines))
