@@ -1,0 +1,165 @@
+"""The parallel index builds as tidy tables (data/derived/<profile>/parallel_index_*.csv).
+
+* `parallel_index_builds`: every build as recorded, warm-ups included (marked), with the workers planned and
+  launched and the index's size.
+* `parallel_index_summary`: per server, key columns and workers: median seconds with min–max and the 95 %
+  interval of the median, the serial median t0, and the ideal times t0 / (workers + 1) (the leader sorts its
+  own share of the table beside its workers) and t0 / min(workers + 1, cores) (no more of them run at once
+  than the machine has cores).
+* `parallel_index_speedup`: t0 / t(workers) with its 95 % bootstrap interval (pglab.stats.compare, inverted).
+* `parallel_index_suite_speedup`: the same for the time to build all keys once (a round's builds summed), per
+  server and workers: the one figure per worker count the findings judge.
+* `parallel_index_setup`: per server, what was in force (written by the notebook from the stage's result)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import stats
+from .derived import write_table
+from .parallel_index_study import EXPERIMENT, STUDY_COMBINATIONS, columns_label
+from .store import RunStore
+
+BUILD_SCHEMA = {
+    "server": pl.String, "round": pl.Int64, "repetition": pl.Int64, "warmup": pl.Boolean, "workers": pl.Int64,
+    "key_columns": pl.Int64, "columns": pl.String, "seconds": pl.Float64, "planned_workers": pl.Int64,
+    "launched_workers": pl.Int64, "participant_mem_kb": pl.Int64, "sort": pl.String, "spill_kb": pl.Int64,
+    "index_bytes": pl.Int64,
+    "index_columns": pl.String, "error": pl.String,
+}  # fmt: skip
+FASTER, SLOWER = "faster", "slower"
+
+
+def builds(store: RunStore) -> pl.DataFrame:
+    """Every build of the run, one row each."""
+    rows = store.records(EXPERIMENT).to_dicts() if store.file.exists() else []
+    out = [{"seconds": r.get("value")} | {k: r.get(k) for k in BUILD_SCHEMA if k != "seconds"} for r in rows]
+    return pl.from_dicts(out, schema=BUILD_SCHEMA) if out else pl.DataFrame(schema=BUILD_SCHEMA)
+
+
+def _timed(b: pl.DataFrame) -> pl.DataFrame:
+    return b.filter(~pl.col("warmup"))
+
+
+def summary(b: pl.DataFrame, cores: int) -> pl.DataFrame:
+    keys = ["server", "key_columns", "workers"]
+    timed = _timed(b)
+    s = stats.summarize(timed, keys, "seconds")
+    seen = timed.group_by(keys).agg(
+        pl.col("columns").first(),
+        pl.col("planned_workers").min().alias("planned_min"), pl.col("planned_workers").max().alias("planned_max"),
+        pl.col("launched_workers").min().alias("launched_min"), pl.col("launched_workers").max().alias("launched_max"),
+        pl.col("launched_workers").is_null().sum().alias("not_observed"),
+        (pl.col("index_bytes").median() / 2**20).alias("index_mib"),
+        pl.col("sort").drop_nulls().mode().sort().first().alias("sort"),
+        (pl.col("spill_kb").median() / 1024).alias("spill_mib"),
+        pl.col("error").drop_nulls().first().alias("error"),
+    )  # fmt: skip
+    t0 = s.filter(pl.col("workers") == 0).select("server", "key_columns", pl.col("median").alias("t0"))
+    ceiling = pl.min_horizontal(pl.col("workers") + 1, pl.lit(cores))
+    return (
+        s.join(seen, on=keys, how="left").join(t0, on=["server", "key_columns"], how="left")
+        .with_columns(label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String),
+                      ideal_s=pl.col("t0") / (pl.col("workers") + 1), ideal_cores_s=pl.col("t0") / ceiling,
+                      cores=pl.lit(cores, pl.Int64))
+        .sort(keys)
+    )  # fmt: skip
+
+
+def _speedup(timed: pl.DataFrame, group: list[str], cores: int) -> pl.DataFrame:
+    """t0 / t per group and workers, from seconds per repetition; the 0-workers row is the baseline (1, no
+    interval)."""
+    c = stats.compare(timed, group, "workers", 0, "seconds")
+    verdict = (pl.when(pl.col("verdict") == stats.LOWER).then(pl.lit(FASTER))
+               .when(pl.col("verdict") == stats.HIGHER).then(pl.lit(SLOWER)).otherwise(pl.col("verdict")))  # fmt: skip
+    out = c.select(
+        *group, "workers", "n", "n_baseline", pl.col("median").alias("median_s"),
+        pl.col("median_baseline").alias("t0_s"), (1 / pl.col("ratio")).alias("speedup"),
+        (1 / pl.col("ci_high")).alias("ci_low"), (1 / pl.col("ci_low")).alias("ci_high"), verdict.alias("verdict"),
+    )  # fmt: skip
+    base = timed.filter(pl.col("workers") == 0).group_by(group).agg(
+        pl.col("seconds").drop_nulls().len().cast(pl.Int64).alias("n"), pl.col("seconds").median().alias("t0_s"))
+    base = base.select(*group, pl.lit(0, pl.Int64).alias("workers"), "n", pl.col("n").alias("n_baseline"),
+                       pl.col("t0_s").alias("median_s"), "t0_s", pl.lit(1.0).alias("speedup"),
+                       pl.lit(None, pl.Float64).alias("ci_low"), pl.lit(None, pl.Float64).alias("ci_high"),
+                       pl.lit("baseline").alias("verdict"))  # fmt: skip
+    ceiling = pl.min_horizontal(pl.col("workers") + 1, pl.lit(cores))
+    return (
+        pl.concat([base, out.cast(base.schema)])
+        .with_columns(ideal=(pl.col("workers") + 1).cast(pl.Float64), ceiling=ceiling.cast(pl.Float64),
+                      cores=pl.lit(cores, pl.Int64))
+        .with_columns(efficiency=pl.col("speedup") / pl.col("ideal"))
+        .sort(*group, "workers")
+    )  # fmt: skip
+
+
+def speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
+    """Speed-up over the serial build per (server, key columns, workers)."""
+    return _speedup(_timed(b), ["server", "key_columns"], cores).with_columns(
+        label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String))
+
+
+def suite(b: pl.DataFrame) -> pl.DataFrame:
+    """Per server, workers and repetition: the time to build every key once (one round's builds of that cell
+    row, summed), null when one of them failed. One figure per round speaks for all keys at once."""
+    timed = _timed(b)
+    n_keys = timed["key_columns"].n_unique()
+    return timed.group_by("server", "workers", "repetition").agg(
+        pl.when(pl.col("seconds").is_not_null().sum() == n_keys).then(pl.col("seconds").sum()).alias("seconds"),
+    ).sort("server", "workers", "repetition")  # fmt: skip
+
+
+def suite_speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
+    """Speed-up over the serial builds of all keys together, per (server, workers)."""
+    return _speedup(suite(b), ["server"], cores)
+
+
+def derive(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
+    b = builds(store)
+    return {"parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
+            "parallel_index_summary": summary(b, cores), "parallel_index_speedup": speedup(b, cores),
+            "parallel_index_suite_speedup": suite_speedup(b, cores)}  # fmt: skip
+
+
+def write(tables: dict[str, pl.DataFrame], setup: pl.DataFrame, profile: str, root=None) -> list[str]:
+    out = tables | {"parallel_index_setup": setup}
+    for name, df in out.items():
+        write_table(df, name, profile, root=root)
+    return sorted(out)
+
+
+def workers_check(b: pl.DataFrame) -> pl.DataFrame:
+    """Per server and worker count: builds, and how many launched fewer workers than planned or were not
+    observed (every build, warm-ups too)."""
+    return (
+        b.group_by("server", "workers")
+        .agg(pl.len().alias("builds"), pl.col("planned_workers").min().alias("planned_min"),
+             pl.col("planned_workers").max().alias("planned_max"),
+             pl.col("launched_workers").min().alias("launched_min"),
+             pl.col("launched_workers").max().alias("launched_max"),
+             (pl.col("launched_workers") < pl.col("planned_workers")).sum().alias("launched_below_planned"),
+             pl.col("launched_workers").is_null().sum().alias("not_observed"))
+        .sort("server", "workers")
+    )  # fmt: skip
+
+
+def warmup_effect(b: pl.DataFrame) -> pl.DataFrame:
+    """Each warm-up build against the median of the timed builds of its cell: was the first build slower?"""
+    keys = ["server", "key_columns", "workers"]
+    timed = _timed(b).group_by(keys).agg(pl.col("seconds").median().alias("timed_median_s"))
+    return (
+        b.filter(pl.col("warmup")).join(timed, on=keys)
+        .select(*keys, pl.col("seconds").alias("warmup_s"), "timed_median_s",
+                (pl.col("seconds") / pl.col("timed_median_s")).alias("ratio"))
+        .sort(keys)
+    )  # fmt: skip
+
+
+def size_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """Per key: the study's distinct key combinations (SF 100) beside the size of our index on every server."""
+    ours = summary.filter(pl.col("workers") == 0).with_columns(pl.col("index_mib").round(1)).pivot(
+        on="server", index=["key_columns", "label"], values="index_mib", sort_columns=True)
+    study = pl.DataFrame({"key_columns": list(STUDY_COMBINATIONS), "study_combinations": list(
+        STUDY_COMBINATIONS.values())}, schema={"key_columns": pl.Int64, "study_combinations": pl.Int64})
+    return ours.rename({c: f"{c} MiB" for c in ours.columns[2:]}).join(study, on="key_columns", how="left").sort(
+        "key_columns")

@@ -1,0 +1,164 @@
+"""Parallel index build (study S4 test C) on real servers, SSB SF 0.05 (lineorder big enough for 2 workers):
+every cell recorded with its warm-up, the workers the server planned and launched really observed (and told
+apart), the index built with the asked-for key and gone afterwards, external servers refused, and the report
+section working on the derived data of the run."""
+
+import polars as pl
+import pytest
+from pydantic import ValidationError
+
+from pglab import findings as fnd
+from pglab import parallel_index_report as report
+from pglab import parallel_index_results as pires
+from pglab import parallel_index_run as pirun
+from pglab import params
+from pglab.cluster import Cluster
+from pglab.parallel_index_build import INDEX, build
+from pglab.parallel_index_study import ParallelIndexParams, build_memory
+from pglab.params import ExternalServer, ParamsError
+from pglab.servers import DestructiveStepRefused, Server
+from pglab.ssb.load import database_name, load
+from pglab.ssb.params import SsbParams
+from pglab.store import RunStore
+
+SSB = SsbParams(sf=0.05, seed=7, prewarm=False)
+P = ParallelIndexParams(column_counts=[1, 4], worker_counts=[0, 2], maintenance_work_mem="96MB", repetitions=2,
+                        warmups=1, shuffle_seed=3)  # fmt: skip
+DB = database_name(SSB.sf)
+KEY4 = ["lo_orderkey", "lo_custkey", "lo_partkey", "lo_suppkey"]
+
+
+@pytest.fixture(scope="module")
+def servers(installs):
+    out = []
+    for inst in installs:
+        srv = Server(inst.name, install=inst, cluster=Cluster(inst, name=f"pidx-{inst.name}"),
+                     settings={"shared_buffers": "128MB", "max_worker_processes": 8} | SSB.stage_settings)  # fmt: skip
+        srv.start()
+        load(srv, SSB.sf, SSB.seed, prewarm=False)
+        out.append(srv)
+    yield out
+    for s in out:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def run(servers, tmp_path_factory):
+    store = RunStore("pidx", root=tmp_path_factory.mktemp("raw"))
+    setup = pirun.setup(servers, SSB, P, store)
+    ran = pirun.run(servers, SSB, P, store)
+    return store, setup, ran
+
+
+def _indexes(srv) -> list[str]:
+    with srv.connect(DB) as conn:
+        return [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'lineorder'")]
+
+
+def test_every_cell_recorded_with_warmups_interleaved(run, servers):
+    store, _, ran = run
+    b = pires.builds(store)
+    cells = len(servers) * 2 * 2
+    assert ran == b.height == cells * (P.repetitions + P.warmups)
+    assert b.filter("warmup").height == cells
+    assert b["error"].is_null().all() and (b["seconds"] > 0).all()
+    # round robin: every cell's repetition 0 is recorded before any repetition 1
+    timed = store.records("parallel_index").filter(~pl.col("warmup")).sort("ts")
+    assert set(timed["repetition"].head(cells)) == {0}
+
+
+def test_workers_observed_never_exceed_what_was_allowed(run):
+    store, setup, _ = run
+    b = pires.builds(store)
+    assert b["planned_workers"].is_not_null().all() and b["launched_workers"].is_not_null().all()
+    assert (b["launched_workers"] <= b["planned_workers"]).all()
+    assert (b["planned_workers"] <= b["workers"]).all()
+    serial = b.filter(pl.col("workers") == 0)
+    assert (serial["planned_workers"] == 0).all() and (serial["launched_workers"] == 0).all()
+    # lineorder at SF 0.05 is big enough for 2 workers, and the slots are free: all of them ran
+    par = b.filter(pl.col("workers") == 2)
+    assert (par["launched_workers"] == 2).all(), par
+    # maintenance_work_mem of the session is what the sort got, shared among the 3 participants
+    assert set(serial["participant_mem_kb"]) == {96 * 1024}
+    assert set(par["participant_mem_kb"]) == {96 * 1024 // 3}
+    assert set(setup["maintenance_work_mem"]) == {"96MB"} and set(setup["wal_level"]) == {"minimal"}
+    # the serial sort fits in memory; a parallel one passes its runs to the leader through temporary files
+    assert set(serial["sort"]) == {"internal sort"} and (serial["spill_kb"] == 0).all()
+    assert set(par["sort"]) == {"parallel external sort"} and (par["spill_kb"] > 0).all()
+
+
+def test_the_index_built_has_the_asked_for_key_and_is_gone_afterwards(run, servers):
+    store, _, _ = run
+    b = pires.builds(store)
+    want = {1: "lo_orderkey", 4: ",".join(KEY4)}
+    assert all(r["index_columns"] == want[r["key_columns"]] for r in b.iter_rows(named=True))
+    for srv in servers:
+        assert _indexes(srv) == []
+    srv = servers[0]
+    rec, _ = build(srv, DB, KEY4[:2], 1, "64MB", keep=True)
+    try:
+        defs = _indexes(srv)
+        assert len(defs) == 1 and INDEX in defs[0] and defs[0].endswith("(lo_orderkey, lo_custkey)"), defs
+        assert rec["value"] > 0 and rec["index_columns"] == "lo_orderkey,lo_custkey" and rec["index_bytes"] > 0
+    finally:
+        build(srv, DB, ["lo_orderkey"], 0, "64MB")  # drops the kept index first, and its own afterwards
+    assert _indexes(srv) == []
+
+
+def test_launched_is_observed_apart_from_planned(servers):
+    # no worker slot for this session: the planner still asks for 2, none runs, the leader builds alone
+    rec, obs = build(servers[0], DB, ["lo_orderkey"], 2, "96MB", extra_settings={"max_parallel_workers": 0})
+    assert (obs.planned, obs.launched) == (2, 0), obs.messages
+    assert rec["value"] > 0 and rec["index_columns"] == "lo_orderkey"
+
+
+def test_an_external_server_is_refused_before_anything_changes(servers, tmp_path):
+    srv = servers[0]
+    ext = Server("ext", external=ExternalServer(name="ext", dsn=srv.conninfo(DB), allow_destructive=False))
+    with pytest.raises(DestructiveStepRefused, match="allow_destructive"):
+        pirun.prepare([ext], SSB, P)
+    with pytest.raises(DestructiveStepRefused):
+        build(ext, DB, ["lo_orderkey"], 0, "64MB")
+    assert _indexes(srv) == []
+
+
+def test_params_name_the_file_the_key_and_the_expectation(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("parallel_index:\n  column_counts: [1, 5]\n")
+    with pytest.raises(ParamsError, match=r"bad\.yaml: parallel_index: column_counts: expected distinct counts"):
+        params.load(bad, check_servers=False)
+    # a parallel build needs 32 MB per participant: 4 workers + the leader
+    assert build_memory(ParallelIndexParams(worker_counts=[0, 4], maintenance_work_mem="128MB")) == "160MB"
+    assert build_memory(ParallelIndexParams(worker_counts=[0, 4], maintenance_work_mem="1GB")) == "1GB"
+    with pytest.raises(ValidationError, match="memory size"):
+        ParallelIndexParams(maintenance_work_mem="lots")
+    with pytest.raises(ValidationError, match="column_counts"):
+        ParallelIndexParams(column_counts=[5])
+    with pytest.raises(ValidationError, match="unknown"):
+        ParallelIndexParams(key_columns=["lo_orderkey", "l_orderkey"])
+    assert ParallelIndexParams(worker_counts=[2]).workers() == [0, 2]
+    assert ParallelIndexParams(max_workers=3).workers() == [0, 1, 2, 3]
+
+
+def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
+    store, setup, _ = run
+    tables = pires.derive(store, cores=2)
+    pires.write(tables, setup, "t", root=tmp_path)
+    spd = tables["parallel_index_speedup"]
+    summ = tables["parallel_index_summary"]
+    # the speed-up is the ratio of the medians the summary holds
+    for r in spd.filter(pl.col("workers") > 0).iter_rows(named=True):
+        s = summ.filter(server=r["server"], key_columns=r["key_columns"], workers=r["workers"]).row(0, named=True)
+        assert r["speedup"] == pytest.approx(s["t0"] / s["median"])
+        assert r["ci_low"] <= r["speedup"] <= r["ci_high"]
+    f = report.findings("t", root=tmp_path)
+    assert set(f["verdict"]) <= set(fnd.VERDICTS)
+    assert f.height == 3 * len(servers) and set(f["finding"]) == set(report.ORDER)
+    text = report.method("t", root=tmp_path)
+    for srv in servers:
+        assert f"{srv.name} (PostgreSQL {srv.install.major}." in text
+    n = pires.builds(store).height
+    assert f"{n} of {n} builds observed; launched < planned in 0" in text
+    charts = report.charts("t", root=tmp_path)
+    assert len(charts) == 3 and all(c.to_dict() for c in charts)
+    assert report.findings("t", root=tmp_path).equals(f) and report.method("t", root=tmp_path) == text
