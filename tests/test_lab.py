@@ -1,0 +1,137 @@
+"""`make lab` in a real browser: JupyterLab loads, the report notebook runs top to bottom on the project's
+kernel, and its charts are rendered by JupyterLab's Vega extension (interactive), not as static pictures.
+
+Headless Chromium and chromedriver come from Debian (`.ci/run` installs them); without them this is skipped."""
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+from conftest import ROOT
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver")
+WORK = ROOT / "build" / "test" / "lab"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab():
+    # a copy of the report notebook, so JupyterLab's autosave never writes outputs into notebooks/
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / "99_report.ipynb", WORK / "99_report.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    extra = f"--port={port} --IdentityProvider.token={token} --expose-app-in-browser"
+    # as a user starts it: the report reads the committed data/derived/, not the tests' data directory
+    env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR")}
+    proc = subprocess.Popen(["make", "-s", "lab", f"LAB_EXTRA={extra}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=open(WORK / "lab.log", "w"), start_new_session=True)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not start: " + (WORK / "lab.log").read_text()[-2000:])
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        opts.add_argument(a)
+    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait(driver, script: str, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def test_report_runs_in_jupyterlab_with_interactive_charts(lab, browser):
+    base, token = lab
+    rel = WORK.relative_to(ROOT) / "99_report.ipynb"
+    browser.get(f"{base}/lab/tree/{rel}?token={token}")
+    _wait(browser, "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
+          90, "the lab page and the notebook")  # fmt: skip
+    # the notebook's kernel must be the project's, and idle, before running it
+    _wait(browser, """const w = window.jupyterapp.shell.currentWidget;
+        const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+        return k && k.name === 'pglab' && k.status === 'idle';""", 90, "the pglab kernel")  # fmt: skip
+    # run all cells once the session is ready; the command resolves when the last cell has run
+    browser.set_script_timeout(240)
+    ran = browser.execute_async_script("""const done = arguments[arguments.length - 1];
+        const w = window.jupyterapp.shell.currentWidget;
+        Promise.all([w.context.ready, w.sessionContext.ready])
+            .then(() => window.jupyterapp.commands.execute('notebook:run-all-cells'))
+            .then(r => done(String(r)), e => done('failed: ' + e));""")
+    assert ran == "true", f"a cell failed or did not run ({ran})"
+    # every code cell has run: each prompt shows a number, none shows [*] or stays empty
+    n_code = _wait(browser, """const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+        .map(e => e.textContent.trim());
+        return p.length && p.every(t => /^\\[\\d+\\]:$/.test(t)) && p.length;""", 30, "all cells to run")
+    errors = browser.execute_script("""return [...document.querySelectorAll(
+        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+        .map(e => e.textContent).filter(t => /Error|Traceback/.test(t));""")
+    assert errors == [], errors[0][:2000]
+    # charts: rendered by the Vega extension into a canvas or SVG of real size, none fell back to a picture
+    charts = _wait(browser, """const v = [...document.querySelectorAll('.vega-embed')];
+        return v.length && v.every(e => { const c = e.querySelector('canvas, svg');
+            return c && c.getBoundingClientRect().width > 50; }) && v.length;""", 60, "the charts to render")
+    static = browser.execute_script("return document.querySelectorAll('.jp-RenderedSVG, .jp-RenderedImage').length")
+    assert charts >= 2 and static == 0, (charts, static)
+    assert n_code >= 5
+    assert _tooltip_on_hover(browser), "no chart shows a tooltip when the pointer is over its marks"
+
+
+def _tooltip_on_hover(driver) -> bool:
+    """Interactive means Vega answers the pointer: sweep it over the first chart until a tooltip shows."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    view = driver.find_element(By.CSS_SELECTOR, ".vega-embed canvas, .vega-embed svg")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
+    w, h = view.size["width"], view.size["height"]
+    for y in range(-h // 2 + 8, h // 2, 12):
+        for x in range(-w // 2 + 8, w // 2, 24):
+            ActionChains(driver).move_to_element_with_offset(view, x, y).perform()
+            if driver.execute_script("const t = document.getElementById('vg-tooltip-element');"
+                                     "return t !== null && t.classList.contains('visible');"):  # fmt: skip
+                return True
+    return False
