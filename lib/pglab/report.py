@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
+
 from . import params as params_mod
 from . import paths
 from .report_html import write_html
@@ -28,6 +30,15 @@ HTML = "report.html"
 
 def notebooks() -> list[Path]:
     return sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def _stable_injected_id(path: Path) -> None:
+    """papermill gives its injected-parameters cell a random id; a fixed one keeps re-runs byte-identical."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.id = f"{path.stem}-injected-parameters"
+    nbformat.write(nb, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
             print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
             return 1
+        _stable_injected_id(out / nb.name)
         print(f"  {nb.name} done in {time.monotonic() - t0:.1f} s", flush=True)
         if nb.name == REPORT_NOTEBOOK:
             print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)

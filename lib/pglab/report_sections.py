@@ -59,7 +59,7 @@ def show(name: str, profile: str, root: Path | None = None) -> None:
     if missing:
         display(Markdown(f"*Not run in profile `{profile}`: no derived table {', '.join(missing)}.*"))
         return
-    display(Markdown("**How it was measured.** " + mod.method(profile, root)))
+    display(Markdown("**How it was measured.**\n\n" + mod.method(profile, root)))
     for chart in mod.charts(profile, root):
         display(chart)
     display(Markdown(fnd.markdown(mod.findings(profile, root))))
