@@ -56,3 +56,18 @@ def cluster(install):
     c.start({"shared_buffers": "128MB"})
     yield c
     c.stop()
+
+
+@pytest.fixture(scope="module")
+def committed_copy(tmp_path_factory):
+    """A copy of the committed reference run's derived data (data/derived/default) to read or alter; the
+    committed files themselves must come out untouched."""
+    import shutil
+
+    from pglab import derived
+
+    committed = ROOT / "data" / "derived"
+    root = tmp_path_factory.mktemp("derived")
+    shutil.copytree(committed / "default", root / "default")
+    yield root
+    assert derived.verify("default", committed) == []

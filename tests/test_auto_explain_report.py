@@ -6,26 +6,21 @@ lacks; charts that serialise, a method that names every server, and the same out
 
 import json
 import re
-import shutil
 
 import polars as pl
 import pytest
 
-from pglab import auto_explain_report, derived, paths
+from pglab import auto_explain_report, derived
 from pglab import auto_explain_results as aer
 from pglab import findings as fs
 from pglab.auto_explain_study import AutoExplainParams
 
-COMMITTED = paths.ROOT / "data" / "derived"
 _STUDY_PART = re.compile(r"\(study: [^)]*\)|the study's \d+\.\d\d×")
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("derived")
-    shutil.copytree(COMMITTED / "default", root / "default")
-    yield root
-    assert derived.verify("default", COMMITTED) == []  # the committed data is untouched
+def root(committed_copy):
+    return committed_copy
 
 
 def _read(name, root):

@@ -5,23 +5,17 @@ serialise, a method that names every server, and the same output twice."""
 
 import json
 import re
-import shutil
 
 import polars as pl
 import pytest
 
-from pglab import derived, paths, pgbench_findings, pgbench_report
+from pglab import derived, pgbench_findings, pgbench_report
 from pglab import findings as fs
-
-COMMITTED = paths.ROOT / "data" / "derived"
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("derived")
-    shutil.copytree(COMMITTED / "default", root / "default")
-    yield root
-    assert derived.verify("default", COMMITTED) == []  # the committed data is untouched
+def root(committed_copy):
+    return committed_copy
 
 
 @pytest.fixture(scope="module")
