@@ -130,7 +130,7 @@ def test_method_names_servers_versions_scale_and_repetitions(section, servers):
 
 def test_charts_serialise(section):
     charts = section["charts"]
-    assert 1 <= len(charts) <= 4
+    assert 1 <= len(charts) <= 5
     for c in charts:
         spec = c.to_dict()
         assert "tooltip" in json.dumps(spec)

@@ -247,6 +247,7 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
            ssb_charts.speedup(d.speedup, ceiling=ceilings.pop() if len(ceilings) == 1 else None)]
     if not ssb_charts.jit_frame(d.jit).is_empty():
         out.append(ssb_charts.jit(d.jit))
+    out.append(ssb_charts.workers(d.plans, d.study_plans))  # why q4.3 gets fewer workers
     if not d.sweep_summary.is_empty():
         out.append(ssb_charts.sweep(d.sweep_summary, cores=d.cores))
     return out
