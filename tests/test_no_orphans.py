@@ -30,10 +30,17 @@ RUNNER = textwrap.dedent(
 )
 
 
+def _hangup_default() -> None:
+    # a runner in a terminal: under nohup (as CI may start us) SIGHUP is inherited as ignored, and the kit
+    # rightly leaves an ignored SIGHUP alone
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start_runner(name: str, mode: str = "sleep") -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, name, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        [sys.executable, "-c", RUNNER, name, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_hangup_default,
+    )  # fmt: skip
     line = proc.stdout.readline()
     if mode != "raise":
         assert line.strip() == "ready", proc.stderr.read()
