@@ -36,8 +36,9 @@ def lab():
     extra = f"--port={port} --IdentityProvider.token={token} --expose-app-in-browser"
     # as a user starts it: the report reads the committed data/derived/, not the tests' data directory
     env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR")}
+    log = open(WORK / "lab.log", "w")
     proc = subprocess.Popen(["make", "-s", "lab", f"LAB_EXTRA={extra}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=open(WORK / "lab.log", "w"), start_new_session=True)  # fmt: skip
+                            stderr=log, start_new_session=True)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -51,11 +52,19 @@ def lab():
                 time.sleep(0.5)
         yield base, token
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        # the server's own shutdown also shuts its kernels down (they run in sessions of their own, which a
+        # signal to our process group would not reach); signals only if that fails
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            urllib.request.urlopen(urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST"),
+                                   timeout=10)  # fmt: skip
+            proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
 
 
 @pytest.fixture
