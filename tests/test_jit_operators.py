@@ -1,18 +1,22 @@
 """JIT per operator (S4 test 1) on real servers, on a tiny table: a server without JIT is recorded as not
 available and not run; on the JIT server every cell is recorded, JIT off and on return the same (and the
 right) values, the plans carry a JIT block exactly when JIT is on, with optimisation as the thresholds say;
-the report section works on the derived tables the stage wrote; the params section's errors."""
+a table of the same name in the role's own schema is left alone; a failed run has no time in either metric;
+the report section works on the derived tables the stage wrote; the verdict rule on constructed reductions;
+the params section's errors and its reading of unquoted on / off."""
 
 import uuid
 
+import polars as pl
 import pytest
 import yaml
+from psycopg import sql
 
-from pglab import derived, findings, params, session
+from pglab import derived, findings, params, session, stats
 from pglab import jit_operators_report as report
-from pglab.jit_operators_results import derive, write
-from pglab.jit_operators_run import run_stage
-from pglab.jit_operators_study import OPERATORS
+from pglab.jit_operators_results import RUNS_SCHEMA, derive, summary, timed_long, write
+from pglab.jit_operators_run import measure_statement, run_stage
+from pglab.jit_operators_study import OPERATORS, STUDY_REDUCTION_PCT
 from pglab.params import ParamsError
 
 ROWS = 20000
@@ -35,16 +39,36 @@ def stage(tmp_path_factory, installs):
     s = session.begin(str(f), run_id=f"pytest-jit-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
     s.start()
     try:
+        p = s.params.jit_operators
+        for x in s.servers:
+            if x.install and x.install.jit:
+                _decoy(x, p.database)
         result = run_stage(s)
         tables = derive(s, result.setup)
         root = d / "derived"
         write(tables, s.profile, root=root)
-        p = s.params.jit_operators
         fnd = report.findings_from(tables["jit_operators_setup"], tables["jit_operators_reduction"], p.study_condition)
         derived.write_table(fnd, "jit_operators_findings", s.profile, root=root)
+        yield s, result, tables, root  # servers still up for the tests that talk to them
     finally:
         s.close()
-    yield s, result, tables, root
+
+
+DECOY = "someone else's table"
+
+
+def _decoy(server, dbname):
+    """A jit_ops in the role's own schema, first on search_path ("$user", public): what an external server
+    might hold. An unqualified DROP / CREATE would hit it."""
+    with server.connect() as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+    with server.connect(dbname) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS AUTHORIZATION CURRENT_USER")
+        user = conn.execute("SELECT current_user").fetchone()[0]
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.jit_ops").format(sql.Identifier(user)))
+        conn.execute("CREATE TABLE jit_ops (note text)")  # lands in the role's schema
+        conn.execute("INSERT INTO jit_ops VALUES (%s)", (DECOY,))
 
 
 def _jit_servers(s):
@@ -63,6 +87,45 @@ def test_not_available_is_recorded_not_dropped(stage):
             assert row["table_bytes"] is None
     ran = set(tables["jit_operators_runs"]["server"])
     assert ran == set(_jit_servers(s))
+
+
+def test_table_in_the_roles_schema_left_alone(stage):
+    s, _, tables, _ = stage
+    p = s.params.jit_operators
+    for x in s.servers:
+        if x.name not in _jit_servers(s):
+            continue
+        with x.connect(p.database) as conn:
+            assert conn.execute("SELECT note FROM jit_ops").fetchall() == [(DECOY,)]  # "$user".jit_ops
+            assert conn.execute("SELECT count(*) FROM public.jit_ops").fetchone()[0] == ROWS
+
+
+def test_failed_run_has_no_time(stage):
+    s, _, _, _ = stage
+    x = s.servers[0]  # CPU time is read for any kit server, JIT or not
+    with x.connect(settings={"statement_timeout": "50"}) as conn:
+        slow = measure_statement(conn, "SELECT count(*) FROM generate_series(1, 200000000)", local=True)
+        fine = measure_statement(conn, "SELECT count(*) FROM generate_series(1, 1000)", local=True)
+    assert slow["error"] and "statement timeout" in slow["error"], slow
+    assert slow["value"] is None and slow["cpu_ms"] is None
+    assert fine["result"] == "1000" and fine["value"] > 0 and fine["cpu_ms"] > 0
+
+
+def test_failed_runs_are_missing_in_both_metrics():
+    # as an older record of a statement timeout held it: 300 s of CPU time beside the error
+    rows = [{"server": "a", "condition": "off", "operator": "sum", "repetition": i, "warmup": False, "round": i,
+             "ms": 10.0, "cpu_ms": 9.5, "result": "1", "error": None} for i in range(3)]
+    rows.append({"server": "a", "condition": "off", "operator": "sum", "repetition": 3, "warmup": False,
+                 "round": 3, "ms": None, "cpu_ms": 300_000.0, "result": None, "error": "canceling statement"})
+    # an external server: no CPU time at all, so no cpu rows, not even for its failure
+    rows += [r | {"server": "b", "cpu_ms": None} for r in rows]
+    r = pl.from_dicts(rows, schema=RUNS_SCHEMA)
+    long = timed_long(r)
+    assert long.filter(pl.col("ms") > 1000).is_empty()
+    summ = {(x["server"], x["metric"]): x for x in summary(r).iter_rows(named=True)}
+    assert set(summ) == {("a", "wall"), ("a", "cpu"), ("b", "wall")}
+    for key, median in {("a", "wall"): 10.0, ("a", "cpu"): 9.5, ("b", "wall"): 10.0}.items():
+        assert (summ[key]["n"], summ[key]["n_missing"], summ[key]["max"]) == (3, 1, median), summ[key]
 
 
 def test_every_cell_recorded_and_results_agree(stage):
@@ -158,6 +221,15 @@ def test_report_section_on_derived_data(stage):
          "baseline condition 'off' must have jit: false"),
         ({"conditions": {"off": {"jit_above_cost": 0}}}, "jit_operators.conditions", "must set jit"),
         ({"rows": 10}, "jit_operators.rows", "greater than or equal to 100"),
+        ({"database": "postgres"}, "jit_operators.database", "not postgres or template*"),
+        ({"database": "template1"}, "jit_operators.database", "got 'template1'"),
+        ({"conditions": {"off": {"jit": False}, "on": {"jit": True, "jit_above_cost;drop": 0}}},
+         "jit_operators.conditions", "condition 'on': expected PostgreSQL setting names; 'jit_above_cost;drop'"),
+        ({"metric": "cpu", "max_parallel_workers_per_gather": 2}, "jit_operators",
+         "metric: cpu counts the backend's CPU time only"),
+        ({"metric": "cpu",
+          "conditions": {"off": {"jit": False}, "on": {"jit": True, "max_parallel_workers_per_gather": 1}}},
+         "jit_operators", "condition 'on' runs with max_parallel_workers_per_gather = 1"),
     ],
 )
 def test_params_errors(tmp_path, section, where, says):
@@ -165,3 +237,77 @@ def test_params_errors(tmp_path, section, where, says):
     with pytest.raises(ParamsError) as e:
         params.load(f, check_servers=False)
     assert f"{where}: " in str(e.value) and says in str(e.value), str(e.value)
+
+
+def _reduction(server, intervals):
+    """A reduction table as `jit_operators_results.reduction` gives it, from {operator: (low, high)} in %."""
+    rows = []
+    for op, (low, high) in intervals.items():
+        ci_low, ci_high = 1 - high / 100, 1 - low / 100
+        verdict = stats.HIGHER if ci_low > 1 else stats.LOWER if ci_high < 1 else stats.NO_DIFFERENCE
+        rows.append({"server": server, "metric": "wall", "operator": op, "condition": "on", "baseline": "off",
+                     "n": 10, "n_baseline": 10, "ratio": 1 - (low + high) / 200, "ci_low": ci_low,
+                     "ci_high": ci_high, "verdict": verdict, "reduction_pct": (low + high) / 2,
+                     "reduction_ci_low": low, "reduction_ci_high": high})  # fmt: skip
+    return pl.from_dicts(rows)
+
+
+SETUP = pl.DataFrame({"server": ["x"], "jit_available": [True], "reason": [None], "metric": ["wall"]},
+                     schema_overrides={"reason": pl.String})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "interval, verdict, says",
+    [
+        ((20.0, 30.0), findings.SUPPORTED, "the study's 25.0 % lies inside our interval"),
+        ((5.0, 15.0), findings.NOT_SUPPORTED, "JIT helped, but less than the study"),
+        ((35.0, 45.0), findings.NOT_SUPPORTED, "JIT helped more than the study"),
+        ((-5.0, 30.0), findings.UNDETERMINED, "holds both 0 and the study's 25.0 %"),
+        ((-5.0, 10.0), findings.NOT_SUPPORTED, "no detectable difference"),
+        ((-20.0, -10.0), findings.NOT_SUPPORTED, "15.0 % [10.0 – 20.0] more time with JIT"),
+    ],
+)
+def test_verdict_rule(interval, verdict, says):
+    assert STUDY_REDUCTION_PCT["sum"] == 25.0
+    f = report.findings_from(SETUP, _reduction("x", {"sum": interval}), "on")
+    row = f.filter(pl.col("finding") == "reduction_sum").row(0, named=True)
+    assert row["verdict"] == verdict and says in row["evidence"], row
+    # one operator of nine: the study's "every operator" cannot be supported, whatever this one says
+    overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
+    assert overall["verdict"] == (findings.UNDETERMINED if verdict == findings.SUPPORTED else verdict), overall
+    assert "8 of the study's 9 operators not measured" in overall["evidence"]
+
+
+def test_overall_verdict_counts_operators():
+    inside = {op: (pct - 5, pct + 5) for op, pct in STUDY_REDUCTION_PCT.items()}
+    f = report.findings_from(SETUP, _reduction("x", inside), "on")
+    overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
+    assert overall["verdict"] == findings.SUPPORTED and "9 of 9 operators measured support" in overall["evidence"]
+    # one operator where JIT helped, but less than the study: the summary is not supported
+    f = report.findings_from(SETUP, _reduction("x", inside | {"max": (5.0, 10.0)}), "on")
+    overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
+    assert overall["verdict"] == findings.NOT_SUPPORTED, overall
+    assert "8 of 9 operators measured support" in overall["evidence"]
+    assert "less than the study: max 7.5 % [5.0 – 10.0]" in overall["evidence"]
+    # one interval too wide to tell: undetermined
+    f = report.findings_from(SETUP, _reduction("x", inside | {"max": (-10.0, 40.0)}), "on")
+    assert f.filter(pl.col("finding") == "all_operators")["verdict"].to_list() == [findings.UNDETERMINED]
+
+
+UNQUOTED = """
+profile: pytest-jit
+jit_operators:
+  conditions:
+    off: {jit: false}
+    on: {jit: true, jit_above_cost: 0}
+  baseline: off
+  study_condition: on
+"""
+
+
+def test_unquoted_on_off(tmp_path):
+    f = tmp_path / "unquoted.yaml"
+    f.write_text(UNQUOTED)
+    p = params.load(f, check_servers=False).jit_operators
+    assert list(p.conditions) == ["off", "on"] and (p.baseline, p.study_condition) == ("off", "on")
+    assert p.conditions["off"] == {"jit": False} and p.jit_conditions() == ["on"]

@@ -1,10 +1,12 @@
 """Report section of study S4 test 1 (JIT per operator), computed from the derived tables only.
 
-Verdicts, per server and operator, on the study's claim "JIT reduced the time by x %": supported when our
-reduction's 95 % interval lies wholly above 0 (JIT detectably faster; the evidence says whether the study's
-x lies inside, above or below our interval); not supported when JIT is detectably slower, or when no
-difference is detectable and a reduction as large as the study's lies outside the interval; undetermined
-otherwise; not run on a server without JIT or for an operator this profile left out."""
+Verdicts, per server and operator, on the study's claim "JIT reduced the time by x %", from our reduction's
+95 % interval [low, high] (see `judge`): supported only when the interval lies wholly above 0 AND holds x;
+not supported when it lies wholly above 0 but below x (JIT helped, less than the study) or above x (more),
+when JIT is detectably slower, or when it holds 0 but not x; undetermined when it holds both 0 and x, or
+when there are too few runs for an interval; not run on a server without JIT or for an operator this profile
+left out. The study's summary ("every operator") is supported only when every one of its operators was
+measured and each is supported."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from . import findings as fnd
 from . import stats
 from .derived import read_table
 from .jit_operators_charts import jit_time_chart, reduction_chart, times_chart
-from .jit_operators_study import GENERATOR, OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, TABLE, label
+from .jit_operators_study import GENERATOR, OPERATORS, QUALIFIED, STUDY_REDUCTION_PCT, STUDY_SUMMARY, label
 
 TITLE = "S4 · JIT per operator"
 TABLES = (
@@ -70,13 +72,16 @@ def method(profile: str, root: Path | None = None) -> str:
         "warm-up, interleaved, every run kept.",
         "",
         f"- **Servers**: {'; '.join(servers)}.",
-        f"- **Data**: `{TABLE}(c1 {first['column_type']}, c2 {first['column_type']})`, {first['rows']:,} rows "
+        f"- **Data**: `{QUALIFIED}(c1 {first['column_type']}, c2 {first['column_type']})`, {first['rows']:,} rows "
         f"({GENERATOR}), VACUUM (FREEZE, ANALYZE){size}.",
-        f"- **Queries**: `SELECT <aggregate> FROM {TABLE}` for {ops or 'no operator'}.",
+        f"- **Queries**: `SELECT <aggregate> FROM {QUALIFIED}` for {ops or 'no operator'}.",
         f"- **Conditions**, session settings per connection: {cond_text}.",
         f"- **Timing**: client wall time of each statement (send to last row, one connection per condition, as "
-        f"psql's \\timing) and the backend's CPU time over it (`/proc/<pid>/schedstat`, kit servers); the "
-        f"findings use {METRIC_WORDS[first['metric']]}. {first['repetitions']} repetitions after "
+        f"psql's \\timing) and the backend's own CPU time over it (`/proc/<pid>/schedstat`, kit servers: "
+        f"the time it spent on a CPU, without time waiting for one; on this shared VM it still moves with other "
+        f"load); the "
+        f"findings use {METRIC_WORDS[first['metric']]}; failed runs count as missing, in both. "
+        f"{first['repetitions']} repetitions after "
         f"{first['warmups']} warm-up round(s), "
         f"interleaved across conditions and operators"
         f"{f' (order shuffled within rounds, seed {seed})' if seed is not None else ''}. "
@@ -97,10 +102,10 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def _where(pct: float, low: float, high: float) -> str:
     if pct < low:
-        return f"the study's {pct:.1f} % is below our interval"
+        return "below"
     if pct > high:
-        return f"the study's {pct:.1f} % is above our interval"
-    return f"the study's {pct:.1f} % lies inside our interval"
+        return "above"
+    return "inside"
 
 
 def _claim(operator: str) -> str:
@@ -109,32 +114,87 @@ def _claim(operator: str) -> str:
 
 METRIC_WORDS = {"cpu": "backend CPU time", "wall": "wall time"}
 
+# how our interval stands to 0 and to the study's figure -> (verdict, the words for it)
+OUTCOMES = {
+    "inside": (fnd.SUPPORTED, "less time with JIT, the study's figure inside our interval"),
+    "less": (fnd.NOT_SUPPORTED, "less time with JIT, but less than the study"),
+    "more": (fnd.NOT_SUPPORTED, "less time with JIT, and more than the study"),
+    "slower": (fnd.NOT_SUPPORTED, "more time with JIT"),
+    "no_difference_excludes": (fnd.NOT_SUPPORTED, "no detectable difference, the study's figure outside"),
+    "no_difference_holds": (fnd.UNDETERMINED, "no detectable difference, the study's figure inside too"),
+    "no_interval": (fnd.UNDETERMINED, "no interval to judge"),
+}
+
+
+def judge(r: dict, pct: float) -> str:
+    """The outcome (a key of OUTCOMES) of one reduction row against the study's `pct`. The direction is the
+    ratio's verdict from `pglab.stats.compare` (LOWER = the reduction's interval lies wholly above 0)."""
+    v = r["verdict"]
+    if v not in (stats.LOWER, stats.HIGHER, stats.NO_DIFFERENCE):
+        return "no_interval"
+    if v == stats.HIGHER:
+        return "slower"
+    where = _where(pct, r["reduction_ci_low"], r["reduction_ci_high"])
+    if v == stats.LOWER:
+        return {"inside": "inside", "above": "less", "below": "more"}[where]
+    return "no_difference_holds" if where == "inside" else "no_difference_excludes"
+
+
+def _ci(r: dict) -> str:
+    return f"{r['reduction_pct']:.1f} % [{r['reduction_ci_low']:.1f} – {r['reduction_ci_high']:.1f}]"
+
 
 def operator_finding(r: dict | None, operator: str, server: str, condition: str) -> dict:
     pct = STUDY_REDUCTION_PCT[operator]
     row = {"study": STUDY, "finding": f"reduction_{operator}", "claim": _claim(operator), "server": server}
     if r is None or r["ratio"] is None:
         return row | {"verdict": fnd.NOT_RUN, "evidence": f"{server}: {label(operator)} not measured in this profile"}
-    red, v = r["reduction_pct"], r["verdict"]
+    red = r["reduction_pct"]
     times = f"({METRIC_WORDS[r['metric']]}, {r['n_baseline']} runs off / {r['n']} with JIT)"
-    if v in (stats.TOO_FEW, stats.NO_DATA, stats.UNDEFINED, stats.NO_BASELINE):
-        return row | {"verdict": fnd.UNDETERMINED, "evidence": f"{server} {condition}: {red:.1f} % {times}; {v}"}
+    outcome = judge(r, pct)
+    verdict = OUTCOMES[outcome][0]
+    if outcome == "no_interval":
+        return row | {"verdict": verdict, "evidence": f"{server} {condition}: {red:.1f} % {times}; {r['verdict']}"}
     low, high = r["reduction_ci_low"], r["reduction_ci_high"]
-    ci = f"[{low:.1f} – {high:.1f}]"
-    if v == stats.LOWER:
-        verdict, text = fnd.SUPPORTED, f"{red:.1f} % {ci} less time with JIT"
-    elif v == stats.HIGHER:
-        verdict, text = fnd.NOT_SUPPORTED, f"{-red:.1f} % [{-high:.1f} – {-low:.1f}] more time with JIT"
+    study = f"the study's {pct:.1f} %"
+    text = {
+        "inside": f"{_ci(r)} less time with JIT {times}; {study} lies inside our interval",
+        "less": f"JIT helped, but less than the study: {_ci(r)} less time with JIT {times}; {study} is above "
+                "our interval",
+        "more": f"JIT helped more than the study: {_ci(r)} less time with JIT {times}; {study} is below our "
+                "interval",
+        "slower": f"{-red:.1f} % [{-high:.1f} – {-low:.1f}] more time with JIT {times}, where the study saw {pct:.1f} "
+                  "% less",
+        "no_difference_excludes": f"no detectable difference: {_ci(r)} {times}; {study} is above our interval",
+        "no_difference_holds": f"no detectable difference: {_ci(r)} {times}; our interval holds both 0 and {study}"
+                               ", too wide to tell",
+    }[outcome]  # fmt: skip
+    return row | {"verdict": verdict, "evidence": f"{server} {condition}: {text}"}
+
+
+def _overall(server: str, condition: str, metric: str, measured: list[tuple[str, dict]]) -> tuple[str, str]:
+    """The verdict on the study's summary and its evidence: supported only if every operator of the study
+    was measured and each one is supported."""
+    outcomes = {op: judge(r, STUDY_REDUCTION_PCT[op]) for op, r in measured}
+    verdicts = [OUTCOMES[o][0] for o in outcomes.values()]
+    n_ok = verdicts.count(fnd.SUPPORTED)
+    if n_ok == len(OPERATORS):
+        overall = fnd.SUPPORTED
+    elif fnd.NOT_SUPPORTED in verdicts:
+        overall = fnd.NOT_SUPPORTED
     else:
-        verdict = fnd.NOT_SUPPORTED if pct > high else fnd.UNDETERMINED
-        text = f"no detectable difference: {red:.1f} % {ci}"
-    return row | {"verdict": verdict, "evidence": f"{server} {condition}: {text} {times}; {_where(pct, low, high)}"}
-
-
-def _listed(measured: list[tuple[str, dict]], verdict: str) -> str:
-    hits = [f"{label(op)} {r['reduction_pct']:.1f} % [{r['reduction_ci_low']:.1f} – {r['reduction_ci_high']:.1f}]"
-            for op, r in measured if r["verdict"] == verdict]  # fmt: skip
-    return "; ".join(hits) if hits else "none"
+        overall = fnd.UNDETERMINED
+    parts = []
+    for key, (_, words) in OUTCOMES.items():
+        hits = [f"{label(op)} {_ci(r)}" if key != "no_interval" else label(op)
+                for op, r in measured if outcomes[op] == key]  # fmt: skip
+        if hits:
+            parts.append(f"{words}: {'; '.join(hits)}")
+    missing = len(OPERATORS) - len(measured)
+    tail = f"; {missing} of the study's {len(OPERATORS)} operators not measured" if missing else ""
+    evidence = (f"{server} {condition}, {METRIC_WORDS[metric]}: {n_ok} of {len(measured)} operators measured "
+                f"support the study's figure{tail}. Reduction [95 % CI]: {'. '.join(parts)}")
+    return overall, evidence
 
 
 def findings_from(setup: pl.DataFrame, reduction: pl.DataFrame, study_condition: str) -> pl.DataFrame:
@@ -158,18 +218,10 @@ def findings_from(setup: pl.DataFrame, reduction: pl.DataFrame, study_condition:
         ops = [operator_finding(mine.get(op), op, server, study_condition) for op in OPERATORS]
         rows += ops
         measured = [(op, mine[op]) for op in OPERATORS if op in mine]
-        verdicts = [f["verdict"] for f in ops if f["verdict"] != fnd.NOT_RUN]
-        if not verdicts:
+        if not measured:
             overall, evidence = fnd.NOT_RUN, f"{server}: no operator measured"
         else:
-            unclear = [label(op) for op, r in measured if r["verdict"] not in (stats.LOWER, stats.HIGHER)]
-            overall = (fnd.SUPPORTED if all(v == fnd.SUPPORTED for v in verdicts) and len(verdicts) == len(OPERATORS)
-                       else fnd.NOT_SUPPORTED if fnd.NOT_SUPPORTED in verdicts else fnd.UNDETERMINED)  # fmt: skip
-            evidence = (f"{server} {study_condition}, {METRIC_WORDS[metric]}, reduction [95 % CI]: detectably "
-                        f"faster with JIT: {_listed(measured, stats.LOWER)}; detectably slower: "
-                        f"{_listed(measured, stats.HIGHER)}; "
-                        f"no detectable difference: {', '.join(unclear) or 'none'} ({len(measured)} operators "
-                        "measured)")  # fmt: skip
+            overall, evidence = _overall(server, study_condition, metric, measured)
         rows.append({"study": STUDY, "finding": "all_operators", "claim": STUDY_SUMMARY, "server": server,
                      "verdict": overall, "evidence": evidence})  # fmt: skip
     return fnd.table(rows)

@@ -26,7 +26,7 @@ METRICS = {"wall": "ms", "cpu": "cpu_ms"}  # metric -> column of the runs table
 
 def runs(session: Session) -> pl.DataFrame:
     """Every run, warm-ups included (flagged), one row each: client wall time (ms) and backend CPU time
-    (cpu_ms; null where the server is not local)."""
+    (cpu_ms; null where the server is not local, and for a failed run, whatever an older record holds)."""
     df = session.store.records(EXPERIMENT)
     if df.is_empty():
         return pl.DataFrame(schema=RUNS_SCHEMA)
@@ -35,21 +35,28 @@ def runs(session: Session) -> pl.DataFrame:
             df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
     return df.select(
         "server", "condition", pl.col("item").alias("operator"), "repetition", "warmup", "round",
-        (pl.col("value").cast(pl.Float64) * 1000).alias("ms"), "cpu_ms", "result", "error",
+        (pl.col("value").cast(pl.Float64) * 1000).alias("ms"),
+        pl.when(pl.col("error").is_null()).then(pl.col("cpu_ms")).alias("cpu_ms"), "result", "error",
     ).cast(RUNS_SCHEMA)  # fmt: skip
 
 
 def timed_long(r: pl.DataFrame) -> pl.DataFrame:
-    """The timed runs (no warm-ups), one row per run and metric. A metric a server does not give (CPU time of
-    an external server) has no rows; a failed run stays, with a null value, and counts as missing."""
+    """The timed runs (no warm-ups), one row per run and metric. A failed run is no sample in either metric:
+    it stays as a row with a null value, which the statistics count as missing (n_missing), whatever time
+    the raw record holds. A metric a server does not give (CPU time of an external server) has no rows."""
+    failed = pl.col("error").is_not_null()
     parts = []
     for metric, col in METRICS.items():
         part = r.filter(~pl.col("warmup")).select(
-            "server", "condition", "operator", "repetition", pl.lit(metric).alias("metric"), pl.col(col).alias("ms"),
-            "error",
+            "server", "condition", "operator", "repetition", pl.lit(metric).alias("metric"),
+            pl.when(failed).then(None).otherwise(pl.col(col)).alias("ms"),
+            failed.alias("failed"),
+            # every server gives wall time; CPU time only where some run of the server has it
+            (pl.lit(True) if metric == "wall" else pl.col(col).is_not_null().any().over("server")).alias(
+                "server_gives"),
         )  # fmt: skip
-        parts.append(part.filter(pl.col("ms").is_not_null() | pl.col("error").is_not_null()))
-    return pl.concat(parts).drop("error")
+        parts.append(part.filter(pl.col("ms").is_not_null() | (pl.col("failed") & pl.col("server_gives"))))
+    return pl.concat(parts).drop("failed", "server_gives")
 
 
 def _labels(df: pl.DataFrame) -> pl.DataFrame:

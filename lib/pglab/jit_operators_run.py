@@ -6,8 +6,9 @@ On the others: a kit-owned database with the generated table (re-used when its c
 same rows), VACUUM (FREEZE, ANALYZE), pg_prewarm. Then every (server, condition, operator) cell, warm-up
 round first, then interleaved rounds (`pglab.schedule`), each run timed from the client as psql's \\timing
 would (one connection per server and condition, its settings given at connection start), with the backend's
-CPU time beside it (kit servers: the process is local), its one-value result kept to check that JIT off and
-on agree. Last, one untimed EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+own CPU time beside it (kit servers: the process is local; null for a run that failed), its one-value result
+kept to check that JIT off and on agree. The table is always named `public.jit_ops`, never through
+search_path. Last, one untimed EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
 per cell and the JIT settings in force, stored as artefacts of the run."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import psycopg
 from psycopg import sql
 
 from .db import timed_statement
-from .jit_operators_study import EXPERIMENT, GENERATOR, TABLE, JitOperatorsParams
+from .jit_operators_study import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 from .schedule import plan, run_steps
 from .servers import DestructiveStepRefused, Server
 from .session import Session
@@ -65,20 +66,22 @@ def availability(server: Server) -> tuple[bool, str | None, dict]:
 
 def _make_table(server: Server, p: JitOperatorsParams) -> None:
     want = table_comment(p)
+    # schema-qualified everywhere: unqualified, search_path would put "$user".jit_ops first
+    table = sql.Identifier(SCHEMA, TABLE)
     with server.connect(p.database) as conn:
-        have = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (TABLE,)).fetchone()[0]
+        have = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (QUALIFIED,)).fetchone()[0]
         if have == want:
             return
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TABLE)))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
         typ = sql.SQL(p.column_type)  # one of a fixed set (params), not user text
-        conn.execute(sql.SQL("CREATE TABLE {} (c1 {}, c2 {})").format(sql.Identifier(TABLE), typ, typ))
+        conn.execute(sql.SQL("CREATE TABLE {} (c1 {}, c2 {})").format(table, typ, typ))
         conn.execute(
             sql.SQL("INSERT INTO {} SELECT i % 1000 + 1, (i * 7) % 997 + 1 FROM generate_series(1, {}::bigint) i")
-            .format(sql.Identifier(TABLE), sql.Literal(p.rows))
+            .format(table, sql.Literal(p.rows))
         )
         # frozen and analysed: no hint-bit writes or autovacuum during the timed runs
-        conn.execute(sql.SQL("VACUUM (FREEZE, ANALYZE) {}").format(sql.Identifier(TABLE)))
-        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(sql.Identifier(TABLE), sql.Literal(want)))
+        conn.execute(sql.SQL("VACUUM (FREEZE, ANALYZE) {}").format(table))
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(table, sql.Literal(want)))
 
 
 def _database(server: Server, dbname: str) -> None:
@@ -93,7 +96,7 @@ def _prewarm(server: Server, p: JitOperatorsParams) -> tuple[int | None, str | N
     try:
         with server.connect(p.database) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            return conn.execute("SELECT pg_prewarm(%s)", (TABLE,)).fetchone()[0], None
+            return conn.execute("SELECT pg_prewarm(%s::regclass)", (QUALIFIED,)).fetchone()[0], None
     except psycopg.Error as e:
         return None, str(e).strip().splitlines()[0]
 
@@ -109,14 +112,14 @@ def prepare(server: Server, p: JitOperatorsParams) -> dict:
         return row
     try:
         if not server.managed:
-            server.require_destructive(f"create database {p.database} and (re)create {TABLE} in it")
+            server.require_destructive(f"create database {p.database} and (re)create {QUALIFIED} in it")
     except DestructiveStepRefused as e:
         return row | {"jit_available": True, "reason": str(e)}
     _database(server, p.database)
     _make_table(server, p)
     row["prewarmed_blocks"], row["prewarm_error"] = _prewarm(server, p)
     with server.connect(p.database) as conn:
-        row["table_bytes"] = conn.execute("SELECT pg_table_size(%s)", (TABLE,)).fetchone()[0]
+        row["table_bytes"] = conn.execute("SELECT pg_table_size(%s::regclass)", (QUALIFIED,)).fetchone()[0]
     return row
 
 
@@ -132,9 +135,9 @@ def _timeout_ms(p: JitOperatorsParams) -> str:
 def backend_cpu_ns(pid: int | None) -> int | None:
     """On-CPU time of a local server process so far, in ns (/proc/<pid>/schedstat, first field), or None.
 
-    Beside the wall time: on a shared machine a query waits for the CPU as well as running on it, and the
-    waiting lands at random on either side of a comparison. The backend runs the whole query (parallel
-    query is off) and compiles its JIT code itself, so its CPU time is the work JIT changes."""
+    Beside the wall time: the backend's own CPU time, JIT compilation included (the backend does it), and
+    without the time the query waited for a CPU. Parallel workers' time is not in it (params refuse
+    metric cpu with workers). On a shared VM it still moves with other load (steal, caches, frequency)."""
     if pid is None:
         return None
     try:
@@ -142,6 +145,21 @@ def backend_cpu_ns(pid: int | None) -> int | None:
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> dict:
+    """One timed run of `statement` as `pglab.schedule` records it: wall time (value, s), the backend's CPU
+    time over it (cpu_ms, when the server is `local`) and the one value it returned; or the error, with no
+    time at all (a statement timeout's CPU time is not a sample of the query)."""
+    pid = conn.info.backend_pid if local else None
+    before = backend_cpu_ns(pid)
+    t = timed_statement(conn, statement)
+    after = backend_cpu_ns(pid)
+    if not t.ok:
+        return {"value": None, "unit": "s", "error": t.error, "sqlstate": t.sqlstate, "cpu_ms": None}
+    cpu_ms = (after - before) / 1e6 if before is not None and after is not None else None
+    # the one value the aggregate returns, as text: JIT off and on must give the very same
+    return {"value": t.elapsed_s, "unit": "s", "result": str(t.rows[0][0]), "cpu_ms": cpu_ms}
 
 
 def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> int:
@@ -155,16 +173,7 @@ def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Ses
             # the timeout goes with the connection: no set_config round trips inside the CPU-time window
             settings = p.session_settings(step.condition) | {"statement_timeout": _timeout_ms(p)}
             conns[key] = servers[step.server].connect(p.database, settings=settings)
-        conn = conns[key]
-        pid = conn.info.backend_pid if servers[step.server].cluster is not None else None
-        before = backend_cpu_ns(pid)
-        t = timed_statement(conn, p.sql(step.item))
-        after = backend_cpu_ns(pid)
-        cpu_ms = (after - before) / 1e6 if before is not None and after is not None else None
-        if not t.ok:
-            return {"value": None, "unit": "s", "error": t.error, "sqlstate": t.sqlstate, "cpu_ms": cpu_ms}
-        # the one value the aggregate returns, as text: JIT off and on must give the very same
-        return {"value": t.elapsed_s, "unit": "s", "result": str(t.rows[0][0]), "cpu_ms": cpu_ms}
+        return measure_statement(conns[key], p.sql(step.item), local=servers[step.server].cluster is not None)
 
     try:
         return run_steps(steps, session.store, EXPERIMENT, measure, desc="JIT per operator")

@@ -19,7 +19,7 @@ Its conclusion: JIT works for every operator, roughly 20–30 % less time regard
 The seed names neither the table, its size, the JIT thresholds nor the parallel settings, and gives one number
 per operator without spread.
 
-**Our method.** A generated table `jit_ops(c1, c2)` (deterministic, `generate_series`, row count from params),
+**Our method.** A generated table `public.jit_ops(c1, c2)` (deterministic, `generate_series`, row count from params),
 frozen and analysed, `pg_prewarm`'d as the study did. `mul` and `sub` are the arithmetic inside an aggregate:
 `sum(c1 * c2)`, `sum(c1 - c2)`. The conditions are session settings given at connection start: *off*
 (`jit = off`), *on* (`jit = on`, `jit_above_cost = 0` so that JIT really runs, inlining and optimisation at
@@ -30,11 +30,13 @@ plan over the study's much larger table would have got them). Parallel query is 
 worker count into the comparison. Only servers with JIT take part (`pg_jit_available()` with `jit = on`);
 the others are recorded as *not available*. Every run is kept: a warm-up round, then interleaved rounds
 (every condition and operator in every round, shuffled with a recorded seed), timed from the client as psql's
-`\\timing` does, and — because this machine class is shared and noisy — with the backend's own CPU time
-over the same statement beside it (`/proc/<pid>/schedstat` of the server process, on the kit's local
-servers). Waiting for a CPU that another process holds lands at random on either side of a comparison;
-the CPU time leaves it out and still includes the JIT compilation, which the backend does itself. The
-findings use the metric params name (`metric`, CPU time by default); both are shown. The result is
+`\\timing` does, with the backend's own CPU time over the same statement beside it (`/proc/<pid>/schedstat`
+of the server process, on the kit's local servers). That is the time the backend spent on a CPU, JIT
+compilation included; it leaves out time spent waiting for a CPU, but it is not immune to other load: on
+this shared VM it stayed within a fraction of a millisecond of the wall time and jumped with it from round to
+round. A failed run (e.g. a statement timeout) is no sample in either time; it is counted as missing. The
+findings use the metric params name (`metric`, wall time — the study's measure — by default); both are
+shown. The result is
 `reduction = 1 − median(JIT) / median(off)` with a 95 % bootstrap interval; an interval that contains 0 is
 "no detectable difference". Where the time goes comes from one separate,
 untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator, whose JIT block gives the
@@ -105,8 +107,8 @@ print(checks.select("server", "label", "conditions", "distinct_results", "result
 ## Time per query
 
 Median of the timed runs per condition, backend CPU time and client wall time side by side; the rules
-span min–max. Where the wall times spread far wider than the CPU times, the machine was busy with something
-else.
+span min–max. The two move together: where both spread widely, the machine was busy with something else,
+and CPU time does not filter that out.
 """),
     code('''
 summ = tables["jit_operators_summary"]
@@ -170,10 +172,12 @@ plans.sort("server", "condition", "label").select(
     md("""
 ## The study's findings, tested on our data
 
-Per operator: *supported* when our reduction's 95 % interval lies wholly above 0; *not supported* when JIT is
-detectably slower, or when no difference is detectable and the study's reduction lies above our interval;
-*undetermined* otherwise; *not run* on a server without JIT. The evidence says where the study's figure lies
-relative to our interval.
+Per operator, from our reduction's 95 % interval: *supported* only when it lies wholly above 0 and holds the
+study's percentage; *not supported* when it lies wholly above 0 but below the study's figure (JIT helped, less
+than the study) or above it (more than the study), when JIT is detectably slower, or when the interval holds 0
+but not the study's figure; *undetermined* when it holds both 0 and the study's figure (too wide to tell);
+*not run* on a server without JIT. The study's summary, "every operator", is supported only when all its
+operators were measured and every one is supported; the evidence says how many are.
 """),
     code('''
 f = jr.findings_from(tables["jit_operators_setup"], red, p.study_condition)
