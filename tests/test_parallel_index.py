@@ -3,6 +3,8 @@ every cell recorded with its warm-up, the workers the server planned and launche
 apart), the index built with the asked-for key and gone afterwards, external servers refused, and the report
 section working on the derived data of the run."""
 
+import logging
+
 import polars as pl
 import pytest
 from pydantic import ValidationError
@@ -14,7 +16,7 @@ from pglab import parallel_index_run as pirun
 from pglab import params
 from pglab.cluster import Cluster
 from pglab.parallel_index_build import INDEX, build
-from pglab.parallel_index_study import ParallelIndexParams, build_memory
+from pglab.parallel_index_study import ParallelIndexParams, build_memory, with_overrides
 from pglab.params import ExternalServer, ParamsError
 from pglab.servers import DestructiveStepRefused, Server
 from pglab.ssb.load import database_name, load
@@ -120,6 +122,44 @@ def test_an_external_server_is_refused_before_anything_changes(servers, tmp_path
     with pytest.raises(DestructiveStepRefused):
         build(ext, DB, ["lo_orderkey"], 0, "64MB")
     assert _indexes(srv) == []
+
+
+def test_cleanup_spares_servers_it_may_not_touch_and_keeps_the_original_error(servers, tmp_path, caplog):
+    srv = servers[0]
+    # the kit's index on a kit cluster that params also reach as an external server without allow_destructive
+    ext = Server("ext", external=ExternalServer(name="ext", dsn=srv.conninfo(DB), allow_destructive=False))
+    gone = Server("gone", external=ExternalServer(name="gone", dsn="host=/nonexistent port=1 dbname=x",
+                                                  allow_destructive=True))  # fmt: skip
+    build(srv, DB, ["lo_orderkey"], 0, "64MB", keep=True)
+    try:
+        # in the order listed (no shuffle): ext's build is refused first; the cleanup leaves ext alone, cannot
+        # reach gone, logs that, and the refusal is what comes out
+        p = ParallelIndexParams(column_counts=[1], worker_counts=[0], repetitions=1, warmups=0, shuffle_seed=None)
+        with caplog.at_level(logging.WARNING, logger="pglab.parallel_index_run"):
+            with pytest.raises(DestructiveStepRefused, match="ext: refusing"):
+                pirun.run([ext, gone], SSB, p, RunStore("pidx-cleanup", root=tmp_path))
+        assert len(_indexes(srv)) == 1, "the cleanup dropped an index through a server it may not touch"
+        assert any("gone: could not drop index" in r.getMessage() for r in caplog.records), caplog.text
+        # a server that fails does not stop the cleanup of the next one
+        pirun.drop_all([gone, srv], DB)
+        assert _indexes(srv) == []
+    finally:
+        pirun.drop_all([srv], DB)
+
+
+def test_max_workers_and_worker_counts_are_not_both_taken(tmp_path):
+    with pytest.raises(ValidationError, match="max_workers, worker_counts: expected one of the two, not both"):
+        ParallelIndexParams(max_workers=2, worker_counts=[0, 1])
+    both = tmp_path / "both.yaml"
+    both.write_text("parallel_index:\n  max_workers: 2\n  worker_counts: [0, 1]\n")
+    with pytest.raises(ParamsError, match=r"both\.yaml: parallel_index: max_workers, worker_counts: expected one"):
+        params.load(both, check_servers=False)
+    # notebook 60 passes max_workers (None unless set) on top of the params' section
+    counts = ParallelIndexParams(worker_counts=[0, 2])
+    assert with_overrides(counts, max_workers=None, repetitions=5).workers() == [0, 2]
+    assert with_overrides(ParallelIndexParams(), max_workers=3, repetitions=None).workers() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match=r"max_workers=3 and params' parallel_index\.worker_counts \[0, 2\]"):
+        with_overrides(counts, max_workers=3)
 
 
 def test_params_name_the_file_the_key_and_the_expectation(tmp_path):

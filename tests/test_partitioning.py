@@ -4,27 +4,64 @@ every server by checksum, results that agree across servers and worker counts, t
 the report section on the derived tables of this run."""
 
 import json
+import shutil
 import uuid
 
 import polars as pl
 import pytest
 import yaml
+from psycopg import sql
 
 from pglab import derived, environment, findings, params, session
+from pglab import partitioning_findings as pfind
 from pglab import partitioning_plans as pplans
 from pglab import partitioning_report as report
 from pglab import partitioning_results as pres
 from pglab.explain import parse_plan
 from pglab.osuser import server_user
 from pglab.params import ExternalServer, ParamsError
-from pglab.partitioning_run import DataChanged, check_same_data, plan_path, run_stage, store_setup
+from pglab.partitioning_run import DataChanged, check_locations, check_same_data, plan_path, run_stage, store_setup
 from pglab.partitioning_setup import Prepared, TablespaceRefused, layout, prepare_all
 from pglab.partitioning_study import PartitioningParams
-from pglab.servers import Server
+from pglab.servers import Server, select
 from pglab.store import RunStore
 
 ROWS = 300_000  # six partitions of ~4 MB: still planned in parallel, loaded in about a second
 PROFILE = "pytest-part"
+DECOY_TABLESPACE = "pglabxpartx0"  # what LIKE 'pglab_part_%' matches too ('_' is a wildcard): not the kit's
+
+
+def _plant_decoys(x: Server, dbname: str) -> None:
+    """Objects the stage must leave alone: a table t in the schema named after the connecting role (first on
+    the default search_path) and a tablespace whose name only looks like the kit's. public.t is dropped so
+    that the stage runs its drop / create / load path."""
+    d = x.cluster.path / "decoy_ts"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    x.cluster.run_as.chown(d)
+    with x.connect() as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+        if not conn.execute("SELECT 1 FROM pg_tablespace WHERE spcname = %s", (DECOY_TABLESPACE,)).fetchone():
+            conn.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(sql.Identifier(DECOY_TABLESPACE),
+                                                                            sql.Literal(str(d))))  # fmt: skip
+    with x.connect(dbname) as conn:
+        user = sql.Identifier(conn.info.user)
+        conn.execute("DROP TABLE IF EXISTS public.t")
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(user))
+        conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {}.t (decoy int)").format(user))
+
+
+def _decoys_left(x: Server, dbname: str) -> dict:
+    """Whether the decoys survived, then remove them."""
+    with x.connect(dbname) as conn:
+        table = conn.execute("SELECT to_regclass(format('%I.t', current_user)) IS NOT NULL").fetchone()[0]
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(conn.info.user)))
+    with x.connect() as conn:
+        ts = conn.execute("SELECT count(*) FROM pg_tablespace WHERE spcname = %s", (DECOY_TABLESPACE,)).fetchone()[0]
+        conn.execute(sql.SQL("DROP TABLESPACE IF EXISTS {}").format(sql.Identifier(DECOY_TABLESPACE)))
+    shutil.rmtree(x.cluster.path / "decoy_ts", ignore_errors=True)
+    return {"table": table, "tablespace": ts == 1}
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +77,14 @@ def stage(tmp_path_factory):
     s.start()
     root = tmp / "derived"
     try:
+        for x in s.servers:
+            _plant_decoys(x, s.params.partitioning.database)
         result = run_stage(s)
-        after = {}
+        after, decoys = {}, {}
         for x in s.servers:
             with x.connect() as conn:
                 after[x.name] = int(conn.execute("SHOW max_worker_processes").fetchone()[0])
+            decoys[x.name] = _decoys_left(x, s.params.partitioning.database)
         tables = pres.derive(s.store, s.params.partitioning, result.servers, result.preps)
         pres.write(tables, PROFILE, root=root)
         servers = pl.from_dicts([environment.server(x)[0] for x in s.servers], infer_schema_length=None)
@@ -52,7 +92,7 @@ def stage(tmp_path_factory):
         clusters = {x.name: x.cluster for x in s.servers}
     finally:
         s.close()
-    return s, result, tables, root, clusters, after
+    return s, result, tables, root, clusters, after | {"decoys": decoys}
 
 
 def test_plan_shapes_from_the_parsed_plans(stage):
@@ -85,7 +125,16 @@ def test_worker_limits_raised_for_the_stage_then_reset(stage):
     setup = tables["partitioning_setup"]
     assert set(setup["configure_status"]) == {"restarted"}
     assert (setup["max_worker_processes"] == 4).all() and set(setup["configured"]) == {'{"max_worker_processes": 4}'}
-    assert after == {x.name: 3 for x in s.servers}
+    assert {k: v for k, v in after.items() if k != "decoys"} == {x.name: 3 for x in s.servers}
+
+
+def test_only_the_kits_own_table_and_tablespaces_are_dropped(stage):
+    s, result, tables, _, _, after = stage
+    # the load ran (public.t was dropped before the stage), yet "$user".t and the look-alike tablespace are there
+    assert set(tables["partitioning_setup"]["loaded_now"]) == {True}
+    assert after["decoys"] == {x.name: {"table": True, "tablespace": True} for x in s.servers}
+    # and the timed query read public.t, not the decoy first on the search_path
+    assert set(tables["partitioning_executions"]["count"]) != {0}
 
 
 def test_warm_cache(stage):
@@ -159,6 +208,8 @@ def test_a_resumed_run_refuses_other_data(tmp_path):
         ({"tablespaces": {"enabled": True, "locations": {"pg18": ["rel/dir"]}}},
          r"partitioning.tablespaces.locations: expected absolute directories"),
         ({"seed": 2}, r"partitioning.seed: .*less than or equal to 1"),
+        ({"database": "postgres"}, r"partitioning.database: expected a database of the kit's own"),
+        ({"database": "template1"}, r"partitioning.database: expected a database of the kit's own"),
     ],
 )  # fmt: skip
 def test_params_errors(tmp_path, section, expected):
@@ -166,6 +217,59 @@ def test_params_errors(tmp_path, section, expected):
     f.write_text(yaml.safe_dump({"partitioning": section}))
     with pytest.raises(ParamsError, match=expected):
         params.load(f, check_servers=False)
+
+
+def test_tablespace_locations_name_known_servers(tmp_path, installs):
+    def session_with(locations: dict, use="all") -> session.Session:
+        f = tmp_path / "loc.yaml"
+        tablespaces = {"enabled": True, "locations": locations}
+        f.write_text(yaml.safe_dump({"servers": {"use": use}, "partitioning": {"tablespaces": tablespaces}}))
+        p = params.load(f, check_servers=False)
+        return session.Session(params=p, store=RunStore("loc", root=tmp_path), servers=select(p, installs))
+
+    names = sorted(i.name for i in installs)
+    s = session_with({"pg99": ["/a"]})
+    with pytest.raises(ParamsError, match=rf"loc\.yaml: partitioning\.tablespaces\.locations: expected server "
+                                          rf"names among \{names}; got unknown \['pg99'\]"):  # fmt: skip
+        run_stage(s)  # refused before any server is touched (none of them is running)
+    # servers.use narrows the servers, not the names params may speak of
+    check_locations(s := session_with({n: ["/a"] for n in names}, use=[names[0]]), s.params.partitioning)
+
+
+def _speedup_frames(low: float, high: float, planned: int | None = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
+    spd = pl.DataFrame({"server": ["pg18"], "condition": ["workers=4"], "workers": [4], "speedup": [(low + high) / 2],
+                        "speedup_ci_low": [low], "speedup_ci_high": [high], "verdict": ["faster"],
+                        "median_baseline": [0.3], "median": [0.2], "n_baseline": [10], "n": [10]})  # fmt: skip
+    plans = pl.DataFrame({"server": ["pg18"], "condition": ["workers=4"], "workers_planned": [planned],
+                          "workers_launched": [planned]}, schema_overrides={"workers_planned": pl.Int64,
+                                                                             "workers_launched": pl.Int64})  # fmt: skip
+    return spd, plans
+
+
+@pytest.mark.parametrize(
+    "low, high, cores, planned, verdict, words",
+    [
+        # the default run's figure: 2 cores cap the ceiling of 3 planned + 1 at 2×, a match needs 1.33×
+        (1.19, 1.62, 2, 3, findings.UNDETERMINED, "ceiling 2× (3 workers planned + the leader, capped at the "
+                                                   "machine's 2 cores); a match needs ≥ 1.33×: cannot tell"),
+        (1.40, 1.62, 2, 3, findings.SUPPORTED, "a match needs ≥ 1.33×: reaches it"),
+        (1.10, 1.30, 2, 3, findings.NOT_SUPPORTED, "a match needs ≥ 1.33×: falls short"),
+        # faster, but far from 4 processes on 8 cores: not the study's near-linear gain
+        (1.19, 1.62, 8, 3, findings.NOT_SUPPORTED, "ceiling 4× (3 workers planned + the leader); a match needs "
+                                                    "≥ 2.67×: falls short"),
+        (1.19, 1.62, None, None, findings.NOT_SUPPORTED, "ceiling 5× (4 workers allowed (plan not recorded)"),
+        (0.9, 1.1, 1, 3, findings.NOT_RUN, "no parallel gain is possible here"),
+    ],
+)  # fmt: skip
+def test_speedup_judged_against_the_ceiling(low, high, cores, planned, verdict, words):
+    spd, plans = _speedup_frames(low, high, planned)
+    if planned is None:
+        plans = plans.clear()
+    row = pfind.speedup(spd, plans, "pg18", cores)
+    assert row["verdict"] == verdict and words in row["evidence"], row["evidence"]
+    assert f"[{low:.2f}–{high:.2f}]" in row["evidence"]
+    if verdict != findings.NOT_RUN:
+        assert "the study's 5.7× is 72 % of its ceiling of 8×" in row["evidence"]
 
 
 def test_report_section_on_the_derived_tables(stage):

@@ -4,6 +4,7 @@ recorded in the run's store with the workers the server planned and launched for
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ from .ssb.load import database_name
 from .ssb.params import SsbParams
 from .store import RunStore
 
+log = logging.getLogger(__name__)
 # what is recorded as "in force" for every server (read in a build's own session, at the largest worker count)
 IN_FORCE = ("server_version", "server_version_num", "max_worker_processes", "max_parallel_workers",
             "max_parallel_maintenance_workers", "maintenance_work_mem", "parallel_leader_participation",
@@ -76,7 +78,7 @@ def parse_cell(condition: str, item: str) -> tuple[int, int]:
 
 def run(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: RunStore) -> int:
     """Build every cell (warm-ups first, then round robin); returns how many builds ran now. The kit's index
-    is gone from every server afterwards, whatever happened."""
+    is gone afterwards from every server the kit may drop things on, whatever happened (see drop_all)."""
     dbname = database_name(ssb.sf)
     by_name = {s.name: s for s in servers}
     sets = p.column_sets()
@@ -93,9 +95,21 @@ def run(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: Ru
     try:
         return run_steps(steps(servers, p), store, EXPERIMENT, measure, desc="CREATE INDEX")
     finally:
-        for srv in servers:
+        drop_all(servers, dbname)
+
+
+def drop_all(servers: list[Server], dbname: str) -> None:
+    """Drop the kit's index on every server params let it drop things on (never elsewhere). Each server on
+    its own: one that cannot be reached is logged and the others are still cleaned, and an exception already
+    on its way out of the run is not replaced by a cleanup failure."""
+    for srv in servers:
+        if not srv.allow_destructive:
+            continue
+        try:
             with srv.connect(dbname) as conn:
                 drop_index(conn)
+        except Exception as e:  # logged, not raised: see the docstring
+            log.warning("%s: could not drop index %s after the run: %s", srv.name, INDEX, str(e).strip())
 
 
 def setup(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: RunStore) -> pl.DataFrame:

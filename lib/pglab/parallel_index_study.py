@@ -50,8 +50,9 @@ class ParallelIndexParams(Strict):
 
     key_columns: list[str] = list(STUDY_KEY_COLUMNS)  # lineorder columns, in the order they join the key
     column_counts: list[int] = [1, 2, 3, 4]  # one index on the first k key columns for each k
-    max_workers: int | None = Field(default=None, ge=0, le=64)  # N; None: this machine's cores
-    worker_counts: list[int] | None = None  # max_parallel_maintenance_workers values; None: 0 … max_workers
+    # the worker counts: either 0 … max_workers (None: this machine's cores) or the list worker_counts, not both
+    max_workers: int | None = Field(default=None, ge=0, le=64)
+    worker_counts: list[int] | None = None  # max_parallel_maintenance_workers values (0 is always added)
     # session setting of every build; raised to 32 MB per participant of the largest build if below (build_memory)
     maintenance_work_mem: str = "1GB"
     repetitions: int = Field(default=3, ge=1, le=1000)
@@ -88,6 +89,13 @@ class ParallelIndexParams(Strict):
         return v.strip()
 
     @model_validator(mode="after")
+    def _one_worker_choice(self):
+        # both given: one would be ignored without a word
+        if self.max_workers is not None and self.worker_counts is not None:
+            raise ValueError("max_workers, worker_counts: expected one of the two, not both (set the other to null)")
+        return self
+
+    @model_validator(mode="after")
     def _column_counts(self):
         bad = [k for k in self.column_counts if not 1 <= k <= len(self.key_columns)]
         if bad or not self.column_counts or len(set(self.column_counts)) != len(self.column_counts):
@@ -113,8 +121,13 @@ class ParallelIndexParams(Strict):
 
 
 def with_overrides(p: ParallelIndexParams, **overrides) -> ParallelIndexParams:
-    """The section with a notebook's non-None parameters on top, validated again."""
+    """The section with a notebook's non-None parameters on top, validated again. A notebook's max_workers
+    against params' worker_counts is refused like both keys in params (one of them would be ignored)."""
     given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("max_workers") is not None and p.worker_counts is not None:
+        raise ValueError(f"notebook parameter max_workers={given['max_workers']} and params' "
+                         f"parallel_index.worker_counts {p.worker_counts}: expected one of the two, not both; "
+                         "set worker_counts: null in params or leave max_workers = None")  # fmt: skip
     return ParallelIndexParams(**(p.model_dump() | given))
 
 

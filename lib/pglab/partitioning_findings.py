@@ -1,8 +1,10 @@
 """Study S5's claims tested on our derived tables: one finding per claim and server (or "all").
 
-Verdicts: a speed-up claim needs the 95 % interval of our speed-up above 1 (one that contains 1 is
-"undetermined": no detectable difference is never a win); plan claims are checked on the parsed plans;
-the I/O claim (three NVMe drives read at once) is "not run": we measure with a warm cache on one disk.
+Verdicts: the speed-up claim is judged as the SSB and parallel-index sections judge theirs
+(`stats.ceiling_verdict`): against the ceiling min(workers planned + 1, machine cores), a speed-up whose 95 %
+interval lies at or above 2/3 of it matches ("supported"), one wholly below it does not ("not supported"),
+one that straddles it is "undetermined" (so is one without an interval); plan claims are checked on the parsed
+plans; the I/O claim (three NVMe drives read at once) is "not run": we measure with a warm cache on one disk.
 Every function reads only the derived tables, so the report gives byte-identical output."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import polars as pl
 
 from . import findings as fnd
+from . import stats
 from .partitioning_study import (
     STUDY_ALLOWED_WORKERS,
     STUDY_AVG_PARALLEL,
@@ -120,6 +123,10 @@ def load_text(execs: pl.DataFrame) -> str | None:
     return f"load average {load.median():.1f} (max {load.max():.1f})" if load.len() else None
 
 
+_CEILING_VERDICTS = {stats.NEAR: fnd.SUPPORTED, stats.BELOW: fnd.NOT_SUPPORTED, stats.UNCLEAR: fnd.UNDETERMINED}
+_CEILING_STATES = {stats.NEAR: "reaches it", stats.BELOW: "falls short", stats.UNCLEAR: "cannot tell"}
+
+
 def speedup(spd: pl.DataFrame, plans: pl.DataFrame, server: str, cores: int | None, load: str | None = None) -> dict:
     s = spd.filter(server=server).sort("workers")
     if s.is_empty():
@@ -127,20 +134,33 @@ def speedup(spd: pl.DataFrame, plans: pl.DataFrame, server: str, cores: int | No
     r = s.row(-1, named=True)  # the most workers allowed, as the study allowed many
     p = plans.filter(server=server, condition=r["condition"]).to_dicts()
     wp = f"{p[0]['workers_planned']} planned, {p[0]['workers_launched']} launched" if p else "plan not recorded"
+    # the ceiling counts the workers the planner chose (the study's 7 of 100 allowed); the allowed ones if unknown
+    planned = p[0]["workers_planned"] if p and p[0].get("workers_planned") is not None else None
+    n = planned if planned is not None else r["workers"]
+    cv = stats.ceiling_verdict(r["speedup_ci_low"], r["speedup_ci_high"], n, cores)
+    who = f"{_workers(n)} {'planned' if planned is not None else 'allowed (plan not recorded)'} + the leader"
+    capped = f", capped at the machine's {cores} core{'s' if cores != 1 else ''}" if cv["capped"] else ""
+    study_c = STUDY_WORKERS_PLANNED + 1
+    ceiling = (f"ceiling {cv['ceiling']:g}× ({who}{capped}); a match needs ≥ {cv['threshold']:.2f}×: "
+               f"{_CEILING_STATES[cv['verdict']]} (the study's {STUDY_SPEEDUP:.1f}× is "
+               f"{100 * STUDY_SPEEDUP / study_c:.0f} % of its ceiling of {study_c}×)")  # fmt: skip
     if r["speedup_ci_low"] is None or r["speedup"] is None:
-        verdict, interval = fnd.UNDETERMINED, f"({r['verdict']})"
+        interval = f"({r['verdict']})"
     else:
-        verdict = {"faster": fnd.SUPPORTED, "slower": fnd.NOT_SUPPORTED}.get(r["verdict"], fnd.UNDETERMINED)
         interval = f"[{r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f}]"
+    verdict = _CEILING_VERDICTS[cv["verdict"]]
+    if cv["ceiling"] < 2:  # one process at a time: nothing parallel to compare with the claim
+        verdict = fnd.NOT_RUN
+        ceiling = f"ceiling {cv['ceiling']:g}× ({who}{capped}): no parallel gain is possible here"
     speed = "—" if r["speedup"] is None else f"{r['speedup']:.2f}×"
     best = s.sort("speedup", descending=True, nulls_last=True).row(0, named=True)
     medians = " → ".join("—" if m is None else f"{m:.3f} s" for m in (r["median_baseline"], r["median"]))
     text = (f"with {_workers(r['workers'])} allowed ({wp}): speed-up {speed} {interval} over serial, "
-            f"{r['verdict']} (median {medians}, n = {r['n_baseline']} and {r['n']})")
+            f"{r['verdict']} (median {medians}, n = {r['n_baseline']} and {r['n']}); {ceiling}")
     if best["workers"] != r["workers"] and best["speedup"] is not None:
         text += f"; the best median was {best['speedup']:.2f}× at {_workers(best['workers'])}"
     text += "; warm cache"
-    if cores:
+    if cores and not cv["capped"]:  # a capped ceiling has said so already
         text += f", {cores} CPU cores (the study's 8 processes had at least 8)"
     if load:
         text += f", machine {load} during the timed runs"

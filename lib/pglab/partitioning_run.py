@@ -15,7 +15,17 @@ from dataclasses import dataclass
 
 from . import partitioning_setup as setup
 from .db import timed_statement
-from .partitioning_study import EXPERIMENT, ITEM, QUERY, STUDY_ALLOWED_WORKERS, PartitioningParams, condition_workers
+from .installs import discover
+from .params import ParamsError
+from .partitioning_study import (
+    EXPERIMENT,
+    ITEM,
+    QUERY,
+    STUDY_ALLOWED_WORKERS,
+    PartitioningParams,
+    condition_workers,
+    unknown_location_servers,
+)
 from .schedule import plan, run_steps
 from .servers import Connections, Server
 from .session import Session
@@ -97,13 +107,34 @@ def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore,
                 store.save_json(base + ".json", {"allowed": k, "plan": doc})
 
 
+def known_servers(s: Session) -> list[str]:
+    """Every server name params can refer to: the session's, and with `servers.use` narrowing them, every
+    install found and every external server too."""
+    names = {x.name for x in s.servers}
+    if s.params.servers.use != "all":
+        names |= {i.name for i in discover({x.name: x.bin_dir for x in s.params.servers.installs})}
+        names |= {e.name for e in s.params.servers.external}
+    return sorted(names)
+
+
+def check_locations(s: Session, p: PartitioningParams) -> None:
+    """Refuse tablespace locations for a server that does not exist, before any server is changed."""
+    unknown = unknown_location_servers(p, known_servers(s)) if p.tablespaces.locations else []
+    if unknown:
+        raise ParamsError(f"{s.params.source or 'params'}: partitioning.tablespaces.locations: expected server "
+                          f"names among {known_servers(s)}; got unknown {unknown}")  # fmt: skip
+
+
 def run_stage(s: Session, p: PartitioningParams | None = None) -> StageResult:
     """Prepare every server, time the query interleaved over servers and worker counts, take the plans,
-    put the servers' settings back. The setup of each server is kept in the raw store."""
+    put the servers' settings back (also when the preparation itself fails part-way). The setup of each
+    server is kept in the raw store."""
     p = p or s.params.partitioning
+    check_locations(s, p)
     t0 = time.monotonic()
-    preps = setup.prepare_all(s.servers, p)
+    preps = {x.name: setup.Prepared(x.name) for x in s.servers}
     try:
+        setup.prepare_all(s.servers, p, preps)
         for prep in preps.values():
             check_same_data(s.store, prep)
             store_setup(s.store, prep)

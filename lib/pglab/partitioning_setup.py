@@ -30,6 +30,10 @@ from .servers import DestructiveStepRefused, Server
 log = logging.getLogger(__name__)
 
 TABLESPACE_PREFIX = "pglab_part_"
+# exactly the names the kit gives (prefix + number): LIKE 'pglab_part_%' would also match e.g. 'pglabXpartY'
+TABLESPACE_PATTERN = f"^{TABLESPACE_PREFIX}[0-9]+$"
+# the table always in schema public: an unqualified name could resolve to "<role>".t through search_path
+TABLE = sql.Identifier("public", "t")
 COMMENT_PREFIX = "pglab partitioning study: "
 CHECKSUM_SETTINGS = {"extra_float_digits": 1, "jit": False}  # the text form of reals hashed, fixed
 
@@ -174,7 +178,7 @@ def _prepare_directories(server: Server, places: list[Placement]) -> None:
 
 def _drop_own_tablespaces(conn) -> None:
     names = conn.execute(
-        "SELECT spcname FROM pg_tablespace WHERE spcname LIKE %s ORDER BY spcname", (TABLESPACE_PREFIX + "%",)
+        "SELECT spcname FROM pg_tablespace WHERE spcname ~ %s ORDER BY spcname", (TABLESPACE_PATTERN,)
     ).fetchall()
     for (name,) in names:
         conn.execute(sql.SQL("DROP TABLESPACE {}").format(sql.Identifier(name)))
@@ -204,17 +208,21 @@ def load(server: Server, p: PartitioningParams, places: list[Placement], prep: P
     with server.connect(p.database) as conn:
         if _current_identity(conn) == want:
             return
-        conn.execute("DROP TABLE IF EXISTS t")
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(TABLE))
     with server.connect() as conn:  # tablespaces are server-wide: only ours, by name
         _drop_own_tablespaces(conn)
         _prepare_directories(server, places)
         _create_tablespaces(conn, places)
     with server.connect(p.database) as conn:
         # the study's DDL
-        conn.execute("CREATE TABLE t (id int, x real, y real, z real, sum text) PARTITION BY HASH (id)")
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, x real, y real, z real, sum text) PARTITION BY HASH (id)")
+                     .format(TABLE))  # fmt: skip
         for x in places:
-            ddl = sql.SQL("CREATE TABLE {} PARTITION OF t FOR VALUES WITH (modulus {}, remainder {})").format(
-                sql.Identifier(f"t_{x.partition}"), sql.Literal(p.partitions), sql.Literal(x.partition)
+            ddl = sql.SQL("CREATE TABLE {} PARTITION OF {} FOR VALUES WITH (modulus {}, remainder {})").format(
+                sql.Identifier("public", f"t_{x.partition}"),
+                TABLE,
+                sql.Literal(p.partitions),
+                sql.Literal(x.partition),
             )
             if x.tablespace:
                 ddl += sql.SQL(" TABLESPACE {}").format(sql.Identifier(x.tablespace))
@@ -224,19 +232,22 @@ def load(server: Server, p: PartitioningParams, places: list[Placement], prep: P
         # parallel restricted), so the same seed gives the same rows on every server of 15+
         conn.execute("SELECT setseed(%s)", (p.seed,))
         conn.execute(
-            "INSERT INTO t SELECT x, 100*random(), 100*random(), 100*random(), md5(x::text) "
-            "FROM generate_series(1, %s) x",
+            sql.SQL(
+                "INSERT INTO {} SELECT x, 100*random(), 100*random(), 100*random(), md5(x::text) "
+                "FROM generate_series(1, %s) x"
+            ).format(TABLE),
             (p.rows,),
         )
         prep.load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        conn.execute("VACUUM ANALYZE t")  # hint bits and visibility map now, not during the timed runs
+        # hint bits and visibility map now, not during the timed runs
+        conn.execute(sql.SQL("VACUUM ANALYZE {}").format(TABLE))
         prep.vacuum_s = time.perf_counter() - t0
         try:
             conn.execute("CHECKPOINT")  # the load's dirty pages are not written during the timed runs
         except psycopg.Error as e:  # an external server may not let us
             log.warning("%s: CHECKPOINT failed: %s", server.name, str(e).strip())
-        conn.execute(sql.SQL("COMMENT ON TABLE t IS {}").format(sql.Literal(want)))
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(TABLE, sql.Literal(want)))
     prep.loaded_now = True
 
 
@@ -253,11 +264,12 @@ WHERE i.inhparent = 'public.t'::regclass
 ORDER BY length(c.relname), c.relname
 """
 
-# an order-independent checksum: the sum of 64-bit hashes of every row's text form, per partition
+# an order-independent checksum: the sum of 64-bit hashes of every row's text form, per partition (named by
+# relname, as PARTITIONS_SQL names them, whatever search_path would show)
 CHECKSUM_SQL = """
-SELECT tableoid::regclass::text AS partition, count(*) AS rows,
-       sum(hashtextextended(t::text, 0)::numeric)::text AS hash_sum
-FROM t GROUP BY tableoid
+SELECT c.relname AS partition, g.rows, g.hash_sum
+FROM (SELECT tableoid, count(*) AS rows, sum(hashtextextended(t::text, 0)::numeric)::text AS hash_sum
+      FROM public.t GROUP BY tableoid) g JOIN pg_class c ON c.oid = g.tableoid
 """
 
 
@@ -306,15 +318,21 @@ def prewarm(server: Server, p: PartitioningParams, prep: Prepared) -> None:
 # -- all servers ---------------------------------------------------------------------------------------------
 
 
-def prepare_all(servers: list[Server], p: PartitioningParams) -> dict[str, Prepared]:
+def prepare_all(
+    servers: list[Server], p: PartitioningParams, preps: dict[str, Prepared] | None = None
+) -> dict[str, Prepared]:
     """Prepare every server. An external server without allow_destructive is skipped (recorded why); the
-    tablespace layout of all the others is checked before any server is changed."""
-    preps = {s.name: Prepared(s.name) for s in servers}
+    tablespace layout of all the others is checked before any server is changed. `preps` (filled in place)
+    lets a caller see what was changed even when a later step fails, and reset() it."""
+    if preps is None:
+        preps = {}
+    for s in servers:
+        preps.setdefault(s.name, Prepared(s.name))
     ready = []
     for s in servers:
         try:
             if not s.managed:
-                s.require_destructive(f"create database {p.database} and drop and re-create table t in it")
+                s.require_destructive(f"create database {p.database} and drop and re-create table public.t in it")
             ready.append(s)
         except DestructiveStepRefused as e:
             preps[s.name].skipped = str(e)

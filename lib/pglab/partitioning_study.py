@@ -27,7 +27,8 @@ from .paramtypes import SettingValue, Strict
 
 EXPERIMENT = "partitioning"
 ITEM = "count_avg"
-QUERY = "SELECT count(*), avg(x) FROM t WHERE y < z"
+# the study's query, the table schema-qualified: unqualified, search_path would put "$user".t first
+QUERY = "SELECT count(*), avg(x) FROM public.t WHERE y < z"
 
 # -- the study's numbers ------------------------------------------------------------------------------------
 STUDY_ROWS = 600_000_000
@@ -78,6 +79,7 @@ class PartitioningParams(Strict):
     rows: int = Field(default=3_000_000, ge=1000, le=2_000_000_000)  # the study: 600 M
     partitions: int = Field(default=STUDY_PARTITIONS, ge=2, le=256)  # hash modulus
     seed: float = Field(default=0.5, ge=-1, le=1)  # setseed() before the INSERT: identical rows everywhere
+    # a database of the kit's own: the stage creates it and drops and re-creates public.t in it
     database: str = Field(default="pglab_partitioning", pattern=r"^[a-z_][a-z0-9_]*$")
     max_workers: int = Field(default=4, ge=1, le=64)  # timed at max_parallel_workers_per_gather = 1 … this
     repetitions: int = Field(default=10, ge=1, le=1000)
@@ -90,6 +92,16 @@ class PartitioningParams(Strict):
     server_settings: dict[str, SettingValue] = {}
     tablespaces: Tablespaces = Tablespaces()
 
+    @field_validator("database")
+    @classmethod
+    def _own_database(cls, v: str) -> str:
+        if v == "postgres" or v.startswith("template"):
+            raise ValueError(
+                "expected a database of the kit's own (the stage drops and re-creates table t in it), "
+                "not postgres or a template database"
+            )
+        return v
+
     @field_validator("server_settings")
     @classmethod
     def _names(cls, v: dict) -> dict:
@@ -101,6 +113,12 @@ class PartitioningParams(Strict):
     def conditions(self) -> list[tuple[str, int]]:
         """(condition, max_parallel_workers_per_gather): serial first, then 1 … max_workers."""
         return [("serial", 0)] + [(condition_name(k), k) for k in range(1, self.max_workers + 1)]
+
+
+def unknown_location_servers(p: PartitioningParams, known: list[str]) -> list[str]:
+    """Server names under tablespaces.locations that name no server (a typo would otherwise fall back to the
+    kit's own directories, or to a refusal, without a word about the name)."""
+    return sorted(set(p.tablespaces.locations) - set(known))
 
 
 def condition_name(workers: int) -> str:

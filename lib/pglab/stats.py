@@ -26,7 +26,8 @@ import polars as pl
 
 __all__ = [
     "HIGHER", "LOWER", "NO_DIFFERENCE", "TOO_FEW", "NO_DATA", "UNDEFINED", "NO_BASELINE",
-    "bootstrap_ci", "ratio_ci", "summarize", "compare",
+    "bootstrap_ci", "ratio_ci", "summarize", "compare", "NEAR_CEILING", "NEAR", "BELOW", "UNCLEAR",
+    "ceiling_verdict",
 ]
 
 HIGHER = "higher"
@@ -203,3 +204,32 @@ def compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, v
               stat: pl.Float64, f"{stat}_baseline": pl.Float64, "ratio": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "verdict": pl.String}
     return _frame(df, [*by, condition_col], rows, schema)
+
+
+# -- a parallel speed-up against what the machine allows -----------------------------------------------------
+
+# The studies' parallel gains sit at 2/3 of their ceilings or above (S1: ≈ 5× with 6; S4 A: 2–3× with 3), so
+# a speed-up whose interval lies at or above 2/3 of our ceiling reproduces such a claim (see ssb_report).
+NEAR_CEILING = 2 / 3
+NEAR = "near"  # the interval lies at or above the threshold
+BELOW = "below"  # the interval lies wholly below it
+UNCLEAR = "unclear"  # it straddles the threshold, or there is no interval
+
+
+def ceiling_verdict(low: float | None, high: float | None, workers: int, cores: int | None,
+                    share: float = NEAR_CEILING) -> dict:
+    """Judge a speed-up's 95 % interval [low, high] against the ceiling of `workers` parallel workers: with
+    the leader they are workers + 1 processes, and no more of them run at once than the machine has `cores`
+    (None: not capped). Returns ceiling, threshold (= share × ceiling), capped (the cores set the ceiling)
+    and verdict: NEAR, BELOW or UNCLEAR."""
+    c = float(min(workers + 1, cores) if cores else workers + 1)
+    thr = share * c
+    if low is None or high is None:
+        verdict = UNCLEAR
+    elif low >= thr:
+        verdict = NEAR
+    elif high < thr:
+        verdict = BELOW
+    else:
+        verdict = UNCLEAR
+    return {"ceiling": c, "threshold": thr, "capped": bool(cores and cores < workers + 1), "verdict": verdict}
