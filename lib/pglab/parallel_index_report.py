@@ -35,7 +35,7 @@ from .parallel_index_study import CLAIMS, STUDY, columns_label
 TITLE = "S4 · Parallel B-tree index build (test C)"
 TABLES = ("parallel_index_setup", "parallel_index_builds", "parallel_index_summary", "parallel_index_speedup",
           "parallel_index_suite_speedup")
-NEAR_CEILING = 2 / 3  # share of the ceiling a speed-up must reach to count as "close to 1/N" (module docstring)
+NEAR_CEILING = stats.NEAR_CEILING  # share of the ceiling a speed-up must reach to count as "close to 1/N"
 ORDER = {"time_falls": 0, "near_inverse": 1, "size": 2}  # reading order of the findings (the table sorts by key)
 
 
@@ -159,12 +159,9 @@ def _near_inverse(server: str, suite: pl.DataFrame, sp: pl.DataFrame, cores: int
     for r in par.iter_rows(named=True):
         w, c = r["workers"], r["ceiling"]
         thr = NEAR_CEILING * c
-        if r["ci_low"] is not None and r["ci_low"] >= thr:
-            match, state = match + 1, "reaches it"
-        elif r["ci_high"] is not None and r["ci_high"] < thr:
-            short, state = short + 1, "falls short"
-        else:
-            state = "cannot tell"
+        kind = stats.against_threshold(r["ci_low"], r["ci_high"], thr)
+        match, short = match + (kind == stats.NEAR), short + (kind == stats.BELOW)
+        state = {stats.NEAR: "reaches it", stats.BELOW: "falls short"}.get(kind, "cannot tell")
         capped = f", capped at {cores} cores" if c < w + 1 else ""
         parts.append(f"{w} worker{'s' if w != 1 else ''}: {_ci(r)} against a ceiling of {c:g}×{capped} (a match "
                      f"needs ≥ {thr:.2f}×: {state}; per key {_per_key(sp, w)})")  # fmt: skip

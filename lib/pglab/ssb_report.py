@@ -34,7 +34,7 @@ TABLES = (
     "ssb_checksums", "ssb_sweep", "ssb_sweep_summary",
 )  # fmt: skip
 
-NEAR_CEILING = 2 / 3  # share of the ceiling the studies' parallel gains reached (see the module docstring)
+NEAR_CEILING = stats.NEAR_CEILING  # share of the ceiling the studies' parallel gains reached (module docstring)
 SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "maintenance_work_mem", "max_worker_processes",
             "max_parallel_workers", "max_parallel_workers_per_gather", "min_parallel_table_scan_size", "jit")
 _UNITS = {"8kB": 8192, "kB": 1024, "MB": 2**20, "B": 1}
@@ -275,16 +275,6 @@ def _totals(suite: pl.DataFrame, server: str, cond: str, value) -> list[float]:
     return suite.filter(pl.col("server") == server, pl.col(cond) == value)["total"].to_list()
 
 
-def _classify(speed: float | None, low: float | None, high: float | None, threshold: float) -> str:
-    if speed is None or low is None or high is None:
-        return "unclear"
-    if low >= threshold:
-        return "near"
-    if high < threshold:
-        return "below"
-    return "unclear"
-
-
 def _ceiling_text(d: _Data, n: int) -> str:
     c = d.ceiling(n)
     capped = f", capped at the machine's {d.cores} cores" if d.cores and d.cores < n + 1 else ""
@@ -313,7 +303,7 @@ def _s1_parallel(d: _Data) -> list[dict]:
         r = stats.ratio_ci(serial, par)  # serial / parallel time: > 1 is a gain
         per_q = ssb_charts.speedup_frame(d.speedup.filter(pl.col("server") == s))["speedup"].to_list()
         verdict = {"near": SUPPORTED, "below": NOT_SUPPORTED}.get(
-            _classify(r["ratio"], r["ci_low"], r["ci_high"], NEAR_CEILING * c), UNDETERMINED)
+            stats.against_threshold(r["ci_low"], r["ci_high"], NEAR_CEILING * c), UNDETERMINED)
         rows.append(_row("S1", "parallel_speedup", claim, s, verdict, (
             f"{s} runs the {len(d.queries)} queries with {n} workers {_x(r['ratio'], r['ci_low'], r['ci_high'])} "
             f"as fast as serially (sum of the query times, median of {min(r['n_a'], r['n_b'])} repetitions); "
@@ -336,7 +326,7 @@ def _s4_parallel_a(d: _Data) -> list[dict]:
                              f"{s} has no serial and parallel times to compare in this profile."))
             continue
         thr = NEAR_CEILING * d.ceiling(n)
-        kinds = [_classify(r["speedup"], r["speedup_low"], r["speedup_high"], thr) for r in sp.iter_rows(named=True)]
+        kinds = [stats.against_threshold(r["speedup_low"], r["speedup_high"], thr) for r in sp.iter_rows(named=True)]
         near, below, unclear = (kinds.count(k) for k in ("near", "below", "unclear"))
         verdict = (SUPPORTED if near == len(kinds) else
                    NOT_SUPPORTED if below > near else UNDETERMINED)  # fmt: skip
@@ -600,7 +590,7 @@ def _s4_sweep(d: _Data) -> list[dict]:
         parts, kinds = [], []
         for r in at.iter_rows(named=True):
             v, lo, hi = _inv(r["ratio"], r["ci_low"], r["ci_high"])
-            kinds.append(_classify(v, lo, hi, thr))
+            kinds.append(stats.against_threshold(lo, hi, thr))
             parts.append(f"{r['query']} {_x(v, lo, hi)}")
         near, below, unclear = (kinds.count(x) for x in ("near", "below", "unclear"))
         verdict = (SUPPORTED if near == len(kinds) else

@@ -224,12 +224,17 @@ def ceiling_verdict(low: float | None, high: float | None, workers: int, cores: 
     and verdict: NEAR, BELOW or UNCLEAR."""
     c = float(min(workers + 1, cores) if cores else workers + 1)
     thr = share * c
-    if low is None or high is None:
-        verdict = UNCLEAR
-    elif low >= thr:
-        verdict = NEAR
-    elif high < thr:
-        verdict = BELOW
-    else:
-        verdict = UNCLEAR
+    verdict = against_threshold(low, high, thr)
     return {"ceiling": c, "threshold": thr, "capped": bool(cores and cores < workers + 1), "verdict": verdict}
+
+
+def against_threshold(low: float | None, high: float | None, threshold: float) -> str:
+    """NEAR when the 95 % interval [low, high] lies at or above `threshold`, BELOW when wholly under it,
+    UNCLEAR when it straddles it or there is no interval."""
+    if low is None or high is None:
+        return UNCLEAR
+    if low >= threshold:
+        return NEAR
+    if high < threshold:
+        return BELOW
+    return UNCLEAR
