@@ -3,6 +3,7 @@
 The tests keep their clusters and data under build/test/pytest (not the user's .pglab/ or data/): a folder
 inside the checkout, so that the unprivileged server user can reach it when the tests run as root."""
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -71,3 +72,23 @@ def committed_copy(tmp_path_factory):
     shutil.copytree(committed / "default", root / "default")
     yield root
     assert derived.verify("default", committed) == []
+
+
+@contextlib.contextmanager
+def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
+    """A kit server per install with the same SSB dataset loaded, stopped however the tests end."""
+    from pglab.servers import Server
+    from pglab.ssb.load import load
+
+    out = []
+    try:
+        for inst in installs:
+            cluster = Cluster(inst, name=f"{prefix}-{inst.name}")
+            srv = Server(inst.name, install=inst, cluster=cluster, settings=settings)
+            srv.start()
+            out.append(srv)
+            load(srv, sf, seed, prewarm=False)
+        yield out
+    finally:
+        for s in out:
+            s.stop()

@@ -7,6 +7,7 @@ import logging
 
 import polars as pl
 import pytest
+from conftest import ssb_servers
 from pydantic import ValidationError
 
 from pglab import findings as fnd
@@ -14,12 +15,11 @@ from pglab import parallel_index_report as report
 from pglab import parallel_index_results as pires
 from pglab import parallel_index_run as pirun
 from pglab import params
-from pglab.cluster import Cluster
 from pglab.parallel_index_build import INDEX, build
 from pglab.parallel_index_study import ParallelIndexParams, build_memory, with_overrides
 from pglab.params import ExternalServer, ParamsError
 from pglab.servers import DestructiveStepRefused, Server
-from pglab.ssb.load import database_name, load
+from pglab.ssb.load import database_name
 from pglab.ssb.params import SsbParams
 from pglab.store import RunStore
 
@@ -32,16 +32,9 @@ KEY4 = ["lo_orderkey", "lo_custkey", "lo_partkey", "lo_suppkey"]
 
 @pytest.fixture(scope="module")
 def servers(installs):
-    out = []
-    for inst in installs:
-        srv = Server(inst.name, install=inst, cluster=Cluster(inst, name=f"pidx-{inst.name}"),
-                     settings={"shared_buffers": "128MB", "max_worker_processes": 8} | SSB.stage_settings)  # fmt: skip
-        srv.start()
-        load(srv, SSB.sf, SSB.seed, prewarm=False)
-        out.append(srv)
-    yield out
-    for s in out:
-        s.stop()
+    settings = {"shared_buffers": "128MB", "max_worker_processes": 8} | SSB.stage_settings
+    with ssb_servers(installs, "pidx", SSB.sf, SSB.seed, settings) as out:
+        yield out
 
 
 @pytest.fixture(scope="module")

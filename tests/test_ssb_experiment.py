@@ -4,10 +4,9 @@ recorded as unavailable where it is, errors recorded, and an interrupted run res
 
 import polars as pl
 import pytest
+from conftest import ssb_servers
 
-from pglab.servers import Server
 from pglab.ssb import experiment as ex
-from pglab.ssb.load import load
 from pglab.ssb.params import SsbParams
 from pglab.store import RunStore
 
@@ -17,18 +16,8 @@ P = SsbParams(sf=0.05, seed=7, queries=["q1.1", "q4.3"], repetitions=2, warmups=
 
 @pytest.fixture(scope="module")
 def servers(installs):
-    from pglab.cluster import Cluster
-
-    out = []
-    for inst in installs:
-        c = Cluster(inst, name=f"ssbx-{inst.name}")
-        srv = Server(inst.name, install=inst, cluster=c, settings={"max_worker_processes": 8})
-        srv.start()
-        load(srv, P.sf, P.seed, prewarm=False)
-        out.append(srv)
-    yield out
-    for s in out:
-        s.stop()
+    with ssb_servers(installs, "ssbx", P.sf, P.seed, {"max_worker_processes": 8}) as out:
+        yield out
 
 
 @pytest.fixture(scope="module")
