@@ -41,3 +41,22 @@ def resolve(path: str | Path) -> Path:
     """A path from params or the command line: absolute as given, relative to the project root."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else ROOT / p
+
+
+def install_cache_dir() -> Path:
+    """PostgreSQL installs the kit downloads or copies, shared by every clone of this user.
+
+    `PGLAB_CACHE_DIR` overrides it. As root the servers run as the unprivileged service user, which cannot
+    enter root's home: root's cache is then `/var/cache/pglab`, readable by everyone; anyone else's is the
+    XDG cache folder."""
+    if os.environ.get("PGLAB_CACHE_DIR"):
+        return Path(os.environ["PGLAB_CACHE_DIR"])
+    if os.geteuid() == 0:
+        return Path("/var/cache/pglab")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "pglab"
+
+
+def postgres_cache_dir() -> Path:
+    """One folder per PostgreSQL build: `<cache>/postgres/<version or key>/{bin,lib,share}`."""
+    return install_cache_dir() / "postgres"
