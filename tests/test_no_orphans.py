@@ -11,8 +11,9 @@ import time
 import pytest
 from conftest import postmasters
 
-from pglab import paths
+from pglab import socketdir
 from pglab.cluster import Cluster, _proc_start_ticks
+from pglab.installs import discover
 
 RUNNER = textwrap.dedent(
     """
@@ -28,6 +29,10 @@ RUNNER = textwrap.dedent(
     time.sleep(120)
     """
 )
+
+
+def _embedded():
+    return next(i for i in discover() if i.source == "embedded")
 
 
 def _hangup_default() -> None:
@@ -62,7 +67,7 @@ def _gone_within(data, seconds=15.0) -> bool:
 def test_server_stops_when_its_runner_is_killed(how):
     name = f"orphan-{how.name.lower()}"
     proc = _start_runner(name)
-    data = paths.clusters_dir() / name / "data"
+    data = Cluster(_embedded(), name=name).data
     assert len(postmasters(data)) == 1
     proc.send_signal(how)
     proc.wait(30)
@@ -73,7 +78,7 @@ def test_server_stops_when_the_runner_raises():
     proc = _start_runner("orphan-raise", "raise")
     proc.wait(60)
     assert proc.returncode != 0
-    assert _gone_within(paths.clusters_dir() / "orphan-raise" / "data")
+    assert _gone_within(Cluster(_embedded(), name="orphan-raise").data)
 
 
 def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
@@ -81,7 +86,7 @@ def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
     by a process that no longer exists): the next start finds it, stops it and starts anew."""
     c = Cluster(embedded, name="leftover")
     c.ensure()
-    c.socket_dir = c._choose_socket_dir()
+    c.socket_dir = socketdir.choose(c.path, c.run_as)
     c.port = _free()
     c._write_conf({})
     subprocess.run(

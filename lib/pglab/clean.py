@@ -1,32 +1,58 @@
 """`make clean`: stop and remove the kit's clusters and raw data; committed derived data is kept.
 
-    python -m pglab.clean                  # sweep orphans, then remove .pglab/ and data/raw/*
+    python -m pglab.clean                  # sweep orphans, then remove the kit's state and data/raw/*
     python -m pglab.clean --check-orphans  # only report (exit 1) postgres servers of the kit still running
-"""
+
+The kit's state is `.pglab/` (or PGLAB_STATE_DIR), the folders standing in for it when the service user
+could not reach it (reach.py), the copies of this clone's server binaries in the install cache, and socket
+folders a killed run left in the temp folder. Downloaded PostgreSQL builds stay in the cache."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
+from pathlib import Path
 
-from . import paths
+from . import paths, reach, socketdir
 from .cluster import _pid_alive, _postmaster_pid, _proc_start_ticks, sweep_orphans
+
+
+def cluster_roots() -> list[Path]:
+    """Every folder that holds clusters of this clone: the state folder's and the stand-ins for it."""
+    roots = [paths.clusters_dir(), paths.state_dir() / "bench"]
+    roots += [r for r in (reach.stand_in(p) for p in list(roots)) if r]
+    roots += reach.stand_ins_for(paths.ROOT) + reach.stand_ins_for(paths.state_dir())
+    return list(dict.fromkeys(roots))
 
 
 def running_servers() -> list[str]:
     """Clusters of the kit whose postmaster is alive, with the owner that runs them."""
     out = []
-    root = paths.clusters_dir()
-    for cdir in sorted(root.glob("*")) if root.is_dir() else []:
-        pid = _postmaster_pid(cdir / "data")
-        if pid and _pid_alive(pid):
-            owner = {}
-            if (cdir / "owner.json").exists():
-                owner = json.loads((cdir / "owner.json").read_text())
-            live = owner and _proc_start_ticks(owner["pid"]) == owner.get("ticks")
-            out.append(f"{cdir} (postmaster {pid}, " + (f"in use by pid {owner['pid']})" if live else "orphan)"))
+    for root in cluster_roots():
+        for cdir in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+            pid = _postmaster_pid(cdir / "data")
+            if pid and _pid_alive(pid):
+                owner = {}
+                if (cdir / "owner.json").exists():
+                    owner = json.loads((cdir / "owner.json").read_text())
+                live = owner and _proc_start_ticks(owner["pid"]) == owner.get("ticks")
+                state = f"in use by pid {owner['pid']})" if live else "orphan)"
+                out.append(f"{cdir} (postmaster {pid}, {state}")
+    return out
+
+
+def _binary_copies() -> list[Path]:
+    out = []
+    for d in sorted(paths.postgres_cache_dir().glob("copy-*")):
+        try:
+            origin = Path(json.loads((d / reach.COPY_RECORD).read_text())["from"])
+        except (OSError, ValueError, KeyError):
+            continue
+        if origin.is_relative_to(paths.ROOT):
+            out.append(d)
     return out
 
 
@@ -39,18 +65,29 @@ def main(argv=None) -> int:
         for line in left:
             print(f"still running: {line}", file=sys.stderr)
         return 1 if left else 0
-    stopped = sweep_orphans()
-    for name in stopped:
-        print(f"stopped orphan server {name}")
+    for root in cluster_roots():
+        for name in sweep_orphans(root):
+            print(f"stopped orphan server {name}")
     busy = running_servers()
     if busy:
         print("error: servers of the kit are in use; stop them first:\n  " + "\n  ".join(busy), file=sys.stderr)
         return 1
+    from .osuser import server_user
+
+    removed = []
+    for d in reach.stand_ins_for(paths.ROOT) + reach.stand_ins_for(paths.state_dir()) + _binary_copies():
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
+    for d in socketdir.stale({os.getuid(), server_user().uid}):
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
     shutil.rmtree(paths.state_dir(), ignore_errors=True)
     for p in paths.raw_dir().glob("*"):
         if p.name != ".gitkeep":
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     print(f"removed {paths.state_dir()} and {paths.raw_dir()}/* (data/derived kept)")
+    for d in removed:
+        print(f"removed {d}")
     return 0
 
 

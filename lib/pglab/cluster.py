@@ -2,8 +2,10 @@
 
 A cluster lives in `<state>/clusters/<name>/`: `data/` (PGDATA), `cluster.json` (what made it),
 `owner.json` (which process runs it now) and `postmaster.log` (the server's stderr before its logging
-collector takes over). The server listens on 127.0.0.1 and on a Unix socket in a short private directory,
-on a free port. Settings go to `data/pglab.conf`, included from postgresql.conf, rewritten on every change.
+collector takes over). When the service user cannot reach that folder or the install's binaries (root in a
+private folder), a kit-owned stand-in and a copy of the binaries are used instead (reach.py). The server
+listens on 127.0.0.1 and on a Unix socket in a private directory (socketdir.py), on a free port.
+Settings go to `data/pglab.conf`, included from postgresql.conf, rewritten on every change.
 
 We start `postgres` ourselves rather than through the wheel's helper or `pg_ctl`: as our child, started
 through `setpriv --pdeathsig`, it gets SIGINT (a fast shutdown) when the process that started it dies,
@@ -12,7 +14,6 @@ however it dies."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -20,20 +21,18 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psycopg
 
-from . import lifecycle, osuser, paths
+from . import lifecycle, osuser, paths, reach, socketdir
 from .installs import Install
 
 log = logging.getLogger(__name__)
 
 SUPERUSER = "pglab"
-SOCKET_PATH_MAX = 100  # sun_path is 108 bytes on Linux (107 usable); keep a margin
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 
@@ -102,8 +101,9 @@ class Cluster:
     ):
         self.install = install
         self.name = name or install.name
-        self.path = (root or paths.clusters_dir()) / self.name
-        self.data = self.path / "data"
+        self._root = root or paths.clusters_dir()
+        self._path: Path | None = None
+        self._server_install: Install | None = None
         self.initdb_options = initdb or InitdbOptions()
         self.run_as = osuser.server_user()
         self.port: int | None = None
@@ -114,6 +114,40 @@ class Cluster:
     def __repr__(self) -> str:
         state = f"port {self.port}" if self.running else "stopped"
         return f"<Cluster {self.name} ({self.install.version}) {state}>"
+
+    @property
+    def path(self) -> Path:
+        """The cluster's folder: under the wanted root, or its stand-in (resolved on first use, not in the
+        constructor, so that describing servers creates nothing)."""
+        if self._path is None:
+            try:
+                self._path = reach.server_folder(self._root, self.run_as) / self.name
+            except reach.ReachError as e:
+                raise ClusterError(str(e)) from None
+        return self._path
+
+    @property
+    def data(self) -> Path:
+        return self.path / "data"
+
+    @property
+    def server_install(self) -> Install:
+        """The install whose initdb and postgres run: the install itself, or a copy the service user can run."""
+        if self._server_install is None:
+            try:
+                self._server_install = reach.server_install(self.install, self.run_as)
+            except reach.ReachError as e:
+                raise ClusterError(str(e)) from None
+        return self._server_install
+
+    def folders(self) -> dict:
+        """Where this cluster's files are, for the environment data."""
+        return {
+            "cluster_dir": paths.shown(self.path),
+            "cluster_dir_wanted": paths.shown(self._root / self.name),
+            "socket_dir": paths.shown(self.socket_dir) if self.socket_dir else None,
+            "server_bin_dir": paths.shown(self.server_install.bin_dir),
+        }
 
     # -- creation -------------------------------------------------------------------------------------------
 
@@ -152,7 +186,7 @@ class Cluster:
         self.data.mkdir(mode=0o700)
         self.run_as.chown(self.data)
         cmd = [
-            str(self.install.tool("initdb")),
+            str(self.server_install.tool("initdb")),
             "-D", str(self.data),
             "-U", SUPERUSER,
             "--auth-local=trust",
@@ -170,11 +204,6 @@ class Cluster:
 
     def _check_access(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.run_as.can_access(self.install.tool("postgres"), "x"):
-            raise ClusterError(
-                f"OS user {self.run_as.name} cannot run {self.install.tool('postgres')}: "
-                "every folder above it must be readable and searchable by that user"
-            )
         if not self.run_as.can_access(self.path.parent, "x"):
             raise ClusterError(
                 f"OS user {self.run_as.name} cannot reach {self.path.parent}; "
@@ -203,7 +232,7 @@ class Cluster:
         a bad value in the config file would otherwise only show up in the server log."""
         if not settings:
             return
-        cmd = [str(self.install.tool("postgres")), "-D", str(self.data), "-C", "server_version"]
+        cmd = [str(self.server_install.tool("postgres")), "-D", str(self.data), "-C", "server_version"]
         for k, v in settings.items():
             cmd += ["-c", f"{k}={_quote(v).strip(chr(39))}"]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **self.run_as.popen_kwargs())
@@ -265,18 +294,6 @@ class Cluster:
     def owner_file(self) -> Path:
         return self.path / "owner.json"
 
-    def _choose_socket_dir(self) -> Path:
-        own = self.path / "s"
-        if len(str(own)) + len("/.s.PGSQL.65535.lock") <= SOCKET_PATH_MAX:
-            d = own
-        else:
-            # a clone in a deep folder: a short private directory instead
-            digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
-            d = Path(tempfile.gettempdir()) / f"pglab-{digest}"
-        d.mkdir(mode=0o700, exist_ok=True)
-        self.run_as.chown(d)
-        return d
-
     def start(self, settings: dict | None = None) -> None:
         if self.running:
             raise ClusterError(f"{self.name} is already running")
@@ -286,7 +303,8 @@ class Cluster:
             self.ensure()
             self.validate(settings or {})
             self.settings = dict(settings or {})
-            self.socket_dir = self._choose_socket_dir()
+            self.socket_dir = socketdir.choose(self.path, self.run_as)
+            self._claim()  # again: the owner file names the socket folder, for the orphan sweep
             for attempt in range(5):
                 self.port = _free_port()
                 self._write_conf(self.settings)
@@ -296,7 +314,7 @@ class Cluster:
                     raise ClusterError(f"{self.name} did not start:\n{self._startup_log()[-3000:]}")
         except BaseException:
             self.port = None
-            self.owner_file.unlink(missing_ok=True)
+            self._release()
             raise
         lifecycle.register(self)
 
@@ -306,10 +324,19 @@ class Cluster:
             if owner["pid"] != os.getpid() and _proc_start_ticks(owner["pid"]) == owner.get("ticks"):
                 raise ClusterError(f"{self.name} is in use by another pglab process (pid {owner['pid']})")
         self.path.mkdir(parents=True, exist_ok=True)
-        self.owner_file.write_text(json.dumps({"pid": os.getpid(), "ticks": _proc_start_ticks(os.getpid())}))
+        owner = {"pid": os.getpid(), "ticks": _proc_start_ticks(os.getpid())}
+        if self.socket_dir:
+            owner["socket_dir"] = str(self.socket_dir)
+        self.owner_file.write_text(json.dumps(owner))
+
+    def _release(self) -> None:
+        """Forget the owner file and a socket folder of our own outside the cluster."""
+        if self.socket_dir:
+            socketdir.remove(self.socket_dir, self.path)
+        self.owner_file.unlink(missing_ok=True)
 
     def _spawn(self) -> bool:
-        cmd = [str(self.install.tool("postgres")), "-D", str(self.data)]
+        cmd = [str(self.server_install.tool("postgres")), "-D", str(self.data)]
         setpriv = shutil.which("setpriv")
         if setpriv:
             cmd = [setpriv, "--pdeathsig", "INT", "--", *cmd]
@@ -353,7 +380,8 @@ class Cluster:
                     self._kill()
             self._proc = None
         lifecycle.unregister(self)
-        self.owner_file.unlink(missing_ok=True)
+        if self._path is not None:
+            self._release()
 
     def _kill(self) -> None:
         if self._proc and self._proc.poll() is None:
@@ -418,6 +446,8 @@ def sweep_orphans(root: Path | None = None) -> list[str]:
             log.warning("stopping %s (pid %d), left running by a run that was killed", cdir.name, pid)
             _stop_pid(pid)
             stopped.append(cdir.name)
+        if owner.get("socket_dir"):
+            socketdir.remove(Path(owner["socket_dir"]), cdir)
         owner_file.unlink(missing_ok=True)
     return stopped
 

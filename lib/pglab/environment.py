@@ -107,6 +107,8 @@ def server(srv: Server) -> tuple[dict, list[dict]]:
         conn.execute("SELECT set_config('jit', 'on', false)")
         rec["jit_available"] = conn.execute("SELECT pg_jit_available()").fetchone()[0]
     rec = srv.describe() | rec
+    if srv.cluster:  # where its files are: a stand-in and a copy of the binaries when root's clone is private
+        rec |= srv.cluster.folders()
     settings = [{"server": srv.name} | s for s in settings]
     return rec, settings
 

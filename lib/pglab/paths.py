@@ -37,6 +37,19 @@ def clusters_dir() -> Path:
     return state_dir() / "clusters"
 
 
+def machine_state_dir() -> Path:
+    """Root only: where clusters go when the service user cannot reach the project (see reach.py).
+    `PGLAB_MACHINE_STATE_DIR` overrides it."""
+    return Path(os.environ.get("PGLAB_MACHINE_STATE_DIR", "/var/lib/pglab"))
+
+
+def shown(path: str | Path) -> str:
+    """A path for the data and the report: relative to the project root when inside it (a reader's clone
+    is elsewhere), else absolute."""
+    p = Path(path)
+    return str(p.relative_to(ROOT)) if p.is_absolute() and p.is_relative_to(ROOT) else str(p)
+
+
 def resolve(path: str | Path) -> Path:
     """A path from params or the command line: absolute as given, relative to the project root."""
     p = Path(path).expanduser()
