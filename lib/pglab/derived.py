@@ -1,13 +1,19 @@
 """Derived datasets: tidy tables in `data/derived/<profile>/`, committed to git.
 
 Written deterministically (the caller's column order, rows sorted on every column, CSV) so that the same
-measurements always give the same bytes, and listed with their content checksums in `MANIFEST.json`."""
+measurements always give the same bytes, and listed with their content checksums and the run that wrote
+them in `MANIFEST.json`.
+
+A run through `make report` never leaves a profile's folder half old, half new: its notebooks write into
+a working copy (`stage`), which replaces the profile's folder only once every measuring notebook has
+succeeded (`publish`); a failed run leaves the previous tables as they were."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +21,7 @@ import polars as pl
 from . import paths
 
 MANIFEST = "MANIFEST.json"
+RUN_ID_ENV = "PGLAB_RUN_ID"  # set by session.begin: the run whose tables are being written
 
 
 def profile_dir(profile: str, root: Path | None = None) -> Path:
@@ -34,7 +41,7 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     df.write_csv(tmp, line_terminator="\n")
     os.replace(tmp, path)
-    _update_manifest(d)
+    _update_manifest(d, {path.name: os.environ.get(RUN_ID_ENV)})
     return path
 
 
@@ -46,13 +53,62 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _update_manifest(d: Path) -> None:
+def _update_manifest(d: Path, written: dict[str, str | None]) -> None:
+    try:
+        before = json.loads((d / MANIFEST).read_text())
+    except (OSError, ValueError):
+        before = {}
     entries = {}
     for p in sorted(d.glob("*.csv")):
         header = p.open().readline().rstrip("\n")
         rows = sum(1 for _ in p.open()) - 1
         entries[p.name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
-    (d / MANIFEST).write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
+        run = written[p.name] if p.name in written else before.get(p.name, {}).get("run_id")
+        if run:
+            entries[p.name]["run_id"] = run
+    tmp = d / f"{MANIFEST}.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, d / MANIFEST)
+
+
+def stage(profile: str, work_root: Path, root: Path | None = None) -> Path:
+    """A working copy of the profile's tables under `work_root` (made once per run; a resumed run keeps
+    it): point `PGLAB_DERIVED_DIR` at `work_root` and the notebooks read and write there."""
+    work = work_root / profile
+    if not work.is_dir():
+        final = profile_dir(profile, root)
+        tmp = work_root / f".{profile}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        if final.is_dir():
+            shutil.copytree(final, tmp)
+        else:
+            tmp.mkdir(parents=True)
+        os.replace(tmp, work)
+    return work
+
+
+def publish(profile: str, work_root: Path, root: Path | None = None) -> Path:
+    """Swap the working copy in for the profile's folder. Two renames: a crash between them leaves the old
+    folder as `.<profile>.old`, which the next publish (or `recover`) puts back first."""
+    final = profile_dir(profile, root)
+    recover(profile, root)
+    old = final.parent / f".{profile}.old"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(work_root / profile, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def recover(profile: str, root: Path | None = None) -> None:
+    """Undo a publish cut short between its two renames."""
+    final = profile_dir(profile, root)
+    old = final.parent / f".{profile}.old"
+    if old.exists() and not final.exists():
+        os.replace(old, final)
+    elif old.exists():
+        shutil.rmtree(old)
 
 
 def verify(profile: str, root: Path | None = None) -> list[str]:

@@ -25,7 +25,8 @@ def raw_dir() -> Path:
 
 
 def derived_dir() -> Path:
-    return data_dir() / "derived"
+    """`PGLAB_DERIVED_DIR` while `make report` runs: its working copy, swapped in when the run succeeds."""
+    return Path(os.environ.get("PGLAB_DERIVED_DIR") or data_dir() / "derived")
 
 
 def state_dir() -> Path:

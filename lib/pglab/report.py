@@ -7,19 +7,23 @@
 Params are validated before anything starts. The run id is chosen once (an interrupted run of the same
 profile is resumed) and handed to every notebook, so all stages record into one run. The params path is
 handed over relative to the project root, so an executed notebook re-runs unchanged in another clone.
-The report notebook is also written as one self-contained HTML file, `<out>/report.html`."""
+The report notebook is also written as one self-contained HTML file, `<out>/report.html`.
+
+The measuring notebooks write their derived tables into a working copy of the profile's folder, swapped in
+only once they have all succeeded (derived.stage / publish): a failed run leaves the previous tables."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 
+from . import derived, paths
 from . import params as params_mod
-from . import paths
 from .report_html import write_html
 from .store import begin_run, finish_run
 
@@ -39,6 +43,11 @@ def _stable_injected_id(path: Path) -> None:
         if "injected-parameters" in cell.metadata.get("tags", []):
             cell.id = f"{path.stem}-injected-parameters"
     nbformat.write(nb, path)
+
+
+def _publish(profile: str, staged: Path, final_root: Path) -> None:
+    os.environ.pop("PGLAB_DERIVED_DIR", None)
+    print(f"  derived tables -> {derived.publish(profile, staged, final_root)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,8 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     run_id = begin_run(p.profile, args.run_id or p.run_id) if measuring else args.run_id
     shown = run_id or "none (the report reads data/derived only)"
     print(f"pglab report: profile {p.profile}, run {shown}, {len(todo)} notebooks -> {out}", flush=True)
+    final_root = paths.derived_dir()
+    staged = None
+    if measuring:
+        staged = paths.raw_dir() / run_id / "derived-work"
+        derived.stage(p.profile, staged, final_root)
+        os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
     for nb in todo:
+        if staged and nb.name == REPORT_NOTEBOOK:
+            staged = _publish(p.profile, staged, final_root)
         t0 = time.monotonic()
         print(f"  {nb.name} ...", flush=True)
         try:
@@ -88,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {nb.name} done in {time.monotonic() - t0:.1f} s", flush=True)
         if nb.name == REPORT_NOTEBOOK:
             print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
+    if staged:
+        _publish(p.profile, staged, final_root)
     if measuring and not args.only:
         finish_run(p.profile, run_id)
     print(f"pglab report: finished in {time.monotonic() - t_all:.1f} s; notebooks in {out}", flush=True)

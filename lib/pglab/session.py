@@ -6,8 +6,10 @@ stopped when the kernel exits)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
+from . import derived
 from . import params as params_mod
 from . import servers as servers_mod
 from .params import Params
@@ -45,6 +47,7 @@ class Session:
 def begin(params_file: str, run_id: str | None = None) -> Session:
     p = params_mod.load(params_file)
     rid = begin_run(p.profile, run_id or p.run_id)
+    os.environ[derived.RUN_ID_ENV] = rid  # derived tables written in this kernel name the run they came from
     store = RunStore(rid)
     store.save_json("params.json", {"file": p.source} | p.model_dump(mode="json", exclude={"servers"}))
     return Session(params=p, store=store, servers=servers_mod.select(p))

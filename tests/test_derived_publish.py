@@ -1,0 +1,76 @@
+"""A run's derived tables replace the profile's folder only as a whole, once the run has succeeded: a
+failed run leaves the previous tables untouched, never a mix of two runs."""
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+
+from pglab import derived
+
+
+def _manifest(d):
+    return json.loads((d / derived.MANIFEST).read_text())
+
+
+def test_a_failed_run_leaves_the_previous_tables_and_a_good_one_replaces_them(tmp_path, monkeypatch):
+    final = tmp_path / "derived"
+    monkeypatch.setenv(derived.RUN_ID_ENV, "run-1")
+    derived.write_table(pl.DataFrame({"x": [1, 2]}), "a", "p", root=final)
+    derived.write_table(pl.DataFrame({"x": [3]}), "b", "p", root=final)
+    before = {f.name: f.read_bytes() for f in (final / "p").iterdir()}
+    assert {e["run_id"] for e in _manifest(final / "p").values()} == {"run-1"}
+
+    # run 2 rewrites a, then fails before b: nothing of it may show
+    work = tmp_path / "raw" / "run-2" / "derived-work"
+    derived.stage("p", work, final)
+    monkeypatch.setenv(derived.RUN_ID_ENV, "run-2")
+    derived.write_table(pl.DataFrame({"x": [9, 9, 9]}), "a", "p", root=work)
+    assert {f.name: f.read_bytes() for f in (final / "p").iterdir()} == before
+
+    # resumed, it keeps its working copy, completes and is published as a whole
+    derived.stage("p", work, final)
+    assert derived.read_table("a", "p", root=work)["x"].to_list() == [9, 9, 9]
+    derived.write_table(pl.DataFrame({"x": [8]}), "b", "p", root=work)
+    derived.publish("p", work, final)
+    m = _manifest(final / "p")
+    assert {n: e["run_id"] for n, e in m.items()} == {"a.csv": "run-2", "b.csv": "run-2"}
+    assert derived.verify("p", final) == []
+    assert not work.joinpath("p").exists() and not (final / ".p.old").exists()
+
+
+def test_a_table_not_rewritten_keeps_the_run_that_wrote_it(tmp_path, monkeypatch):
+    final = tmp_path / "derived"
+    monkeypatch.setenv(derived.RUN_ID_ENV, "run-1")
+    derived.write_table(pl.DataFrame({"x": [1]}), "a", "p", root=final)
+    derived.write_table(pl.DataFrame({"x": [2]}), "b", "p", root=final)
+    work = tmp_path / "work"
+    derived.stage("p", work, final)
+    monkeypatch.setenv(derived.RUN_ID_ENV, "run-2")  # a partial re-run (ONLY=50) rewrites a alone
+    derived.write_table(pl.DataFrame({"x": [5]}), "a", "p", root=work)
+    derived.publish("p", work, final)
+    assert {n: e["run_id"] for n, e in _manifest(final / "p").items()} == {"a.csv": "run-2", "b.csv": "run-1"}
+
+
+def test_a_publish_killed_between_its_renames_is_recovered(tmp_path):
+    final = tmp_path / "derived"
+    derived.write_table(pl.DataFrame({"x": [1]}), "a", "p", root=final)
+    work = tmp_path / "work"
+    derived.stage("p", work, final)
+    # the kill: the old folder moved aside, the new one not yet in
+    (final / "p").rename(final / ".p.old")
+    derived.recover("p", final)
+    assert derived.read_table("a", "p", root=final)["x"].to_list() == [1]
+    assert not (final / ".p.old").exists()
+
+
+def test_the_environment_points_reads_and_writes_at_the_working_copy(tmp_path):
+    code = (
+        "import polars as pl; from pglab import derived, paths; "
+        "derived.write_table(pl.DataFrame({'x': [1]}), 't', 'p'); print(paths.derived_dir())"
+    )
+    env = {"PGLAB_DERIVED_DIR": str(tmp_path / "work"), "PGLAB_DATA_DIR": str(tmp_path / "data"), "PATH": "/usr/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(tmp_path / "work")
+    assert (tmp_path / "work" / "p" / "t.csv").exists() and not (tmp_path / "data" / "derived").exists()
