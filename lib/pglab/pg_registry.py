@@ -32,6 +32,7 @@ SCOPE = "@embedded-postgres"
 VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)-(alpha|beta)\.(\d+)")
 TIMEOUT_S = 30
 METADATA_TTL_S = 600  # discover() runs several times per run; one registry call is enough
+UNREACHABLE_TTL_S = 60  # offline, each of those calls would wait for the network again
 
 
 class DownloadError(InstallError):
@@ -88,20 +89,24 @@ def metadata_url(registry: str | None = None) -> str:
     return f"{registry_url(registry)}/{SCOPE}%2f{arch_name()}"
 
 
-_metadata_seen: dict[str, tuple[float, dict]] = {}
+_metadata_seen: dict[str, tuple[float, dict | DownloadError]] = {}
 
 
 def fetch_metadata(registry: str | None = None) -> dict:
     """The package's registry document (every version with its tarball URL and integrity)."""
     url = metadata_url(registry)
     seen = _metadata_seen.get(url)
-    if seen and time.monotonic() - seen[0] < METADATA_TTL_S:
+    if seen and isinstance(seen[1], dict) and time.monotonic() - seen[0] < METADATA_TTL_S:
         return seen[1]
+    if seen and isinstance(seen[1], DownloadError) and time.monotonic() - seen[0] < UNREACHABLE_TTL_S:
+        raise seen[1]
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:
             meta = json.load(resp)
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
-        raise DownloadError(f"GET {url} failed: {getattr(e, 'reason', e)}") from e
+        err = DownloadError(f"GET {url} failed: {getattr(e, 'reason', e)}")
+        _metadata_seen[url] = (time.monotonic(), err)
+        raise err from e
     if not isinstance(meta.get("versions"), dict):
         raise DownloadError(f"GET {url}: not an npm package document (no 'versions')")
     _metadata_seen[url] = (time.monotonic(), meta)
