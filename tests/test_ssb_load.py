@@ -88,3 +88,77 @@ def test_missing_database_means_no_dataset(server):
     assert current_dataset(server, "ssb_sf_no_such") is None
     with pytest.raises(psycopg.OperationalError):
         server.connect("ssb_sf_no_such")
+
+
+def _last_analyze(server, table="lineorder"):
+    with server.connect(database_name(SF)) as conn:
+        return conn.execute("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = %s", (table,)).fetchone()[0]
+
+
+def test_rows_come_from_the_load_not_from_estimates(server):
+    """Rows as each COPY reported them, kept with the dataset: a skipped load reports the same counts."""
+    fresh = load(server, SF, 7, prewarm=False, force=True)
+    expected = {t: ssb.row_count(t, SF, 7) if t == "lineorder" else ssb.row_count(t, SF) for t in ssb.TABLES}
+    assert {t["table"]: t["rows"] for t in fresh.tables} == expected
+    with server.connect(database_name(SF)) as conn:
+        conn.execute("UPDATE pg_class SET reltuples = 0 WHERE relname = 'lineorder'")  # a wrong estimate
+    again = load(server, SF, 7, prewarm=False)
+    assert again.skipped and {t["table"]: t["rows"] for t in again.tables} == expected
+    load(server, SF, 7, prewarm=False, force=True)  # real statistics back for the other tests
+
+
+def test_a_load_cut_before_its_analyze_is_only_analysed_on_resume(server):
+    """Marked complete only after VACUUM (ANALYZE): a load interrupted in between keeps its tables and COPY
+    times, and the next load runs the ANALYZE it missed instead of skipping it."""
+    first = load(server, SF, 7, prewarm=False, force=True, run_id="run-a")
+    with server.connect(database_name(SF)) as conn:
+        conn.execute("UPDATE pglab_dataset SET complete = false")
+        conn.execute("SELECT pg_stat_reset()")  # forget the ANALYZE, as if it had never run
+    assert current_dataset(server, database_name(SF)) is None
+    assert _last_analyze(server) is None
+    resumed = load(server, SF, 7, prewarm=False, run_id="run-b")
+    assert not resumed.skipped and resumed.run_id == "run-a"  # the COPY times are run-a's
+    assert [t["seconds"] for t in resumed.tables] == [t["seconds"] for t in first.tables]
+    assert _last_analyze(server) is not None
+    assert current_dataset(server, database_name(SF)) == ssb.dataset_id(SF, 7)
+    assert load(server, SF, 7, prewarm=False).skipped
+
+
+def test_each_load_is_recorded_by_the_run_that_made_it_even_after_a_crash(server, tmp_path):
+    """A run killed between a server's load and its record records it on the rerun (the database keeps the
+    run id with the figures); another run finding the dataset there records nothing."""
+    from pglab.ssb import stage as ssb_stage
+    from pglab.ssb.params import SsbParams
+    from pglab.store import RunStore
+
+    load(server, SF, 7, prewarm=False, force=True, run_id="crashed-run")  # loaded, then killed: no record
+    p = SsbParams(sf=SF, seed=7, prewarm=False)
+    store = RunStore("crashed-run", root=tmp_path)
+    res = ssb_stage.load_all([server], p, store)
+    assert res[0].skipped
+    recs = store.records("ssb_load")
+    assert sorted(recs["item"]) == sorted([*ssb.TABLES, "all"]) and recs["value"].null_count() == 0
+    lineorder = recs.filter(recs["item"] == "lineorder")
+    assert lineorder["rows"][0] == ssb.row_count("lineorder", SF, 7)
+    ssb_stage.load_all([server], p, store)  # again: nothing twice
+    assert store.records("ssb_load").height == recs.height
+    other = RunStore("another-run", root=tmp_path)
+    ssb_stage.load_all([server], p, other)
+    assert other.records("ssb_load").is_empty()
+
+
+def test_an_external_server_that_may_not_load_is_a_recorded_skip(tmp_path, cluster, server):
+    from pglab import outcomes
+    from pglab.ssb import stage as ssb_stage
+    from pglab.ssb.params import SsbParams
+    from pglab.store import RunStore
+
+    f = tmp_path / "ext.yaml"
+    f.write_text(f"servers: {{use: [ext], external: [{{name: ext, dsn: '{cluster.conninfo()}'}}]}}\n")
+    ext = servers.select(params.load(f))[0]
+    store = RunStore("skip-run", root=tmp_path)
+    res = ssb_stage.load_all([ext], SsbParams(sf=SF, seed=9, prewarm=False), store)
+    assert res[0].refused and ssb_stage.holding([ext], res) == []
+    skips = outcomes.skipped(store, ["ssb_load"])
+    assert skips["server"].to_list() == ["ext"] and "allow_destructive" in skips["reason"][0]
+    assert current_dataset(ext, database_name(SF))["seed"] == 7  # untouched

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -38,6 +40,28 @@ def redact(conninfo: str) -> str:
         return "<unparseable dsn>"
     params.pop("password", None)
     return make_conninfo(**params)
+
+
+_SECRETS: set[str] = set()
+_PASSWORD_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def register_secret(secret: str | None) -> None:
+    """A password `scrub` must remove from any text (the kit registers external servers' dsn passwords)."""
+    if secret:
+        _SECRETS.add(secret)
+
+
+def scrub(text: str | None) -> str | None:
+    """`text` without any known password (registered, or PGPASSWORD's) and without `password=...` pairs: for
+    error messages, tool output and command lines that are stored or printed."""
+    if not text:
+        return text
+    text = _PASSWORD_KV.sub(r"\1***", text)
+    for secret in sorted(_SECRETS | {os.environ.get("PGPASSWORD") or ""}, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
 
 
 @dataclass
@@ -84,7 +108,7 @@ def timed_statement(
             if keep_rows:
                 out.rows = rows
         except psycopg.Error as e:
-            out.error = str(e).strip()
+            out.error = scrub(str(e).strip())
             out.sqlstate = e.sqlstate
             if not conn.autocommit:
                 conn.rollback()

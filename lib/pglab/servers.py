@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from .cluster import Cluster, InitdbOptions
-from .db import connect, redact
+from .db import connect, redact, register_secret
 from .installs import Install, discover
 from .params import ExternalServer, Params
 
@@ -31,6 +32,14 @@ class Server:
     cluster: Cluster | None = None
     external: ExternalServer | None = field(default=None, repr=False)
     settings: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.external is not None:
+            # whatever text the kit stores or prints later goes through db.scrub, which removes it
+            try:
+                register_secret(conninfo_to_dict(self.external.dsn).get("password"))
+            except psycopg.ProgrammingError:
+                pass  # an unparseable dsn fails on connecting, with a message that does not quote it
 
     @property
     def kind(self) -> str:

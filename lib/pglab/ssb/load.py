@@ -7,7 +7,11 @@ the loading transaction skips WAL altogether. Generation runs in a child process
 while this process relays its blocks to the server, so the two cores work side by side.
 
 The database records which dataset it holds (`pglab_dataset`): loading the same (SF, seed, generator
-version) again is skipped; a different one replaces it, only in a database the kit may destroy."""
+version) again is skipped; a different one replaces it, only in a database the kit may destroy. The record
+is written in two steps, each after what it vouches for: once every table is loaded (with the rows each
+COPY reported, its seconds and the run that measured them), and marked complete only after `VACUUM
+(ANALYZE)`. A load cut short before the first step starts over; one cut short between the two is only
+analysed, and keeps the times its COPYs took."""
 
 from __future__ import annotations
 
@@ -36,29 +40,47 @@ class LoadResult:
     server: str
     database: str
     dataset: dict
-    skipped: bool
+    skipped: bool  # the dataset was already there, complete: nothing loaded now
     method: str | None = None
-    tables: list[dict] = field(default_factory=list)  # table, rows, seconds, table_bytes
+    tables: list[dict] = field(default_factory=list)  # table, rows (as COPY reported), seconds, table_bytes
     total_s: float = 0.0
     analyze_s: float = 0.0
     prewarm_s: float | None = None
     database_bytes: int | None = None
+    run_id: str | None = None  # the run whose load these times are (None: not known)
+    refused: str | None = None  # why this server cannot hold the dataset (nothing else is set then)
 
     def records(self) -> list[dict]:
         base = {"server": self.server, "database": self.database, **self.dataset, "method": self.method}
         return [base | t for t in self.tables]
 
 
-def current_dataset(server: Server, dbname: str) -> dict | None:
-    """The dataset the database says it holds (None if no such database or no complete load)."""
+@dataclass
+class DatasetState:
+    """What `pglab_dataset` says: the dataset, whether it is complete (analysed), and its load's figures."""
+
+    dataset: dict
+    complete: bool
+    load: dict  # run_id, method, tables [{table, rows, seconds}], copy_s, analyze_s, total_s
+
+
+def dataset_state(server: Server, dbname: str) -> DatasetState | None:
+    """The database's dataset record; None if there is no such database or no loaded dataset in it (a record
+    of an older kit, without the load's figures, counts as none: it may never have been analysed)."""
     try:
         with server.connect(dbname) as conn:
-            row = conn.execute(
-                "SELECT dataset FROM pglab_dataset WHERE complete"
-            ).fetchone()  # fmt: skip
-    except (psycopg.OperationalError, psycopg.errors.UndefinedTable):
+            row = conn.execute("SELECT dataset, complete, load FROM pglab_dataset").fetchone()
+    except (psycopg.OperationalError, psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):
         return None
-    return json.loads(row[0]) if row else None
+    if not row or row[2] is None:
+        return None
+    return DatasetState(json.loads(row[0]), bool(row[1]), json.loads(row[2]))
+
+
+def current_dataset(server: Server, dbname: str) -> dict | None:
+    """The dataset the database says it holds (None if no such database or no complete load)."""
+    state = dataset_state(server, dbname)
+    return state.dataset if state and state.complete else None
 
 
 def load(
@@ -69,23 +91,44 @@ def load(
     method: str = "copy_freeze",
     force: bool = False,
     progress=None,
+    run_id: str | None = None,
 ) -> LoadResult:
-    """Make `server` hold SSB (sf, seed). `progress(table, rows_done)` is called as rows stream in."""
+    """Make `server` hold SSB (sf, seed). `progress(table, rows_done)` is called as rows stream in; `run_id`
+    is kept with the load's figures, so that a rerun of that run can still record them."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     dbname = database_name(sf)
     wanted = dataset_id(sf, seed)
-    have = current_dataset(server, dbname)
-    if have == wanted and not force:
-        res = LoadResult(server.name, dbname, wanted, skipped=True)
-        if prewarm:
-            res.prewarm_s = _prewarm(server, dbname)
-        res.tables, res.database_bytes = _sizes(server, dbname)
-        return res
+    state = None if force else dataset_state(server, dbname)
+    if state is not None and state.dataset == wanted:
+        res = _from_state(server.name, dbname, state)
+        if not state.complete:  # loaded, but the ANALYZE that completes it never finished: only that now
+            server.require_destructive(f"finish the interrupted load of {dbname} (VACUUM ANALYZE)")
+            res.analyze_s = _analyze_and_complete(server, dbname)
+            res.total_s = state.load["copy_s"] + res.analyze_s
+    else:
+        res = _load_now(server, dbname, wanted, sf, seed, method, progress, run_id)
+    if prewarm:
+        res.prewarm_s = _prewarm(server, dbname)
+    by_table, res.database_bytes = _sizes(server, dbname)
+    for t in res.tables:
+        t["table_bytes"] = by_table.get(t["table"])
+    return res
 
+
+def _from_state(server: str, dbname: str, state: DatasetState) -> LoadResult:
+    ld = state.load
+    tables = [{"table": t["table"], "rows": t["rows"], "seconds": t["seconds"]} for t in ld["tables"]]
+    return LoadResult(server, dbname, state.dataset, skipped=state.complete, method=ld.get("method"), tables=tables,
+                      total_s=ld.get("total_s") or 0.0, analyze_s=ld.get("analyze_s") or 0.0,
+                      run_id=ld.get("run_id"))  # fmt: skip
+
+
+def _load_now(server: Server, dbname: str, wanted: dict, sf: float, seed: int, method: str, progress,
+              run_id: str | None) -> LoadResult:  # fmt: skip
     t_all = time.perf_counter()
     server.recreate_database(dbname)
-    res = LoadResult(server.name, dbname, wanted, skipped=False, method=method)
+    res = LoadResult(server.name, dbname, wanted, skipped=False, method=method, run_id=run_id)
     # lineorder's generator process starts first and runs ahead (bounded) while the small dimension
     # tables, generated here in this process, load; one extra process, not five, on a two-core machine
     sources = {"lineorder": iter_blocks_parallel("lineorder", sf, seed, "copy", workers=1, prefetch=4)}
@@ -94,29 +137,36 @@ def load(
         with server.connect(dbname, autocommit=False) as conn:
             for table in LOAD_ORDER:
                 res.tables.append(_load_table(conn, table, sf, sources[table], method, progress))
-            conn.execute("CREATE TABLE pglab_dataset (dataset text NOT NULL, complete boolean NOT NULL)")
-            conn.execute("INSERT INTO pglab_dataset VALUES (%s, true)", (json.dumps(wanted, sort_keys=True),))
+            copy_s = time.perf_counter() - t_all
+            # step one of the record: every table is there (not yet analysed, so not complete)
+            figures = {"run_id": run_id, "method": method, "tables": res.tables, "copy_s": copy_s}
+            conn.execute("CREATE TABLE pglab_dataset (dataset text NOT NULL, complete boolean NOT NULL, load text)")
+            conn.execute("INSERT INTO pglab_dataset VALUES (%s, false, %s)",
+                         (json.dumps(wanted, sort_keys=True), json.dumps(figures)))  # fmt: skip
             conn.commit()
     finally:
         sources["lineorder"].close()
+    res.analyze_s = _analyze_and_complete(server, dbname)
+    res.total_s = time.perf_counter() - t_all
+    return res
+
+
+def _analyze_and_complete(server: Server, dbname: str) -> float:
+    """VACUUM (ANALYZE), then step two of the record: complete, with the whole load's figures."""
     t0 = time.perf_counter()
     with server.connect(dbname) as conn:
         # VACUUM sets the visibility map (index-only and parallel scans rely on it); ANALYZE the statistics
         conn.execute("VACUUM (ANALYZE)")
-    res.analyze_s = time.perf_counter() - t0
-    res.total_s = time.perf_counter() - t_all
-    if prewarm:
-        res.prewarm_s = _prewarm(server, dbname)
-    sizes, res.database_bytes = _sizes(server, dbname)
-    by_table = {s["table"]: s for s in sizes}
-    for t in res.tables:
-        t["table_bytes"] = by_table[t["table"]]["table_bytes"]
-    return res
+        analyze_s = time.perf_counter() - t0
+        figures = json.loads(conn.execute("SELECT load FROM pglab_dataset").fetchone()[0])
+        figures |= {"analyze_s": analyze_s, "total_s": figures["copy_s"] + analyze_s}
+        conn.execute("UPDATE pglab_dataset SET complete = true, load = %s", (json.dumps(figures),))
+    return analyze_s
 
 
 def _load_table(conn, table: str, sf: float, blocks, method: str, progress) -> dict:
     t0 = time.perf_counter()
-    rows = 0
+    sent = 0
     freeze = " (FREEZE)" if method == "copy_freeze" else ""
     with conn.cursor() as cur:
         # created in the same transaction as the COPY: the condition for FREEZE (and for skipping WAL)
@@ -124,9 +174,12 @@ def _load_table(conn, table: str, sf: float, blocks, method: str, progress) -> d
         with cur.copy(f'COPY "{table}" FROM STDIN{freeze}') as copy:
             for n, block in blocks:
                 copy.write(block)
-                rows += n
+                sent += n
                 if progress:
                     progress(table, n)
+        rows = cur.rowcount  # what the server's COPY reported ("COPY n"), not what we think we sent
+    if rows != sent:
+        raise RuntimeError(f"{table}: COPY reported {rows} rows, {sent} were sent")
     conn.commit()
     return {"table": table, "rows": rows, "seconds": time.perf_counter() - t0}
 
@@ -138,7 +191,10 @@ def _prewarm(server: Server, dbname: str) -> float | None:
     t0 = time.perf_counter()
     with server.connect(dbname) as conn:
         try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            if server.allow_destructive:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            elif not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'").fetchone():
+                return None  # a server the kit may not change: used as it is
         except psycopg.Error:
             return None
         for table in TABLES:
@@ -146,15 +202,18 @@ def _prewarm(server: Server, dbname: str) -> float | None:
     return time.perf_counter() - t0
 
 
-def _sizes(server: Server, dbname: str) -> tuple[list[dict], int]:
+def _sizes(server: Server, dbname: str) -> tuple[dict[str, int], int]:
+    """Bytes per table and of the database (row counts come from the load itself, never from pg_class)."""
     with server.connect(dbname) as conn:
         rows = conn.execute(
-            "SELECT c.relname, c.reltuples::bigint, pg_table_size(c.oid) FROM pg_class c"
+            "SELECT c.relname, pg_table_size(c.oid) FROM pg_class c"
             " WHERE c.relname = ANY(%s) AND c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace",
             (list(TABLES),),
         ).fetchall()
         db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-    return [{"table": r[0], "rows": r[1], "table_bytes": r[2]} for r in rows], db_bytes
+    return dict(rows), db_bytes
 
 
-__all__ = ["GENERATOR_VERSION", "LoadResult", "current_dataset", "database_name", "load"]
+__all__ = [
+    "GENERATOR_VERSION", "DatasetState", "LoadResult", "current_dataset", "database_name", "dataset_state", "load",
+]

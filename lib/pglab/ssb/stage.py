@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from .. import outcomes
 from ..progress import bar as tqdm
-from ..servers import Server
+from ..servers import DestructiveStepRefused, Server
 from ..session import Session
-from . import order_count, row_count
-from .load import LoadResult, load
+from ..store import RunStore
+from . import dataset_id, order_count, row_count
+from .load import LoadResult, database_name, load
 from .params import SsbParams
 
 
@@ -38,21 +40,42 @@ def prepare(servers: list[Server], p: SsbParams) -> list[dict]:
     return out
 
 
-def load_all(servers: list[Server], p: SsbParams) -> list[LoadResult]:
-    """Make every server hold SSB (sf, seed), with one progress bar over all rows."""
+EXP_LOAD = "ssb_load"
+
+
+def load_all(servers: list[Server], p: SsbParams, store: RunStore | None = None) -> list[LoadResult]:
+    """Make every server hold SSB (sf, seed), with one progress bar per server. With `store`, each server's
+    load is recorded as soon as it is done (not after all of them), and a server that may not hold the
+    dataset (an external one without allow_destructive that lacks it) is a recorded skip."""
     expected = sum(row_count(t, p.sf) for t in ("date", "supplier", "customer", "part")) + 4 * order_count(p.sf)
     results = []
     for srv in servers:
         with tqdm(total=expected, desc=f"SSB SF {p.sf:g} -> {srv.name}", unit="row", unit_scale=True) as bar:
-            res = load(srv, p.sf, p.seed, prewarm=p.prewarm, method=p.load_method,
-                       progress=lambda table, n: bar.update(n))  # fmt: skip
+            try:
+                res = load(srv, p.sf, p.seed, prewarm=p.prewarm, method=p.load_method,
+                           progress=lambda table, n: bar.update(n), run_id=store.run_id if store else None)  # fmt: skip
+            except DestructiveStepRefused as e:
+                res = LoadResult(srv.name, database_name(p.sf), dataset_id(p.sf, p.seed), skipped=True, refused=str(e))
             bar.update(max(0, expected - bar.n))
+        if store is not None:
+            if res.refused:
+                outcomes.skip(store, EXP_LOAD, srv.name, f"the SSB dataset is not there and may not be loaded: "
+                                                         f"{res.refused}")  # fmt: skip
+            else:
+                record_load(store, res)
         results.append(res)
     return results
 
 
+def holding(servers: list[Server], results: list[LoadResult]) -> list[Server]:
+    """The servers that hold the dataset (the others were refused the load: see the recorded skips)."""
+    refused = {r.server for r in results if r.refused}
+    return [s for s in servers if s.name not in refused]
+
+
 def load_table(results: list[LoadResult]) -> pl.DataFrame:
-    """One row per server and table: rows, seconds, bytes, and whether the load was skipped."""
+    """One row per server and table: rows (as the load's COPY reported them), seconds, bytes, and whether the
+    load was skipped (the dataset was already there)."""
     rows = []
     for r in results:
         for t in r.tables:
@@ -66,16 +89,22 @@ def load_table(results: list[LoadResult]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def record_loads(store, results: list[LoadResult]) -> None:
-    """Each table's load time as a measurement of the run (a skipped load measured nothing)."""
+def record_load(store: RunStore, r: LoadResult) -> None:
+    """Each table's load time as a measurement of the run, and the whole load's. A load another run made
+    measured nothing in this one; one this run made is recorded even when found already done (a rerun after
+    an interruption between the load and its record)."""
+    if r.refused or r.run_id is None or r.run_id != store.run_id:
+        return
+    cond = f"sf={r.dataset['sf']:g},seed={r.dataset['seed']},{r.method}"
+    for t in r.tables:
+        if not store.done(r.server, EXP_LOAD, cond, t["table"], 0):
+            store.record(r.server, EXP_LOAD, cond, t["table"], 0, t["seconds"], "s", rows=t["rows"],
+                         table_bytes=t["table_bytes"], generator_version=r.dataset["generator_version"])
+    if not store.done(r.server, EXP_LOAD, cond, "all", 0):
+        store.record(r.server, EXP_LOAD, cond, "all", 0, r.total_s, "s", database_bytes=r.database_bytes,
+                     vacuum_analyze_s=r.analyze_s, prewarm_s=r.prewarm_s)
+
+
+def record_loads(store: RunStore, results: list[LoadResult]) -> None:
     for r in results:
-        if r.skipped:
-            continue
-        cond = f"sf={r.dataset['sf']:g},seed={r.dataset['seed']},{r.method}"
-        for t in r.tables:
-            if not store.done(r.server, "ssb_load", cond, t["table"], 0):
-                store.record(r.server, "ssb_load", cond, t["table"], 0, t["seconds"], "s", rows=t["rows"],
-                             table_bytes=t["table_bytes"], generator_version=r.dataset["generator_version"])
-        if not store.done(r.server, "ssb_load", cond, "all", 0):
-            store.record(r.server, "ssb_load", cond, "all", 0, r.total_s, "s", database_bytes=r.database_bytes,
-                         vacuum_analyze_s=r.analyze_s, prewarm_s=r.prewarm_s)
+        record_load(store, r)
