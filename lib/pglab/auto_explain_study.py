@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .paramtypes import SettingValue, Strict
+from .paramtypes import Settings, SettingValue, Strict
 
 EXPERIMENT = "auto_explain"
 NAME = r"^[A-Za-z0-9_]+$"
@@ -66,7 +66,7 @@ class Item(Strict):
 
     sql: str = Field(min_length=1)
     label: str = ""
-    settings: dict[str, SettingValue] = {}
+    settings: Settings = {}
 
 
 class Condition(Strict):
@@ -74,7 +74,7 @@ class Condition(Strict):
 
     label: str = ""
     load: bool = True
-    settings: dict[str, SettingValue] = {}
+    settings: Settings = {}
     items: Literal["all"] | list[str] = "all"
     # the log proof: a plan for every transaction, or none; "auto" = every when log_min_duration is 0
     expect_plans: Literal["auto", "every", "none"] = "auto"
@@ -225,7 +225,7 @@ class AutoExplainParams(Strict):
     loading: Literal["shared_preload", "session_preload"] = "shared_preload"
     prewarm: bool = True
     client: Literal["newest", "own"] = "newest"
-    server_settings: dict[str, SettingValue] = STUDY_SETTINGS
+    server_settings: Settings = STUDY_SETTINGS
     items: dict[str, Item] = Field(default_factory=_study_items)
     conditions: dict[str, Condition] = Field(default_factory=_study_conditions)
     baseline: str = STUDY_BASELINE
@@ -275,6 +275,13 @@ class AutoExplainParams(Strict):
             if missing:
                 raise ValueError(f"mode transactions: expected transactions for every item; missing {missing}")
         return v
+
+    def setting_dicts(self) -> dict[str, dict]:
+        """Every settings dict of this section by its key under the section (checked with each server's own
+        rules before any server starts)."""
+        out: dict[str, dict] = {"server_settings": self.server_settings}
+        out |= {f"items.{k}.settings": i.settings for k, i in self.items.items()}
+        return out | {f"conditions.{k}.settings": c.settings for k, c in self.conditions.items()}
 
     def items_of(self, condition: str) -> list[str]:
         c = self.conditions[condition]

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .paramtypes import SettingValue, Strict
+from .paramtypes import SettingValue, Strict, setting_name_problem
 
 EXPERIMENT = "jit_operators"
 SCHEMA = "public"
@@ -143,6 +143,8 @@ class JitOperatorsParams(Strict):
             for key in settings:
                 if not SETTING_NAME.fullmatch(key):
                     raise ValueError(f"condition {name!r}: expected PostgreSQL setting names; {key!r} is not one")
+                if setting_name_problem(key):  # one the kit sets itself
+                    raise ValueError(f"condition {name!r}: {key}: {setting_name_problem(key)}")
             if not isinstance(settings.get("jit"), bool):
                 raise ValueError(f"condition {name!r} must set jit: true or false")
         return v
@@ -169,6 +171,11 @@ class JitOperatorsParams(Strict):
 
     def session_settings(self, condition: str) -> dict[str, SettingValue]:
         return {"max_parallel_workers_per_gather": self.max_parallel_workers_per_gather} | self.conditions[condition]
+
+    def setting_dicts(self) -> dict[str, dict]:
+        """Every settings dict of this section by its key under the section (checked with each server's own
+        rules before any server starts)."""
+        return {f"conditions.{c}": s for c, s in self.conditions.items()}
 
     def jit_conditions(self) -> list[str]:
         return [c for c, s in self.conditions.items() if s["jit"]]

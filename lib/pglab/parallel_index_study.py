@@ -105,6 +105,11 @@ class ParallelIndexParams(Strict):
 
     # -- what the params mean --------------------------------------------------------------------------------
 
+    def setting_dicts(self) -> dict[str, dict]:
+        """Every setting this section gives a session, by its key under the section ("": the section's own key),
+        checked with each server's own rules before any server starts."""
+        return {"": {"maintenance_work_mem": self.maintenance_work_mem}}
+
     def n_workers(self) -> int:
         """N: the largest worker count (default: this machine's cores)."""
         if self.worker_counts is not None:

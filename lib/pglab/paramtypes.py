@@ -1,12 +1,78 @@
 """Building blocks of the params schema, shared by params.py and the experiment modules that define
-their own section of it (ssb, pgbench, auto_explain)."""
+their own section of it (ssb, pgbench, auto_explain, ...): strict models, safe names, setting dicts.
 
-from pydantic import BaseModel, ConfigDict
+Imports nothing of the kit: the study modules import it, and params imports them."""
 
-SettingValue = str | int | float | bool
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 
 class Strict(BaseModel):
     """Unknown keys are errors: a typo in a params file must not silently fall back to a default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- names that become folder names (servers' clusters, run ids under data/raw) -----------------------------
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+SAFE_NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit, without '..', at most 64"
+
+
+def is_safe_name(name: object) -> bool:
+    """Whether `name` can be a folder name under the kit's own folders: never '.', '..' or a path."""
+    return isinstance(name, str) and bool(SAFE_NAME.fullmatch(name)) and ".." not in name
+
+
+def _safe_name(v: str) -> str:
+    if not is_safe_name(v):
+        raise ValueError(f"expected a name of {SAFE_NAME_RULE}")
+    return v
+
+
+SafeName = Annotated[str, AfterValidator(_safe_name)]
+
+
+# -- PostgreSQL settings --------------------------------------------------------------------------------------
+
+# What the kit sets itself on every cluster it starts (cluster.py `_base_settings`, kept in step by a test),
+# the files and folders it decides, and the config-file directives that would read another file: a params
+# file must not move the server off 127.0.0.1 and its private socket, or away from the log the kit reads.
+KIT_OWNED_SETTINGS = frozenset({
+    "listen_addresses", "port", "unix_socket_directories", "logging_collector", "log_destination",
+    "log_directory", "log_filename", "data_directory", "config_file", "hba_file", "ident_file",
+    "include", "include_dir", "include_if_exists",
+})  # fmt: skip
+SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+
+
+def setting_name_problem(name: str) -> str | None:
+    """What is wrong with `name` as a setting in params (None: nothing)."""
+    if not SETTING_NAME.fullmatch(name):
+        return "expected a PostgreSQL setting name (letters, digits and _, optionally prefix.name)"
+    if name.lower() in KIT_OWNED_SETTINGS:
+        return f"expected a setting the kit does not set itself; it owns {', '.join(sorted(KIT_OWNED_SETTINGS))}"
+    return None
+
+
+def _setting_name(v: str) -> str:
+    problem = setting_name_problem(v)
+    if problem:
+        raise ValueError(problem)
+    return v
+
+
+def _setting_value(v):
+    # the value is written into the cluster's config file: a line break or NUL there would start a new line
+    if isinstance(v, str) and any(c in v for c in "\n\r\0"):
+        raise ValueError("expected a value on one line (no line breaks or NUL)")
+    return v
+
+
+SettingName = Annotated[str, AfterValidator(_setting_name)]
+SettingValue = Annotated[str | int | float | bool, AfterValidator(_setting_value)]
+Settings = dict[SettingName, SettingValue]

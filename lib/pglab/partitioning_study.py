@@ -23,7 +23,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from .paramtypes import SettingValue, Strict
+from .paramtypes import Settings, Strict
 
 EXPERIMENT = "partitioning"
 ITEM = "count_avg"
@@ -89,7 +89,7 @@ class PartitioningParams(Strict):
     statement_timeout_s: float = Field(default=600, gt=0)
     # server settings for this stage on kit servers, on top of params' `settings` (reset afterwards);
     # max_worker_processes / max_parallel_workers are raised to what max_workers needs in any case
-    server_settings: dict[str, SettingValue] = {}
+    server_settings: Settings = {}
     tablespaces: Tablespaces = Tablespaces()
 
     @field_validator("database")
@@ -109,6 +109,11 @@ class PartitioningParams(Strict):
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
                 raise ValueError(f"expected PostgreSQL setting names; {name!r} is not one")
         return v
+
+    def setting_dicts(self) -> dict[str, dict]:
+        """Every settings dict of this section by its key under the section (checked with each server's own
+        rules before any server starts)."""
+        return {"server_settings": self.server_settings}
 
     def conditions(self) -> list[tuple[str, int]]:
         """(condition, max_parallel_workers_per_gather): serial first, then 1 … max_workers."""

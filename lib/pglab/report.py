@@ -20,11 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-
 from . import derived, paths
 from . import params as params_mod
-from .report_html import write_html
+from .paramtypes import SAFE_NAME_RULE, is_safe_name
 from .store import begin_run, finish_run
 
 KERNEL = "pglab"
@@ -38,6 +36,8 @@ def notebooks() -> list[Path]:
 
 def _stable_injected_id(path: Path) -> None:
     """papermill gives its injected-parameters cell a random id; a fixed one keeps re-runs byte-identical."""
+    import nbformat  # here, not at the top: 1.5 s of imports a refused params file need not wait for
+
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if "injected-parameters" in cell.metadata.get("tags", []):
@@ -50,11 +50,19 @@ def _publish(profile: str, staged: Path, final_root: Path) -> None:
     print(f"  derived tables -> {derived.publish(profile, staged, final_root)}", flush=True)
 
 
+def _run_id(text: str) -> str:
+    """--run-id names a folder under data/raw/ (`make report RUN_ID=...` passes it): refused like a bad params
+    key, before anything starts (argparse exits with 2)."""
+    if not is_safe_name(text):
+        raise argparse.ArgumentTypeError(f"expected {SAFE_NAME_RULE}; got {text!r}")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report", description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params/default.yaml")
     ap.add_argument("--out", default=str(paths.REPORT))
-    ap.add_argument("--run-id", default=None)
+    ap.add_argument("--run-id", default=None, type=_run_id)
     ap.add_argument("--only", action="append", help="run only notebooks whose name starts with this")
     args = ap.parse_args(argv)
 
@@ -64,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     import papermill
+
+    from .report_html import write_html  # imports nbconvert, nbformat: only once params are good
 
     out = paths.resolve(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from . import paths
+from .paramtypes import SAFE_NAME_RULE, is_safe_name
 
 KEY = ("server", "experiment", "condition", "item", "repetition", "warmup")
 COLUMNS = (*KEY, "value", "unit", "ts")
@@ -31,9 +32,17 @@ def _key(server, experiment, condition, item, repetition, warmup) -> tuple:
     return (str(server), str(experiment), str(condition), str(item), int(repetition), bool(warmup))
 
 
+def check_run_id(run_id) -> str:
+    """A run id names a folder under data/raw/: never '.', '..' or a path (the last line of defence; params and
+    the command line check it first)."""
+    if not is_safe_name(run_id):
+        raise StoreError(f"run id {run_id!r}: expected {SAFE_NAME_RULE}")
+    return run_id
+
+
 class RunStore:
     def __init__(self, run_id: str, root: Path | None = None):
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.dir = (root or paths.raw_dir()) / run_id
         self.dir.mkdir(parents=True, exist_ok=True)
         self.file = self.dir / "measurements.jsonl"
@@ -143,6 +152,7 @@ def begin_run(profile: str, run_id: str | None = None, root: Path | None = None)
         run_id = marker.read_text().strip() or None
     if run_id is None:
         run_id = f"{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_run_id(run_id)  # also one read back from the marker file
     if ((root or paths.raw_dir()) / run_id / "COMPLETE").exists():
         return run_id  # re-deriving a finished run: it must not become the one the next run resumes
     marker.parent.mkdir(parents=True, exist_ok=True)
@@ -152,6 +162,7 @@ def begin_run(profile: str, run_id: str | None = None, root: Path | None = None)
 
 def finish_run(profile: str, run_id: str, root: Path | None = None) -> None:
     """Mark the run complete: the next `begin_run` of this profile starts a new one."""
+    check_run_id(run_id)
     marker = _marker(profile, root)
     if marker.exists() and marker.read_text().strip() == run_id:
         marker.unlink()

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..paramtypes import SettingValue, Strict
+from ..paramtypes import Settings, Strict
 
 MODES = ("serial", "parallel", "parallel_jit")
 
@@ -20,7 +20,7 @@ class SsbParams(Strict):
     load_method: Literal["copy_freeze", "copy"] = "copy_freeze"
     # settings for the whole SSB stage on kit servers, on top of params' `settings`: wal_level minimal
     # lets the COPY into a table created in the same transaction skip WAL; queries are read-only
-    stage_settings: dict[str, SettingValue] = {"wal_level": "minimal", "max_wal_senders": 0}
+    stage_settings: Settings = {"wal_level": "minimal", "max_wal_senders": 0}
     modes: list[Literal["serial", "parallel", "parallel_jit"]] = list(MODES)
     workers: int | None = Field(default=None, ge=1, le=64)  # parallel modes; None: the machine's cores
     repetitions: int = Field(default=5, ge=1, le=1000)
@@ -41,6 +41,33 @@ class SsbParams(Strict):
             if unknown:
                 raise ValueError(f"expected query ids among {list(QUERY_IDS)}; unknown {unknown}")
         return v
+
+    @field_validator("queries")
+    @classmethod
+    def _some_queries(cls, v):
+        if v != "all" and (not v or len(set(v)) != len(v)):
+            raise ValueError("expected 'all' or a non-empty list of distinct query ids")
+        return v
+
+    @field_validator("modes")
+    @classmethod
+    def _distinct_modes(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError(f"expected a non-empty list of distinct modes among {list(MODES)}")
+        return v
+
+    @field_validator("worker_sweep")
+    @classmethod
+    def _sweep(cls, v: list[int] | None) -> list[int] | None:
+        # max_parallel_workers_per_gather values: 0 (serial) … 64, as `workers`
+        if v is not None and (not v or any(w < 0 or w > 64 for w in v) or len(set(v)) != len(v)):
+            raise ValueError("expected null or a non-empty list of distinct worker counts from 0 to 64")
+        return v
+
+    def setting_dicts(self) -> dict[str, dict]:
+        """Every settings dict of this section by its key under the section (checked with each server's own
+        rules before any server starts)."""
+        return {"stage_settings": self.stage_settings}
 
     def query_ids(self) -> list[str]:
         from . import QUERY_IDS
