@@ -1,0 +1,261 @@
+"""The checks of params that need the machine, run by `params.load` before any server starts.
+
+- every `servers.installs[].bin_dir` holds a PostgreSQL server, and no install takes a name another one has;
+- `servers.use` names servers that exist;
+- every PostgreSQL setting in params (top-level `settings` and each study's) is one that each selected
+  install accepts, with its value: one `postgres -C` per install with all of them, in a throwaway folder;
+- what the run will write fits in the free space of the state folder;
+- every external server answers (its password never shown).
+
+Each failure is a `ParamsError` naming the file, the key and what was expected."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+from . import paths
+from .params import Params, ParamsError
+
+
+def check_machine(params: Params, shown) -> None:
+    """Quick local checks first; the dsns last, as an unreachable server costs its whole connect timeout."""
+    selected = _selected_installs(params, shown)
+    check_settings(params, shown, selected)
+    check_disk(params, shown, [i.name for i in selected])
+    _check_dsns(params, shown)
+
+
+# -- installs and names ---------------------------------------------------------------------------------------
+
+
+def _selected_installs(params: Params, shown) -> list:
+    """The installs the run will make clusters of (found ones and params' own), checked."""
+    from .installs import InstallError, discover, probe
+
+    own = {}
+    for i, inst in enumerate(params.servers.installs):
+        try:
+            own[probe(inst.bin_dir, "params", inst.name).bin_dir] = i
+        except (InstallError, OSError, subprocess.SubprocessError) as e:
+            raise ParamsError(
+                f"{shown}: servers.installs[{i}].bin_dir: expected a folder with PostgreSQL's postgres, "
+                f"initdb and pg_ctl; got {inst.bin_dir!r} ({e})"
+            ) from None
+    installs = discover({p.name: p.bin_dir for p in params.servers.installs})
+    for inst in installs:
+        i = own.get(inst.bin_dir)
+        if i is not None and inst.name != params.servers.installs[i].name:  # renamed by discover: taken
+            raise ParamsError(
+                f"{shown}: servers.installs[{i}].name: expected a name no other server has; "
+                f"{params.servers.installs[i].name!r} is the install found in "
+                f"{next(x.bin_dir for x in installs if x.name == params.servers.installs[i].name)}"
+            )
+    found = {i.name: i for i in installs}
+    for i, ext in enumerate(params.servers.external):
+        if ext.name in found:
+            raise ParamsError(f"{shown}: servers.external[{i}].name: expected a name no other server has; "
+                              f"{ext.name!r} is the install found in {found[ext.name].bin_dir}")  # fmt: skip
+    if params.servers.use == "all":
+        return installs
+    # versions are fetched only when the servers are chosen; by then they are named pg<major>, or
+    # pg<major>-download beside an install of that major (installs.downloaded)
+    fetched = {f"pg{v}{suffix}" for v in map(_major, params.servers.versions) for suffix in ("", "-download")}
+    known = set(found) | {e.name for e in params.servers.external} | fetched
+    unknown = [n for n in params.servers.use if n not in known]
+    if unknown:
+        raise ParamsError(f"{shown}: servers.use: expected 'all' or names among {sorted(known)}; got unknown {unknown}")
+    return [i for i in installs if i.name in params.servers.use]
+
+
+def _major(v) -> int:
+    from .params import version_major
+
+    return version_major(v)
+
+
+# -- settings --------------------------------------------------------------------------------------------------
+
+
+def _setting_arg(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def check_settings(params: Params, shown, installs: list) -> None:
+    """Every setting in params against each install's own rules, with `postgres -C` (names, types, ranges,
+    enum values). Settings of extensions (auto_explain.*) are only placeholders to it, any value passes:
+    their own checks are in the study's params. A server is never started for this."""
+    from . import osuser
+
+    dicts = params.setting_dicts()
+    entries = [(f"{where}.{name}", name, value) for where, d in dicts.items() for name, value in d.items()]
+    if not entries or not installs:
+        return
+    run_as = osuser.server_user()
+    folder = _config_folder(run_as)
+    try:
+        for inst in installs:
+            reason = _postgres_c(inst, folder, run_as, entries)
+            if reason is None:
+                continue
+            key, value = _culprit(inst, folder, run_as, entries, reason)
+            if key is None:
+                raise ParamsError(f"{shown}: settings: could not check them with {inst.tool('postgres')} "
+                                  f"({inst.name}) as OS user {run_as.name}: {reason}")  # fmt: skip
+            raise ParamsError(f"{shown}: {key}: expected a setting and value that {inst.name} (PostgreSQL "
+                              f"{inst.major}.{inst.minor}) accepts; got {value!r}: {reason}")  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _config_folder(run_as) -> Path:
+    """A throwaway folder with an empty postgresql.conf, owned by the server's OS user: `postgres -C` needs a
+    config file to start from, and as root the binaries run as that user (PostgreSQL refuses root)."""
+    folder = Path(tempfile.mkdtemp(prefix="pglab-settings-"))
+    for f in ("postgresql.conf", "postgresql.auto.conf"):  # auto.conf too: else it logs that it is missing
+        (folder / f).write_text("")
+    if not run_as.is_self:
+        for p in (folder, folder / "postgresql.conf", folder / "postgresql.auto.conf"):
+            os.chown(p, run_as.uid, run_as.gid, follow_symlinks=False)
+    return folder
+
+
+def _postgres_c(inst, folder: Path, run_as, entries) -> str | None:
+    """None if the install accepts every (key, name, value), else PostgreSQL's reason."""
+    cmd = [str(inst.tool("postgres")), "-D", str(folder), "-C", "server_version"]
+    for _, name, value in entries:
+        cmd += ["-c", f"{name}={_setting_arg(value)}"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **run_as.popen_kwargs())
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    if out.returncode == 0:
+        return None
+    # the FATAL line and its hint ('Available values: ...'), without the log line prefix
+    lines = re.findall(r"(?:FATAL|ERROR|HINT|DETAIL):\s+(.*)", out.stderr)
+    return " ".join(lines) or " ".join(out.stderr.split())[-300:] or f"exit code {out.returncode}"
+
+
+def _culprit(inst, folder: Path, run_as, entries, reason: str) -> tuple[str | None, object]:
+    """The (key, value) PostgreSQL refused: each entry of the named setting alone (several keys may set it)."""
+    m = re.search(r'parameter "([^"]+)"', reason)
+    named = [e for e in entries if m and e[1].lower() == m.group(1).lower()]
+    for key, name, value in named or entries:
+        if _postgres_c(inst, folder, run_as, [(key, name, value)]) is not None:
+            return key, value
+    return None, None
+
+
+# -- disk space ------------------------------------------------------------------------------------------------
+
+# Sizes on disk, measured on PostgreSQL 15 and 18 here (2025): SSB loaded as the kit loads it (COPY FREEZE,
+# VACUUM ANALYZE, no indexes): pg_database_size 41.9 MB at SF 0.05, 678.8 MB at SF 1, an empty database
+# 7.6 MB; the largest parallel_index build (4 key columns on lineorder) 189.2 MB at SF 1, one at a time;
+# pgbench -i: 23.5 MB at scale 1, 164.6 MB at scale 10; a one-int table 36.3 B a row (jit_operators 3 M
+# rows: 108.8 MB); partitioning 84.5 B a row (3 M rows: 253.4 MB).
+MB = 1_000_000
+EMPTY_DB = 7.6 * MB
+SSB_PER_SF = 671.2 * MB
+SSB_INDEX_PER_SF = 189.2 * MB
+PGBENCH_PER_SCALE = 15.7 * MB
+INT_ROW = 36.3
+WIDE_ROW = 44  # two 8-byte (or small numeric) columns: 24 B header + 16 + a 4 B line pointer
+PARTITION_ROW = 84.5
+# initdb's files and WAL: the default run's data folder held 431 MB beyond its databases, 419 MB of it WAL
+CLUSTER_OVERHEAD = 500 * MB
+
+
+def estimate_bytes(params: Params) -> dict[str, float]:
+    """What one kit server will hold after a full run, by the params key that decides it."""
+    p = params
+    out = {"(each cluster: initdb and WAL)": CLUSTER_OVERHEAD}
+    out["ssb.sf"] = EMPTY_DB + SSB_PER_SF * p.ssb.sf + SSB_INDEX_PER_SF * p.ssb.sf
+    b = p.pgbench
+    scales = set(b.scales) | {b.scaling_scale} if {"load", "select_only", "scaling"} & set(b.experiments) else set()
+    series = set(b.series_scales) if "series" in b.experiments else set()
+    out["pgbench.scales"] = sum(EMPTY_DB + PGBENCH_PER_SCALE * s for s in [*scales, *series])
+    out["auto_explain.rows"] = EMPTY_DB + INT_ROW * p.auto_explain.rows
+    row = INT_ROW if p.jit_operators.column_type == "integer" else WIDE_ROW
+    out["jit_operators.rows"] = EMPTY_DB + row * p.jit_operators.rows
+    out["partitioning.rows"] = EMPTY_DB + PARTITION_ROW * p.partitioning.rows
+    return out
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass  # gone meanwhile
+    return total
+
+
+def _human(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 1e6:.2f} MB"
+
+
+def check_disk(params: Params, shown, servers: list[str]) -> None:
+    """Refuse a run whose data would not fit into the free space of the state folder (the kit's clusters).
+    What a server's cluster already holds (a resumed run, a later notebook of the same run) counts as there."""
+    if not servers:
+        return  # external servers only: their data is on their own disks
+    parts = estimate_bytes(params)
+    per_server = sum(parts.values())
+    need = sum(max(0.0, per_server - _folder_bytes(paths.clusters_dir() / name)) for name in servers)
+    folder = paths.state_dir()
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if need <= free:
+        return
+    n = len(servers)
+    biggest = max((k for k in parts if not k.startswith("(")), key=parts.get)
+    detail = ", ".join(f"{k} {_human(v)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= MB)
+    raise ParamsError(
+        f"{shown}: {biggest}: expected a run that fits on disk; these params would write about {_human(need)} "
+        f"({n} kit server{'s' if n != 1 else ''} x {_human(per_server)}: {detail}) but "
+        f"{folder} has {_human(free)} free"
+    )
+
+
+# -- external servers ------------------------------------------------------------------------------------------
+
+
+def _without_password(text: str, dsn: str) -> str:
+    """`text` with the dsn and every piece of its password (quoted, URL-encoded, each word of it) blanked."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from .db import redact
+
+    text = text.replace(dsn, redact(dsn))
+    password = conninfo_to_dict(dsn).get("password") or ""
+    pieces = {password, quote(password), quote_plus(password), *password.split()}
+    for piece in sorted((p for p in pieces if len(p) >= 3 or p == password), key=len, reverse=True):
+        if piece:
+            text = text.replace(piece, "***")
+    return text
+
+
+def _check_dsns(params: Params, shown) -> None:
+    from .db import connect, redact
+
+    for i, ext in enumerate(params.servers.external):
+        try:
+            connect(ext.dsn, connect_timeout=max(1, round(params.servers.connect_timeout_s))).close()
+        except Exception as e:
+            lines = _without_password(str(e), ext.dsn).strip().splitlines()
+            reason = lines[0] if lines else type(e).__name__
+            raise ParamsError(
+                f"{shown}: servers.external[{i}].dsn: expected a server answering within "
+                f"{params.servers.connect_timeout_s:g}s; {redact(ext.dsn)!r} did not ({reason})"
+            ) from None
