@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pglab-installed
 PARAMS ?= params/default.yaml
-REPORT_DIR ?= report
+REPORT_DIR ?=
 RUN_ID ?=
 ONLY ?=
 TEST_DIR := build/test
@@ -16,7 +16,8 @@ TEST_DIR := build/test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=$(REPORT_DIR) RUN_ID=<resume a run> ONLY=<notebook numbers>"
+	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=<default: report/ for the default profile, build/report-<profile>/ otherwise>"
+	@echo "             RUN_ID=<resume a run> ONLY=<notebook numbers>"
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +29,7 @@ $(STAMP): requirements.lock pyproject.toml
 venv: $(STAMP) ## create .venv from the lock file and register its Jupyter kernel
 
 report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml: a short pass; ONLY=99: the report alone)
-	$(BIN)/python -m pglab.report --params $(PARAMS) --out $(REPORT_DIR) $(if $(RUN_ID),--run-id $(RUN_ID)) \
+	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) \
 	  $(foreach o,$(ONLY),--only $(o))
 
 lint: $(STAMP) ## ruff on the library, tests and tools

@@ -45,6 +45,19 @@ def _stable_injected_id(path: Path) -> None:
     nbformat.write(nb, path)
 
 
+def default_out(profile: str) -> Path:
+    """The reference profile's report is the committed one; any other profile writes beside it, never over it."""
+    return paths.REPORT if profile == "default" else paths.ROOT / "build" / f"report-{profile}"
+
+
+def _server_count(p) -> int:
+    if isinstance(p.servers.use, list):
+        return len(p.servers.use)
+    from .installs import discover
+
+    return len(discover()) + len(p.servers.versions) + len(p.servers.external)
+
+
 def _publish(profile: str, staged: Path, final_root: Path) -> None:
     os.environ.pop("PGLAB_DERIVED_DIR", None)
     print(f"  derived tables -> {derived.publish(profile, staged, final_root)}", flush=True)
@@ -61,7 +74,8 @@ def _run_id(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report", description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params/default.yaml")
-    ap.add_argument("--out", default=str(paths.REPORT))
+    ap.add_argument("--out", default=None,
+                    help="default: report/ for the reference profile (default), build/report-<profile>/ otherwise")
     ap.add_argument("--run-id", default=None, type=_run_id)
     ap.add_argument("--only", action="append", help="run only notebooks whose name starts with this")
     args = ap.parse_args(argv)
@@ -74,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     import papermill
 
     from .report_html import write_html  # imports nbconvert, nbformat: only once params are good
+    from .report_progress import RunProgress, estimate_s
 
-    out = paths.resolve(args.out)
+    out = paths.resolve(args.out) if args.out else default_out(p.profile)
     out.mkdir(parents=True, exist_ok=True)
     params_path = paths.resolve(args.params)
     if params_path.is_relative_to(paths.ROOT):
@@ -93,28 +108,34 @@ def main(argv: list[str] | None = None) -> int:
         derived.stage(p.profile, staged, final_root)
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
-    for nb in todo:
-        if staged and nb.name == REPORT_NOTEBOOK:
-            staged = _publish(p.profile, staged, final_root)
-        t0 = time.monotonic()
-        print(f"  {nb.name} ...", flush=True)
-        try:
-            papermill.execute_notebook(
-                str(nb),
-                str(out / nb.name),
-                parameters={"params_file": str(params_path), "run_id": run_id},
-                kernel_name=KERNEL,
-                cwd=str(paths.NOTEBOOKS),
-                progress_bar=False,
-            )
-        except papermill.PapermillExecutionError as e:
-            print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
-            print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
-            return 1
-        _stable_injected_id(out / nb.name)
-        print(f"  {nb.name} done in {time.monotonic() - t0:.1f} s", flush=True)
-        if nb.name == REPORT_NOTEBOOK:
-            print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
+    servers = _server_count(p)
+    estimates = {nb.name: estimate_s(nb.name, p, servers) for nb in todo}
+    with RunProgress([nb.name for nb in todo], estimates) as progress:
+        for nb in todo:
+            if staged and nb.name == REPORT_NOTEBOOK:
+                staged = _publish(p.profile, staged, final_root)
+            progress.start(nb.name)
+            try:
+                papermill.execute_notebook(
+                    str(nb),
+                    str(out / nb.name),
+                    parameters={"params_file": str(params_path), "run_id": run_id},
+                    kernel_name=KERNEL,
+                    cwd=str(paths.NOTEBOOKS),
+                    progress_bar=False,
+                    kernel_manager_class=progress.kernel_manager_class,
+                )
+            except papermill.PapermillExecutionError as e:
+                progress.finish(nb.name)
+                print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
+                print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}",
+                      file=sys.stderr)
+                return 1
+            _stable_injected_id(out / nb.name)
+            took = progress.finish(nb.name)
+            print(f"  {nb.name} done in {took:.1f} s (estimated {estimates[nb.name]:.0f} s)", flush=True)
+            if nb.name == REPORT_NOTEBOOK:
+                print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
     if staged:
         _publish(p.profile, staged, final_root)
     if measuring and not args.only:

@@ -1,0 +1,153 @@
+"""What `make report` shows in the terminal while it runs, and how its kernels talk to it.
+
+- One progress line for the whole run: notebook k of n, elapsed, and an estimate of the time left. The
+  estimate starts from each notebook's time in the reference run, scaled by the params' sizes, and is
+  corrected by how fast the notebooks done so far went compared with their estimates.
+- The notebooks' own progress bars (pglab.progress) are mirrored onto that line: the driver points
+  `PGLAB_PROGRESS_FILE` at a file, the kernel's bars write their latest state there instead of into the
+  notebook's output, and a thread here shows it.
+- Kernels run over IPC sockets in a private temporary folder, not TCP on localhost: nothing to encrypt,
+  and no "running over TCP without encryption" warning per notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jupyter_client.manager import KernelManager
+from traitlets import default
+
+from .progress import PROGRESS_ENV
+
+if TYPE_CHECKING:
+    from .params import Params
+
+# Seconds each notebook took in the reference run of params/default.yaml on 2 cores with two servers.
+REFERENCE_S = {"00": 11, "10": 19, "20": 490, "30": 511, "40": 273, "50": 87, "60": 207, "70": 45, "99": 10}
+
+
+def ipc_kernel_manager(folder: Path) -> type[KernelManager]:
+    """A KernelManager class whose kernels listen on IPC sockets inside `folder` (which must be private)."""
+
+    class IpcKernelManager(KernelManager):
+        @default("transport")
+        def _transport_default(self):
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self):
+            return str(folder / "kernel")
+
+    return IpcKernelManager
+
+
+def estimate_s(notebook: str, p: Params, servers: int) -> float:
+    """A rough time for one notebook from the params' sizes, relative to the reference run."""
+    nn = notebook[:2]
+    base = REFERENCE_S.get(nn, 60)
+    if nn in ("00", "99"):
+        return base
+    scale = {
+        "10": p.ssb.sf,
+        "20": p.ssb.sf * (p.ssb.repetitions + p.ssb.warmups) / 6,
+        "30": len(p.pgbench.scales) / 2 * p.pgbench.select_only.duration_s / 10,
+        "40": p.auto_explain.rows / 1e6 * p.auto_explain.run.repetitions / 6,
+        "50": p.jit_operators.rows / 3e6 * p.jit_operators.repetitions / 10,
+        "60": p.ssb.sf * p.parallel_index.repetitions / 3,
+        "70": p.partitioning.rows / 3e6 * p.partitioning.repetitions / 10,
+    }.get(nn, 1.0)
+    return max(5.0, base * max(scale, 0.05) * max(servers, 1) / 2)
+
+
+def _clock(s: float) -> str:
+    s = int(max(s, 0))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class RunProgress:
+    """The one progress line of a report run. Use as a context manager around the notebook loop."""
+
+    def __init__(self, notebooks: list[str], estimates: dict[str, float], out=sys.stdout):
+        self.notebooks, self.estimates, self.out = notebooks, estimates, out
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.folder = Path(tempfile.mkdtemp(prefix="pglab-run-"))
+        self.file = self.folder / "progress"
+        self.kernel_manager_class = ipc_kernel_manager(self.folder)
+        self.t0 = time.monotonic()
+        self.done: dict[str, tuple[float, float]] = {}  # notebook: (estimate, took)
+        self.current: str | None = None
+        self.t_current = self.t0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._last_print = 0.0
+
+    def __enter__(self):
+        os.environ[PROGRESS_ENV] = str(self.file)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+        os.environ.pop(PROGRESS_ENV, None)
+        self._clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def start(self, notebook: str) -> None:
+        self.current, self.t_current = notebook, time.monotonic()
+        self.file.unlink(missing_ok=True)
+        self._show(force=True)
+
+    def finish(self, notebook: str) -> float:
+        took = time.monotonic() - self.t_current
+        self.done[notebook] = (self.estimates[notebook], took)
+        self.current = None
+        self._clear()
+        return took
+
+    def left_s(self) -> float:
+        """Time left: the remaining estimates, scaled by how the finished notebooks went."""
+        est_done = sum(e for e, _ in self.done.values())
+        took_done = sum(t for _, t in self.done.values())
+        pace = took_done / est_done if est_done > 30 else 1.0
+        todo = [n for n in self.notebooks if n not in self.done]
+        left = sum(self.estimates[n] for n in todo) * pace
+        if self.current:
+            left -= min(time.monotonic() - self.t_current, self.estimates[self.current] * pace * 0.95)
+        return max(left, 0.0)
+
+    def line(self) -> str:
+        k = len(self.done) + (1 if self.current else 0)
+        head = f"[{k}/{len(self.notebooks)}] {self.current or ''}".rstrip()
+        text = f"{head}  {_clock(time.monotonic() - self.t0)} elapsed, ~{_clock(self.left_s())} left"
+        try:
+            bar = self.file.read_text().strip()
+        except OSError:
+            bar = ""
+        return f"{text}  | {bar}" if bar and self.current else text
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self._show()
+
+    def _show(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.tty:
+            width = shutil.get_terminal_size((120, 20)).columns - 1
+            self.out.write("\r\x1b[2K" + self.line()[:width])
+            self.out.flush()
+        elif force or now - self._last_print >= 30:  # a log file: a line every half minute
+            self._last_print = now
+            print(self.line(), file=self.out, flush=True)
+
+    def _clear(self) -> None:
+        if self.tty:
+            self.out.write("\r\x1b[2K")
+            self.out.flush()
