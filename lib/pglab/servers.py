@@ -119,7 +119,8 @@ class Server:
 def select(params: Params, installs: list[Install] | None = None) -> list[Server]:
     """The servers params choose (default: every install found plus every external server), not started."""
     if installs is None:
-        installs = discover({p.name: p.bin_dir for p in params.servers.installs})
+        # servers.versions: more majors, downloaded into the install cache when not there yet
+        installs = discover({p.name: p.bin_dir for p in params.servers.installs}, versions=params.servers.versions)
     initdb = InitdbOptions(**params.initdb.model_dump())
     servers = [
         Server(name=i.name, install=i, cluster=Cluster(i, initdb=initdb), settings=dict(params.settings))
