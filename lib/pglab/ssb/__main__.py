@@ -1,4 +1,7 @@
-"""Write dbgen-compatible SSB `.tbl` files: python -m pglab.ssb --sf 1 --seed 1 --out data/ssb/sf1"""
+"""Write SSB `.tbl` files: python -m pglab.ssb --sf 1 --out data/ssb/sf1 [--processes K] [--flavor dbgen|spec]
+
+The default flavor, dbgen, writes the files ssb-dbgen's `dbgen -s SF` writes, byte for byte (whole SF);
+--seed only applies to the spec flavor."""
 
 import argparse
 import math
@@ -6,9 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
-from . import generate, parallel
+from . import files
+from .dbgen import counts as dbgen_counts
+from .flavors import DEFAULT_FLAVOR, FLAVORS, GENERATOR_VERSION
 from .schema import TABLES
 
 
@@ -16,41 +19,59 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pglab.ssb",
         description="Generate Star Schema Benchmark tables as dbgen-style .tbl files (| separated, "
-                    "trailing |). The same --sf and --seed always give byte-identical files.")
-    parser.add_argument("--sf", required=True, type=_scale_factor, help="scale factor > 0, e.g. 1 or 0.01")
-    parser.add_argument("--seed", type=_seed, default=1, help="random seed, integer >= 0 (default 1)")
+                    "trailing |). Flavor dbgen (default) writes ssb-dbgen's files byte for byte; flavor spec "
+                    "follows the SSB rules with its own random streams, chosen by --seed. The same arguments "
+                    "always give byte-identical files, whatever --processes.")
+    parser.add_argument("--sf", required=True, type=_scale_factor,
+                        help="scale factor > 0, e.g. 1 or 0.01 (flavor dbgen: whole from 1 on)")
+    parser.add_argument("--flavor", choices=FLAVORS, default=DEFAULT_FLAVOR,
+                        help="dbgen (default): identical to ssb-dbgen; spec: the SSB rules, seeded")
+    parser.add_argument("--seed", type=_seed, default=1,
+                        help="random seed of flavor spec, integer >= 0 (default 1; flavor dbgen has fixed streams)")
     parser.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), metavar="TABLE",
                         help=f"tables to write (default all: {' '.join(TABLES)})")
-    parser.add_argument("--workers", type=int, default=0,
-                        help="generator processes besides this one (default 0: generate in this process)")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                        help="generating processes, this one included (default: the number of CPUs)")
+    parser.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)  # older: children only
     args = parser.parse_args(argv)
-    if args.workers < 0:
-        parser.error("argument --workers: must be >= 0")
+    processes = args.processes if args.workers is None else args.workers + 1
+    if processes < 1:
+        parser.error("argument --processes: must be >= 1")
+    try:
+        totals = _expected_rows(args.tables, args.sf, args.flavor)
+    except ValueError as error:
+        parser.error(f"argument --sf: {error}")
     _prepare_output_dir(parser, args.out)
-    print(f"SSB generator {generate.GENERATOR_VERSION}: SF {args.sf}, seed {args.seed} -> {args.out}",
-          file=sys.stderr)
-    for table in args.tables:
-        _write_table(table, args.sf, args.seed, args.out, args.workers)
+    seed_note = f"seed {args.seed}" if args.flavor == "spec" else "dbgen's fixed streams"
+    print(f"SSB generator {GENERATOR_VERSION}, flavor {args.flavor}: SF {args.sf:g}, {seed_note}, "
+          f"{processes} processes -> {args.out}", file=sys.stderr)
+    bars: dict = {}
+
+    def progress(table: str, rows: int) -> None:
+        if table not in bars:
+            from tqdm import tqdm  # late: tqdm's import is slow, and the generator children start first
+
+            for bar in bars.values():
+                bar.close()
+            bars[table] = tqdm(total=totals[table], desc=table, unit=" rows", unit_scale=True, file=sys.stderr)
+        bars[table].update(rows)
+
+    try:
+        files.write_tables(args.out, args.tables, args.sf, args.seed, args.flavor, processes, progress=progress)
+    finally:
+        for bar in bars.values():
+            bar.close()
     return 0
 
 
-def _write_table(table: str, sf: float, seed: int, out: Path, workers: int) -> None:
-    if workers:
-        blocks = parallel.iter_blocks_parallel(table, sf, seed, "tbl", workers=workers)
-    else:
-        blocks = generate.iter_blocks(table, sf, seed, "tbl")
-    target = out / f"{table}.tbl"
-    partial = target.with_name(target.name + ".partial")  # never leave a truncated file under the real name
-    total = generate.row_count(table, sf, seed)
-    with (
-        open(partial, "wb") as sink,
-        tqdm(total=total, desc=table, unit=" rows", unit_scale=True, file=sys.stderr) as progress,
-    ):
-        for rows, block in blocks:
-            sink.write(block)
-            progress.update(rows)
-    os.replace(partial, target)
+def _expected_rows(tables: list[str], sf: float, flavor: str) -> dict[str, int]:
+    """Rows per table for the progress bars (lineorder: the expectation); raises ValueError for a bad SF."""
+    if flavor == "dbgen":
+        return {t: dbgen_counts.expected_rows(t, sf) for t in tables}
+    from . import generate
+
+    return {t: generate.row_count(t, sf, flavor=flavor) for t in tables}
 
 
 def _scale_factor(text: str) -> float:

@@ -15,8 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import generate, scale
-from .rand import check_seed
+from . import scale
+from .flavors import DEFAULT_FLAVOR, check_format
 
 # Frame of each block on a child's stdout: rows, byte length (little-endian uint64), then the bytes.
 HEADER = struct.Struct("<QQ")
@@ -36,14 +36,16 @@ class ParallelBlocks:
     _children: list | tuple = ()  # so close() works even when __init__ failed before starting anything
 
     def __init__(self, table: str, sf: float, seed: int, fmt: str = "copy", *, workers: int = 1,
-                 prefetch: int = 4, polars_threads: int = 1, with_rows: bool = True):
-        sf, seed = scale.check_sf(sf), check_seed(seed)
-        if fmt not in generate.FORMATS:
-            raise ValueError(f"unknown block format {fmt!r}; expected one of {generate.FORMATS}")
+                 prefetch: int = 4, polars_threads: int = 1, with_rows: bool = True,
+                 flavor: str = DEFAULT_FLAVOR):
+        from . import generate  # here: files.py uses this module's helpers before it loads polars
+
+        sf, seed = scale.check_sf(sf), generate.check_seed(seed)
+        check_format(fmt)
         if workers < 1 or prefetch < 1 or polars_threads < 1:
             raise ValueError("workers, prefetch and polars_threads must be >= 1")
         self._children: list[tuple[subprocess.Popen, object]] = []
-        self._n_chunks = generate.chunk_count(table, sf)  # also rejects an unknown table
+        self._n_chunks = generate.chunk_count(table, sf, flavor)  # also rejects an unknown table or flavor
         self._next_chunk = 0
         self._with_rows = with_rows
         workers = min(workers, self._n_chunks)
@@ -52,7 +54,7 @@ class ParallelBlocks:
         try:
             for w in range(workers):
                 command = [sys.executable, "-m", "pglab.ssb.worker", table, repr(sf), str(seed), fmt, str(w),
-                           str(workers), str(prefetch)]
+                           str(workers), str(prefetch), flavor]
                 errors = tempfile.TemporaryFile()  # not a pipe: an unread stderr pipe could block the child
                 try:
                     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env)
@@ -101,26 +103,29 @@ class ParallelBlocks:
 
 
 def iter_blocks_parallel(table: str, sf: float, seed: int, fmt: str = "copy", *, workers: int = 1,
-                         prefetch: int = 4, polars_threads: int = 1) -> ParallelBlocks:
+                         prefetch: int = 4, polars_threads: int = 1,
+                         flavor: str = DEFAULT_FLAVOR) -> ParallelBlocks:
     """(rows, bytes) per chunk, as generate.iter_blocks gives them, made by `workers` child processes.
 
     polars_threads caps each child's polars thread pool: on a 2-core machine where PostgreSQL's COPY
     backend has the other core, one generator thread is what fits.
     """
     return ParallelBlocks(table, sf, seed, fmt, workers=workers, prefetch=prefetch,
-                          polars_threads=polars_threads)
+                          polars_threads=polars_threads, flavor=flavor)
 
 
-def iter_copy_blocks_parallel(table: str, sf: float, seed: int, workers: int = 1,
-                              prefetch: int = 4) -> ParallelBlocks:
+def iter_copy_blocks_parallel(table: str, sf: float, seed: int, workers: int = 1, prefetch: int = 4,
+                              flavor: str = DEFAULT_FLAVOR) -> ParallelBlocks:
     """The bytes of generate.iter_copy_blocks, in the same order, generated in child processes."""
-    return ParallelBlocks(table, sf, seed, "copy", workers=workers, prefetch=prefetch, with_rows=False)
+    return ParallelBlocks(table, sf, seed, "copy", workers=workers, prefetch=prefetch, with_rows=False,
+                          flavor=flavor)
 
 
-def iter_tbl_blocks_parallel(table: str, sf: float, seed: int, workers: int = 1,
-                             prefetch: int = 4) -> ParallelBlocks:
+def iter_tbl_blocks_parallel(table: str, sf: float, seed: int, workers: int = 1, prefetch: int = 4,
+                             flavor: str = DEFAULT_FLAVOR) -> ParallelBlocks:
     """The bytes of generate.iter_tbl_blocks, in the same order, generated in child processes."""
-    return ParallelBlocks(table, sf, seed, "tbl", workers=workers, prefetch=prefetch, with_rows=False)
+    return ParallelBlocks(table, sf, seed, "tbl", workers=workers, prefetch=prefetch, with_rows=False,
+                          flavor=flavor)
 
 
 def _widen_pipe(pipe) -> None:

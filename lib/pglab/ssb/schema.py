@@ -1,6 +1,11 @@
 """SSB table layout: the single source of truth for column order, PostgreSQL types and polars dtypes."""
 
-import polars as pl
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 TABLES = ("part", "supplier", "customer", "date", "lineorder")
 
@@ -67,6 +72,8 @@ def schema_sql(sf: float) -> str:
 
 
 def _polars_dtype(pg_type: str) -> pl.DataType:
+    import polars as pl  # here: the CLI reads TABLES before it loads polars
+
     if pg_type == "int":
         return pl.Int32()
     if pg_type == "bigint":

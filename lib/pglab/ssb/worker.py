@@ -1,8 +1,9 @@
 """Generator child process for pglab.ssb.parallel: writes framed blocks of one table to stdout.
 
-Run as `python -m pglab.ssb.worker TABLE SF SEED FORMAT FIRST_CHUNK STEP PREFETCH`; it makes chunks
-FIRST_CHUNK, FIRST_CHUNK + STEP, ... and writes each as a header (rows, byte length: two little-endian
-uint64) followed by the block. A writer thread lets generation run up to PREFETCH blocks ahead of the pipe.
+Run as `python -m pglab.ssb.worker TABLES SF SEED FORMAT FIRST STEP PREFETCH [FLAVOR]`. TABLES is one table
+or several, comma-separated; their chunks, table after table, are numbered 0, 1, ... and it makes numbers
+FIRST, FIRST + STEP, ..., writing each as a header (rows, byte length: two little-endian uint64) followed
+by the block. A writer thread lets generation run up to PREFETCH blocks ahead of the pipe.
 When the reader goes away the write fails (broken pipe) and the process exits: no orphans.
 """
 
@@ -17,16 +18,21 @@ _DONE = None
 
 
 def main(argv: list[str]) -> int:
-    table, sf, seed, fmt, first, step, prefetch = argv
+    table, sf, seed, fmt, first, step, prefetch, *rest = argv
     from . import generate  # after argument parsing: this import (polars) is the slow part of start-up
+    from .dbgen.stream import keep_freed_memory
+
+    keep_freed_memory()
 
     sf, first, step = float(sf), int(first), int(step)
+    flavor = rest[0] if rest else generate.DEFAULT_FLAVOR
     pending: queue.Queue = queue.Queue(maxsize=int(prefetch))
     reader_gone = threading.Event()
     writer = threading.Thread(target=_write_blocks, args=(pending, sys.stdout.buffer, reader_gone), daemon=True)
     writer.start()
-    for chunk in range(first, generate.chunk_count(table, sf), step):
-        rows_and_block = generate.chunk_block(table, sf, int(seed), chunk, fmt)
+    tasks = [(t, chunk) for t in table.split(",") for chunk in range(generate.chunk_count(t, sf, flavor))]
+    for table_name, chunk in tasks[first::step]:
+        rows_and_block = generate.chunk_block(table_name, sf, int(seed), chunk, fmt, flavor)
         while not reader_gone.is_set():
             try:
                 pending.put(rows_and_block, timeout=0.2)

@@ -1,0 +1,130 @@
+"""Write SSB tables as `.tbl` files with K processes: this one and K - 1 `pglab.ssb.worker` children.
+
+The chunks of all the tables, table after table, are dealt round-robin: number i is made by process
+i mod K, this process being 0. This one makes its own chunks and, in between, moves the children's from
+their pipes to the file with splice(2) (no copy through Python). One set of children serves every table,
+so their start-up (importing polars) is paid once, and they start before this process imports polars
+itself. The files are the serial iterators' bytes whatever K.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from .dbgen import counts as dbgen_counts
+from .flavors import DEFAULT_FLAVOR, check_flavor
+from .parallel import _PACKAGE_ROOT, HEADER, _stop, _widen_pipe
+
+_SPLICE = hasattr(os, "splice")
+
+
+def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str = DEFAULT_FLAVOR,
+                 processes: int = 1, prefetch: int = 4,
+                 progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+    """Write `out/<table>.tbl` for each table; returns the rows written per table."""
+    if processes < 1:
+        raise ValueError(f"processes must be >= 1, got {processes}")
+    if check_flavor(flavor) == "dbgen":  # counted without numpy: the children start first
+        tasks = [(t, c) for t in tables for c in range(dbgen_counts.chunk_count(t, sf))]
+    else:
+        from . import generate
+
+        tasks = [(t, c) for t in tables for c in range(generate.chunk_count(t, sf, flavor))]
+    children = _start(tables, sf, seed, flavor, processes, prefetch, len(tasks))
+    try:
+        from . import generate
+        from .dbgen.stream import keep_freed_memory
+
+        generate.check_seed(seed)
+        keep_freed_memory()
+    except BaseException:
+        _stop_all(children)
+        raise
+    rows_per_table = dict.fromkeys(tables, 0)
+    try:
+        for table in tables:
+            target = out / f"{table}.tbl"
+            partial = target.with_name(target.name + ".partial")  # never a truncated file under the real name
+            with open(partial, "wb", buffering=0) as sink:
+                for i, (t, chunk) in enumerate(tasks):
+                    if t != table:
+                        continue
+                    if i % processes == 0:
+                        rows, block = generate.chunk_block(t, sf, seed, chunk, "tbl", flavor)
+                        sink.write(block)
+                    else:
+                        rows = _relay(children[i % processes - 1], sink)
+                    rows_per_table[t] += rows
+                    if progress:
+                        progress(t, rows)
+            os.replace(partial, target)
+    finally:
+        _stop_all(children)
+    return rows_per_table
+
+
+def _start(tables, sf, seed, flavor, processes, prefetch, n_tasks) -> list:
+    env = dict(os.environ, POLARS_MAX_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    children = []
+    try:
+        for k in range(1, min(processes, n_tasks)):
+            command = [sys.executable, "-m", "pglab.ssb.worker", ",".join(tables), repr(sf), str(seed), "tbl",
+                       str(k), str(processes), str(prefetch), flavor]
+            errors = tempfile.TemporaryFile()
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=0)
+            children.append((child, errors))
+            _widen_pipe(child.stdout)
+    except BaseException:
+        _stop_all(children)
+        raise
+    return children
+
+
+def _stop_all(children: list) -> None:
+    for child, errors in children:
+        _stop(child)
+        errors.close()
+
+
+def _relay(child_and_errors, sink) -> int:
+    child, errors = child_and_errors
+    source = child.stdout.fileno()
+    header = _read_exact(source, HEADER.size)
+    if header is not None:
+        rows, size = HEADER.unpack(header)
+        if _move(source, sink.fileno(), size):
+            return rows
+    child.wait(5)
+    errors.seek(0)
+    message = errors.read().decode(errors="replace").strip()
+    raise RuntimeError(f"SSB generator process {child.pid} failed (exit code {child.returncode}):\n{message}")
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        got = os.read(fd, size - len(data))
+        if not got:
+            return None
+        data += got
+    return data
+
+
+def _move(source: int, sink: int, size: int) -> bool:
+    """Copy `size` bytes from a pipe to a file; False if the pipe ends first."""
+    while size:
+        if _SPLICE:
+            moved = os.splice(source, sink, size)
+        else:
+            chunk = os.read(source, min(size, 1 << 20))
+            moved = os.write(sink, chunk) if chunk else 0
+        if not moved:
+            return False
+        size -= moved
+    return True
