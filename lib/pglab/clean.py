@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     from .osuser import server_user
 
     removed = []
-    for d in reach.stand_ins_for(paths.ROOT) + reach.stand_ins_for(paths.state_dir()) + _binary_copies():
+    stand_ins = reach.stand_ins_for(paths.ROOT) + reach.stand_ins_for(paths.state_dir())
+    for d in list(dict.fromkeys(stand_ins)) + _binary_copies():
         shutil.rmtree(d, ignore_errors=True)
         removed.append(str(d))
     for d in socketdir.stale({os.getuid(), server_user().uid}):
