@@ -1,0 +1,94 @@
+"""What this machine can resolve: a noise floor measured by an A/A control, the physical ceiling of a parallel
+speed-up, and the CPU state (frequency governor, clock, steal time) recorded with the environment.
+
+**A/A control.** The same server and condition measured twice under two condition labels (say "A" and "A2"),
+interleaved like every other condition, compared with `paired.paired_compare` exactly like a real comparison.
+Any difference found is noise, so:
+
+* the *false-difference rate* is the share of A/A comparisons whose interval excludes 1 (should be ≈ 5 %;
+  clearly more means the intervals are too narrow for this machine);
+* the *noise floor* is the larger of the 95th percentile of |log ratio| over the A/A comparisons (how far an
+  A/A estimate strays from 1) and the median half-width of their intervals in log terms (so that a lucky few
+  A/A pairs cannot make it tiny). It is given as a relative effect, e.g. 0.04 = ±4 %. An effect smaller than
+  the floor cannot support a claim (`verdicts.verdict`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from . import paired
+
+
+def aa_comparisons(df: pl.DataFrame, by, condition_col: str, a, a_prime, round_col: str = "round",
+                   value: str = "value", **kw) -> pl.DataFrame:
+    """The A/A comparisons (a_prime over a within rounds), one row per group, as `paired.paired_compare`."""
+    aa = df.filter(pl.col(condition_col).is_in([a, a_prime]))
+    return paired.paired_compare(aa, by, condition_col, a, round_col, value, **kw)
+
+
+def noise_floor(aa: pl.DataFrame) -> dict:
+    """From A/A comparisons (rows of `paired.paired_compare`): n_pairs, false_difference_rate, floor (relative,
+    0.04 = ±4 %), floor_log, method. Comparisons without an interval are left out."""
+    ok = aa.filter(pl.col("low").is_not_null() & pl.col("high").is_not_null() & pl.col("ratio").is_not_null())
+    n = ok.height
+    if n == 0:
+        return {"n_pairs": 0, "false_difference_rate": None, "floor": None, "floor_log": None,
+                "method": "no A/A comparison with an interval"}  # fmt: skip
+    excl = ((ok["low"] > 1) | (ok["high"] < 1)).sum()
+    est = np.abs(np.log(ok["ratio"].to_numpy()))
+    half = (np.log(ok["high"].to_numpy()) - np.log(ok["low"].to_numpy())) / 2
+    floor_log = float(max(np.quantile(est, 0.95, method="higher"), np.median(half)))
+    return {"n_pairs": n, "false_difference_rate": excl / n, "floor": math.exp(floor_log) - 1, "floor_log": floor_log,
+            "method": f"max(95th percentile of |log A/A ratio|, median A/A half-width) over {n} A/A pair(s)"}
+
+
+def below_floor(ratio: float, floor: float | None) -> bool:
+    """True when the effect `ratio` (e.g. 1.03) is within ±floor (relative, e.g. 0.04) of no effect."""
+    return floor is not None and abs(math.log(ratio)) < math.log1p(floor)
+
+
+def ceiling_check(speedup: float | None, processes: int, cores: int | None) -> str | None:
+    """A flag when a speed-up (old time / new time) exceeds the physical ceiling min(processes, cores): more
+    than that many processes cannot run at once, so such a figure is a measurement problem (caching, a changed
+    plan, a clock change), not a result. None when within the ceiling or not measured."""
+    if speedup is None:
+        return None
+    ceiling = min(processes, cores) if cores else processes
+    if speedup <= ceiling:
+        return None
+    capped = f"{processes} processes on {cores} cores" if cores else f"{processes} processes"
+    return f"speed-up {speedup:.2f}× above the physical ceiling {ceiling}× ({capped}): a measurement problem"
+
+
+# -- the CPU state, for the environment data ---------------------------------------------------------------------------
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_state(sys_cpu: Path = Path("/sys/devices/system/cpu"), proc_stat: Path = Path("/proc/stat")) -> dict:
+    """Frequency governor(s), current clock (kHz: min, max over CPUs) and steal time, where the OS shows them;
+    a missing source gives None (VMs and containers often hide cpufreq). Steal is since boot: ticks and share."""
+    cpus = sorted(sys_cpu.glob("cpu[0-9]*/cpufreq"), key=lambda p: int(p.parent.name[3:]))
+    governors = sorted({g for p in cpus if (g := _read(p / "scaling_governor"))})
+    freqs = [int(f) for p in cpus if (f := _read(p / "scaling_cur_freq")) and f.isdigit()]
+    out = {"cpus": os.cpu_count(), "governor": ",".join(governors) or None,
+           "freq_khz_min": min(freqs) if freqs else None, "freq_khz_max": max(freqs) if freqs else None,
+           "steal_ticks": None, "steal_share": None}  # fmt: skip
+    line = (_read(proc_stat) or "").splitlines()[:1]
+    fields = line[0].split() if line else []
+    if len(fields) > 8 and fields[0] == "cpu":  # cpu user nice system idle iowait irq softirq steal ...
+        ticks = [int(x) for x in fields[1:9]]
+        out["steal_ticks"] = ticks[7]
+        out["steal_share"] = ticks[7] / sum(ticks) if sum(ticks) else None
+    return out

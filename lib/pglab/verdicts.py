@@ -1,0 +1,219 @@
+"""One verdict vocabulary and one rule for every study (issue 16; in plain words in docs/verdicts.md).
+
+A claim is the source study's statement with a direction and, usually, a magnitude: the ratio of the measured
+value under condition B over condition A (0.5 = B takes half the time, 1.1 = B gives 10 % more tps), optionally
+with an equivalence margin ("roughly"), or "no change within ±x %". The evidence is our paired ratio and its
+interval (`paired.paired_compare`). In log terms, oriented so that the claimed direction is positive:
+
+* **supported** — the interval lies wholly on the claimed side of 1 and contains the study's magnitude (or
+  reaches into its margin). A "no change within ±x %" claim: the interval lies inside ±x %.
+* **contradicted** — the interval excludes the study's magnitude and does not show the claimed direction
+  (it contains 1, or lies on the opposite side). A "no change" claim: the interval lies wholly outside ±x %.
+* **direction only** — the interval shows the claimed direction but excludes the magnitude (smaller or larger).
+* **undetermined** — the interval contains both 1 and the claimed effect (too wide); or it covers less than 90 %
+  (min–max of fewer than 5 rounds); or the effect is smaller than the machine's measured noise floor (an A/A
+  control: `noise.noise_floor`), which then neither supports nor shows a direction. Such an effect still
+  contradicts a claim whose own magnitude lies beyond the floor: we would have seen it. And whenever the
+  evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
+* **not testable here** — this machine, scale, version set or build cannot test the claim; always with the
+  reason and what would make it testable ("needs SF ≥ 30", "needs 16 and 17"). Decided by the study, not by data.
+* **not run** — not in this profile.
+
+Counting is per claim, not per server: a claim tested on several servers gets one overall verdict — the
+servers' common verdict when all tested servers agree, else *undetermined* ("mixed"), the per-server breakdown
+kept. Servers where it was not testable or not run are left out of that; a claim tested nowhere is *not
+testable here* (if any server says so) or *not run*. Tallies keep those two apart from the tested claims.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+SUPPORTED = "supported"
+CONTRADICTED = "contradicted"
+DIRECTION_ONLY = "direction only"
+UNDETERMINED = "undetermined"
+NOT_TESTABLE = "not testable here"
+NOT_RUN = "not run"
+VERDICTS = (SUPPORTED, CONTRADICTED, DIRECTION_ONLY, UNDETERMINED, NOT_TESTABLE, NOT_RUN)
+TESTED = VERDICTS[:4]
+
+HIGHER, LOWER, SAME = "higher", "lower", "no change"
+MIN_COVERAGE = 0.90  # min–max of 5 rounds covers 94 %, of 4 only 88 %: below this an interval decides nothing
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The study's statement. ratio: its magnitude as B over A (None: a direction only). margin: relative
+    equivalence margin (0.1 = ±10 %) around that ratio, or, for SAME, the "no change within ±x %"."""
+
+    statement: str
+    direction: str
+    ratio: float | None = None
+    margin: float | None = None
+
+    def __post_init__(self):
+        if self.direction not in (HIGHER, LOWER, SAME):
+            raise ValueError(f"direction must be {HIGHER!r}, {LOWER!r} or {SAME!r}, not {self.direction!r}")
+        if self.direction == SAME and not (self.margin and self.margin > 0):
+            raise ValueError("a 'no change' claim needs its margin (e.g. 0.05 for ±5 %)")
+        if self.ratio is not None and self.direction != SAME and (self.ratio > 1) != (self.direction == HIGHER):
+            raise ValueError(f"ratio {self.ratio} does not go in direction {self.direction!r}")
+
+    def magnitude_text(self) -> str:
+        if self.direction == SAME:
+            return f"no change within ±{self.margin:.0%}".replace("%", " %")
+        if self.ratio is None:
+            return self.direction
+        return f"{self.ratio:.2f}×" + (f" (±{self.margin:.0%})".replace("%", " %") if self.margin else "")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Our paired ratio (B over A) with its interval, as `paired.paired_compare` gives it; flags: measurement
+    problems (e.g. `noise.ceiling_check`), any of which makes the verdict undetermined."""
+
+    ratio: float | None
+    low: float | None
+    high: float | None
+    n_rounds: int = 0
+    coverage: float | None = None
+    method: str = ""
+    flags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: dict, flags: Sequence[str | None] = ()) -> Evidence:
+        """From a `paired.paired_compare` row; None flags (checks that passed) are dropped."""
+        return cls(row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"],
+                   tuple(f for f in flags if f))  # fmt: skip
+
+    def text(self) -> str:
+        """'0.52× [0.48–0.57] (min–max, n=5)'."""
+        if self.ratio is None:
+            return "no data"
+        if self.low is None or self.high is None:
+            return f"{self.ratio:.2f}× ({self.method})"
+        return f"{self.ratio:.2f}× [{self.low:.2f}–{self.high:.2f}] ({self.method})"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    reason: str
+    needs: str | None = None  # what would make the claim testable / decidable here
+
+    def text(self) -> str:
+        return self.reason + (f" ({self.needs})" if self.needs else "")
+
+
+def not_testable(reason: str, needs: str) -> Verdict:
+    """The claim cannot be tested on this machine, scale, version set or build: say why and what would do."""
+    if not reason.strip() or not needs.strip():
+        raise ValueError("'not testable here' needs both a reason and what would make it testable")
+    return Verdict(NOT_TESTABLE, reason, needs)
+
+
+def not_run(reason: str = "not in this profile") -> Verdict:
+    return Verdict(NOT_RUN, reason)
+
+
+def _pct(log_x: float) -> str:
+    return f"±{math.expm1(log_x):.1%}".replace("%", " %")
+
+
+def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) -> Verdict:
+    """The one rule (module docstring). noise_floor: relative, e.g. 0.04 (`noise.noise_floor()['floor']`)."""
+    ev = evidence
+    if ev.flags:
+        return Verdict(UNDETERMINED, "measurement problem: " + "; ".join(ev.flags))
+    if ev.ratio is None:
+        return Verdict(UNDETERMINED, "no paired rounds")
+    if ev.low is None or ev.high is None:
+        return Verdict(UNDETERMINED, f"no interval ({ev.method})", "needs ≥ 5 rounds")
+    if (ev.coverage or 0) < MIN_COVERAGE:
+        return Verdict(UNDETERMINED, f"{ev.method} covers only {ev.coverage:.0%}".replace("%", " %"),
+                       "needs ≥ 5 rounds")  # fmt: skip
+    floor = math.log1p(noise_floor) if noise_floor else 0.0
+    sign = -1.0 if claim.direction == LOWER else 1.0  # orient: the claimed direction is positive
+    lo, hi = sorted((sign * math.log(ev.low), sign * math.log(ev.high)))
+    est = sign * math.log(ev.ratio)
+    small = abs(est) < floor
+    ours = f"our {ev.text()}"
+    if claim.direction == SAME:
+        m = math.log1p(claim.margin)
+        if -m <= lo and hi <= m:
+            return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
+        if (hi < -m or lo > m) and not small:
+            return Verdict(CONTRADICTED, f"{ours} lies wholly outside {_pct(m)}")
+        if small:
+            return Verdict(UNDETERMINED, f"{ours}: the effect is below the noise floor {_pct(floor)}")
+        return Verdict(UNDETERMINED, f"{ours} reaches beyond {_pct(m)}", "more rounds narrow it")
+    if claim.ratio is None:
+        band = (0.0, math.inf)
+    else:
+        b, m = sign * math.log(claim.ratio), math.log1p(claim.margin or 0.0)
+        band = (b - m, b + m)
+    overlaps = hi >= band[0] and lo <= band[1]
+    study = f"the study's {claim.magnitude_text()}"
+    if small:
+        if not overlaps and band[0] > floor:
+            return Verdict(CONTRADICTED, f"{ours}: no effect beyond the noise floor {_pct(floor)}, where {study} "
+                                         "would be well beyond it")  # fmt: skip
+        return Verdict(UNDETERMINED, f"{ours}: the effect is below the noise floor {_pct(floor)}")
+    if lo > 0:
+        if overlaps:
+            return Verdict(SUPPORTED, f"{ours} is {claim.direction} and includes {study}")
+        side = "smaller" if hi < band[0] else "larger"
+        return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but {side} than {study}")
+    if not overlaps:
+        opposite = "shows the opposite" if hi < 0 else "does not show the direction"
+        return Verdict(CONTRADICTED, f"{ours} excludes {study} and {opposite}")
+    return Verdict(UNDETERMINED, f"{ours} includes both no effect and {study}", "more rounds narrow it")
+
+
+# -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
+
+
+def overall(verdicts: Sequence[str]) -> str:
+    """One claim's verdict over its servers: the common verdict of the servers where it was tested, else
+    undetermined (mixed); tested nowhere: not testable here if any server says so, else not run."""
+    tested = {v for v in verdicts if v not in (NOT_TESTABLE, NOT_RUN)}
+    if not tested:
+        return NOT_TESTABLE if NOT_TESTABLE in verdicts else NOT_RUN
+    return tested.pop() if len(tested) == 1 else UNDETERMINED
+
+
+def claim_verdicts(findings: pl.DataFrame) -> pl.DataFrame:
+    """Findings rows (study, finding, server, verdict) to one row per claim: study, finding, verdict (overall),
+    servers (how many), breakdown ("pg15: supported; pg18: contradicted")."""
+    rows = []
+    for (study, finding), g in findings.sort("study", "finding", "server").group_by("study", "finding",
+                                                                                      maintain_order=True):
+        vs = g["verdict"].to_list()
+        rows.append({"study": study, "finding": finding, "verdict": overall(vs), "servers": g.height,
+                     "breakdown": "; ".join(f"{s}: {v}" for s, v in zip(g["server"], vs, strict=True))})
+    schema = {"study": pl.String, "finding": pl.String, "verdict": pl.String, "servers": pl.Int64,
+              "breakdown": pl.String}  # fmt: skip
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def tally(claims: pl.DataFrame) -> pl.DataFrame:
+    """Per study and overall ("all"): tested (claims with one of the four tested verdicts), then the count of
+    each verdict in VERDICTS order; not testable here and not run are never part of `tested`."""
+    def counts(study: str, g: pl.DataFrame) -> dict:
+        vs = g["verdict"].to_list()
+        return {"study": study, "tested": sum(v in TESTED for v in vs), **{v: vs.count(v) for v in VERDICTS}}
+
+    rows = [counts(s, g) for (s,), g in claims.sort("study").group_by("study", maintain_order=True)]
+    rows.append(counts("all", claims))
+    return pl.from_dicts(rows, schema={"study": pl.String, "tested": pl.Int64, **{v: pl.Int64 for v in VERDICTS}})
+
+
+def finding_row(study: str, finding: str, claim: Claim, server: str, v: Verdict) -> dict:
+    """A row in `pglab.findings`' shape: the claim's statement, the verdict, its reason (with what it needs)."""
+    return {"study": study, "finding": finding, "claim": claim.statement, "server": server, "verdict": v.label,
+            "evidence": v.text()[:1].upper() + v.text()[1:]}  # fmt: skip

@@ -1,0 +1,183 @@
+"""The verdict rule, the paired analysis and the noise floor on synthetic data whose truth we know."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pglab import noise, paired, stats
+from pglab import verdicts as vd
+
+
+def rounds_table(effect: float, rounds: int = 12, sd: float = 0.03, seed: int = 1, drift: float = 0.0,
+                 bimodal: float = 0.0, base: float = 100.0) -> pl.DataFrame:
+    """Times of conditions A and B over interleaved rounds: B = A × effect (truth); lognormal noise of `sd`;
+    `drift`: the machine slows by this share from the first round to the last (both conditions alike);
+    `bimodal`: each value lands in a second mode this much slower with probability 1/2."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(rounds):
+        machine = 1 + drift * r / max(rounds - 1, 1)
+        for cond, truth in (("A", 1.0), ("B", effect)):
+            mode = 1 + bimodal * (rng.random() < 0.5)
+            rows.append({"server": "pg18", "round": r, "condition": cond,
+                         "value": base * truth * machine * mode * float(np.exp(rng.normal(0, sd)))})
+    return pl.DataFrame(rows)
+
+
+def evidence(df: pl.DataFrame, flags=()) -> vd.Evidence:
+    row = paired.paired_compare(df, ["server"], "condition", "A").row(0, named=True)
+    return vd.Evidence.from_row(row, flags)
+
+
+FASTER_2X = vd.Claim("B takes half the time", vd.LOWER, 0.5)
+FASTER_10 = vd.Claim("B is 10 % faster", vd.LOWER, 0.9)
+SLOWER_10 = vd.Claim("B is 10 % slower", vd.HIGHER, 1.1)
+NO_CHANGE = vd.Claim("B changes nothing", vd.SAME, margin=0.05)
+
+
+@pytest.mark.parametrize("effect, claim, expected", [
+    (1.0, NO_CHANGE, vd.SUPPORTED),
+    (1.0, FASTER_2X, vd.CONTRADICTED),
+    (0.9, FASTER_10, vd.SUPPORTED),
+    (0.9, FASTER_2X, vd.DIRECTION_ONLY),
+    (0.9, SLOWER_10, vd.CONTRADICTED),
+    (0.5, FASTER_2X, vd.SUPPORTED),
+    (0.5, NO_CHANGE, vd.CONTRADICTED),
+    (0.5, FASTER_10, vd.DIRECTION_ONLY),
+])  # fmt: skip
+def test_verdict_on_known_truth(effect, claim, expected):
+    ev = evidence(rounds_table(effect))
+    assert ev.n_rounds == 12 and ev.method == "95 % bootstrap over rounds, n=12"
+    assert vd.verdict(claim, ev).label == expected, vd.verdict(claim, ev)
+
+
+def test_bimodal_noise_leaves_a_small_effect_undetermined():
+    v = vd.verdict(FASTER_10, evidence(rounds_table(1.0, bimodal=0.5, seed=3)))
+    assert v.label == vd.UNDETERMINED and "includes both no effect" in v.reason
+
+
+def test_a_margin_around_the_study_magnitude_counts_as_inside():
+    ev = evidence(rounds_table(0.8))  # truth 20 % less, the study said "about 10 %"
+    assert vd.verdict(FASTER_10, ev).label == vd.DIRECTION_ONLY
+    assert vd.verdict(vd.Claim("roughly 10 % faster", vd.LOWER, 0.9, margin=0.15), ev).label == vd.SUPPORTED
+
+
+def test_a_speedup_above_the_physical_ceiling_is_a_measurement_problem():
+    df = rounds_table(1 / 3)  # 3× faster with 2 workers + leader on 2 cores
+    row = paired.paired_compare(df, ["server"], "condition", "A").row(0, named=True)
+    flag = noise.ceiling_check(1 / row["ratio"], processes=3, cores=2)
+    assert flag and "ceiling 2×" in flag
+    v = vd.verdict(vd.Claim("3× faster", vd.LOWER, 1 / 3), vd.Evidence.from_row(row, [flag]))
+    assert v.label == vd.UNDETERMINED and "measurement problem" in v.reason
+    assert noise.ceiling_check(1.8, processes=3, cores=2) is None and noise.ceiling_check(None, 3, 2) is None
+
+
+def test_pairing_cancels_drift_between_blocks_and_drift_is_measured():
+    df = rounds_table(0.9, drift=0.6, sd=0.02, seed=5)
+    assert vd.verdict(FASTER_10, evidence(df)).label == vd.SUPPORTED
+    p = paired.paired_compare(df, ["server"], "condition", "A").row(0, named=True)
+    u = stats.compare(df, ["server"], "condition", "A", stat="median").row(0, named=True)
+    assert p["high"] - p["low"] < (u["ci_high"] - u["ci_low"]) / 3  # unpaired, the drift widens the interval
+    d = paired.drift(df, ["server"], "condition", "A").row(0, named=True)
+    assert d["low"] > 1.1 and d["drift"] == pytest.approx(1.3, abs=0.1)
+    flat = paired.drift(rounds_table(0.9, seed=5), ["server"], "condition", "A").row(0, named=True)
+    assert flat["low"] < 1 < flat["high"]
+
+
+def test_an_effect_below_the_noise_floor_is_undetermined():
+    ev = evidence(rounds_table(0.98, sd=0.005, rounds=20))
+    assert ev.high < 1  # the interval alone would say "lower"
+    assert vd.verdict(vd.Claim("2 % faster", vd.LOWER, 0.98), ev).label == vd.SUPPORTED
+    v = vd.verdict(vd.Claim("2 % faster", vd.LOWER, 0.98), ev, noise_floor=0.04)
+    assert v.label == vd.UNDETERMINED and "noise floor ±4.0 %" in v.reason
+    # a claimed 2× would have shown far above the floor: its absence still contradicts
+    assert vd.verdict(FASTER_2X, ev, noise_floor=0.04).label == vd.CONTRADICTED
+
+
+def test_too_few_rounds_decide_nothing():
+    ev = evidence(rounds_table(0.5, rounds=3))
+    assert ev.method == "min–max, n=3" and ev.coverage == 0.75
+    v = vd.verdict(FASTER_2X, ev)
+    assert v.label == vd.UNDETERMINED and v.needs == "needs ≥ 5 rounds"
+    assert vd.verdict(FASTER_2X, evidence(rounds_table(0.5, rounds=5))).label == vd.SUPPORTED  # 94 %
+
+
+def test_single_median_interval_is_labelled_min_max_below_ten_values():
+    m = paired.median_interval([3.0, 1.0, 2.0])
+    assert (m["low"], m["median"], m["high"]) == (1.0, 2.0, 3.0)
+    assert m["method"] == "min–max, n=3" and "95" not in m["method"] and m["coverage"] == 0.75
+    big = paired.median_interval(np.arange(20.0))
+    assert big["method"] == "95 % order-statistic interval, n=20" and big["coverage"] >= 0.95
+    assert (big["low"], big["high"]) == (5.0, 14.0)  # ranks 6 and 15 of 20: coverage 95.9 %
+
+
+def test_aa_false_difference_rate_over_1000_simulated_studies():
+    """1,000 A/A studies of 10 interleaved rounds with i.i.d. lognormal noise: about 5 % false differences."""
+    rng = np.random.default_rng(2024)
+    a, a2 = rng.normal(0, 0.1, (2, 1000, 10))
+    t0 = time.perf_counter()
+    low, high = paired.bootstrap_mean_interval(a2 - a, n_boot=2000, seed=1)
+    elapsed = time.perf_counter() - t0
+    rate = float(np.mean((low > 0) | (high < 0)))
+    print(f"A/A false-difference rate {rate:.3f} over 1000 studies, bootstrap {elapsed:.2f} s")
+    assert 0.02 <= rate <= 0.08
+    assert elapsed < 10
+
+
+def test_noise_floor_from_an_aa_control_table():
+    rng = np.random.default_rng(7)
+    rows = [{"query": q, "round": r, "condition": c, "value": 50.0 * float(np.exp(rng.normal(0, 0.05)))}
+            for q in range(30) for r in range(10) for c in ("A", "A2")]  # fmt: skip
+    aa = noise.aa_comparisons(pl.DataFrame(rows), ["query"], "condition", "A", "A2", n_boot=2000)
+    nf = noise.noise_floor(aa)
+    assert nf["n_pairs"] == 30 and nf["false_difference_rate"] <= 0.2
+    assert 0.02 < nf["floor"] < 0.12  # 5 % noise per value, 10 rounds: A/A estimates within a few %
+    assert noise.below_floor(1.01, nf["floor"]) and not noise.below_floor(1.5, nf["floor"])
+    assert noise.noise_floor(aa.head(0))["floor"] is None
+
+
+def test_claims_and_verdicts_refuse_bad_input():
+    with pytest.raises(ValueError, match="margin"):
+        vd.Claim("nothing changes", vd.SAME)
+    with pytest.raises(ValueError, match="direction"):
+        vd.Claim("faster", vd.LOWER, 1.5)
+    with pytest.raises(ValueError, match="reason"):
+        vd.not_testable("", "needs SF ≥ 30")
+    v = vd.not_testable("SF 1 fits in the OS cache", "needs SF ≥ 30")
+    assert v.label == vd.NOT_TESTABLE and v.text() == "SF 1 fits in the OS cache (needs SF ≥ 30)"
+
+
+def test_one_verdict_per_claim_and_tallies_without_untested_claims():
+    f = pl.DataFrame({
+        "study": ["S1"] * 6 + ["S2"] * 2,
+        "finding": ["agree", "agree", "mixed", "mixed", "untestable", "untestable", "partly", "partly"],
+        "server": ["pg15", "pg18"] * 4,
+        "verdict": [vd.SUPPORTED, vd.SUPPORTED, vd.SUPPORTED, vd.CONTRADICTED, vd.NOT_TESTABLE, vd.NOT_RUN,
+                    vd.DIRECTION_ONLY, vd.NOT_RUN],
+    })  # fmt: skip
+    c = vd.claim_verdicts(f)
+    got = dict(zip(c["finding"], c["verdict"], strict=True))
+    assert got == {"agree": vd.SUPPORTED, "mixed": vd.UNDETERMINED, "untestable": vd.NOT_TESTABLE,
+                   "partly": vd.DIRECTION_ONLY}  # fmt: skip
+    assert c.filter(finding="mixed")["breakdown"][0] == "pg15: supported; pg18: contradicted"
+    t = vd.tally(c).filter(study="all").row(0, named=True)
+    assert (t["tested"], t[vd.SUPPORTED], t[vd.NOT_TESTABLE], t[vd.UNDETERMINED]) == (3, 1, 1, 1)
+    assert vd.overall([vd.NOT_RUN]) == vd.NOT_RUN
+
+
+def test_cpu_state_reads_what_the_os_shows(tmp_path):
+    for i, (gov, khz) in enumerate([("performance", "2400000"), ("powersave", "800000")]):
+        d = tmp_path / "cpu" / f"cpu{i}" / "cpufreq"
+        d.mkdir(parents=True)
+        (d / "scaling_governor").write_text(gov + "\n")
+        (d / "scaling_cur_freq").write_text(khz + "\n")
+    (tmp_path / "stat").write_text("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 1 2 3\n")
+    s = noise.cpu_state(tmp_path / "cpu", tmp_path / "stat")
+    assert s["governor"] == "performance,powersave" and (s["freq_khz_min"], s["freq_khz_max"]) == (800000, 2400000)
+    assert s["steal_ticks"] == 35 and s["steal_share"] == pytest.approx(0.035)
+    none = noise.cpu_state(tmp_path / "nothing", tmp_path / "nostat")
+    assert none["governor"] is None and none["steal_share"] is None and none["freq_khz_min"] is None
