@@ -1,7 +1,8 @@
-"""The SSB generator against the rules of /work/shared/reference/ssb.md (no database involved).
+"""The SSB generator's spec flavor against the rules of the SSB specification (no database involved), and
+what both flavors share: formats, chunking, the parallel producer, the command line.
 
 Expected values are derived here from the rules themselves (TPC-H formulas, calendar arithmetic), never
-copied from the generator's output.
+copied from the generator's output. The dbgen flavor's own tests are in test_ssb_dbgen.py.
 """
 
 import datetime as dt
@@ -22,13 +23,14 @@ from pglab import ssb
 
 SF = 0.05  # small, but big enough that every city, order day and most brands appear
 SEED = 7
+SPEC = "spec"  # the flavor whose rules these tests derive
 FIRST_DAY, LAST_ORDER_DAY = dt.date(1992, 1, 1), dt.date(1998, 8, 2)
 REGIONS = {"AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"}
 
 
 @pytest.fixture(scope="module")
 def tables() -> dict[str, pl.DataFrame]:
-    return {table: pl.concat(list(ssb.iter_chunks(table, SF, SEED))) for table in ssb.TABLES}
+    return {table: pl.concat(list(ssb.iter_chunks(table, SF, SEED, flavor=SPEC))) for table in ssb.TABLES}
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +38,9 @@ def lineorder(tables) -> pl.DataFrame:
     return tables["lineorder"]
 
 
-def table_digest(table: str, sf: float, seed: int) -> str:
+def table_digest(table: str, sf: float, seed: int, flavor: str = SPEC) -> str:
     digest = hashlib.sha256()
-    for block in ssb.iter_copy_blocks(table, sf, seed):
+    for block in ssb.iter_copy_blocks(table, sf, seed, flavor):
         digest.update(block)
     return digest.hexdigest()
 
@@ -58,26 +60,30 @@ def day_number(datekey: pl.Expr) -> pl.Expr:
 def test_generated_row_counts_follow_the_scale_rules(sf):
     expected = {"part": 200_000 * sf, "supplier": 2_000 * sf, "customer": 30_000 * sf, "date": 2_557}
     for table, rows in expected.items():
-        generated = sum(frame.height for frame in ssb.iter_chunks(table, sf, SEED))
-        assert generated == round(rows) == ssb.row_count(table, sf), table
-    orders = ssb.order_count(sf)
+        generated = sum(frame.height for frame in ssb.iter_chunks(table, sf, SEED, flavor=SPEC))
+        assert generated == round(rows) == ssb.row_count(table, sf, flavor=SPEC), table
+    orders = ssb.order_count(sf, flavor=SPEC)
     assert orders == round(1_500_000 * sf)
-    lines = sum(frame.height for frame in ssb.iter_chunks("lineorder", sf, SEED))
-    assert ssb.row_count("lineorder", sf, seed=SEED) == lines
+    lines = sum(frame.height for frame in ssb.iter_chunks("lineorder", sf, SEED, flavor=SPEC))
+    assert ssb.row_count("lineorder", sf, seed=SEED, flavor=SPEC) == lines
     assert orders <= lines <= 7 * orders
     assert abs(lines / orders - 4) < 0.05  # 1-7 uniform: mean 4
-    assert ssb.row_count("lineorder", sf) == 4 * orders  # without a seed: the expectation
+    assert ssb.row_count("lineorder", sf, flavor=SPEC) == 4 * orders  # without a seed: the expectation
 
 
 def test_row_count_formulas_at_large_scale_factors():
-    assert [ssb.row_count("part", sf) for sf in (1, 1.5, 2, 3, 4, 10, 100)] == [
-        200_000, 200_000, 400_000, 400_000, 600_000, 800_000, 1_400_000]  # 200,000 x floor(1 + log2 SF)
-    assert ssb.row_count("part", 0.5) == 100_000
-    assert ssb.row_count("customer", 10) == 300_000
-    assert ssb.row_count("supplier", 10) == 20_000
-    assert ssb.row_count("date", 10) == ssb.row_count("date", 0.01) == 2_557
-    assert ssb.order_count(10) == 15_000_000
-    assert ssb.order_count(0.3) == 450_000  # the decimal 0.3, not the float just below it
+    for flavor in ssb.FLAVORS:
+        assert [ssb.row_count("part", sf, flavor=flavor) for sf in (1, 2, 3, 4, 10, 100)] == [
+            200_000, 400_000, 400_000, 600_000, 800_000, 1_400_000]  # 200,000 x floor(1 + log2 SF)
+        assert ssb.row_count("part", 0.5, flavor=flavor) == 100_000
+        assert ssb.row_count("customer", 10, flavor=flavor) == 300_000
+        assert ssb.row_count("supplier", 10, flavor=flavor) == 20_000
+        assert ssb.row_count("date", 10, flavor=flavor) == ssb.row_count("date", 0.01, flavor=flavor) == 2_557
+        assert ssb.order_count(10, flavor=flavor) == 15_000_000
+    assert ssb.row_count("part", 1.5, flavor=SPEC) == 200_000
+    assert ssb.order_count(0.3, flavor=SPEC) == 450_000  # the decimal 0.3, not the float just below it
+    with pytest.raises(ValueError, match="whole"):
+        ssb.row_count("part", 1.5)  # dbgen would truncate to SF 1: refused rather than mislabelled
 
 
 def test_invalid_arguments_are_rejected():
@@ -92,6 +98,8 @@ def test_invalid_arguments_are_rejected():
         ssb.iter_copy_blocks("orders", 1, SEED)
     with pytest.raises(ValueError):
         ssb.iter_blocks("part", 1, SEED, "csv")
+    with pytest.raises(ValueError, match="flavor"):
+        ssb.iter_blocks("part", 1, SEED, "tbl", flavor="tpch")
 
 
 def test_lineorder_orderkey_is_bigint_from_sf_300():
@@ -273,7 +281,7 @@ def test_sparse_order_keys_and_lines(lineorder):
 def test_derived_price_columns(lineorder):
     check_derived_prices(lineorder)
     # Part keys from 200,000 on exercise the "mod 20001" term of the retail price (SF 2 has 400,000 parts).
-    wide = ssb.table_chunk("lineorder", 2, SEED, 0)
+    wide = ssb.table_chunk("lineorder", 2, SEED, 0, flavor=SPEC)
     assert wide["lo_partkey"].max() > 200_000
     check_derived_prices(wide)
 
@@ -305,8 +313,9 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
         assert table_digest(table, 0.01, SEED) == first
         assert table_digest(table, 0.01, SEED + 1) != first
     assert table_digest("date", 0.01, 1) == table_digest("date", 0.01, 2)  # the calendar has no randomness
-    assert ssb.dataset_id(0.01, SEED) == {"benchmark": "ssb", "sf": 0.01, "seed": SEED,
-                                          "generator_version": ssb.GENERATOR_VERSION}
+    assert ssb.dataset_id(0.01, SEED, SPEC) == {"benchmark": "ssb", "sf": 0.01, "seed": SEED,
+                                                "generator_version": ssb.GENERATOR_VERSION, "flavor": SPEC}
+    assert ssb.dataset_id(0.01, SEED)["flavor"] == "dbgen"  # the default
 
 
 def test_chunks_do_not_depend_on_how_they_are_consumed():
@@ -398,18 +407,20 @@ def test_values_need_no_escaping(tables):
             assert not frame[name].str.contains(r"[\t\n\r\\|]").any(), (table, name)
 
 
+@pytest.mark.parametrize("flavor", ssb.FLAVORS)
 @pytest.mark.parametrize("table", ssb.TABLES)
-def test_copy_and_tbl_blocks_parse_back_to_the_frames(table):
-    frame = pl.concat(list(ssb.iter_chunks(table, 0.01, SEED)))
+def test_copy_and_tbl_blocks_parse_back_to_the_frames(table, flavor):
+    frame = pl.concat(list(ssb.iter_chunks(table, 0.01, SEED, flavor)))
+    assert dict(frame.schema) == ssb.polars_schema(table, 0.01)
     schema = ssb.polars_schema(table, 0.01)
-    copy_text = b"".join(ssb.iter_copy_blocks(table, 0.01, SEED))
+    copy_text = b"".join(ssb.iter_copy_blocks(table, 0.01, SEED, flavor))
     assert copy_text.endswith(b"\n") and copy_text.count(b"\n") == frame.height
     assert {line.count(b"\t") for line in copy_text.splitlines()} == {len(schema) - 1}
     parsed = pl.read_csv(io.BytesIO(copy_text), separator="\t", has_header=False, schema=schema,
                          quote_char=None)
     assert parsed.equals(frame)
 
-    tbl_text = b"".join(ssb.iter_tbl_blocks(table, 0.01, SEED))
+    tbl_text = b"".join(ssb.iter_tbl_blocks(table, 0.01, SEED, flavor))
     lines = tbl_text.split(b"\n")
     assert lines[-1] == b"" and all(line.endswith(b"|") for line in lines[:-1])
     assert tbl_text.replace(b"|\n", b"\n").replace(b"|", b"\t") == copy_text
@@ -497,7 +508,7 @@ def test_cli_help():
     assert result.returncode == 0 and "--sf" in result.stdout and "--out" in result.stdout
 
 
-@pytest.mark.parametrize("sf", ["0", "-1", "abc", "nan"])
+@pytest.mark.parametrize("sf", ["0", "-1", "abc", "nan", "1.5"])
 def test_cli_rejects_bad_scale_factors(sf, tmp_path):
     result = run_cli("--sf", sf, "--out", str(tmp_path))
     assert result.returncode == 2
@@ -513,12 +524,15 @@ def test_cli_rejects_unusable_output_directories(tmp_path):
         assert result.returncode == 2 and "--out" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_cli_writes_the_tables(tmp_path):
+@pytest.mark.parametrize(("flavor", "processes"), [("spec", "1"), ("spec", "3"), ("dbgen", "2")])
+def test_cli_writes_the_tables(tmp_path, flavor, processes):
     out = tmp_path / "new" / "sf0.01"
-    result = run_cli("--sf", "0.01", "--seed", str(SEED), "--out", str(out))
+    result = run_cli("--sf", "0.01", "--seed", str(SEED), "--out", str(out), "--flavor", flavor,
+                     "--processes", processes)
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.tbl" for t in ssb.TABLES)
     for table in ssb.TABLES:
         # A separate process, same bytes: the run is reproducible, not just the in-process iterator.
-        assert (out / f"{table}.tbl").read_bytes() == b"".join(ssb.iter_tbl_blocks(table, 0.01, SEED)), table
+        expected = b"".join(ssb.iter_tbl_blocks(table, 0.01, SEED, flavor))
+        assert (out / f"{table}.tbl").read_bytes() == expected, table
     assert "lineorder" in result.stderr  # the progress bars go to stderr
