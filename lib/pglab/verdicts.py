@@ -208,6 +208,9 @@ def tally(claims: pl.DataFrame) -> pl.DataFrame:
         vs = g["verdict"].to_list()
         return {"study": study, "tested": sum(v in TESTED for v in vs), **{v: vs.count(v) for v in VERDICTS}}
 
+    unknown = sorted(set(claims["verdict"]) - set(VERDICTS))
+    if unknown:  # a study still on the old vocabulary would silently drop out of the counts
+        raise ValueError(f"verdicts {unknown} are not among {VERDICTS}")
     rows = [counts(s, g) for (s,), g in claims.sort("study").group_by("study", maintain_order=True)]
     rows.append(counts("all", claims))
     return pl.from_dicts(rows, schema={"study": pl.String, "tested": pl.Int64, **{v: pl.Int64 for v in VERDICTS}})

@@ -1,0 +1,121 @@
+"""`make stability PARAMS=...`: run a profile twice on this machine and compare the verdicts (a benchmark of
+the method, not a test: the default profile takes about an hour, params/quick.yaml a few minutes).
+
+    python -m pglab.stability --params params/quick.yaml [--out build/stability] [--compare-only]
+
+Each run is a fresh `python -m pglab.report` with its own data and state folders (`<out>/a/data`, `<out>/b/data`),
+so nothing is resumed or shared. The findings compared are the report's (every study's section, the table the
+report summarises; it includes what the stages store as `*_findings.csv`), one verdict per (study, finding,
+server). Printed: the agreement (share of those claims with the same verdict in both runs) and every flip; a
+flip between supported and contradicted (or today's "not supported") is severe."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from . import paths
+
+KEYS = ("study", "finding", "server")
+MISSING = "(missing)"
+SEVERE = ({"supported", "contradicted"}, {"supported", "not supported"})
+
+
+def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
+    """Two runs' findings (columns study, finding, server, verdict) compared per claim and server.
+
+    Returns claims (keys in either run), same, agreement (same / claims; None without claims) and flips: a table
+    study, finding, server, verdict_a, verdict_b, severe, sorted by the keys. A claim found in one run only
+    is a flip to or from "(missing)"."""
+    def side(df: pl.DataFrame, name: str) -> pl.DataFrame:
+        return df.select(*KEYS, pl.col("verdict").alias(name)).unique(KEYS, keep="first")
+
+    j = side(a, "verdict_a").join(side(b, "verdict_b"), on=list(KEYS), how="full", coalesce=True, nulls_equal=True)
+    j = j.with_columns(pl.col("verdict_a", "verdict_b").fill_null(MISSING)).sort(KEYS)
+    pair = pl.concat_list("verdict_a", "verdict_b")
+    severe = pl.any_horizontal([pair.list.set_intersection(list(s)).list.len() == 2 for s in SEVERE])
+    flips = j.filter(pl.col("verdict_a") != pl.col("verdict_b")).with_columns(severe.alias("severe"))
+    n = j.height
+    return {"claims": n, "same": n - flips.height, "agreement": (n - flips.height) / n if n else None,
+            "flips": flips}  # fmt: skip
+
+
+def report_text(c: dict, label_a: str = "a", label_b: str = "b") -> str:
+    """The comparison for reading: agreement, then every flip, severe ones marked."""
+    if not c["claims"]:
+        return "no findings in either run"
+    lines = [f"agreement: {c['same']} of {c['claims']} verdicts the same ({c['agreement']:.0%})",
+             f"flips: {c['flips'].height}, severe (supported <-> contradicted / not supported): "
+             f"{c['flips']['severe'].sum()}"]  # fmt: skip
+    for r in c["flips"].iter_rows(named=True):
+        mark = "SEVERE " if r["severe"] else "       "
+        lines.append(f"  {mark}{r['study']} {r['finding']} [{r['server']}]: "
+                     f"{label_a}: {r['verdict_a']} -> {label_b}: {r['verdict_b']}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def findings_csvs(folder: Path) -> pl.DataFrame:
+    """Every `*_findings.csv` of a derived profile folder; a table without a study column gets its file's name."""
+    frames = []
+    for f in sorted(folder.glob("*_findings.csv")):
+        df = pl.read_csv(f, infer_schema_length=None)
+        if "study" not in df.columns:
+            df = df.with_columns(study=pl.lit(f.name.removesuffix("_findings.csv")))
+        frames.append(df.select(*[pl.col(k).cast(pl.String) for k in KEYS], pl.col("verdict").cast(pl.String)))
+    return pl.concat(frames) if frames else pl.DataFrame(schema={k: pl.String for k in (*KEYS, "verdict")})
+
+
+def report_findings(data_dir: Path, profile: str) -> pl.DataFrame:
+    """The report's findings of every study section, read from `<data_dir>/derived/<profile>/`."""
+    from .report_sections import all_findings
+
+    return all_findings(profile, data_dir / "derived")
+
+
+def run_profile(params: str, out: Path) -> int:
+    """One fresh `make report` pass into `out` (notebooks), `out/data` and `out/state`."""
+    shutil.rmtree(out, ignore_errors=True)  # a leftover run of the same profile would be resumed, not repeated
+    env = {**os.environ, "PGLAB_DATA_DIR": str(out / "data"), "PGLAB_STATE_DIR": str(out / "state")}
+    env.pop("PGLAB_DERIVED_DIR", None)
+    cmd = [sys.executable, "-m", "pglab.report", "--params", params, "--out", str(out)]
+    print(f"$ PGLAB_DATA_DIR={paths.shown(out / 'data')} {' '.join(cmd[1:])}", flush=True)
+    return subprocess.run(cmd, env=env, cwd=paths.ROOT).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pglab.stability", description=__doc__.splitlines()[0])
+    ap.add_argument("--params", default="params/default.yaml")
+    ap.add_argument("--out", default="build/stability")
+    ap.add_argument("--compare-only", action="store_true", help="compare the two runs already in --out")
+    ap.add_argument("--from", dest="source", choices=("report", "csv"), default="report",
+                    help="the report's findings of every study (default) or the stored *_findings.csv only")
+    args = ap.parse_args(argv)
+    from . import params as params_mod
+
+    try:
+        profile = params_mod.load(args.params).profile
+    except params_mod.ParamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = paths.resolve(args.out)
+    runs = {name: out / name for name in ("a", "b")}
+    if not args.compare_only:
+        for name, folder in runs.items():
+            if run_profile(args.params, folder) != 0:
+                print(f"error: run {name} failed; see {paths.shown(folder)}", file=sys.stderr)
+                return 1
+    found = {name: (report_findings(f / "data", profile) if args.source == "report"
+                    else findings_csvs(f / "data" / "derived" / profile)) for name, f in runs.items()}  # fmt: skip
+    print(f"\nstability of profile {profile!r} ({args.source} findings), run a vs run b:")
+    print(report_text(compare_findings(found["a"], found["b"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The stability benchmark's comparison of two runs' findings (the runs themselves are `make stability`)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pglab import stability
+
+
+def findings(verdicts: dict[tuple[str, str, str], str]) -> pl.DataFrame:
+    return pl.DataFrame([{"study": s, "finding": f, "server": v, "verdict": verdict, "evidence": "…"}
+                         for (s, f, v), verdict in verdicts.items()])  # fmt: skip
+
+
+def test_agreement_flips_and_severe_flips():
+    a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
+                  ("S2", "analyze", "pg15"): "undetermined", ("S3", "load", "pg15"): "supported",
+                  ("S4", "jit", "pg18"): "not run"})  # fmt: skip
+    b = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
+                  ("S2", "analyze", "pg15"): "supported", ("S3", "load", "pg15"): "not supported",
+                  ("S5", "plan", "pg18"): "supported"})  # fmt: skip
+    c = stability.compare_findings(a, b)
+    assert (c["claims"], c["same"]) == (6, 1) and c["agreement"] == 1 / 6
+    flips = {(r["study"], r["server"]): (r["verdict_a"], r["verdict_b"], r["severe"])
+             for r in c["flips"].iter_rows(named=True)}  # fmt: skip
+    assert flips == {
+        ("S1", "pg18"): ("supported", "contradicted", True),
+        ("S2", "pg15"): ("undetermined", "supported", False),
+        ("S3", "pg15"): ("supported", "not supported", True),
+        ("S4", "pg18"): ("not run", stability.MISSING, False),
+        ("S5", "pg18"): (stability.MISSING, "supported", False),
+    }
+    text = stability.report_text(c)
+    assert text.startswith("agreement: 1 of 6 verdicts the same (17%)")
+    assert "  SEVERE S1 speedup [pg18]: a: supported -> b: contradicted" in text
+
+
+def test_identical_runs_agree_fully_and_empty_runs_say_so():
+    a = findings({("S1", "speedup", "pg15"): "supported"})
+    c = stability.compare_findings(a, a)
+    assert c["agreement"] == 1.0 and c["flips"].is_empty()
+    assert stability.report_text(stability.compare_findings(a.head(0), a.head(0))) == "no findings in either run"
+
+
+def test_findings_csvs_name_a_table_without_study_column(tmp_path):
+    pl.DataFrame({"finding": ["analyze"], "claim": ["c"], "server": ["pg15"], "verdict": ["supported"],
+                  "evidence": ["e"]}).write_csv(tmp_path / "auto_explain_findings.csv")  # fmt: skip
+    pl.DataFrame({"study": ["S4"], "finding": ["all"], "claim": ["c"], "server": ["pg18"], "verdict": ["not run"],
+                  "evidence": ["e"]}).write_csv(tmp_path / "jit_operators_findings.csv")  # fmt: skip
+    f = stability.findings_csvs(tmp_path)
+    assert f.rows() == [("auto_explain", "analyze", "pg15", "supported"), ("S4", "all", "pg18", "not run")]
