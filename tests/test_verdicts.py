@@ -183,3 +183,9 @@ def test_cpu_state_reads_what_the_os_shows(tmp_path):
     assert s["steal_ticks"] == 35 and s["steal_share"] == pytest.approx(0.035)
     none = noise.cpu_state(tmp_path / "nothing", tmp_path / "nostat")
     assert none["governor"] is None and none["steal_share"] is None and none["freq_khz_min"] is None
+
+
+def test_evidence_text_keeps_a_third_digit_for_narrow_intervals():
+    assert vd.Evidence(0.98, 0.975, 0.985, 20, 0.95, "m").text() == "0.980× [0.975–0.985] (m)"
+    assert vd.Evidence(0.5, 0.4, 0.6, 5, 0.94, "min–max, n=5").text() == "0.50× [0.40–0.60] (min–max, n=5)"
+    assert vd.Evidence(None, None, None).text() == "no data"

@@ -97,7 +97,8 @@ class Evidence:
             return "no data"
         if self.low is None or self.high is None:
             return f"{self.ratio:.2f}× ({self.method})"
-        return f"{self.ratio:.2f}× [{self.low:.2f}–{self.high:.2f}] ({self.method})"
+        d = 2 if self.high - self.low >= 0.02 else 3  # a narrow interval needs its third digit
+        return f"{self.ratio:.{d}f}× [{self.low:.{d}f}–{self.high:.{d}f}] ({self.method})"
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) 
         if overlaps:
             return Verdict(SUPPORTED, f"{ours} is {claim.direction} and includes {study}")
         side = "smaller" if hi < band[0] else "larger"
-        return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but {side} than {study}")
+        return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but a {side} effect than {study}")
     if not overlaps:
         opposite = "shows the opposite" if hi < 0 else "does not show the direction"
         return Verdict(CONTRADICTED, f"{ours} excludes {study} and {opposite}")
