@@ -1,0 +1,288 @@
+"""`make compare A=… B=…`: two derived datasets side by side (two machines, settings or versions).
+
+    python -m pglab.compare --a default --b quick [--out build/compare/default-vs-quick]
+
+A and B are each a profile, a run id or a folder of derived tables (compare_sources). Every function here
+returns a tidy polars table; notebooks/compare.ipynb only calls them and shows the result.
+
+- `ratios`: per study, table and key (server, query, condition …) of every table of medians with an interval
+  (the `*_summary` tables), B / A of the medians. Its interval is the ratio of bounds, low_B / high_A …
+  high_B / low_A: every ratio the two intervals allow, so it is conservative (wider than a bootstrap interval
+  of the ratio would be). Those intervals are the tables' 95 % CIs, or min–max where a table has no CI.
+  A change counts only when that interval excludes 1.
+- `verdict_changes`: the same study / finding / server with a different verdict in the `*_findings` tables.
+- `plan_changes`: plan fingerprint and shape columns that differ per server / query / condition (`*_plans*`).
+- `environment_differences`: machine, server versions and settings (the `environment_*` tables)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from . import paths
+from .compare_sources import CompareError, Dataset, available, check_comparable, measure_keys, resolve, study_of
+
+__all__ = ["CompareError", "Dataset", "available", "check_comparable", "resolve"]
+NOTEBOOK = "compare.ipynb"
+KERNEL = "pglab"
+PLAN_KEYS = ("server", "mode", "query", "item", "condition", "operator", "workers", "key_columns")
+PLAN_SHAPE = ("fingerprint", "nodes", "shape", "node_type", "leftmost_node_type", "leftmost_relation",
+              "workers_planned", "nodes_below", "gathers", "parallel_append_under_gather")  # fmt: skip
+# chosen afresh by the kit for every cluster it starts: a difference there says nothing about the runs
+RUN_LOCAL = ("port", "unix_socket_directories", "socket_dir")
+RATIO_SCHEMA = {
+    "study": pl.String, "metric": pl.String, "server": pl.String, "item": pl.String,
+    "a_median": pl.Float64, "a_low": pl.Float64, "a_high": pl.Float64,
+    "b_median": pl.Float64, "b_low": pl.Float64, "b_high": pl.Float64,
+    "ratio": pl.Float64, "ratio_low": pl.Float64, "ratio_high": pl.Float64, "interval": pl.String, "change": pl.String,
+}  # fmt: skip
+BEYOND = ("B higher", "B lower")  # `change` values of a ratio whose interval excludes 1
+
+
+def _item(keys: list[str]) -> pl.Expr:
+    """The key columns other than server as one readable string, e.g. 'mode=parallel query=q1.1'."""
+    if not keys:
+        return pl.lit("")
+    return pl.concat_str([pl.lit(f"{k}=") + pl.col(k).fill_null("—") for k in keys], separator=" ")
+
+
+def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    low, high, interval = ("ci_low", "ci_high", "95 % CI") if "ci_low" in a.columns else ("min", "max", "min–max")
+
+    def side(df: pl.DataFrame, s: str) -> pl.DataFrame:
+        return df.select(
+            *[pl.col(k).cast(pl.String) for k in keys],  # A may read "1" as a number, B as text
+            pl.col("median").cast(pl.Float64).alias(f"{s}_median"),
+            pl.col(low).cast(pl.Float64).alias(f"{s}_low"), pl.col(high).cast(pl.Float64).alias(f"{s}_high"),
+        )  # fmt: skip
+
+    j = side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
+    base = table.removesuffix("_summary")
+    metric = pl.lit(base) + (pl.lit(" (") + pl.col("metric") + pl.lit(")") if "metric" in keys else pl.lit(""))
+    rest = [k for k in keys if k not in ("server", "metric")]
+    positive = pl.col("a_median") > 0
+    j = j.with_columns(
+        ratio=pl.when(positive).then(pl.col("b_median") / pl.col("a_median")),
+        ratio_low=pl.when(positive & (pl.col("a_high") > 0)).then(pl.col("b_low") / pl.col("a_high")),
+        ratio_high=pl.when(positive & (pl.col("a_low") > 0)).then(pl.col("b_high") / pl.col("a_low")),
+    )
+    change = (
+        pl.when(pl.col("ratio_low").is_null() | pl.col("ratio_high").is_null()).then(pl.lit("no interval"))
+        .when(pl.col("ratio_low") > 1).then(pl.lit(BEYOND[0]))
+        .when(pl.col("ratio_high") < 1).then(pl.lit(BEYOND[1]))
+        .otherwise(pl.lit("inside interval"))
+    )  # fmt: skip
+    return j.select(
+        pl.lit(study_of(table)).alias("study"), metric.alias("metric"),
+        (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
+        *[c for c in RATIO_SCHEMA if c[:2] in ("a_", "b_") or c.startswith("ratio")],
+        pl.lit(interval).alias("interval"), change.alias("change"),
+    ).cast(RATIO_SCHEMA)  # fmt: skip
+
+
+def ratios(a: Dataset, b: Dataset) -> pl.DataFrame:
+    """B / A per key of every table of medians both hold, with the ratio-of-bounds interval."""
+    frames = [pl.DataFrame(schema=RATIO_SCHEMA)]
+    for table in sorted(set(a.tables) & set(b.tables)):
+        keys = measure_keys(a.columns(table))
+        if keys is not None and keys == measure_keys(b.columns(table)):
+            frames.append(_table_ratios(table, a.read(table), b.read(table), keys))
+    return pl.concat(frames).sort("study", "metric", "server", "item")
+
+
+def largest_changes(r: pl.DataFrame, k: int = 10) -> pl.DataFrame:
+    """The K ratios furthest from 1 (in either direction) among those whose interval excludes 1."""
+    return (
+        r.filter(pl.col("change").is_in(BEYOND)).sort(pl.col("ratio").log().abs(), descending=True).head(k)
+        .select("study", "metric", "server", "item", "a_median", "b_median", "ratio", "ratio_low", "ratio_high")
+    )  # fmt: skip
+
+
+def _findings(ds: Dataset) -> pl.DataFrame:
+    cols = ["finding", "server", "claim", "verdict", "evidence"]
+    frames = [pl.DataFrame(schema={"study": pl.String, **dict.fromkeys(cols, pl.String)})]
+    for t in (t for t in ds.tables if t.endswith("_findings")):
+        frames.append(ds.read(t).select(pl.lit(study_of(t)).alias("study"), *[pl.col(c).cast(pl.String) for c in cols]))
+    return pl.concat(frames)
+
+
+def verdict_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
+    """Findings (same study, finding and server) whose verdict differs between A and B."""
+    j = _findings(a).join(_findings(b), on=["study", "finding", "server"], how="inner", suffix="_b")
+    return j.filter(pl.col("verdict") != pl.col("verdict_b")).select(
+        "study", "finding", "server", pl.col("verdict").alias("verdict_a"), "verdict_b", "claim",
+        pl.col("evidence").alias("evidence_a"), "evidence_b",
+    ).sort("study", "finding", "server")  # fmt: skip
+
+
+def _plan_shapes(df: pl.DataFrame, keys: list[str], shape: list[str]) -> pl.DataFrame:
+    """One row per key (several rows of one plan fold into their sorted distinct values), all as text."""
+    text = df.select(*[pl.col(c).cast(pl.String).fill_null("—") for c in keys + shape])
+    return text.group_by(keys).agg(pl.col(c).unique().sort().str.join("; ") for c in shape)
+
+
+def plan_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
+    """Per plan table, server and query/condition: each fingerprint or shape column whose value differs."""
+    schema = dict.fromkeys(("study", "table", "server", "item", "column", "a", "b"), pl.String)
+    frames = [pl.DataFrame(schema=schema)]
+    for table in sorted(t for t in set(a.tables) & set(b.tables) if "_plans" in t):
+        cols = [c for c in a.columns(table) if c in b.columns(table)]
+        keys, shape = [c for c in cols if c in PLAN_KEYS], [c for c in cols if c in PLAN_SHAPE]
+        if not keys or not shape:
+            continue
+        j = _plan_shapes(a.read(table), keys, shape).join(
+            _plan_shapes(b.read(table), keys, shape), on=keys, how="inner", suffix="_b"
+        )
+        rest = [k for k in keys if k != "server"]
+        for c in shape:
+            frames.append(j.filter(pl.col(c) != pl.col(f"{c}_b")).select(
+                pl.lit(study_of(table)).alias("study"), pl.lit(table).alias("table"),
+                (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
+                pl.lit(c).alias("column"), pl.col(c).alias("a"), pl.col(f"{c}_b").alias("b"),
+            ))  # fmt: skip
+    return pl.concat(frames).sort("study", "table", "server", "item", "column")
+
+
+def _environment(ds: Dataset) -> pl.DataFrame:
+    """Machine keys, server descriptions and settings as (section, server, item, value) text."""
+    frames = [pl.DataFrame(schema=dict.fromkeys(("section", "server", "item", "value"), pl.String))]
+    if (m := ds.read("environment_machine")) is not None:
+        frames.append(m.select(pl.lit("machine").alias("section"), pl.lit("").alias("server"),
+                               pl.col("key").alias("item"), pl.col("value").cast(pl.String)))  # fmt: skip
+    if (s := ds.read("environment_servers")) is not None:
+        long = s.select(pl.all().cast(pl.String)).unpivot(index="server", variable_name="item", value_name="value")
+        long = long.filter(~pl.col("item").is_in(RUN_LOCAL))
+        frames.append(long.select(pl.lit("server").alias("section"), "server", "item", "value"))
+    if (st := ds.read("environment_settings")) is not None:
+        value = pl.concat_str([pl.col("setting").cast(pl.String), pl.col("unit").cast(pl.String)], separator=" ",
+                              ignore_nulls=True)  # fmt: skip
+        frames.append(st.filter(~pl.col("name").is_in(RUN_LOCAL)).select(
+            pl.lit("setting").alias("section"), pl.col("server").cast(pl.String), pl.col("name").alias("item"),
+            value.str.strip_chars().alias("value"),
+        ))  # fmt: skip
+    return pl.concat(frames)
+
+
+def environment_differences(a: Dataset, b: Dataset) -> pl.DataFrame:
+    """Every machine key, server property and setting whose value differs or exists on one side only. Server
+    properties only where both sides record them: a column one side lacks is a newer kit, not another server."""
+    keys = ["section", "server", "item"]
+    ea, eb = _environment(a), _environment(b)
+    recorded = set(ea.filter(section="server")["item"]) & set(eb.filter(section="server")["item"])
+    j = ea.join(eb, on=keys, how="full", coalesce=True, suffix="_b")
+    j = j.filter((pl.col("section") != "server") | pl.col("item").is_in(recorded))
+    order = pl.col("section").replace_strict({"machine": 0, "server": 1, "setting": 2}, return_dtype=pl.Int8)
+    return (
+        j.filter(pl.col("value").ne_missing(pl.col("value_b")))
+        .sort(order, "server", "item")
+        .select(*keys, pl.col("value").alias("a"), pl.col("value_b").alias("b"))
+    )
+
+
+def by_study(r: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame) -> pl.DataFrame:
+    """Per study: medians compared, how many moved beyond their interval each way, verdict and plan changes."""
+    counts = r.group_by("study").agg(
+        compared=pl.len(),
+        b_higher=(pl.col("change") == BEYOND[0]).sum(),
+        b_lower=(pl.col("change") == BEYOND[1]).sum(),
+        geometric_mean_ratio=pl.col("ratio").log().mean().exp(),
+    )
+    v = verdicts.group_by("study").agg(verdict_changes=pl.len())
+    p = plans.unique(["study", "table", "server", "item"]).group_by("study").agg(plan_changes=pl.len())
+    out = counts.join(v, on="study", how="full", coalesce=True).join(p, on="study", how="full", coalesce=True)
+    return out.with_columns(pl.col(pl.UInt32).fill_null(0)).sort("study")
+
+
+def what_changed(env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame, r: pl.DataFrame) -> pl.DataFrame:
+    """The one-screen summary: how many of each kind of difference."""
+    rows = [
+        ("environment differences (machine, servers, settings)", env.height),
+        ("verdict changes", verdicts.height),
+        (
+            "plan changes (plans with a differing fingerprint or shape)",
+            plans.unique(["table", "server", "item"]).height,
+        ),
+        ("medians compared (B / A)", r.height),
+        ("… beyond their interval (the interval of B / A excludes 1)", r.filter(pl.col("change").is_in(BEYOND)).height),
+    ]
+    return pl.DataFrame(rows, schema={"what": pl.String, "count": pl.Int64}, orient="row")
+
+
+def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
+    """B / A with its interval on a log scale, a rule at 1: the K ratios furthest from 1, at most `per_metric`
+    of each metric so that one table's many rows do not hide the others."""
+    distance = pl.col("ratio").log().abs()
+    data = (
+        r.drop_nulls("ratio").filter(pl.col("ratio") > 0).sort(distance, descending=True)
+        .filter(pl.int_range(pl.len()).over("metric") < per_metric).head(k)
+        .with_columns(
+            label=pl.concat_str(["metric", "server", "item"], separator=" · ").str.strip_chars(" ·"),
+            lo=pl.coalesce(pl.when(pl.col("ratio_low") > 0).then("ratio_low"), "ratio"),
+            hi=pl.coalesce("ratio_high", "ratio"),
+        )
+    )  # fmt: skip
+    y = alt.Y("label:N", sort=alt.EncodingSortField("ratio", order="descending"), title=None,
+              axis=alt.Axis(labelLimit=420))  # fmt: skip
+    x = alt.X("lo:Q", scale=alt.Scale(type="log"), title="B / A of the medians (interval: ratio of bounds)")
+    color = alt.Color("change:N", title="change", scale=alt.Scale(domain=[*BEYOND, "inside interval", "no interval"]))
+    base = alt.Chart(data).encode(y=y, color=color)
+    interval = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi:Q")
+    point = base.mark_point(filled=True, size=50).encode(
+        x="ratio:Q", tooltip=["study", "metric", "server", "item", "a_median", "b_median", "ratio", "lo", "hi"]
+    )
+    one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
+    return alt.layer(interval, point, one).properties(
+        width=420, title=f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)"
+    )
+
+
+def out_dir(a: Dataset, b: Dataset) -> Path:
+    return paths.ROOT / "build" / "compare" / f"{a.label}-vs-{b.label}"
+
+
+def _for_notebook(ds: Dataset) -> str:
+    """The spec as the notebook (cwd notebooks/) resolves it: a folder relative to the project root."""
+    return paths.shown(ds.path) if ds.kind == "folder" else ds.spec
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pglab.compare", description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="profile, run id or folder of derived tables")
+    ap.add_argument("--b", required=True, help="profile, run id or folder of derived tables")
+    ap.add_argument("--out", default=None, help="default: build/compare/<A>-vs-<B>/")
+    args = ap.parse_args(argv)
+    try:
+        a, b = resolve(args.a), resolve(args.b)
+        studies = check_comparable(a, b)
+    except CompareError as e:
+        print(f"error: cannot compare A {args.a!r} with B {args.b!r}: {e}", file=sys.stderr)
+        return 2
+    import papermill  # only once the two sides are good: a refusal need not wait for it
+
+    from .report_html import write_html
+
+    out = paths.resolve(args.out) if args.out else out_dir(a, b)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"pglab compare: A {a.shown()} vs B {b.shown()}; studies {', '.join(studies)} -> {out}", flush=True)
+    t0 = time.monotonic()
+    try:
+        papermill.execute_notebook(
+            str(paths.NOTEBOOKS / NOTEBOOK), str(out / NOTEBOOK),
+            parameters={"a": _for_notebook(a), "b": _for_notebook(b)},
+            kernel_name=KERNEL, cwd=str(paths.NOTEBOOKS), progress_bar=False,
+        )  # fmt: skip
+    except papermill.PapermillExecutionError as e:
+        print(f"error: {NOTEBOOK} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
+        return 1
+    html = write_html(out / NOTEBOOK, out / "compare.html")
+    print(f"pglab compare: {paths.shown(html)} in {time.monotonic() - t0:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

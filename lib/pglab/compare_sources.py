@@ -1,0 +1,184 @@
+"""The two sides of `make compare`: each a derived dataset named by a profile, a run id or a folder.
+
+- a profile: `data/derived/<profile>/`, every table in it;
+- a run id: the run's working copy `data/raw/<run-id>/derived-work/<profile>/` (a run cut short, or one still
+  going) or else the profile folder whose MANIFEST.json says the run wrote its tables; only the tables that
+  run wrote, so older tables carried over from another run are never passed off as this run's;
+- a folder path (absolute, or relative to the current folder or to the project root) holding the CSVs.
+
+`check_comparable` refuses (CompareError, exit 2) two datasets that share no study or measure a shared table
+differently (other key or value columns, or units/metrics with no value in common)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+
+from . import derived, paths, report_sections
+
+ENVIRONMENT = "environment"
+# the study a table belongs to is its name's prefix: the report sections' names, longest first
+STUDIES = sorted([s.removesuffix("_report") for s in report_sections.SECTIONS] + [ENVIRONMENT], key=len, reverse=True)
+VALUE_COLUMNS = ("median", "ci_low", "ci_high", "min", "max")
+UNIT_COLUMNS = ("unit", "metric")
+
+
+class CompareError(Exception):
+    """A refusal: the message says why, naming both sides (`python -m pglab.compare` exits with 2)."""
+
+
+def study_of(table: str) -> str:
+    return next((s for s in STUDIES if table.startswith(f"{s}_")), table.split("_")[0])
+
+
+def measure_keys(columns: list[str]) -> list[str] | None:
+    """A table of medians with an interval (the `*_summary` shape): its key columns are those before the
+    statistics (`n` or `median`); None for any other table, also for the tables of ratios against a baseline,
+    whose interval is the ratio's, not the median's."""
+    if (
+        "median" not in columns
+        or "ratio" in columns
+        or not ({"ci_low", "ci_high"} <= set(columns) or {"min", "max"} <= set(columns))
+    ):
+        return None
+    first = min(columns.index(c) for c in ("n", "median") if c in columns)
+    return columns[:first]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    spec: str  # as the user gave it
+    kind: str  # "profile", "run" or "folder"
+    path: Path  # the folder of CSVs
+    only: tuple[str, ...] | None = None  # a run's own tables (None: every table in the folder)
+
+    @property
+    def label(self) -> str:
+        """Safe as part of a folder name (build/compare/<A>-vs-<B>/)."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.spec).strip("._") or "dataset"
+
+    @cached_property
+    def tables(self) -> tuple[str, ...]:
+        names = sorted(p.stem for p in self.path.glob("*.csv"))
+        return tuple(n for n in names if self.only is None or n in self.only)
+
+    @property
+    def studies(self) -> list[str]:
+        return sorted({study_of(t) for t in self.tables} - {ENVIRONMENT})
+
+    def columns(self, table: str) -> list[str]:
+        header = (self.path / f"{table}.csv").open().readline().rstrip("\n")
+        return header.split(",") if header else []
+
+    def read(self, table: str) -> pl.DataFrame | None:
+        if table not in self.tables:
+            return None
+        return pl.read_csv(self.path / f"{table}.csv", infer_schema_length=None)
+
+    def shown(self) -> str:
+        return f"{self.spec} ({self.kind}: {paths.shown(self.path)})"
+
+
+def _manifest_runs(folder: Path) -> dict[str, str | None]:
+    try:
+        return {
+            n.removesuffix(".csv"): e.get("run_id")
+            for n, e in json.loads((folder / derived.MANIFEST).read_text()).items()
+        }
+    except (OSError, ValueError):
+        return {}
+
+
+def _run_tables(folder: Path, run_id: str) -> tuple[str, ...] | None:
+    """The tables the manifest says `run_id` wrote; None when the manifest names no run at all (older data)."""
+    runs = _manifest_runs(folder)
+    mine = tuple(sorted(t for t, r in runs.items() if r == run_id))
+    return mine if mine or any(runs.values()) else None
+
+
+def available() -> tuple[list[str], list[str]]:
+    """Profiles in data/derived/ and run ids with derived tables (a working copy or a manifest entry)."""
+    profiles = sorted(p.parent.name for p in paths.derived_dir().glob(f"*/{derived.MANIFEST}"))
+    runs = {p.parents[2].name for p in paths.raw_dir().glob("*/derived-work/*/*.csv")}
+    for profile in profiles:
+        runs |= {r for r in _manifest_runs(paths.derived_dir() / profile).values() if r}
+    return profiles, sorted(runs)
+
+
+def _not_found(spec: str) -> CompareError:
+    profiles, runs = available()
+    what = (
+        f"{spec!r} is neither a profile, a run id nor a folder of derived tables."
+        if spec
+        else "nothing given: make compare A=<…> B=<…>, each a profile, a run id or a folder of derived tables."
+    )
+    return CompareError(
+        f"{what}\n"
+        f"  profiles ({paths.shown(paths.derived_dir())}): {', '.join(profiles) or 'none'}\n"
+        f"  run ids: {', '.join(runs) or 'none'}"
+    )
+
+
+def _has_csv(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*.csv"))
+
+
+def resolve(spec: str) -> Dataset:
+    if "/" in spec or spec.startswith((".", "~")):
+        given = Path(spec).expanduser()
+        for folder in [given] if given.is_absolute() else [Path.cwd() / given, paths.resolve(given)]:
+            if _has_csv(folder):
+                return Dataset(spec, "folder", folder.resolve())
+        raise _not_found(spec)
+    profile = paths.derived_dir() / spec
+    if _has_csv(profile):
+        return Dataset(spec, "profile", profile)
+    work = sorted(p for p in (paths.raw_dir() / spec / "derived-work").glob("*") if _has_csv(p))
+    if work:  # one profile per run; the working copy is there until the run publishes it
+        return Dataset(spec, "run", work[0], _run_tables(work[0], spec))
+    for folder in sorted(paths.derived_dir().glob(f"*/{derived.MANIFEST}")):
+        mine = _run_tables(folder.parent, spec)
+        if mine:
+            return Dataset(spec, "run", folder.parent, mine)
+    raise _not_found(spec)
+
+
+def _unit_values(ds: Dataset, table: str, column: str) -> set:
+    return set(ds.read(table)[column].drop_nulls().cast(pl.String))
+
+
+def _metric_mismatch(a: Dataset, b: Dataset, table: str) -> str | None:
+    ca, cb = a.columns(table), b.columns(table)
+    ka, kb = measure_keys(ca), measure_keys(cb)
+    if (ka is None) != (kb is None) or ka != kb:
+        return f"{table}: measured by {ka or 'no median'} in A, {kb or 'no median'} in B"
+    va, vb = [c for c in ca if c in VALUE_COLUMNS], [c for c in cb if c in VALUE_COLUMNS]
+    if ka is not None and va != vb:
+        return f"{table}: values {va} in A, {vb} in B"
+    for col in UNIT_COLUMNS:
+        if (col in ca) != (col in cb):
+            return f"{table}: a {col!r} column on one side only"
+        if col in ca:
+            va, vb = _unit_values(a, table, col), _unit_values(b, table, col)
+            if va and vb and not va & vb:
+                return f"{table}: {col} {sorted(va)} in A, {sorted(vb)} in B"
+    return None
+
+
+def check_comparable(a: Dataset, b: Dataset) -> list[str]:
+    """The studies both datasets hold; CompareError when there is none or a shared table measures differently."""
+    common = sorted(set(a.studies) & set(b.studies))
+    if not common:
+        raise CompareError(
+            f"A {a.shown()} and B {b.shown()} share no study: A has {a.studies or 'none'}, B has {b.studies or 'none'}"
+        )
+    shared = sorted(set(a.tables) & set(b.tables))
+    problems = [m for t in shared if (m := _metric_mismatch(a, b, t))]
+    if problems:
+        raise CompareError(f"A {a.shown()} and B {b.shown()} use different metrics:\n  " + "\n  ".join(problems))
+    return common

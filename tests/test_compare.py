@@ -1,0 +1,152 @@
+"""`make compare`: two synthetic derived datasets, shaped like the real tables, with one known change of
+each kind (a median 20 % higher, a verdict, a plan fingerprint, a setting) and nothing else."""
+
+import polars as pl
+import pytest
+
+from pglab import compare, derived
+from pglab.report_html import external_references
+
+SERVERS, QUERIES = ("pg15", "pg18"), ("q1.1", "q4.3")
+
+
+def _summary(changed: bool) -> pl.DataFrame:
+    rows = []
+    for server in SERVERS:
+        for query in QUERIES:
+            m = 1.2 if changed and (server, query) == ("pg18", "q4.3") else 1.0
+            rows.append({"server": server, "mode": "parallel", "query": query, "n": 5, "n_missing": 0, "median": m,
+                         "mean": m, "min": 0.9 * m, "max": 1.1 * m, "stddev": 0.02, "ci_low": 0.95 * m,
+                         "ci_high": 1.05 * m})  # fmt: skip
+    return pl.from_dicts(rows)
+
+
+def _jit_summary(metric: str) -> pl.DataFrame:
+    return pl.DataFrame({"server": ["pg15"], "metric": [metric], "condition": ["on"], "operator": ["sum"], "n": [10],
+                         "n_missing": [0], "median": [0.2], "mean": [0.2], "min": [0.1], "max": [0.3],
+                         "stddev": [0.01], "ci_low": [0.15], "ci_high": [0.25], "label": ["sum"]})  # fmt: skip
+
+
+def _plans(changed: bool) -> pl.DataFrame:
+    fp = {("pg18", "q4.3"): "bbbbbbbbbbbbbbbb" if changed else "aaaaaaaaaaaaaaaa"}
+    return pl.from_dicts([
+        {"server": s, "mode": "parallel", "query": q, "allowed_workers": 2, "fingerprint": fp.get((s, q), "a" * 16),
+         "planning_ms": 0.1 if changed else 0.2, "execution_ms": 500.0, "workers_planned": 2, "workers_launched": 2,
+         "leftmost_relation": "public.lineorder"}
+        for s in SERVERS for q in QUERIES
+    ])  # fmt: skip
+
+
+def _findings(changed: bool) -> pl.DataFrame:
+    verdict = "not supported" if changed else "supported"
+    return pl.DataFrame({"study": ["S4", "S4"], "finding": ["all_operators"] * 2, "claim": ["JIT helps"] * 2,
+                         "server": list(SERVERS), "verdict": ["supported", verdict],
+                         "evidence": ["x", "y"]})  # fmt: skip
+
+
+def _environment(changed: bool) -> dict[str, pl.DataFrame]:
+    return {
+        "environment_machine": pl.DataFrame({"key": ["cpu_cores", "os"], "value": ["2", "Debian 12"]}),
+        "environment_servers": pl.DataFrame({"server": list(SERVERS), "version": ["15.18", "18.6"],
+                                             "jit": [True, False]}),
+        "environment_settings": pl.DataFrame({
+            "server": ["pg15", "pg15", "pg18", "pg18"], "name": ["work_mem", "port"] * 2,
+            "setting": ["64MB" if not changed else "128MB", "5432" if changed else "5433", "64MB", "5434"],
+            "unit": ["", "", "", ""], "source": ["configuration file"] * 4,
+        }),
+    }  # fmt: skip
+
+
+def _write(root, profile, changed, run_id=None, monkeypatch=None, jit_metric="wall"):
+    if monkeypatch and run_id:
+        monkeypatch.setenv(derived.RUN_ID_ENV, run_id)
+    tables = {"ssb_summary": _summary(changed), "ssb_plans": _plans(changed),
+              "jit_operators_findings": _findings(changed), "jit_operators_summary": _jit_summary(jit_metric),
+              **_environment(changed)}  # fmt: skip
+    for name, df in tables.items():
+        derived.write_table(df, name, profile, root=root)
+    return root / profile
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("PGLAB_DERIVED_DIR", raising=False)
+    root = tmp_path / "data" / "derived"
+    _write(root, "before", changed=False, run_id="before-1", monkeypatch=monkeypatch)
+    _write(root, "after", changed=True, run_id="after-1", monkeypatch=monkeypatch)
+    return root
+
+
+def test_finds_exactly_the_known_changes(data):
+    a, b = compare.resolve("before"), compare.resolve("after")
+    assert compare.check_comparable(a, b) == ["jit_operators", "ssb"]
+
+    r = compare.ratios(a, b)
+    assert r.height == len(SERVERS) * len(QUERIES) + 1  # every median both hold, the jit one too
+    moved = r.filter(pl.col("change").is_in(compare.BEYOND))
+    assert moved.select("metric", "server", "item", "change").to_dicts() == [
+        {"metric": "ssb", "server": "pg18", "item": "mode=parallel query=q4.3", "change": "B higher"}
+    ]
+    assert moved["ratio"][0] == pytest.approx(1.2)
+    # ratio of bounds: low_B / high_A … high_B / low_A
+    assert (moved["ratio_low"][0], moved["ratio_high"][0]) == pytest.approx((1.14 / 1.05, 1.26 / 0.95))
+    assert compare.largest_changes(r)["ratio"].to_list() == pytest.approx([1.2])
+
+    v = compare.verdict_changes(a, b)
+    assert v.select("study", "finding", "server", "verdict_a", "verdict_b").rows() == [
+        ("jit_operators", "all_operators", "pg18", "supported", "not supported")
+    ]
+    p = compare.plan_changes(a, b)  # planning_ms is a time, not the plan's shape
+    assert p.select("server", "item", "column", "a", "b").rows() == [
+        ("pg18", "mode=parallel query=q4.3", "fingerprint", "a" * 16, "b" * 16)
+    ]
+    env = compare.environment_differences(a, b)  # the port the kit picked is no difference
+    assert env.rows() == [("setting", "pg15", "work_mem", "64MB", "128MB")]
+    summary = dict(compare.what_changed(env, v, p, r).rows())
+    assert list(summary.values()) == [1, 1, 1, 5, 1]
+
+
+def test_run_ids_resolve_to_the_tables_that_run_wrote(data, tmp_path, monkeypatch):
+    assert compare.resolve("after-1").path == data / "after"
+    assert compare.resolve("after-1").kind == "run"
+    # a run not yet published: its working copy, only the tables it has written so far
+    work = tmp_path / "data" / "raw" / "running-1" / "derived-work"
+    derived.stage("after", work, data)
+    monkeypatch.setenv(derived.RUN_ID_ENV, "running-1")
+    derived.write_table(_summary(True), "ssb_summary", "after", root=work)
+    running = compare.resolve("running-1")
+    assert (running.kind, running.path, running.tables) == ("run", work / "after", ("ssb_summary",))
+    assert compare.resolve(str(data / "before")).kind == "folder"
+    assert "running-1" in compare.available()[1]
+
+
+def test_refuses_runs_sharing_no_study(data, tmp_path, monkeypatch, capsys):
+    only_pgbench = tmp_path / "other" / "pgbench_only"
+    derived.write_table(pl.DataFrame({"server": ["pg15"], "scale": [1], "n": [3], "median": [1.0], "ci_low": [0.9],
+                                      "ci_high": [1.1]}), "pgbench_init_summary", "pgbench_only",
+                        root=tmp_path / "other")  # fmt: skip
+    assert compare.main(["--a", "before", "--b", str(only_pgbench)]) == 2
+    err = capsys.readouterr().err
+    assert "share no study" in err and "before" in err and "pgbench_only" in err
+
+
+def test_refuses_different_metrics_and_unknown_names(data, tmp_path, capsys):
+    _write(data, "cpu", changed=False, jit_metric="cpu")
+    assert compare.main(["--a", "before", "--b", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "different metrics" in err and "jit_operators_summary" in err and "'cpu'" in err
+    assert compare.main(["--a", "before", "--b", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert "'nowhere'" in err and "after, before, cpu" in err and "after-1, before-1" in err
+
+
+def test_notebook_runs_through_papermill_and_writes_a_self_contained_html(data, tmp_path):
+    out = tmp_path / "out"
+    assert compare.main(["--a", str(data / "before"), "--b", str(data / "after"), "--out", str(out)]) == 0
+    html = (out / "compare.html").read_text()
+    assert (out / "compare.ipynb").exists()
+    assert external_references(html) == []
+    assert (
+        "B higher" in html and "not supported" in html and "128MB" in html and "data:image/svg+xml" in html
+    )  # the chart, inline
