@@ -1,4 +1,5 @@
-"""Writes notebooks/NN_name.ipynb from tools/notebook_sources/nbNN_name.py (each defines CELLS).
+"""Writes notebooks/NN_name.ipynb from tools/notebook_sources/nbNN_name.py (each defines CELLS), and
+notebooks/compare.ipynb from nbcompare.py (no number: `make report` runs only the numbered ones).
 
 Keeping the cells as plain Python text makes them easy to review and diff; the .ipynb files are what
 papermill runs and users open. Run after editing a source: `python tools/make_notebooks.py [NN ...]`
@@ -16,7 +17,8 @@ sys.path[:0] = [str(HERE), str(HERE / "notebook_sources")]
 
 
 def main(only: list[str]) -> int:
-    for src in sorted((HERE / "notebook_sources").glob("nb[0-9][0-9]_*.py")):
+    sources = HERE / "notebook_sources"
+    for src in sorted([*sources.glob("nb[0-9][0-9]_*.py"), sources / "nbcompare.py"]):
         name = src.stem[2:]
         if only and not any(name.startswith(o) for o in only):
             continue

@@ -1,0 +1,105 @@
+"""Cells of notebooks/compare.ipynb (regenerate with `python tools/make_notebooks.py compare`).
+
+Run by `make compare A=… B=…` (pglab.compare), which hands over the two sides; no number prefix, so that
+`make report` does not run it. Every table comes from pglab.compare; the notebook only shows them."""
+
+from nbbuild import code, md
+
+CELLS = [
+    md("""
+# pglab compare: run B against run A
+
+Two derived datasets side by side — two machines, two settings, two versions. A and B are each a profile
+(`data/derived/<profile>/`), a run id (the tables that run wrote) or a folder of derived tables; only the
+derived tables are read, no server is needed.
+
+**How to read it.** For every table of medians both runs hold (the `*_summary` tables), B / A is the ratio
+of the two medians. Its interval is the *ratio of bounds*, low B / high A … high B / low A, from each run's
+95 % confidence interval (min–max where a table has none): every ratio the two intervals allow, so it is
+conservative, wider than a bootstrap interval of the ratio. A ratio counts as a change only when that
+interval excludes 1. Whether higher is better depends on the table: times (`ssb`, `auto_explain`,
+`jit_operators`, `parallel_index`, `partitioning`, `pgbench_init`) are better lower, tps (`pgbench_*`)
+higher.
+"""),
+    code(
+        """
+# Parameters (papermill injects its own values after this cell)
+a = "default"  # profile, run id or folder (relative to the project root)
+b = "default"
+""",
+        tags=["parameters"],
+    ),
+    code("""
+import polars as pl
+
+from pglab import charts, compare
+from pglab.charts import table
+
+charts.setup()
+A, B = compare.resolve(a), compare.resolve(b)
+studies = compare.check_comparable(A, B)
+env = compare.environment_differences(A, B)
+verdicts = compare.verdict_changes(A, B)
+plans = compare.plan_changes(A, B)
+ratios = compare.ratios(A, B)
+print(f"A: {A.shown()}\\nB: {B.shown()}\\nstudies in both: {', '.join(studies)}")
+"""),
+    md("""
+## What changed
+
+How many differences of each kind, then the largest changes of a median beyond its interval.
+"""),
+    code("""
+table(compare.what_changed(env, verdicts, plans, ratios))
+"""),
+    code("""
+table(compare.largest_changes(ratios, k=10))
+"""),
+    md("""
+## Environment
+
+Machine, servers as they describe themselves, and settings that differ (a dash: absent on that side). The
+port and socket folder the kit picks for each cluster are left out, and so are server properties only one side
+records (a newer kit records more, the server is the same).
+"""),
+    code("""
+table(env) if env.height else print("no difference in machine, servers or settings")
+"""),
+    md("""
+## Per study
+
+Medians compared per study, how many moved beyond their interval (B higher / B lower), the geometric mean of
+B / A, and the verdict and plan changes below.
+"""),
+    code("""
+table(compare.by_study(ratios, verdicts, plans))
+"""),
+    code("""
+compare.ratio_chart(ratios, k=30, per_metric=5)
+"""),
+    md("""
+## Verdict changes
+
+Findings (same study, finding and server) whose verdict differs, with each run's evidence.
+"""),
+    code("""
+table(verdicts) if verdicts.height else print("no verdict changed")
+"""),
+    md("""
+## Plan changes
+
+Plan fingerprints and shape columns (node shape, workers planned, Gather placement) that differ for the same
+server and query or condition.
+"""),
+    code("""
+table(plans) if plans.height else print("no plan changed")
+"""),
+    md("""
+## Every ratio
+
+All medians both runs hold, B / A with its interval (`change`: whether that interval excludes 1).
+"""),
+    code("""
+table(ratios.drop("study"))
+"""),
+]
