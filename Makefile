@@ -13,6 +13,7 @@ TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download stability
+.PHONY: compare
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,6 +32,9 @@ venv: $(STAMP) ## create .venv from the lock file and register its Jupyter kerne
 report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml: a short pass; ONLY=99: the report alone)
 	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) \
 	  $(foreach o,$(ONLY),--only $(o))
+
+compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
+	$(BIN)/python -m pglab.compare --a "$(A)" --b "$(B)"
 
 lint: $(STAMP) ## ruff on the library, tests and tools
 	$(BIN)/ruff check lib tests tools
