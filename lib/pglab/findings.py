@@ -12,7 +12,7 @@ NOT_RUN = "not run"  # not in this profile, or the server cannot run it (e.g. no
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, UNDETERMINED, NOT_RUN)
 
 SCHEMA = {
-    "study": pl.String,  # "S1" … "S5" of shared/reference/studies.md
+    "study": pl.String,  # "S1" … "S5", the studies of docs/studies.md
     "finding": pl.String,  # short key, e.g. "q4.3_workers"
     "claim": pl.String,  # what the source study reported, in words and numbers
     "server": pl.String,  # our server, or "all"

@@ -1,7 +1,7 @@
 """Report section of study S4 test C (parallel B-tree index build on lineorder), computed from the derived
 tables only: no server, no raw store.
 
-How the verdicts are reached (shared/reference/methodology.md §4):
+How the verdicts are reached (docs/methodology.md, rule 4):
 
 * Speed-up = t0 / t(workers), medians, with a 95 % bootstrap interval. An interval that contains 1 is "no
   detectable difference", and a claim that needs a difference is then "undetermined".

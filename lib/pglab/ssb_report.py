@@ -1,7 +1,7 @@
 """Report section of study S1 (SSB: parallel query, JIT, versions) with study S4's SSB tests (JIT per query,
 parallel query tests A and B), computed from the derived tables only: no server, no raw store.
 
-How the verdicts are reached (shared/reference/methodology.md §4):
+How the verdicts are reached (docs/methodology.md, rule 4):
 
 * Every comparison is a ratio of medians with a 95 % bootstrap interval (pglab.stats); an interval that
   contains 1 is "no detectable difference", and a verdict that needs a difference is then "undetermined".
@@ -284,7 +284,7 @@ def _ceiling_text(d: _Data, n: int) -> str:
 def _s1_parallel(d: _Data) -> list[dict]:
     s1 = ref.s1_speedup_table()["s1_speedup"].to_list()
     claim = (f"Parallel query with {ref.S1_ALLOWED_WORKERS} workers ran the queries ≈ 5× faster than serial "
-             f"({_range(s1, '.1f')} on the {len(s1) // 2} queries the digest lists, 16.6 and 17.2, SF 70), against "
+             f"({_range(s1, '.1f')} on {len(s1) // 2} of S1's 13 queries, 16.6 and 17.2, SF 70), against "
              f"a ceiling of {ref.S1_ALLOWED_WORKERS + 1} (workers + leader).")  # fmt: skip
     rows = []
     suite = _suite(d.ok, "mode", len(d.queries))
@@ -414,7 +414,7 @@ def _s1_versions(d: _Data) -> list[dict]:
             "(means of 5 runs, SF 70)."), newer_faster, max(par)),
         *_versions(d, "serial", (
             f"With parallel query off, no consistent winner and wide run-to-run variation (CPU clock): 17.2 ran "
-            f"the {len(ser)} queries the digest lists {_range(ser)} as fast as 16.6."), no_consistent_winner, max(ser)),
+            f"{len(ser)} of S1's 13 queries {_range(ser)} as fast as 16.6."), no_consistent_winner, max(ser)),
     ]  # fmt: skip
 
 

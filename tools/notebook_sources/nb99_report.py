@@ -1,6 +1,6 @@
 """Cells of notebooks/99_report.ipynb (regenerate with `python tools/make_notebooks.py 99`).
 
-One section per study, in the order of shared/reference/studies.md; each heading comes from the section
+One section per study, in the order of the studies S1 … S5 (docs/studies.md); each heading comes from the section
 module's TITLE and each body from `report_sections.show()`, so the notebook stays a table of contents."""
 
 import sys
@@ -22,8 +22,10 @@ CELLS = [
     md("""
 # pglab report: PostgreSQL performance studies, reproduced on this machine
 
-Five published studies (`shared/reference/studies.md`) asked what a PostgreSQL version, setting or feature
-does to performance. This report answers the same questions on the machine and servers described below, from
+Five published studies, S1 … S5, asked what a PostgreSQL version, setting or feature does to performance
+(`docs/studies.md` describes each, with its citation: S1 and S3 entries of the PostgreSQL Advent Calendar, S2 a
+blog post, S4 the PostgreSQL Enterprise Consortium's WG1 report for 2018, S5 a blog entry for the 2017
+Advent Calendar). This report answers the same questions on the machine and servers described below, from
 the measurements of one run of every experiment notebook (`notebooks/00`–`70`, where each measurement is taken
 and stored; their executed copies sit next to this one).
 

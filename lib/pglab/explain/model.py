@@ -17,7 +17,7 @@ order, the same in JSON and text). Column meanings:
 - plan_rows, plan_width, startup_cost, total_cost: null with COSTS OFF.
 - actual_rows (per loop, fractional from 18), actual_loops, actual_startup_ms, actual_total_ms: null
   without ANALYZE; times null with TIMING OFF; a never-executed node has loops 0 and rows 0.
-- shared/local {hit,read,dirtied,written}_blocks, temp_{read,written}_blocks: null without BUFFERS.
+- shared_ and local_{hit,read,dirtied,written}_blocks, temp_{read,written}_blocks: null without BUFFERS.
 - workers_planned, workers_launched: on Gather / Gather Merge only (launched only with ANALYZE).
 - gather_id: node_id of the nearest Gather / Gather Merge above the node (null when none).
 - sort_key, group_key: keys as printed, ", "-joined; several key lines (grouping sets) are "; "-joined,
