@@ -64,7 +64,7 @@ class Dataset:
 
     @cached_property
     def tables(self) -> tuple[str, ...]:
-        names = sorted(p.stem for p in self.path.glob("*.csv"))
+        names = sorted(p.stem for p in self.path.glob("*.csv") if p.stat().st_size)  # not a table with no column
         return tuple(n for n in names if self.only is None or n in self.only)
 
     @property

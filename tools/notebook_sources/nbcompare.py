@@ -53,7 +53,8 @@ How many differences of each kind, then the largest changes of a median beyond i
 table(compare.what_changed(env, verdicts, plans, ratios))
 """),
     code("""
-table(compare.largest_changes(ratios, k=10))
+largest = compare.largest_changes(ratios, k=10)
+table(largest) if largest.height else print("no median moved beyond its interval")
 """),
     md("""
 ## Environment
