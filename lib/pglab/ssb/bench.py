@@ -3,21 +3,30 @@
     python -m pglab.ssb.bench [--sf 1] [--seed 1] [--overhead-batches 30] [--copy-paths]
 
 Prints, for the embedded PostgreSQL (a throwaway cluster of its own):
-1. generation alone: lineorder rows/s in this process and through the child-process producer;
-2. generation + load into the server (the loader's real path): seconds, rows/s, peak memory;
-3. the kit's overhead: the same query timed by pglab (`db.timed_statement`) and by psql's `\\timing`,
+1. generation to .tbl files (`python -m pglab.ssb`, 2 processes) against the C ssb-dbgen, alternating
+   runs, with both outputs' sha256 compared; dbgen is `$PGLAB_DBGEN` or `dbgen` on PATH (its dists.dss
+   from `$PGLAB_DBGEN_DISTS` or beside it); without one, our times alone;
+2. generation alone: lineorder rows/s in this process and through the child-process producer;
+3. generation + load into the server (the loader's real path): seconds, rows/s, peak memory;
+4. the kit's overhead: the same query timed by pglab (`db.timed_statement`) and by psql's `\\timing`,
    alternating, ratio of medians with a 95 % CI (target: within 2 %).
-Targets from issue 3: SF 1 generated and loaded in <= 11 s, peak memory <= 1.5 GB."""
+Targets: issue 18, files in <= 0.65 x dbgen's time and time linear in SF (`--linearity 10`: SF 10 <= 11 x
+SF 1); issue 3, SF 1 generated and loaded in <= 11 s, peak memory <= 1.5 GB."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from .. import paths
 from ..cluster import Cluster
@@ -45,6 +54,79 @@ def generation(sf: float, seed: int) -> None:
         dt = time.perf_counter() - t0
         print(f"  generation {label:13s}: {rows:,} lineorder rows in {dt:.2f} s = {rows / dt / 1e6:.2f} M rows/s "
               f"({nbytes / dt / 2**20:.0f} MiB/s of COPY text)")
+
+
+def find_dbgen() -> tuple[Path, Path] | None:
+    """The C dbgen and its dists.dss, if there is one to compare with."""
+    found = os.environ.get("PGLAB_DBGEN") or shutil.which("dbgen")
+    if not found or not Path(found).is_file():
+        return None
+    dists = Path(os.environ.get("PGLAB_DBGEN_DISTS") or Path(found).with_name("dists.dss"))
+    return (Path(found), dists) if dists.is_file() else None
+
+
+def _timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
+    """Wall seconds and the peak RSS (MiB) of the largest process the command ran."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, max(before, after) / 1024  # ru_maxrss of children is a running maximum
+
+
+def _digests(directory: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(directory.glob("*.tbl")):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            while block := f.read(1 << 24):
+                digest.update(block)
+        out[path.stem] = digest.hexdigest()
+    return out
+
+
+def files_vs_dbgen(sf: float, runs: int, processes: int = 2, scratch: Path | None = None,
+                   with_dbgen: bool = True) -> dict:
+    """Generation to .tbl files, ours against the C dbgen, alternating; the files deleted afterwards."""
+    dbgen = find_dbgen() if with_dbgen else None
+    ours_cmd = [sys.executable, "-m", "pglab.ssb", "--sf", f"{sf:g}", "--processes", str(processes)]
+    times: dict[str, list[float]] = {"pglab": [], "dbgen": []}
+    peak = 0.0
+    with tempfile.TemporaryDirectory(prefix="pglab-ssb-bench-", dir=scratch) as tmp:
+        ours_dir, theirs_dir = Path(tmp, "pglab"), Path(tmp, "dbgen")
+        theirs_dir.mkdir()
+        for i in range(runs):
+            order = ["pglab", "dbgen"] if i % 2 == 0 else ["dbgen", "pglab"]
+            for who in order:
+                # both write new files: overwriting the previous run's pages in place (as dbgen does, where
+                # we write a new file and rename it) would spare dbgen the page allocation ours pays
+                for old in (ours_dir if who == "pglab" else theirs_dir).glob("*.tbl"):
+                    old.unlink()
+                if who == "pglab":
+                    seconds, rss = _timed([*ours_cmd, "--out", str(ours_dir)], Path(tmp))
+                    times["pglab"].append(seconds)
+                    peak = max(peak, rss)
+                elif dbgen:
+                    seconds, _ = _timed([str(dbgen[0]), "-q", "-f", "-s", f"{sf:g}", "-b", str(dbgen[1])], theirs_dir)
+                    times["dbgen"].append(seconds)
+        same = _digests(ours_dir) == _digests(theirs_dir) if dbgen else None
+    ours = statistics.median(times["pglab"])
+    line = (f"  files, SF {sf:g}: pglab ({processes} processes) median {ours:.2f} s of {runs} "
+            f"({_spread(times['pglab'])})")
+    if dbgen:
+        theirs = statistics.median(times["dbgen"])
+        line += (f"; dbgen median {theirs:.2f} s ({_spread(times['dbgen'])}) -> ratio {ours / theirs:.2f} "
+                 f"(target <= 0.65); files identical: {same}")
+    else:
+        line += "; no C dbgen run (set PGLAB_DBGEN to have one)" if with_dbgen else ""
+    print(line + f"; largest process {peak:.0f} MiB")
+    return {"pglab_s": ours, "dbgen_s": statistics.median(times["dbgen"]) if dbgen else None, "peak_mib": peak,
+            "identical": same}
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f} s"
 
 
 def psql_timing(server: Server, dbname: str, statements: list[str]) -> list[float]:
@@ -147,10 +229,21 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--overhead-batches", type=int, default=30)
     ap.add_argument("--copy-paths", action="store_true", help="also compare text, CSV and binary COPY")
+    ap.add_argument("--file-runs", type=int, default=5, help="alternating runs of the files comparison (0: skip)")
+    ap.add_argument("--linearity", type=float, default=None, metavar="SF",
+                    help="also time files at this SF once (e.g. 10; needs ~6 GB per SF 10 in the scratch dir)")
+    ap.add_argument("--scratch", type=Path, default=None, help="where the files go (default: the temp dir)")
     args = ap.parse_args(argv)
 
     inst = next(i for i in discover() if i.source == "embedded")
     print(f"SSB benchmark, SF {args.sf:g}, seed {args.seed}, {inst.version}")
+    if args.file_runs:
+        base = files_vs_dbgen(args.sf, args.file_runs, scratch=args.scratch)
+        if args.linearity:
+            big = files_vs_dbgen(args.linearity, 1, scratch=args.scratch, with_dbgen=False)
+            ratio = big["pglab_s"] / base["pglab_s"]
+            print(f"  linearity: SF {args.linearity:g} took {ratio:.1f} x SF {args.sf:g} "
+                  f"(target <= {1.1 * args.linearity / args.sf:.1f})")
     generation(args.sf, args.seed)
     own, children = _peak_mib()
     print(f"  peak memory so far: this process {own:.0f} MiB, largest child {children:.0f} MiB")
