@@ -101,9 +101,9 @@ class Servers(Strict):
             raise ValueError("expected 'all' or a non-empty list of server names, e.g. [pg18, pg15]")
         bad = [n for n in v if not is_safe_name(n)]
         if bad:
-            raise ValueError(f"expected server names of {SAFE_NAME_RULE}; got {bad}")
+            raise ValueError(f"expected server names of {SAFE_NAME_RULE}; {bad} not")
         if len(set(v)) != len(v):
-            raise ValueError(f"expected each server once; got {v}")
+            raise ValueError("expected each server once")
         return v
 
     @field_validator("versions", mode="before")
@@ -113,7 +113,7 @@ class Servers(Strict):
             raise ValueError("expected a list of versions, e.g. [16, '15.8']")
         out = [_version(x) for x in v]
         if len(set(map(str, out))) != len(out):
-            raise ValueError(f"expected each version once; got {v}")
+            raise ValueError("expected each version once")
         return out
 
 
@@ -131,7 +131,7 @@ SECTIONS = ("ssb", "pgbench", "auto_explain", "jit_operators", "parallel_index",
 
 
 class Params(Strict):
-    profile: str = Field(default="default", pattern=r"^[A-Za-z0-9_-]+$")
+    profile: str = "default"  # names data/derived/<profile>/
     run_id: SafeName | None = None
     servers: Servers = Servers()
     initdb: Initdb = Initdb()
@@ -144,6 +144,13 @@ class Params(Strict):
     parallel_index: ParallelIndexParams = ParallelIndexParams()
     partitioning: PartitioningParams = PartitioningParams()
     source: str = Field(default="", exclude=True)  # the file these came from
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", v):
+            raise ValueError("expected a profile name of letters, digits, '_' and '-' (at most 64)")
+        return v
 
     def setting_dicts(self) -> dict[str, dict]:
         """Every dict of PostgreSQL settings in params, by its key (`settings`, `ssb.stage_settings`, ...)."""

@@ -90,7 +90,7 @@ def check_settings(params: Params, shown, installs: list) -> None:
     """Every setting in params against each install's own rules, with `postgres -C` (names, types, ranges,
     enum values). Settings of extensions (auto_explain.*) are only placeholders to it, any value passes:
     their own checks are in the study's params. A server is never started for this."""
-    from . import osuser
+    from . import osuser, reach
 
     dicts = params.setting_dicts()
     entries = [(f"{where}.{name}", name, value) for where, d in dicts.items() for name, value in d.items()]
@@ -100,10 +100,14 @@ def check_settings(params: Params, shown, installs: list) -> None:
     folder = _config_folder(run_as)
     try:
         for inst in installs:
-            reason = _postgres_c(inst, folder, run_as, entries)
+            try:  # as root: the binaries the service user can run (a copy in the cache if it cannot reach these)
+                runnable = reach.server_install(inst, run_as)
+            except reach.ReachError as e:
+                raise ParamsError(f"{shown}: servers: cannot run {inst.name} as OS user {run_as.name}: {e}") from None
+            reason = _postgres_c(runnable, folder, run_as, entries)
             if reason is None:
                 continue
-            key, value = _culprit(inst, folder, run_as, entries, reason)
+            key, value = _culprit(runnable, folder, run_as, entries, reason)
             if key is None:
                 raise ParamsError(f"{shown}: settings: could not check them with {inst.tool('postgres')} "
                                   f"({inst.name}) as OS user {run_as.name}: {reason}")  # fmt: skip
@@ -153,11 +157,12 @@ def _culprit(inst, folder: Path, run_as, entries, reason: str) -> tuple[str | No
 
 # -- disk space ------------------------------------------------------------------------------------------------
 
-# Sizes on disk, measured on PostgreSQL 15 and 18 here (2025): SSB loaded as the kit loads it (COPY FREEZE,
-# VACUUM ANALYZE, no indexes): pg_database_size 41.9 MB at SF 0.05, 678.8 MB at SF 1, an empty database
-# 7.6 MB; the largest parallel_index build (4 key columns on lineorder) 189.2 MB at SF 1, one at a time;
-# pgbench -i: 23.5 MB at scale 1, 164.6 MB at scale 10; a one-int table 36.3 B a row (jit_operators 3 M
-# rows: 108.8 MB); partitioning 84.5 B a row (3 M rows: 253.4 MB).
+# Sizes on disk (pg_database_size), the same on PostgreSQL 15 and 18. SSB as the kit loads it (COPY FREEZE,
+# VACUUM ANALYZE, no indexes), measured in test servers: 41.9 MB at SF 0.05, 678.8 MB at SF 1, an empty
+# database 7.6 MB; the largest parallel_index build (4 key columns on lineorder, one index at a time) 9.5 MB
+# at SF 0.05, 189.2 MB at SF 1. From the committed default run (data/derived/default): pgbench -i 23.5 MB at
+# scale 1, 164.6 MB at scale 10; jit_operators' two int columns 36.3 B a row (3 M rows: 108.8 MB), as
+# auto_explain's one (header and alignment dominate); partitioning's rows 84.5 B (3 M rows: 253.4 MB).
 MB = 1_000_000
 EMPTY_DB = 7.6 * MB
 SSB_PER_SF = 671.2 * MB
@@ -204,15 +209,28 @@ def _human(n: float) -> str:
     return f"{n / 1e6:.2f} MB"
 
 
+def _clusters_folder() -> Path:
+    """Where the kit's clusters are: the state folder's, or the stand-in for it when the service user cannot
+    reach it (reach.py), found without creating either."""
+    from . import osuser, reach
+
+    wanted = paths.clusters_dir()
+    used = reach.stand_in(wanted)
+    if used is None and not reach.reachable(wanted, osuser.server_user()):
+        used = paths.machine_state_dir()
+    return used or wanted
+
+
 def check_disk(params: Params, shown, servers: list[str]) -> None:
-    """Refuse a run whose data would not fit into the free space of the state folder (the kit's clusters).
-    What a server's cluster already holds (a resumed run, a later notebook of the same run) counts as there."""
+    """Refuse a run whose data would not fit into the free space where the kit's clusters go. What a server's
+    cluster already holds (a resumed run, a later notebook of the same run) counts as there."""
     if not servers:
         return  # external servers only: their data is on their own disks
     parts = estimate_bytes(params)
     per_server = sum(parts.values())
-    need = sum(max(0.0, per_server - _folder_bytes(paths.clusters_dir() / name)) for name in servers)
-    folder = paths.state_dir()
+    clusters = _clusters_folder()
+    need = sum(max(0.0, per_server - _folder_bytes(clusters / name)) for name in servers)
+    folder = clusters
     while not folder.exists():
         folder = folder.parent
     free = shutil.disk_usage(folder).free
