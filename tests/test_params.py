@@ -1,13 +1,19 @@
 """A bad params file stops the run before any server starts, with one message naming file, key and
 expectation. A password never appears in it."""
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
+import yaml
+from conftest import TEST_HOME
 
 from pglab import params, paths
 from pglab.params import ParamsError
@@ -33,7 +39,7 @@ def test_shipped_params_are_valid():
         ("settings: {work_mem: [1]}\n", r"settings.work_mem: expected text, a number or true/false"),
         ("environment: {pg_test_timing_seconds: 0}\n", r"environment.pg_test_timing_seconds: .*greater than"),
         ("initdb: {data_checksums: maybe}\n", r"initdb.data_checksums: .*boolean"),
-        ("profile: 'has space'\n", r"profile: .*pattern"),
+        ("profile: 'has space'\n", r"profile: expected a profile name"),
         ("- a list\n", r"expected a mapping"),
         ("a: [unclosed\n", r"not valid YAML"),
         ("servers: {installs: [{name: x, bin_dir: /nonexistent}]}\n",
@@ -86,3 +92,98 @@ def test_report_refuses_bad_params_before_starting_anything(tmp_path):
     assert "servers.installs[0].bin_dir" in out.stderr
     assert not (tmp_path / "r").exists()
     assert not paths.clusters_dir().joinpath("x").exists()
+
+
+# -- the rules of issue 13 (the corpus of bad files is in test_bad_params.py) ----------------------------------
+
+
+def test_the_kit_owned_settings_cover_what_the_cluster_sets(embedded):
+    from pglab.cluster import Cluster
+    from pglab.paramtypes import KIT_OWNED_SETTINGS
+
+    assert set(Cluster(embedded, name="owned")._base_settings()) <= KIT_OWNED_SETTINGS
+
+
+def test_a_relative_bin_dir_is_taken_from_the_params_files_folder(tmp_path):
+    debian = Path("/usr/lib/postgresql/15/bin")
+    if not (debian / "postgres").exists():
+        pytest.skip("no Debian PostgreSQL 15")
+    folder = tmp_path / "params"
+    folder.mkdir()
+    f = folder / "p.yaml"
+    f.write_text(f"servers: {{installs: [{{name: mine, bin_dir: {os.path.relpath(debian, folder)}}}]}}\n")
+    p = params.load(f)
+    assert p.servers.installs[0].bin_dir == str(debian)  # absolute: the notebooks run in notebooks/
+
+
+@pytest.mark.parametrize(
+    "dsn, secrets",
+    [
+        ("host=127.0.0.1 password=sec ret user=x", ["sec", "ret"]),
+        ("postgresql://u:p%20w@h/db", ["p%20w", "p w"]),
+        ("postgresql://u:s3cr%20t@127.0.0.1:1/db", ["s3cr", "s3cr%20t"]),
+        ("host=127.0.0.1 port=1 password='quoted secret'", ["quoted", "secret"]),
+    ],
+)
+def test_a_dsn_error_never_shows_any_piece_of_the_password(tmp_path, dsn, secrets):
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump({"servers": {"connect_timeout_s": 1, "external": [{"name": "x", "dsn": dsn}]}}))
+    with pytest.raises(ParamsError) as e:
+        params.load(f)
+    assert "servers.external[0].dsn: expected" in str(e.value)
+    assert not [s for s in secrets if s in str(e.value)], str(e.value)
+
+
+def test_versions_are_majors_or_exact_versions(tmp_path):
+    p = _load(tmp_path, "servers: {versions: [16, '15.8', '17', 10, 18]}\n", check_servers=False)
+    assert p.servers.versions == [16, "15.8", 17, 10, 18]
+    expected = r"servers\.versions: expected .*(10, 11, 12, 13, 14, 15, 16, 17, 18|list)"
+    for bad in ("[9]", "[19]", "['16.x']", "[16.5]", "[true]", "['9.6.24']", "16"):
+        with pytest.raises(ParamsError, match=expected):
+            _load(tmp_path, f"servers: {{versions: {bad}}}\n", check_servers=False)
+
+
+def test_yaml_merge_keys_are_no_duplicates(tmp_path):
+    text = (
+        "ssb: {stage_settings: &s {wal_level: minimal, max_wal_senders: 0}}\n"
+        "partitioning: {server_settings: {<<: *s, max_wal_senders: 1}}\n"
+    )
+    p = _load(tmp_path, text, check_servers=False)
+    assert p.partitioning.server_settings == {"wal_level": "minimal", "max_wal_senders": 1}
+
+
+def test_every_setting_is_checked_by_each_selected_install(tmp_path, installs):
+    """A setting PostgreSQL 18 has and 15 has not: refused with pg15 named, accepted with pg18 alone; the check
+    leaves no folder behind. One `postgres -C` per install with every setting of the default params."""
+    from pglab import params_checks
+
+    if not {"pg15", "pg18"} <= {i.name for i in installs}:
+        pytest.skip("needs pg15 and pg18")
+    refused = r"settings\.io_method: expected a setting and value that pg15 \(PostgreSQL 15\.\d+\) accepts; got 'sync'"
+    with pytest.raises(ParamsError, match=refused + ": unrecognized configuration parameter"):
+        _load(tmp_path, "settings: {io_method: sync}\n")
+    _load(tmp_path, "servers: {use: [pg18]}\nsettings: {io_method: sync}\n")
+    default = params.load(paths.PARAMS / "default.yaml", check_servers=False)
+    private = TEST_HOME / "settings-check-tmp"  # a temp folder of this test's own, reachable by the server user
+    shutil.rmtree(private, ignore_errors=True)
+    private.mkdir(parents=True)
+    tempfile.tempdir = str(private)
+    try:
+        t0 = time.monotonic()
+        params_checks.check_settings(default, "default.yaml", installs)
+        n = sum(len(d) for d in default.setting_dicts().values())
+        print(f"\n{n} settings checked on {len(installs)} installs in {time.monotonic() - t0:.3f} s")
+    finally:
+        tempfile.tempdir = None
+    assert list(private.iterdir()) == []  # the throwaway config folder is gone
+    private.rmdir()
+
+
+def test_the_disk_estimate_follows_the_params():
+    from pglab import params_checks
+
+    quick = params_checks.estimate_bytes(params.load(paths.PARAMS / "quick.yaml", check_servers=False))
+    default = params_checks.estimate_bytes(params.load(paths.PARAMS / "default.yaml", check_servers=False))
+    assert 40e6 < quick["ssb.sf"] < 80e6  # SF 0.05: 41.9 MB measured, and its largest index
+    assert 0.8e9 < default["ssb.sf"] < 0.9e9  # SF 1: 678.8 MB measured + 189 MB index
+    assert default["pgbench.scales"] > quick["pgbench.scales"]
