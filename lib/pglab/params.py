@@ -117,10 +117,29 @@ class Servers(Strict):
         return out
 
 
+# the server encodings initdb accepts (PostgreSQL's pg_enc2name_tbl less the client-only ones)
+SERVER_ENCODINGS = (
+    "SQL_ASCII EUC_JP EUC_CN EUC_KR EUC_TW EUC_JIS_2004 UTF8 MULE_INTERNAL LATIN1 LATIN2 LATIN3 LATIN4 LATIN5 "
+    "LATIN6 LATIN7 LATIN8 LATIN9 LATIN10 WIN1256 WIN1258 WIN866 WIN874 KOI8R WIN1251 WIN1252 ISO_8859_5 "
+    "ISO_8859_6 ISO_8859_7 ISO_8859_8 WIN1250 WIN1253 WIN1254 WIN1255 WIN1257 KOI8U"
+).split()
+
+
+def _encoding_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())  # as PostgreSQL compares them: 'utf-8' is UTF8
+
+
 class Initdb(Strict):
     encoding: str = "UTF8"
-    locale: str = "C"
+    locale: str = "C"  # checked against the machine's locales (params_checks)
     data_checksums: bool = False
+
+    @field_validator("encoding")
+    @classmethod
+    def _server_encoding(cls, v: str) -> str:
+        if _encoding_key(v) not in {_encoding_key(e) for e in SERVER_ENCODINGS}:
+            raise ValueError(f"expected a server encoding: {', '.join(SERVER_ENCODINGS)}")
+        return v
 
 
 class Environment(Strict):

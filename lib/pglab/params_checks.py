@@ -26,8 +26,13 @@ from .params import Params, ParamsError
 def check_machine(params: Params, shown) -> None:
     """Quick local checks first; the dsns last, as an unreachable server costs its whole connect timeout."""
     selected = _selected_installs(params, shown)
+    # versions are fetched only when the servers are chosen (installs.discover(versions=...)): their settings
+    # are checked by the cluster when it starts; their clusters count for the disk, as new ones
+    s = params.servers
+    fetched = [f"version-{v}" for v in s.versions if s.use == "all" or f"pg{_major(v)}" in s.use]
+    _check_locale(params, shown)
     check_settings(params, shown, selected)
-    check_disk(params, shown, [i.name for i in selected])
+    check_disk(params, shown, [i.name for i in selected] + fetched)
     _check_dsns(params, shown)
 
 
@@ -77,6 +82,27 @@ def _major(v) -> int:
     from .params import version_major
 
     return version_major(v)
+
+
+def _locale_key(name: str) -> str:
+    # glibc names the codeset both ways: en_US.UTF-8 is en_US.utf8
+    lang, _, codeset = name.partition(".")
+    return lang + ("." + re.sub(r"[^a-z0-9]", "", codeset.lower()) if codeset else "")
+
+
+def _check_locale(params: Params, shown) -> None:
+    """initdb --locale must name a locale this machine has (C and POSIX always exist)."""
+    wanted = params.initdb.locale
+    if wanted in ("C", "POSIX"):
+        return
+    try:
+        out = subprocess.run(["locale", "-a"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return  # no way to list them here: initdb will say
+    have = sorted(out.stdout.split())
+    if out.returncode == 0 and _locale_key(wanted) not in {_locale_key(x) for x in have}:
+        raise ParamsError(f"{shown}: initdb.locale: expected a locale this machine has ({', '.join(have[:20])}"
+                          f"{', ...' if len(have) > 20 else ''}); got {wanted!r}")  # fmt: skip
 
 
 # -- settings --------------------------------------------------------------------------------------------------
