@@ -6,7 +6,7 @@ import time
 import polars as pl
 import pytest
 
-from pglab import params, pgbench_tables, schedule, session
+from pglab import outcomes, params, pgbench_tables, schedule, session
 from pglab.params import ParamsError
 from pglab.pgbench_bench import Bench, threads_for
 from pglab.pgbench_stage import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Stage
@@ -156,10 +156,12 @@ def test_external_server_without_allow_destructive_is_refused_the_load(tiny, tmp
                               f"    - {{name: lab, dsn: '{kit.conninfo()}'}}"))  # fmt: skip
     ext = session.begin(str(f), f"pgbench-ext-{time.time_ns()}")
     stage = Stage(ext)
-    assert stage.load() == 2 and stage.select_only() == 3
-    recs = ext.store.records()
-    assert recs.height == 5 and recs["value"].null_count() == 5
-    assert all("allow_destructive" in e for e in recs["error"])
+    assert stage.servers == [] and stage.skipped() == ["lab"]
+    assert stage.load() == 0 and stage.select_only() == 0
+    assert ext.store.records().is_empty()  # recorded skips, not failed runs
+    skips = outcomes.skipped(ext.store, [EXP_INIT, EXP_SELECT, EXP_SCALING, EXP_SERIES])
+    assert skips.height == 4 and set(skips["server"]) == {"lab"}
+    assert all("allow_destructive" in r for r in skips["reason"])
     with kit.connect() as conn:  # nothing was dropped
         assert conn.execute("SELECT oid FROM pg_database WHERE datname = 'pgbench_s1'").fetchone() == oid
 
@@ -194,3 +196,21 @@ def test_params_defaults_and_client_grid(tmp_path):
     assert p.threads == 0 and p.scaling_scale == 10 and p.series_scales == [1, 10]
     assert ScalingParams(max_clients=6).client_counts() == [1, 2, 4, 6]
     assert ScalingParams(max_clients=1).client_counts() == [1]
+
+
+def test_a_stage_that_measured_nothing_fails_naming_the_server(tiny, tmp_path):
+    """Every run failing (here: a role that may not create the database) is a failure of the stage, never
+    'done'; the message names the server and the first error, and holds no password."""
+    kit = tiny["session"].servers[0]
+    with kit.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS nocreate")
+        conn.execute("CREATE ROLE nocreate LOGIN PASSWORD 'Pw-n0create-77'")
+    dsn = f"host=127.0.0.1 port={kit.cluster.port} dbname=postgres user=nocreate password=Pw-n0create-77"
+    f = tmp_path / "bad.yaml"
+    f.write_text(TINY.replace("profile: pgbenchtest", "profile: pgbenchtest\nservers:\n  use: [weak]\n  external:\n"
+                              f"    - {{name: weak, dsn: '{dsn}', allow_destructive: true}}"))  # fmt: skip
+    weak = session.begin(str(f), f"pgbench-weak-{time.time_ns()}")
+    with pytest.raises(outcomes.NothingMeasured, match=r"weak: all 2 pgbench_init measurements failed") as e:
+        Stage(weak).load()
+    assert "InsufficientPrivilege" in str(e.value) and "Pw-n0create-77" not in str(e.value)
+    assert "Pw-n0create-77" not in weak.store.file.read_text()

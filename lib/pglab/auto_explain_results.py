@@ -113,9 +113,12 @@ def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame
     """Per server × condition × item: runs checked and passed, plans logged against transactions."""
     if "log_check" not in checks.columns or checks.is_empty():
         return pl.DataFrame()
-    num = [c for c in ("plans_logged", "transactions", "plans_parsed", "plans_with_rows", "plans_with_times",
-                       "log_bytes_per_txn") if c in checks.columns]  # fmt: skip
-    checks = checks.with_columns([pl.col(c).cast(pl.Float64) for c in num])
+    # a server whose log the kit cannot read (an external one) has no counts at all: null columns, not missing
+    num = ("plans_logged", "transactions", "plans_parsed", "plans_with_rows", "plans_with_times", "log_bytes_per_txn")
+    checks = checks.with_columns([(pl.col(c) if c in checks.columns else pl.lit(None)).cast(pl.Float64).alias(c)
+                                  for c in num])  # fmt: skip
+    if "log_reason" not in checks.columns:
+        checks = checks.with_columns(log_reason=pl.lit(None, dtype=pl.String))
     agg = checks.group_by(KEY + ["expect_plans"], maintain_order=True).agg(
         pl.len().alias("runs"),
         (pl.col("log_check") == "passed").sum().alias("passed"),

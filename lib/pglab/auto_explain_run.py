@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import derived, environment, pgbench, schedule
+from . import derived, environment, outcomes, pgbench, schedule
 from .auto_explain_logcheck import LogWatch
 from .auto_explain_setup import ServerState, plan_rows
 from .auto_explain_study import EXPERIMENT, AutoExplainParams
@@ -178,9 +178,13 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
                 doc = st.explain(item)
                 session.store.save_json(f"auto_explain/plans/{st.name}_{item}.json", doc)
                 plans.append(plan_rows(st, item, doc))
+        for st in states.values():
+            if st.skip_reason:
+                outcomes.skip(session.store, EXPERIMENT, st.name, st.skip_reason)
+        active = [name for name, st in states.items() if not st.skip_reason]  # skipped servers get no runs
         watches = {name: LogWatch(st, params.log_check) for name, st in states.items()}
         installs = installs or discover()
-        cells = [(name, c, i) for c, i in params.cells() for name in states]
+        cells = [(name, c, i) for c, i in params.cells() for name in active]
         steps = schedule.plan(cells, params.run.repetitions, params.run.warmups, params.run.shuffle_seed)
         steps = order_steps(steps, lambda s: group_of(states[s.server], params, s.condition))
         clients = {name: pgbench.client_for(st.server, installs, params.client) for name, st in states.items()}
@@ -190,6 +194,7 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
     finally:
         for st in states.values():
             st.reset()
+    outcomes.require_measured(session.store, [EXPERIMENT], active)
     servers = pl.from_dicts(
         [st.describe() | _watch_fields(watches.get(st.name)) for st in states.values()], infer_schema_length=None
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from .auto_explain_study import AutoExplainParams
+from .db import scrub
 from .servers import DestructiveStepRefused, Server
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ class ServerState:
             return
         if not self.server.managed:
             self.loading = "session_preload"  # no restart of a server the kit does not own
+            self.skip_reason = self._session_load_refused()
+            if self.skip_reason:
+                return
             self._external_settings()
         else:
             self.loading = p.loading
@@ -107,13 +111,26 @@ class ServerState:
         self.ready = True
         self.prewarm()
 
+    def _session_load_refused(self) -> str | None:
+        """Why auto_explain cannot be loaded per connection here (None if it can): session_preload_libraries
+        is for superusers, so an ordinary role of an external server cannot take part. Tried before anything
+        is created."""
+        try:
+            with self.server.connect(settings={"session_preload_libraries": "auto_explain"}) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as e:
+            first = scrub(str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__)
+            return f"auto_explain cannot be loaded per connection on this external server: {first}"
+        return None
+
     def _external_settings(self) -> None:
         with self.server.connect() as conn:
             rows = conn.execute(
                 "SELECT name, context FROM pg_settings WHERE name = ANY(%s)", (list(self.params.server_settings),)
             ).fetchall()
-            spl = conn.execute("SELECT current_setting('shared_preload_libraries')").fetchone()[0]
-        self.preloaded_by_server = "auto_explain" in _libs(spl)
+            # pg_settings, not current_setting(): a role without pg_read_all_settings gets no row, not an error
+            spl = conn.execute("SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'").fetchone()
+        self.preloaded_by_server = "auto_explain" in _libs(spl[0] if spl else None)
         # what a session may set goes with every connection; the rest stays as the server has it
         settable = {n for n, ctx in rows if ctx in ("user", "superuser")}
         self.session_base = {k: v for k, v in self.params.server_settings.items() if k in settable}

@@ -21,6 +21,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from . import outcomes
 from .db import timed_statement
 from .jit_operators_study import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 from .schedule import plan, run_steps
@@ -223,7 +224,10 @@ def run_stage(session: Session) -> StageResult:
     setup = pl.from_dicts(rows, schema=SETUP_SCHEMA)
     session.store.save_json(f"{EXPERIMENT}/setup.json", rows)  # kept from the first start of the run
     go = {s.name: s for s in session.servers if s.name in runnable(setup)}
+    for r in setup.filter(pl.col("reason").is_not_null()).iter_rows(named=True):
+        outcomes.skip(session.store, EXPERIMENT, r["server"], r["reason"])
     n = _measure_all(go, p, session) if go else 0
+    outcomes.require_measured(session.store, [EXPERIMENT], list(go))
     capture_plans(go, p, session)
     return StageResult(setup=setup, steps_run=n, wall_s=time.monotonic() - t0)
 

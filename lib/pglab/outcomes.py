@@ -69,3 +69,13 @@ def require_measured(store: RunStore, experiments: list[str], servers: list[str]
                 bad.append(f"{server}: all {mine.height} {exp} measurements failed; the first error: {scrub(first)}")
     if bad:
         raise NothingMeasured("nothing was measured on a server, the stage did not run:\n  " + "\n  ".join(bad))
+
+
+def stop_notebook(message: str) -> None:
+    """Run none of this notebook's remaining cells: each only prints `message`. For a notebook left with no
+    server to measure on (all skipped, as recorded): papermill has no way to end a notebook early without an
+    error, so the cells' code is replaced as IPython reads it. Stop the session's servers before calling."""
+    from IPython import get_ipython
+
+    print(message)
+    get_ipython().input_transformers_post.append(lambda lines: [f"print({message!r})\n"])

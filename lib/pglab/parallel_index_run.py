@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from . import outcomes
 from .parallel_index_build import INDEX, TABLE, build, drop_index, session_settings
 from .parallel_index_study import EXPERIMENT, ParallelIndexParams, build_memory
 from .schedule import Step, plan, run_steps
@@ -35,6 +36,19 @@ def server_settings(server: Server, ssb: SsbParams, p: ParallelIndexParams) -> d
         "max_worker_processes": max(int(base.get("max_worker_processes", 8)), n + 2),
         "max_parallel_workers": max(int(base.get("max_parallel_workers", 8)), n),
     }
+
+
+def usable(store: RunStore, servers: list[Server]) -> list[Server]:
+    """The servers the builds may run on; each other one (an external server without allow_destructive: a
+    build creates and drops an index) is a recorded skip."""
+    out = []
+    for srv in servers:
+        if srv.allow_destructive:
+            out.append(srv)
+        else:
+            outcomes.skip(store, EXPERIMENT, srv.name, f"the builds create and drop index {INDEX} on {TABLE}, which "
+                          "params do not allow on this external server (allow_destructive: false)")  # fmt: skip
+    return out
 
 
 def prepare(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams) -> list[dict]:
@@ -93,9 +107,11 @@ def run(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: Ru
         return rec
 
     try:
-        return run_steps(steps(servers, p), store, EXPERIMENT, measure, desc="CREATE INDEX")
+        ran = run_steps(steps(servers, p), store, EXPERIMENT, measure, desc="CREATE INDEX")
     finally:
         drop_all(servers, dbname)
+    outcomes.require_measured(store, [EXPERIMENT], [s.name for s in servers])
+    return ran
 
 
 def drop_all(servers: list[Server], dbname: str) -> None:

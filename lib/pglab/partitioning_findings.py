@@ -117,7 +117,7 @@ def workers_planned(planner: pl.DataFrame, server: str, block_size: int = 8192) 
 
 def load_text(execs: pl.DataFrame) -> str | None:
     """The machine's load average over the timed runs, as a phrase (None when not recorded)."""
-    if "loadavg_1m" not in execs.columns:
+    if "loadavg_1m" not in execs.columns or execs.is_empty():
         return None
     load = execs.filter(~pl.col("warmup"))["loadavg_1m"].drop_nulls()
     return f"load average {load.median():.1f} (max {load.max():.1f})" if load.len() else None

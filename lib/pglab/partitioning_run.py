@@ -13,6 +13,7 @@ import json
 import time
 from dataclasses import dataclass
 
+from . import outcomes
 from . import partitioning_setup as setup
 from .db import timed_statement
 from .installs import discover
@@ -138,11 +139,15 @@ def run_stage(s: Session, p: PartitioningParams | None = None) -> StageResult:
         for prep in preps.values():
             check_same_data(s.store, prep)
             store_setup(s.store, prep)
+        for prep in preps.values():
+            if prep.skipped is not None:
+                outcomes.skip(s.store, EXPERIMENT, prep.server, prep.skipped)
         active = [x for x in s.servers if preps[x.name].skipped is None]
         steps = time_query(active, p, s.store)
         capture_plans(active, p, s.store, preps)
     finally:
         setup.reset(s.servers, preps)
+    outcomes.require_measured(s.store, [EXPERIMENT], [x.name for x in active])
     return StageResult(preps=preps, servers=[x.name for x in active], steps_run=steps,
                        wall_s=time.monotonic() - t0)  # fmt: skip
 

@@ -2,8 +2,10 @@
 
 By default one binary — the newest pgbench found — drives every server, so that the client is not a
 variable (methodology §7); `client="own"` uses each server's own, as study S3 did. The connection goes
-through libpq environment variables, never the command line, so the recorded command holds no secret.
-Output is kept whole as raw data and parsed by `pgbench_output`."""
+through libpq environment variables, never the command line, so the recorded command holds no secret; an
+external server's pgbench sees the libpq environment the kit's own connections see (a `PGPASSWORD`, a
+passfile, TLS settings), with the dsn's keys on top. Output is kept whole as raw data (without any known
+password: `db.scrub`) and parsed by `pgbench_output`."""
 
 from __future__ import annotations
 
@@ -17,15 +19,24 @@ from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict
 
+from .db import scrub
 from .installs import Install
 from .pgbench_output import PgbenchOutputError, parse_pgbench_init_output, parse_pgbench_output
 from .servers import Server
 
-# conninfo keys and the libpq environment variables that carry them
+# conninfo keys and the libpq environment variables that carry them (every key libpq has one for)
 _ENV = {
     "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD",
-    "dbname": "PGDATABASE", "sslmode": "PGSSLMODE", "passfile": "PGPASSFILE", "options": "PGOPTIONS",
-    "application_name": "PGAPPNAME", "connect_timeout": "PGCONNECT_TIMEOUT", "service": "PGSERVICE",
+    "dbname": "PGDATABASE", "passfile": "PGPASSFILE", "options": "PGOPTIONS", "application_name": "PGAPPNAME",
+    "connect_timeout": "PGCONNECT_TIMEOUT", "service": "PGSERVICE", "client_encoding": "PGCLIENTENCODING",
+    "require_auth": "PGREQUIREAUTH", "channel_binding": "PGCHANNELBINDING", "sslmode": "PGSSLMODE",
+    "requiressl": "PGREQUIRESSL", "sslnegotiation": "PGSSLNEGOTIATION", "sslcompression": "PGSSLCOMPRESSION",
+    "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY", "sslcertmode": "PGSSLCERTMODE", "sslrootcert": "PGSSLROOTCERT",
+    "sslcrl": "PGSSLCRL", "sslcrldir": "PGSSLCRLDIR", "sslsni": "PGSSLSNI", "requirepeer": "PGREQUIREPEER",
+    "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION", "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION",
+    "gssencmode": "PGGSSENCMODE", "krbsrvname": "PGKRBSRVNAME", "gsslib": "PGGSSLIB",
+    "gssdelegation": "PGGSSDELEGATION", "target_session_attrs": "PGTARGETSESSIONATTRS",
+    "load_balance_hosts": "PGLOADBALANCEHOSTS",
 }  # fmt: skip
 
 
@@ -46,10 +57,18 @@ def client_for(server: Server, installs: list[Install], client: str = "newest") 
 
 
 def _env(server: Server, dbname: str | None, settings: dict | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    """pgbench's environment: how to reach `server` in libpq variables (the password too: never argv).
+
+    A kit cluster is reached with its own conninfo alone (the user's PG* variables play no part); an external
+    server as psycopg reaches it, with the user's PG* variables (PGPASSWORD, PGPASSFILE, ...) under the dsn."""
+    env = {k: v for k, v in os.environ.items() if server.external is not None or not k.startswith("PG")}
     params = conninfo_to_dict(server.conninfo(dbname))
+    unsupported = sorted(k for k, v in params.items() if v is not None and k not in _ENV)
+    if unsupported:
+        raise ValueError(f"{server.name}: pgbench cannot be given dsn keys {unsupported} (no libpq environment "
+                         "variable carries them, and connection details never go on its command line)")  # fmt: skip
     for key, value in params.items():
-        if key in _ENV and value is not None:
+        if value is not None:
             env[_ENV[key]] = str(value)
     if settings:  # session settings for pgbench's connections
         from .db import _option_value
@@ -101,18 +120,19 @@ def run(
             )  # fmt: skip
         except subprocess.TimeoutExpired as e:
             return PgbenchRun(
-                shown, client.version, -1, time.monotonic() - t0, _text(e.stdout), _text(e.stderr),
-                error=f"pgbench did not finish within {timeout_s} s",
+                scrub(shown), client.version, -1, time.monotonic() - t0, scrub(_text(e.stdout)),
+                scrub(_text(e.stderr)), error=f"pgbench did not finish within {timeout_s} s",
             )  # fmt: skip
         elapsed = time.monotonic() - t0
-    res = PgbenchRun(shown, client.version, out.returncode, elapsed, out.stdout, out.stderr)
+    # the output is stored and its errors shown: without any password that may have come through
+    res = PgbenchRun(scrub(shown), client.version, out.returncode, elapsed, scrub(out.stdout), scrub(out.stderr))
     if out.returncode != 0:
-        lines = out.stderr.strip().splitlines()
+        lines = res.stderr.strip().splitlines()
         # the first error says what went wrong; the last one only that the run was aborted
         first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no output")
         res.error = f"pgbench exited {out.returncode}: {first.strip()}"
     try:
-        res.parsed = parse_pgbench_init_output(out.stderr) if init else parse_pgbench_output(out.stdout)
+        res.parsed = parse_pgbench_init_output(res.stderr) if init else parse_pgbench_output(res.stdout)
     except PgbenchOutputError as e:
         res.error = res.error or str(e)
     return res

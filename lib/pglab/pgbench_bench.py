@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import pgbench, pgbench_db
+from .db import scrub
 from .installs import Install
 from .pgbench_output import PgbenchOutputError, parse_aggregate_log
 from .servers import Server
@@ -110,7 +111,7 @@ class Bench:
             else:
                 fields["value"] = res.parsed["tps"]
         except Exception as e:  # a server gone, a refused step: recorded as this run's outcome
-            fields |= {"value": None, "error": f"{type(e).__name__}: {e}"}
+            fields |= {"value": None, "error": scrub(f"{type(e).__name__}: {e}")}
         finally:
             if logdir is not None:
                 shutil.rmtree(logdir, ignore_errors=True)

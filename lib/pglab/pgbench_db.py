@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 
+from .db import scrub
 from .servers import Server
 
 
@@ -82,7 +83,7 @@ def checkpoint(server: Server) -> str | None:
         with server.connect() as conn:
             conn.execute("CHECKPOINT")
     except psycopg.Error as e:
-        return str(e).strip()
+        return scrub(str(e).strip())
     return None
 
 

@@ -15,15 +15,19 @@ Experiments (each recorded under its own name in the run's raw store; see `pgben
   sequential by nature: one interrupted and resumed continues on the same database, and its remaining
   runs say so (`resumed`).
 
-A step that fails is recorded with its error (value None), never dropped or retried. A step already
-recorded in the run is not run again, so the same run id resumes where it stopped."""
+A step that fails is recorded with its error (value None), never dropped or retried; an experiment whose
+every run on a server failed stops the stage (`outcomes.NothingMeasured`, naming the server and the first
+error). Every pgbench run writes (loads, vacuums, TPC-B updates), so an external server without
+allow_destructive takes no part: a recorded skip. A step already recorded in the run is not run again, so the
+same run id resumes where it stopped."""
 
 from __future__ import annotations
 
 import random
 import time
 
-from . import environment, pgbench_db, schedule
+from . import environment, outcomes, pgbench_db, schedule
+from .db import scrub
 from .installs import Install, discover
 from .pgbench_bench import Bench, threads_for
 from .servers import Server
@@ -44,12 +48,19 @@ def _failed(error: str, unit: str = "tps") -> dict:
     return {"value": None, "unit": unit, "error": error}
 
 
+def _refusal(srv: Server) -> str:
+    return (f"every pgbench run writes (its databases are created, loaded, vacuumed and updated), which params "
+            f"do not allow on external server {srv.name} (allow_destructive: false)")  # fmt: skip
+
+
 class Stage:
     def __init__(self, session: Session, installs: list[Install] | None = None):
         self.session = session
         self.p = session.params.pgbench
         self.store = session.store
-        self.servers: list[Server] = session.servers
+        # pgbench writes in every run: only servers the kit may change (the others are recorded skips)
+        self.servers: list[Server] = [s for s in session.servers if s.allow_destructive]
+        self.refused = {s.name: _refusal(s) for s in session.servers if not s.allow_destructive}
         self._by_name = {s.name: s for s in self.servers}
         if installs is None:
             installs = discover({i.name: i.bin_dir for i in session.params.servers.installs})
@@ -65,6 +76,13 @@ class Stage:
         self.capture_settings()
         return {e: getattr(self, e)() for e in (experiments or self.p.experiments)}
 
+    def skipped(self) -> list[str]:
+        """Record the skip of every server that takes no part, for each experiment params enable; their names."""
+        for e in self.p.experiments:
+            for name, reason in self.refused.items():
+                outcomes.skip(self.store, EXPERIMENT_NAMES[e], name, reason)
+        return list(self.refused)
+
     def capture_settings(self) -> None:
         """Once per server and run: version and every non-default setting, and the pgbench client used."""
         for srv in self.servers:
@@ -77,9 +95,12 @@ class Stage:
             self.store.save_json(rel, {"server": rec, "settings": settings})
 
     def _timed(self, experiment: str, steps: list, measure, desc: str) -> int:
+        for name, reason in self.refused.items():
+            outcomes.skip(self.store, experiment, name, reason)
         t0 = time.monotonic()
         n = schedule.run_steps(steps, self.store, experiment, measure, desc=desc)
         self.timings[experiment] = self.timings.get(experiment, 0.0) + time.monotonic() - t0
+        outcomes.require_measured(self.store, [experiment], list(self._by_name))
         return n
 
     def _pending(self, steps: list, experiment: str) -> list:
@@ -94,7 +115,7 @@ class Stage:
         try:
             srv.recreate_database(dbname)
         except Exception as e:
-            return _failed(f"{type(e).__name__}: {e}", "s")
+            return _failed(scrub(f"{type(e).__name__}: {e}"), "s")
         cp_error = pgbench_db.checkpoint(srv) if self.p.init.checkpoint else None
         fields = self.bench.run(srv, dbname, ["-i", "-s", scale], name, init=True)
         return fields | {"checkpoint_error": cp_error}
@@ -109,7 +130,7 @@ class Stage:
             if pgbench_db.loaded_scale(srv, dbname) == scale:
                 return None
         except Exception as e:
-            return f"{type(e).__name__}: {e}"
+            return scrub(f"{type(e).__name__}: {e}")
         fields = self._load(srv, scale, dbname, f"prepare/{srv.name}/{dbname}")
         self.store.save_json(f"pgbench/prepare/{srv.name}/{dbname}.{time.time_ns()}.json", fields)
         if fields.get("error"):

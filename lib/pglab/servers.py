@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import polars as pl
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
@@ -163,3 +164,16 @@ class Connections:
         for c in self.open.values():
             c.close()
         self.open.clear()
+
+
+def with_external_versions(servers_table: pl.DataFrame) -> pl.DataFrame:
+    """The environment's servers table with `source`, `major` and `minor` for every server: an external server
+    has no install to take them from, so its source is "external" and its version the one it reports."""
+    df = servers_table
+    missing = [c for c in ("source", "major", "minor") if c not in df.columns]
+    df = df.with_columns([pl.lit(None, dtype=pl.Int64 if c == "major" else pl.String).alias(c) for c in missing])
+    return df.with_columns(
+        source=pl.col("source").fill_null(pl.col("kind")),
+        major=pl.col("major").fill_null(pl.col("version_num") // 10000),
+        minor=pl.col("minor").cast(pl.String).fill_null((pl.col("version_num") % 10000).cast(pl.String)),
+    )

@@ -15,6 +15,7 @@ JIT, encoding, locale, checksums, the machine, and the cost of one clock read (`
     code('''
 from pglab import charts, derived, environment, session
 from pglab.installs import discover
+from pglab.servers import with_external_versions
 
 charts.setup()
 s = session.begin(params_file, run_id)
@@ -36,6 +37,7 @@ installs.select("name", "source", "version", "jit", "has_auto_explain", "has_pg_
     code('''
 s.start()
 tables, raw = environment.capture(s.servers, s.params.environment.pg_test_timing_seconds)
+tables["environment_servers"] = with_external_versions(tables["environment_servers"])
 s.store.save_json("environment.json", raw)
 for name, df in tables.items():
     derived.write_table(df, name, s.profile)

@@ -19,7 +19,7 @@ seed = None
 query_set = None   # pg_ssb_run | ssb_paper
 prewarm = None'''),
     code('''
-from pglab import charts, derived, session
+from pglab import charts, derived, outcomes, session
 from pglab.ssb import selectivity as ssb_selectivity, stage as ssb_stage
 
 charts.setup()
@@ -31,9 +31,16 @@ ssb_stage.prepare(targets, p)
 '''),
     md("## Load"),
     code('''
-results = ssb_stage.load_all(targets, p)
-ssb_stage.record_loads(s.store, results)
-loads = ssb_stage.load_table(results)
+# each server's load is recorded as soon as it is done; a server that may not hold the dataset is skipped
+results = ssb_stage.load_all(targets, p, s.store)
+targets = ssb_stage.holding(targets, results)
+outcomes.report_skipped(s.store, [ssb_stage.EXP_LOAD], "ssb_load_skipped", s.profile)
+if not targets:
+    s.close()
+    outcomes.stop_notebook("no server holds the SSB dataset: nothing more to do here (the skips are above)")
+'''),
+    code('''
+loads = ssb_stage.load_table([r for r in results if not r.refused])
 derived.write_table(loads, "ssb_load", s.profile)
 loads.select("server", "table", "rows", "seconds", "table_bytes", "skipped")
 '''),

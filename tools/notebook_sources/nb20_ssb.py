@@ -30,7 +30,7 @@ import os
 
 import polars as pl
 
-from pglab import charts, derived, session
+from pglab import charts, derived, outcomes, session
 from pglab.ssb import charts as ssb_charts, experiment as ex, reference as ref, stage as ssb_stage
 
 charts.setup()
@@ -39,15 +39,21 @@ p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, modes=modes, 
                          workers=workers, worker_sweep=worker_sweep)
 targets = ssb_stage.servers(s, servers)
 ssb_stage.prepare(targets, p)
-loads = ssb_stage.load_all(targets, p)  # skipped when 10_ssb_load already loaded this dataset
+loads = ssb_stage.load_all(targets, p, s.store)  # skipped when 10_ssb_load already loaded this dataset
+targets = ssb_stage.usable(s.store, targets, loads, ex.EXPERIMENT)
+outcomes.report_skipped(s.store, [ex.EXPERIMENT], "ssb_skipped", s.profile)
 print(f"run {s.run_id}: SF {p.sf:g}, {p.query_set}, modes {p.modes}, {p.repetitions} repetitions + {p.warmups} "
       f"warm-up, {ex.workers(p)} workers, servers {[t.name for t in targets]}")
+if not targets:
+    s.close()
+    outcomes.stop_notebook("no server holds the SSB dataset: nothing to measure (the skips are above)")
 '''),
     md("## Running the queries"),
     code('''
 available = ex.run_modes(targets, p, s.store)
 ex.capture_plans(targets, p, s.store, available)
 sweep_counts = ex.run_sweep(targets, p, s.store)
+outcomes.require_measured(s.store, [ex.EXPERIMENT, ex.SWEEP], [t.name for t in targets])
 available
 '''),
     code('''

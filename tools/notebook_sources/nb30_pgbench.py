@@ -30,7 +30,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, pgbench_charts, pgbench_findings, session
+from pglab import charts, outcomes, pgbench_charts, pgbench_findings, session
 from pglab.pgbench_stage import EXPERIMENT_NAMES, Stage
 
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
@@ -38,8 +38,13 @@ if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill onl
 charts.setup()
 s = session.begin(params_file, run_id)
 st = Stage(s)
-print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}, "
+st.skipped()
+outcomes.report_skipped(s.store, list(EXPERIMENT_NAMES.values()), "pgbench_skipped", s.profile)
+print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in st.servers]}, "
       f"pgbench client: {s.params.pgbench.client}, baseline for comparisons: {st.baseline()}")
+if not st.servers:
+    s.close()
+    outcomes.stop_notebook("no server may run pgbench: nothing to measure (the skips are above)")
 pl.from_dicts(st.plan())
 '''),
     md("""
@@ -54,7 +59,7 @@ st.capture_settings()
 wall = {}
 pl.from_dicts([
     {"server": x.name, "version": x.install.version if x.install else "external",
-     "pgbench client": st.bench.client_install(x).version} for x in s.servers
+     "pgbench client": st.bench.client_install(x).version} for x in st.servers
 ])
 '''),
     md("""

@@ -50,7 +50,7 @@ from IPython.display import Markdown, display
 
 from pglab import auto_explain_charts as aec
 from pglab import auto_explain_results as aer
-from pglab import auto_explain_run, charts, session
+from pglab import auto_explain_run, charts, outcomes, session
 
 charts.setup()
 s = session.begin(params_file, run_id)
@@ -81,9 +81,16 @@ s.start()
 t0 = time.monotonic()
 result = auto_explain_run.run_stage(s)
 tables = aer.analyse(result, cfg)
-written = aer.write(tables, s.profile)
+# a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
+written = aer.write(tables, s.profile) if result.servers.filter(pl.col("skipped").is_null()).height else []
 print(f"stage: {result.steps_run} pgbench runs now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
+outcomes.report_skipped(s.store, [auto_explain_run.EXPERIMENT], "auto_explain_skipped", s.profile)
 result.servers
+'''),
+    code('''
+if result.servers.filter(pl.col("skipped").is_null()).is_empty():
+    s.close()
+    outcomes.stop_notebook("every server was skipped: nothing was measured (the reasons are above)")
 '''),
     md("""
 ## The plans

@@ -49,7 +49,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, derived, findings, session
+from pglab import charts, derived, findings, outcomes, session
 from pglab import jit_operators_charts as jc
 from pglab import jit_operators_report as jr
 from pglab import jit_operators_results as jres
@@ -75,11 +75,18 @@ s.start()
 t0 = time.monotonic()
 result = jrun.run_stage(s)
 tables = jres.derive(s, result.setup)
-written = jres.write(tables, s.profile)
+# a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
+written = jres.write(tables, s.profile) if jrun.runnable(result.setup) else []
 errors = tables["jit_operators_runs"].filter(pl.col("error").is_not_null())
 print(f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "
       f"derived tables: {', '.join(written)}")
+outcomes.report_skipped(s.store, [jrun.EXPERIMENT], "jit_operators_skipped", s.profile)
 errors.select("server", "condition", "operator", "repetition", "error")
+'''),
+    code('''
+if not jrun.runnable(result.setup):
+    s.close()
+    outcomes.stop_notebook("no server can run the stage: nothing was measured (the reasons are above)")
 '''),
     code('''
 # NBVAL_CHECK_OUTPUT

@@ -32,7 +32,7 @@ seed = None'''),
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, session
+from pglab import charts, outcomes, session
 from pglab import parallel_index_charts as pic
 from pglab import parallel_index_report as report
 from pglab import parallel_index_results as pires
@@ -47,9 +47,14 @@ p = ssb_stage.ssb_params(s, sf=sf, seed=seed)
 pi = with_overrides(s.params.parallel_index, max_workers=max_workers, repetitions=repetitions)
 targets = ssb_stage.servers(s, servers)
 ssb_stage.prepare(targets, p)
-loads = ssb_stage.load_all(targets, p)  # skipped when notebook 10 already loaded this dataset
+loads = ssb_stage.load_all(targets, p, s.store)  # skipped when notebook 10 already loaded this dataset
+targets = pirun.usable(s.store, ssb_stage.usable(s.store, targets, loads, pirun.EXPERIMENT))
+outcomes.report_skipped(s.store, [pirun.EXPERIMENT], "parallel_index_skipped", s.profile)
 print(f"run {s.run_id}: SSB SF {p.sf:g} (seed {p.seed}) on {[t.name for t in targets]}; workers {pi.workers()}, "
       f"{pi.repetitions} repetitions after {pi.warmups} warm-up round(s) ({pi.warmup_cells} cells)")
+if not targets:
+    s.close()
+    outcomes.stop_notebook("no server to build indexes on: nothing to measure (the skips are above)")
 '''),
     md("""
 ## The indexes

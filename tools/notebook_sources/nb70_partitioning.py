@@ -48,7 +48,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, findings, session
+from pglab import charts, findings, outcomes, session
 from pglab import partitioning_findings as pfind
 from pglab import partitioning_results as pres
 from pglab import partitioning_run
@@ -74,11 +74,19 @@ s.start()
 t0 = time.monotonic()
 result = partitioning_run.run_stage(s)
 tables = pres.derive(s.store, cfg, result.servers, result.preps)
-written = pres.write(tables, s.profile)
+# a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
+written = pres.write(tables, s.profile) if result.servers else []
 print(f"stage: {result.steps_run} timed executions now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
+outcomes.report_skipped(s.store, [partitioning_run.EXPERIMENT], "partitioning_skipped", s.profile)
 tables["partitioning_setup"].select(
-    "server", "skipped", "loaded_now", pl.col("load_s", "vacuum_s").round(1), "configure_status", "configured",
-    "max_worker_processes", "max_parallel_workers", "fits_in_shared_buffers", "prewarmed_blocks", "prewarm_error")
+    "server", "skipped", "loaded_now", pl.col("load_s", "vacuum_s").cast(pl.Float64).round(1), "configure_status",
+    "configured", "max_worker_processes", "max_parallel_workers", "fits_in_shared_buffers", "prewarmed_blocks",
+    "prewarm_error")
+'''),
+    code('''
+if not result.servers:
+    s.close()
+    outcomes.stop_notebook("every server was skipped: nothing was measured (the reasons are above)")
 '''),
     md("""
 ## The same data on every server

@@ -108,3 +108,11 @@ def record_load(store: RunStore, r: LoadResult) -> None:
 def record_loads(store: RunStore, results: list[LoadResult]) -> None:
     for r in results:
         record_load(store, r)
+
+
+def usable(store: RunStore, servers: list[Server], results: list[LoadResult], experiment: str) -> list[Server]:
+    """The servers holding the dataset; each other one is a recorded skip of `experiment`, with the reason."""
+    for r in results:
+        if r.refused:
+            outcomes.skip(store, experiment, r.server, f"no SSB dataset there, and it may not be loaded: {r.refused}")
+    return holding(servers, results)
