@@ -1,10 +1,10 @@
 """Write SSB tables as `.tbl` files with K processes: this one and K - 1 `pglab.ssb.worker` children.
 
-The chunks of all the tables, table after table, are dealt round-robin: number i is made by process
-i mod K, this process being 0. This one makes its own chunks and, in between, moves the children's from
-their pipes to the file with splice(2) (no copy through Python). One set of children serves every table,
-so their start-up (importing polars) is paid once, and they start before this process imports polars
-itself. The files are the serial iterators' bytes whatever K.
+The chunks of all the tables, table after table, are dealt in a fixed repeating pattern, this process
+taking 3 for every 5 a child takes: it also moves the children's blocks from their pipes to the files,
+with splice(2) (no copy through Python), and pays for the page cache of every file. One set of children
+serves every table, so their start-up (importing polars) is paid once, and they start before this process
+imports polars itself. The files are the serial iterators' bytes whatever K.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str
         from . import generate
 
         tasks = [(t, c) for t in tables for c in range(generate.chunk_count(t, sf, flavor))]
-    children = _start(tables, sf, seed, flavor, processes, prefetch, len(tasks))
+    owners = _owners(processes)
+    children = _start(tables, sf, seed, flavor, owners, prefetch, len(tasks))
     try:
         from . import generate
         from .dbgen.stream import keep_freed_memory
@@ -54,11 +55,12 @@ def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str
                 for i, (t, chunk) in enumerate(tasks):
                     if t != table:
                         continue
-                    if i % processes == 0:
+                    owner = owners[i % len(owners)]
+                    if owner == 0:
                         rows, block = generate.chunk_block(t, sf, seed, chunk, "tbl", flavor)
                         sink.write(block)
                     else:
-                        rows = _relay(children[i % processes - 1], sink)
+                        rows = _relay(children[owner], sink)
                     rows_per_table[t] += rows
                     if progress:
                         progress(t, rows)
@@ -68,17 +70,32 @@ def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str
     return rows_per_table
 
 
-def _start(tables, sf, seed, flavor, processes, prefetch, n_tasks) -> list:
+def _owners(processes: int, own: int = 3, child: int = 5) -> list[int]:
+    """Which process makes chunk number i: owners[i % len(owners)]; smooth weighted round-robin."""
+    weights = [own] + [child] * (processes - 1)
+    credit, owners = [0] * processes, []
+    for _ in range(sum(weights)):
+        credit = [c + w for c, w in zip(credit, weights, strict=True)]
+        pick = credit.index(max(credit))
+        credit[pick] -= sum(weights)
+        owners.append(pick)
+    return owners
+
+
+def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
     env = dict(os.environ, POLARS_MAX_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
-    children = []
+    children = {}
     try:
-        for k in range(1, min(processes, n_tasks)):
+        for k in range(1, max(owners) + 1):
+            residues = [i for i, owner in enumerate(owners) if owner == k and i < n_tasks]
+            if not residues:
+                continue
             command = [sys.executable, "-m", "pglab.ssb.worker", ",".join(tables), repr(sf), str(seed), "tbl",
-                       str(k), str(processes), str(prefetch), flavor]
+                       ",".join(map(str, residues)), str(len(owners)), str(prefetch), flavor]
             errors = tempfile.TemporaryFile()
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=0)
-            children.append((child, errors))
+            children[k] = (child, errors)
             _widen_pipe(child.stdout)
     except BaseException:
         _stop_all(children)
@@ -86,8 +103,8 @@ def _start(tables, sf, seed, flavor, processes, prefetch, n_tasks) -> list:
     return children
 
 
-def _stop_all(children: list) -> None:
-    for child, errors in children:
+def _stop_all(children: dict) -> None:
+    for child, errors in children.values():
         _stop(child)
         errors.close()
 

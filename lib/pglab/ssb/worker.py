@@ -2,8 +2,9 @@
 
 Run as `python -m pglab.ssb.worker TABLES SF SEED FORMAT FIRST STEP PREFETCH [FLAVOR]`. TABLES is one table
 or several, comma-separated; their chunks, table after table, are numbered 0, 1, ... and it makes numbers
-FIRST, FIRST + STEP, ..., writing each as a header (rows, byte length: two little-endian uint64) followed
-by the block. A writer thread lets generation run up to PREFETCH blocks ahead of the pipe.
+FIRST, FIRST + STEP, ... (FIRST may be several numbers, comma-separated: every chunk whose number mod STEP
+is among them), writing each as a header (rows, byte length: two little-endian uint64) followed by the
+block. A writer thread lets generation run up to PREFETCH blocks ahead of the pipe.
 When the reader goes away the write fails (broken pipe) and the process exits: no orphans.
 """
 
@@ -24,14 +25,15 @@ def main(argv: list[str]) -> int:
 
     keep_freed_memory()
 
-    sf, first, step = float(sf), int(first), int(step)
+    sf, step = float(sf), int(step)
+    mine = {int(r) for r in first.split(",")}
     flavor = rest[0] if rest else generate.DEFAULT_FLAVOR
     pending: queue.Queue = queue.Queue(maxsize=int(prefetch))
     reader_gone = threading.Event()
     writer = threading.Thread(target=_write_blocks, args=(pending, sys.stdout.buffer, reader_gone), daemon=True)
     writer.start()
     tasks = [(t, chunk) for t in table.split(",") for chunk in range(generate.chunk_count(t, sf, flavor))]
-    for table_name, chunk in tasks[first::step]:
+    for table_name, chunk in (task for i, task in enumerate(tasks) if i % step in mine):
         rows_and_block = generate.chunk_block(table_name, sf, int(seed), chunk, fmt, flavor)
         while not reader_gone.is_set():
             try:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 
 CALENDAR_DAYS = 2557
-CHUNK_ROWS = {"part": 1 << 14, "supplier": 1 << 16, "customer": 1 << 16}
+CHUNK_ROWS = {"part": 1 << 12, "supplier": 1 << 16, "customer": 1 << 16}
 CHUNK_ORDERS = 1 << 15  # any size gives the same rows: it only sets the block size
 
 
