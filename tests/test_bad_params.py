@@ -65,6 +65,8 @@ CASES = {
     "jit_maybe.yaml": rf"settings\.jit: {ACCEPTS}; got 'maybe': parameter \"jit\" requires a Boolean value",
     "unknown_setting.yaml": rf"settings\.work_mem_per_query: {ACCEPTS}; got '64MB': unrecognized configuration "
     r"parameter",
+    "session_server_wide.yaml": r"auto_explain\.items\.limit\.settings\.shared_buffers: expected a setting a "
+    r"session can set; shared_buffers is a postmaster setting on pg\d+",
     "setting_name_syntax.yaml": r"settings\.work mem: expected a PostgreSQL setting name",
     "setting_value_list.yaml": r"settings\.work_mem: expected text, a number or true/false; got \['64MB'\]",
     "setting_value_newline.yaml": r"settings\.application_name: expected a value on one line",

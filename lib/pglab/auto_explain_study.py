@@ -279,8 +279,11 @@ class AutoExplainParams(Strict):
     def setting_dicts(self) -> dict[str, dict]:
         """Every settings dict of this section by its key under the section (checked with each server's own
         rules before any server starts)."""
-        out: dict[str, dict] = {"server_settings": self.server_settings}
-        out |= {f"items.{k}.settings": i.settings for k, i in self.items.items()}
+        return {"server_settings": self.server_settings} | self.session_setting_dicts()
+
+    def session_setting_dicts(self) -> dict[str, dict]:
+        """The settings dicts that go with a connection (set at its start, so no server-wide ones)."""
+        out = {f"items.{k}.settings": i.settings for k, i in self.items.items()}
         return out | {f"conditions.{k}.settings": c.settings for k, c in self.conditions.items()}
 
     def items_of(self, condition: str) -> list[str]:

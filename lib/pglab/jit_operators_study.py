@@ -175,6 +175,10 @@ class JitOperatorsParams(Strict):
     def setting_dicts(self) -> dict[str, dict]:
         """Every settings dict of this section by its key under the section (checked with each server's own
         rules before any server starts)."""
+        return self.session_setting_dicts()
+
+    def session_setting_dicts(self) -> dict[str, dict]:
+        """The settings dicts that go with a connection (set at its start, so no server-wide ones)."""
         return {f"conditions.{c}": s for c, s in self.conditions.items()}
 
     def jit_conditions(self) -> list[str]:

@@ -108,6 +108,9 @@ class ParallelIndexParams(Strict):
     def setting_dicts(self) -> dict[str, dict]:
         """Every setting this section gives a session, by its key under the section ("": the section's own key),
         checked with each server's own rules before any server starts."""
+        return self.session_setting_dicts()
+
+    def session_setting_dicts(self) -> dict[str, dict]:
         return {"": {"maintenance_work_mem": self.maintenance_work_mem}}
 
     def n_workers(self) -> int:

@@ -173,9 +173,16 @@ class Params(Strict):
 
     def setting_dicts(self) -> dict[str, dict]:
         """Every dict of PostgreSQL settings in params, by its key (`settings`, `ssb.stage_settings`, ...)."""
-        out: dict[str, dict] = {"settings": self.settings}
+        return {"settings": self.settings} | self._section_dicts("setting_dicts")
+
+    def session_setting_dicts(self) -> dict[str, dict]:
+        """The settings dicts among those that go with a connection, not into the server's configuration."""
+        return self._section_dicts("session_setting_dicts")
+
+    def _section_dicts(self, method: str) -> dict[str, dict]:
+        out: dict[str, dict] = {}
         for section in SECTIONS:
-            own = getattr(getattr(self, section), "setting_dicts", dict)()
+            own = getattr(getattr(self, section), method, dict)()
             out |= {f"{section}.{k}" if k else section: d for k, d in own.items()}
         return out
 

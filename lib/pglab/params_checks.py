@@ -141,6 +141,33 @@ def check_settings(params: Params, shown, installs: list) -> None:
                               f"{inst.major}.{inst.minor}) accepts; got {value!r}: {reason}")  # fmt: skip
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    _check_session_contexts(params, shown, installs, run_as)
+
+
+# settings a connection may set at its start (the kit connects as a superuser): not postmaster, sighup, internal
+SESSION_CONTEXTS = frozenset({"user", "superuser", "backend", "superuser-backend"})
+
+
+def _check_session_contexts(params: Params, shown, installs: list, run_as) -> None:
+    """Session settings (conditions, items) go into the connection's options: a server-wide one there would
+    only fail when the connection is made, after the servers started. Contexts from `postgres --describe-config`;
+    extension settings (not listed) are left to the extension."""
+    from . import reach
+
+    session = [(f"{w}.{n}", n) for w, d in params.session_setting_dicts().items() for n in d]
+    if not session:
+        return
+    for inst in installs:
+        runnable = reach.server_install(inst, run_as)  # reachable: check_settings ran it a moment ago
+        out = subprocess.run([str(runnable.tool("postgres")), "--describe-config"], capture_output=True, text=True,
+                             timeout=30, **run_as.popen_kwargs())  # fmt: skip
+        contexts = dict(line.split("\t")[:2] for line in out.stdout.splitlines() if line.count("\t") >= 2)
+        for key, name in session:
+            context = contexts.get(name.lower())
+            if context is not None and context not in SESSION_CONTEXTS:
+                raise ParamsError(f"{shown}: {key}: expected a setting a session can set; {name} is a {context} "
+                                  f"setting on {inst.name} (server-wide: put it in the section's server settings)"
+                                  )  # fmt: skip
 
 
 def _config_folder(run_as) -> Path:
