@@ -174,6 +174,9 @@ def _config_folder(run_as) -> Path:
     """A throwaway folder with an empty postgresql.conf, owned by the server's OS user: `postgres -C` needs a
     config file to start from, and as root the binaries run as that user (PostgreSQL refuses root)."""
     folder = Path(tempfile.mkdtemp(prefix="pglab-settings-"))
+    if not run_as.is_self and not run_as.can_access(folder.parent, "x"):  # a TMPDIR only we can enter
+        folder.rmdir()
+        folder = Path(tempfile.mkdtemp(prefix="pglab-settings-", dir="/tmp"))
     for f in ("postgresql.conf", "postgresql.auto.conf"):  # auto.conf too: else it logs that it is missing
         (folder / f).write_text("")
     if not run_as.is_self:
@@ -199,7 +202,10 @@ def _postgres_c(inst, folder: Path, run_as, entries) -> str | None:
 
 
 def _culprit(inst, folder: Path, run_as, entries, reason: str) -> tuple[str | None, object]:
-    """The (key, value) PostgreSQL refused: each entry of the named setting alone (several keys may set it)."""
+    """The (key, value) PostgreSQL refused: each entry of the named setting alone (several keys may set it).
+    (None, None) when it refuses to start at all, whatever the settings."""
+    if _postgres_c(inst, folder, run_as, []) is not None:
+        return None, None
     m = re.search(r'parameter "([^"]+)"', reason)
     named = [e for e in entries if m and e[1].lower() == m.group(1).lower()]
     for key, name, value in named or entries:
