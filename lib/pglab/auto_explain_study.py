@@ -1,6 +1,6 @@
 """Study S2 (auto_explain overhead): its settings and numbers, and the `auto_explain:` section of params.
 
-The source study (PostgreSQL 14.1, seed 001) ran `pgbench -c 1 -j 1` on two one-statement scripts over
+The source study (S2 of docs/studies.md, PostgreSQL 14.1) ran `pgbench -c 1 -j 1` on two one-statement scripts over
 `tab1(c1 int)` with 1e6 rows and compared `latency average` under auto_explain conditions. The defaults
 here are its settings. The stage: `auto_explain_setup` (settings, table, plans per server),
 `auto_explain_run` (the interleaved matrix), `auto_explain_logcheck` (the proof from the server log, read

@@ -2,7 +2,7 @@
 (JIT per operator): a generated numeric table, SELECT <agg>(col) per operator, JIT off vs on:
 the `jit_operators:` section of params and the study's reference numbers.
 
-The source (PGECons WG1 2018, seed 003, PostgreSQL 11 on a 36-core Xeon) says only: simple queries with
+The source (S4 of docs/studies.md, PGECons WG1 2018, PostgreSQL 11 on a 36-core Xeon) says only: simple queries with
 arithmetic and aggregates ("SELECT sum(col1) FROM ..."), pg_prewarm beforehand, run through psql. It names
 neither the table, its size, nor the JIT thresholds or parallel settings. What we chose instead is here, in
 the defaults, and recorded with the data. The stage: `jit_operators_run` (table, interleaved runs, plans),

@@ -1,7 +1,7 @@
 """Study S4 test C (parallel B-tree index build on SSB lineorder): CREATE INDEX on 1-4 key columns against
 max_parallel_maintenance_workers; the `parallel_index:` section of params and the study's reference numbers.
 
-The study (PGECons WG1 2018, seed 003, "検証C"): on the fact table of SSB at scale factor 100 (≈ 600 M rows,
+The study (S4 of docs/studies.md, PGECons WG1 2018, test C): on the fact table of SSB at scale factor 100 (≈ 600 M rows,
 PostgreSQL 11 on the consortium's 72-core server) it ran CREATE INDEX with 1, 2, 3 and 4 key columns
 (lo_orderkey; + lo_custkey; + lo_partkey; + lo_suppkey) at increasing worker counts and found the time to fall
 as workers were added, "close to inversely proportional", and to depend on the size of the index (its number of

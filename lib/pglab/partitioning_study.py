@@ -2,9 +2,10 @@
 (hash partitioning and Parallel Append): count(*), avg(x) over a hash-partitioned table, serial vs parallel:
 the `partitioning:` section of params and the study's reference numbers.
 
-The source (seed 004, PostgreSQL 11 beta, Advent Calendar 2017) made `t` hash-partitioned by `id` into six
-partitions (modulus 6) on three NVMe tablespaces, inserted 600 M rows `(x, 100*random(), 100*random(),
-100*random(), md5(x::text))` and timed `SELECT count(*), avg(x) FROM t WHERE y < z` once serially
+The source (S5 of docs/studies.md: a PostgreSQL 11 development build, Advent Calendar 2017) made `t`
+hash-partitioned by `id` into six partitions (modulus 6) on three NVMe tablespaces, inserted 600 M rows
+`(x, 100*random(), 100*random(), 100*random(), md5(x::text))` and timed
+`SELECT count(*), avg(x) FROM t WHERE y < z` once serially
 (`max_parallel_workers_per_gather = 0`: Aggregate over an Append of Seq Scans) and once with
 `max_parallel_workers_per_gather = 100` (Gather with 7 workers planned, Partial Aggregate, Parallel Append):
 158.4 s against 27.6 s, with the OS cache dropped and minimal shared_buffers.

@@ -11,7 +11,7 @@ The Star Schema Benchmark's five tables, generated deterministically from (scale
 generation runs in a second process beside the load. Every server gets byte-identical rows. A database that
 already holds the same dataset is not loaded again (only pre-warmed, as study S1 did with `pg_prewarm`).
 
-Rules: `../shared/reference/ssb.md`. Data: `data/derived/<profile>/ssb_load.csv`, `ssb_selectivity.csv`.
+Rules: `docs/studies.md` (Star Schema Benchmark). Data: `data/derived/<profile>/ssb_load.csv`, `ssb_selectivity.csv`.
 """),
     params_cell('''servers = None     # e.g. ["pg18"]; None: every server of the params
 sf = None          # None: ssb.sf of the params

@@ -6,7 +6,7 @@ CELLS = [
     md("""
 # 30 · pgbench across versions: load, select-only, scale-up and the no-vacuum series
 
-**What the studies measured.** S3 (seed 002) installed nine PostgreSQL versions, 7.3 to 9.1, on one
+**What the studies measured.** S3 (see `docs/studies.md`) installed nine PostgreSQL versions, 7.3 to 9.1, on one
 machine and ran, with every version's *default* settings and its own pgbench, at scale factors 1, 10 and
 100: `time pgbench -i -s S` (load time); 3 × `pgbench -S -c 30 -t 1000` (select-only); `du -sk $PGDATA`;
 15 × `pgbench -n -c 30 -t 100` — TPC-B-like with **no vacuum between runs**, to watch throughput degrade

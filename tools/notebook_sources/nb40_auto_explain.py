@@ -6,7 +6,7 @@ CELLS = [
     md("""
 # 40 · What auto_explain costs: the study's matrix, our numbers beside theirs, proof from the log
 
-**The study** (S2, seed 001, PostgreSQL 14.1 on a 4-vCPU Hyper-V guest) asked what the `auto_explain`
+**The study** (S2 in `docs/studies.md`, PostgreSQL 14.1 on a 4-vCPU Hyper-V guest) asked what the `auto_explain`
 module costs a running system. It filled `tab1(c1 int)` with 1e6 rows and ran two one-statement pgbench
 scripts with one client: `limit` (`SELECT c1 FROM tab1 LIMIT 1;`, one row) 5,000,000 times and `count`
 (`SELECT COUNT(c1) FROM tab1;`, a million rows, a parallel plan with 2 workers) 50,000 times, `count` also

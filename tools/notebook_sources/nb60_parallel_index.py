@@ -6,8 +6,9 @@ CELLS = [
     md("""
 # 60 · Parallel B-tree index build on lineorder (study S4, test C)
 
-**The study** (PGECons WG1 2018, seed 003, "検証C"; PostgreSQL 11, SSB at scale factor 100, ≈ 600 M lineorder
-rows, on the consortium's 72-core server) ran `CREATE INDEX` on the fact table with 1, 2, 3 and 4 key columns
+**The study** (S4 in `docs/studies.md`, PGECons WG1 2018, test C; PostgreSQL 11, SSB at scale factor 100,
+≈ 600 M lineorder rows, on the consortium's 72-core server) ran `CREATE INDEX` on the fact table with 1, 2, 3
+and 4 key columns
 (`lo_orderkey`; + `lo_custkey`; + `lo_partkey`; + `lo_suppkey`) at increasing numbers of parallel workers. It
 found the time to fall as workers were added, "close to inversely proportional" to their number, and the time
 to depend on the size of the index built, i.e. its number of distinct key combinations (150 M for 1 and 2

@@ -6,8 +6,8 @@ CELLS = [
     md("""
 # 70 · Hash partitioning and Parallel Append
 
-**The study** (S5, seed 004, PostgreSQL 11 beta, December 2017) tried two features new in 11. It made a table
-hash-partitioned on `id` into six partitions, two on each of three NVMe drives:
+**The study** (S5 in `docs/studies.md`, a PostgreSQL 11 development build, December 2017) tried two features
+new in 11. It made a table hash-partitioned on `id` into six partitions, two on each of three NVMe drives:
 
 ```sql
 CREATE TABLE t (id int, x real, y real, z real, sum text) PARTITION BY HASH (id);
