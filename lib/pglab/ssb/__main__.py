@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), metavar="TABLE",
                         help=f"tables to write (default all: {' '.join(TABLES)})")
-    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--processes", type=int, default=_cpus(),
                         help="generating processes, this one included (default: the number of CPUs)")
     parser.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)  # older: children only
     args = parser.parse_args(argv)
@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         for bar in bars.values():
             bar.close()
     return 0
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _expected_rows(tables: list[str], sf: float, flavor: str) -> dict[str, int]:

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from . import scale
 from .dbgen import counts as dbgen_counts
 from .flavors import DEFAULT_FLAVOR, check_flavor
 from .parallel import _PACKAGE_ROOT, HEADER, _stop, _widen_pipe
@@ -29,6 +30,7 @@ def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str
     """Write `out/<table>.tbl` for each table; returns the rows written per table."""
     if processes < 1:
         raise ValueError(f"processes must be >= 1, got {processes}")
+    sf = scale.check_sf(sf)
     if check_flavor(flavor) == "dbgen":  # counted without numpy: the children start first
         tasks = [(t, c) for t in tables for c in range(dbgen_counts.chunk_count(t, sf))]
     else:
@@ -51,19 +53,23 @@ def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str
         for table in tables:
             target = out / f"{table}.tbl"
             partial = target.with_name(target.name + ".partial")  # never a truncated file under the real name
-            with open(partial, "wb", buffering=0) as sink:
-                for i, (t, chunk) in enumerate(tasks):
-                    if t != table:
-                        continue
-                    owner = owners[i % len(owners)]
-                    if owner == 0:
-                        rows, block = generate.chunk_block(t, sf, seed, chunk, "tbl", flavor)
-                        sink.write(block)
-                    else:
-                        rows = _relay(children[owner], sink)
-                    rows_per_table[t] += rows
-                    if progress:
-                        progress(t, rows)
+            try:
+                with open(partial, "wb", buffering=0) as sink:
+                    for i, (t, chunk) in enumerate(tasks):
+                        if t != table:
+                            continue
+                        owner = owners[i % len(owners)]
+                        if owner == 0:
+                            rows, block = generate.chunk_block(t, sf, seed, chunk, "tbl", flavor)
+                            _write_all(sink.fileno(), block)
+                        else:
+                            rows = _relay(children[owner], sink)
+                        rows_per_table[t] += rows
+                        if progress:
+                            progress(t, rows)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
             os.replace(partial, target)
     finally:
         _stop_all(children)
@@ -133,6 +139,12 @@ def _read_exact(fd: int, size: int) -> bytes | None:
     return data
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _move(source: int, sink: int, size: int) -> bool:
     """Copy `size` bytes from a pipe to a file; False if the pipe ends first."""
     while size:
@@ -140,7 +152,8 @@ def _move(source: int, sink: int, size: int) -> bool:
             moved = os.splice(source, sink, size)
         else:
             chunk = os.read(source, min(size, 1 << 20))
-            moved = os.write(sink, chunk) if chunk else 0
+            _write_all(sink, chunk)
+            moved = len(chunk)
         if not moved:
             return False
         size -= moved
