@@ -190,3 +190,6 @@ def test_answers_apply_to_dbgen_data_at_sf_1_only():
     assert not answers.applies(ssb.dataset_id(1, 1, "spec"), "pg_ssb_run", "q1.1")
     old = {"benchmark": "ssb", "sf": 1.0, "seed": 1, "generator_version": "1"}  # before the dbgen flavor
     assert not answers.is_dbgen_data(old) and not answers.is_dbgen_data(None)
+    assert "byte-identical" in answers.generator_of(dbgen_sf1)
+    assert "seed 7" in answers.generator_of(ssb.dataset_id(1, 7, "spec"))
+    assert "before the dbgen flavor" in answers.generator_of(old)

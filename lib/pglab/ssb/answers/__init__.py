@@ -33,6 +33,19 @@ def is_dbgen_data(dataset: dict | None) -> bool:
         str(dataset.get("generator_version")) == GENERATOR_VERSION
 
 
+def generator_of(dataset: dict | None) -> str:
+    """Which generator made a dataset, in words, for tables and report text."""
+    if not dataset:
+        return "unknown (no dataset record)"
+    version = str(dataset.get("generator_version"))
+    flavor = dataset.get("flavor")
+    if flavor == "dbgen":
+        return f"ssb-dbgen's data, byte-identical (pglab generator {version}, flavor dbgen)"
+    if flavor == "spec":
+        return f"pglab's own streams from the SSB rules (generator {version}, flavor spec, seed {dataset.get('seed')})"
+    return f"pglab generator {version}, before the dbgen flavor (own streams, seed {dataset.get('seed')})"
+
+
 def applies(dataset: dict | None, query_set: str, qid: str) -> bool:
     """Whether the expected answer of (query_set, qid) holds for that dataset: dbgen's data at SF 1 and a
     query text the answers were made with (ssb_paper's q1.3 and q2.3 differ from pg_ssb_run's)."""
