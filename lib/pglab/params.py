@@ -22,7 +22,15 @@ from . import paths
 from .auto_explain_study import AutoExplainParams
 from .jit_operators_study import JitOperatorsParams
 from .parallel_index_study import ParallelIndexParams
-from .paramtypes import SAFE_NAME_RULE, SafeName, Settings, Strict, is_safe_name
+from .paramtypes import (
+    SAFE_NAME_RULE,
+    SafeName,
+    Settings,
+    Strict,
+    check_versions,
+    is_safe_name,
+    version_major,
+)
 from .partitioning_study import PartitioningParams
 from .pgbench_study import PgbenchParams
 from .ssb.params import SsbParams
@@ -65,25 +73,6 @@ class ExternalServer(Strict):
         return v
 
 
-MAJORS = range(10, 19)  # what `servers.versions` can fetch: PostgreSQL 10 … 18
-_EXACT_VERSION = re.compile(r"(\d+)\.(\d+)")
-
-
-def _version(v):
-    """A major as an int (16, or "16"), or an exact version as text ("16.14")."""
-    if isinstance(v, str) and v.strip().isdigit():
-        v = int(v)
-    m = _EXACT_VERSION.fullmatch(v.strip()) if isinstance(v, str) else None
-    if (isinstance(v, int) and not isinstance(v, bool) and v in MAJORS) or (m and int(m.group(1)) in MAJORS):
-        return v.strip() if isinstance(v, str) else v
-    raise ValueError(f"expected PostgreSQL majors {', '.join(map(str, MAJORS))} or exact versions such as '16.14'; "
-                     f"{v!r} is neither")  # fmt: skip
-
-
-def version_major(v: int | str) -> int:
-    return v if isinstance(v, int) else int(str(v).split(".")[0])
-
-
 class Servers(Strict):
     use: Literal["all"] | list[str] = "all"
     installs: list[InstallParam] = []
@@ -109,12 +98,7 @@ class Servers(Strict):
     @field_validator("versions", mode="before")
     @classmethod
     def _versions(cls, v):
-        if not isinstance(v, list):
-            raise ValueError("expected a list of versions, e.g. [16, '15.8']")
-        out = [_version(x) for x in v]
-        if len(set(map(str, out))) != len(out):
-            raise ValueError("expected each version once")
-        return out
+        return check_versions(v)
 
 
 # the server encodings initdb accepts (PostgreSQL's pg_enc2name_tbl less the client-only ones)

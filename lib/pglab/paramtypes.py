@@ -76,3 +76,35 @@ def _setting_value(v):
 SettingName = Annotated[str, AfterValidator(_setting_name)]
 SettingValue = Annotated[str | int | float | bool, AfterValidator(_setting_value)]
 Settings = dict[SettingName, SettingValue]
+
+
+# -- PostgreSQL versions a run compares (downloaded when the machine lacks them) ------------------------------
+
+MAJORS = range(10, 19)  # what a `versions` list can fetch: PostgreSQL 10 … 18
+_EXACT_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+
+def check_version(v):
+    """A major as an int (16, or "16"), or an exact version as text ("16.14")."""
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v)
+    m = _EXACT_VERSION.fullmatch(v.strip()) if isinstance(v, str) else None
+    if (isinstance(v, int) and not isinstance(v, bool) and v in MAJORS) or (m and int(m.group(1)) in MAJORS):
+        return v.strip() if isinstance(v, str) else v
+    raise ValueError(f"expected PostgreSQL majors {', '.join(map(str, MAJORS))} or exact versions such as '16.14'; "
+                     f"{v!r} is neither")  # fmt: skip
+
+
+def check_versions(v, allow_none: bool = False):
+    if v is None and allow_none:
+        return v
+    if not isinstance(v, list) or (allow_none and not v):
+        raise ValueError("expected a list of versions, e.g. [16, '15.8']" + (", or null" if allow_none else ""))
+    out = [check_version(x) for x in v]
+    if len(set(map(str, out))) != len(out):
+        raise ValueError("expected each version once")
+    return out
+
+
+def version_major(v: int | str) -> int:
+    return v if isinstance(v, int) else int(str(v).split(".")[0])

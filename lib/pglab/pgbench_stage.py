@@ -30,7 +30,7 @@ from . import environment, outcomes, pgbench_db, schedule
 from .db import scrub
 from .installs import Install, discover
 from .pgbench_bench import Bench, threads_for
-from .servers import Server
+from .servers import Server, matches_version
 from .session import Session
 
 EXP_INIT = "pgbench_init"
@@ -186,9 +186,20 @@ class Stage:
 
         return self._timed(EXP_SELECT, steps, measure, "pgbench -S")
 
+    def scaling_servers(self) -> list[Server]:
+        """The servers of the scale-up (params pgbench.scaling.versions, e.g. S4's 10 and 11; all when null)."""
+        wanted = self.p.scaling.versions
+        if not wanted:
+            return self.servers
+        chosen = [s for s in self.servers if s.install is None or any(matches_version(s.install, v) for v in wanted)]
+        if not chosen:
+            raise ValueError(f"pgbench.scaling.versions {wanted}: none of this run's pgbench servers "
+                             f"({[s.name for s in self.servers]}) is of those versions; name them in pgbench.versions")
+        return chosen
+
     def scaling(self) -> int:
         q, sc = self.p.scaling, self.p.scaling_scale
-        cells = [(s.name, m, f"c{c}") for m in q.modes for c in q.client_counts() for s in self.servers]
+        cells = [(s.name, m, f"c{c}") for m in q.modes for c in q.client_counts() for s in self.scaling_servers()]
         steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
         errors = self._prepare(self._pending(steps, EXP_SCALING), lambda st: sc)
 
@@ -317,3 +328,4 @@ class Stage:
         from . import pgbench_tables
 
         return pgbench_tables.build(self.store, self.session.profile, self.baseline(), write=write)
+

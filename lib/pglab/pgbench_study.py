@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .paramtypes import Strict
+from .paramtypes import Strict, check_versions
 
 EXPERIMENTS = ("load", "select_only", "scaling", "series")
 Experiment = Literal["load", "select_only", "scaling", "series"]
@@ -75,6 +75,13 @@ class ScalingParams(Strict):
     duration_s: int = Field(default=4, ge=1, le=86400)
     repetitions: int = Field(default=3, ge=1, le=1000)
     warmup_s: int = Field(default=1, ge=0, le=3600)
+    # the versions the scale-up compares (S4: 10 and 11), among pgbench's; null: all of pgbench's servers
+    versions: list[int | str] | None = None
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions(cls, v):
+        return check_versions(v, allow_none=True)
 
     @field_validator("modes")
     @classmethod
@@ -112,6 +119,13 @@ class PgbenchParams(Strict):
     select_only: SelectOnlyParams = SelectOnlyParams()
     series: SeriesParams = SeriesParams()
     scaling: ScalingParams = ScalingParams()
+    # the versions this study compares (S3's sweep: 10 … 18), downloaded when missing; null: the run's servers
+    versions: list[int | str] | None = None
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions(cls, v):
+        return check_versions(v, allow_none=True)
 
     @field_validator("scales", mode="before")
     @classmethod

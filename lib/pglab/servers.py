@@ -7,7 +7,7 @@ reconfigures an external server, and refuses destructive steps on it unless para
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 import psycopg
@@ -16,7 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from .cluster import Cluster, InitdbOptions
 from .db import connect, redact, register_secret
-from .installs import Install, discover
+from .installs import Install, discover, downloaded
 from .params import ExternalServer, Params
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,52 @@ def select(params: Params, installs: list[Install] | None = None) -> list[Server
         by_name = {s.name: s for s in servers}
         servers = [by_name[n] for n in params.servers.use]
     return servers
+
+
+# the study sections that name the versions they compare (params: `<section>.versions`)
+STUDY_VERSIONS = {"ssb": lambda p: p.ssb.versions, "pgbench": lambda p: p.pgbench.versions}
+
+
+def matches_version(inst: Install, spec: int | str) -> bool:
+    """Whether `inst` is the version a params `versions` entry names: a major (16) or an exact one (\"16.14\")."""
+    if isinstance(spec, int):
+        return inst.major == spec
+    return f"{inst.major}.{inst.minor}" == spec
+
+
+def for_study(params: Params, study: str | None, base: list[Server] | None = None) -> list[Server]:
+    """The servers a study runs on: the run's servers (`select`), or, when the study's params section names
+    versions, a server of each (one of the run's when it matches, else a downloaded build), plus for SSB every
+    install with JIT (the parallel_jit mode needs one) and the external servers. `study=None`: every server
+    any study of the run uses, for the environment notebook.
+
+    When `servers.use` is a list, that list is the whole set: versions are picked among those servers only."""
+    base = select(params) if base is None else base
+    if study is None:
+        out = {s.name: s for s in base}
+        for name in STUDY_VERSIONS:
+            out |= {s.name: s for s in for_study(params, name, base)}
+        return list(out.values())
+    versions = STUDY_VERSIONS[study](params) if study in STUDY_VERSIONS else None
+    if not versions:
+        return base
+    kit = [s for s in base if s.install]
+    chosen: dict[str, Server] = {}
+    initdb = InitdbOptions(**params.initdb.model_dump())
+    for spec in versions:
+        match = next((s for s in kit if matches_version(s.install, spec)), None)
+        if match is None and params.servers.use == "all":
+            inst = downloaded(spec)
+            name = inst.name if inst.name not in {s.name for s in base} else f"pg{inst.major}.{inst.minor}"
+            inst = replace(inst, name=name)
+            match = Server(name=name, install=inst, cluster=Cluster(inst, initdb=initdb),
+                           settings=dict(params.settings))
+        if match is not None:
+            chosen[match.name] = match
+    if study == "ssb" and params.ssb.jit_installs:
+        chosen |= {s.name: s for s in kit if s.install.jit and s.name not in chosen}
+    chosen |= {s.name: s for s in base if s.external}
+    return list(chosen.values())
 
 
 def start_all(servers: list[Server]) -> list[Server]:

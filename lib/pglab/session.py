@@ -44,10 +44,12 @@ class Session:
         self.close()
 
 
-def begin(params_file: str, run_id: str | None = None) -> Session:
+def begin(params_file: str, run_id: str | None = None, study: str | None = None) -> Session:
+    """`study`: the params section of the notebook's study ("ssb", "pgbench", ...): its servers are the run's,
+    or the versions that section names (servers.for_study); None: every server of the run (the environment)."""
     p = params_mod.load(params_file)
     rid = begin_run(p.profile, run_id or p.run_id)
     os.environ[derived.RUN_ID_ENV] = rid  # derived tables written in this kernel name the run they came from
     store = RunStore(rid)
     store.save_json("params.json", {"file": p.source} | p.model_dump(mode="json", exclude={"servers"}))
-    return Session(params=p, store=store, servers=servers_mod.select(p))
+    return Session(params=p, store=store, servers=servers_mod.for_study(p, study))

@@ -23,7 +23,7 @@ from pglab import charts, derived, outcomes, session
 from pglab.ssb import selectivity as ssb_selectivity, stage as ssb_stage
 
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="ssb")
 p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, prewarm=prewarm)
 targets = ssb_stage.servers(s, servers)
 print(f"run {s.run_id}: SSB SF {p.sf:g}, seed {p.seed}, query set {p.query_set}, on {[t.name for t in targets]}")

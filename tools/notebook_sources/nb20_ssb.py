@@ -34,7 +34,7 @@ from pglab import charts, derived, outcomes, session
 from pglab.ssb import charts as ssb_charts, experiment as ex, reference as ref, stage as ssb_stage
 
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="ssb")
 p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, modes=modes, repetitions=repetitions,
                          workers=workers, worker_sweep=worker_sweep)
 targets = ssb_stage.servers(s, servers)

@@ -36,7 +36,7 @@ from pglab.pgbench_stage import EXPERIMENT_NAMES, Stage
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
     raise ValueError(f"only: expected names among {sorted(EXPERIMENT_NAMES)}; got {only!r}")
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="pgbench")
 st = Stage(s)
 st.skipped()
 outcomes.report_skipped(s.store, list(EXPERIMENT_NAMES.values()), "pgbench_skipped", s.profile)

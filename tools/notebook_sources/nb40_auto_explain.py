@@ -53,7 +53,7 @@ from pglab import auto_explain_results as aer
 from pglab import auto_explain_run, charts, outcomes, session
 
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="auto_explain")
 cfg = s.params.auto_explain
 r = cfg.run
 length = f"-T {r.duration_s}" if r.mode == "time" else "-t " + ", ".join(f"{k} {v}" for k, v in r.transactions.items())

@@ -56,7 +56,7 @@ from pglab import jit_operators_results as jres
 from pglab import jit_operators_run as jrun
 
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="jit_operators")
 p = s.params.jit_operators
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
 print(f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} repetitions after "

