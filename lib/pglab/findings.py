@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import polars as pl
 
-SUPPORTED = "supported"
+from . import verdicts as _v
+
+# the one vocabulary of pglab.verdicts (docs/verdicts.md)
+SUPPORTED, CONTRADICTED, DIRECTION_ONLY = _v.SUPPORTED, _v.CONTRADICTED, _v.DIRECTION_ONLY
+UNDETERMINED, NOT_TESTABLE, NOT_RUN = _v.UNDETERMINED, _v.NOT_TESTABLE, _v.NOT_RUN
+# "not supported" was the old word for what is now contradicted or direction only: kept so that a dataset
+# derived before the change still reads; no study writes it any more once it uses pglab.verdicts
 NOT_SUPPORTED = "not supported"
-UNDETERMINED = "undetermined"  # the interval is too wide to tell
-NOT_RUN = "not run"  # not in this profile, or the server cannot run it (e.g. no JIT)
-VERDICTS = (SUPPORTED, NOT_SUPPORTED, UNDETERMINED, NOT_RUN)
+VERDICTS = (*_v.VERDICTS, NOT_SUPPORTED)
 
 SCHEMA = {
     "study": pl.String,  # "S1" … "S5", the studies of docs/studies.md
