@@ -36,7 +36,7 @@ def _ratios_have_intervals(evidence: str) -> list[str]:
 def test_every_finding_of_the_study_for_every_server(root):
     f = auto_explain_report.findings("default", root)
     servers = sorted(set(_read("auto_explain_servers", root)["server"]))
-    assert f.columns == list(fs.SCHEMA)
+    assert f.columns == list(fs.SCHEMA | fs.NUMBERS)
     assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted(
         (k, s) for k, _ in aer.FINDINGS for s in servers)  # fmt: skip
     assert set(f["study"]) == {"S2"} and set(f["verdict"]) <= set(fs.VERDICTS)

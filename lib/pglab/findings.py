@@ -13,7 +13,7 @@ UNDETERMINED, NOT_TESTABLE, NOT_RUN = _v.UNDETERMINED, _v.NOT_TESTABLE, _v.NOT_R
 # "not supported" was the old word for what is now contradicted or direction only: kept so that a dataset
 # derived before the change still reads; no study writes it any more once it uses pglab.verdicts
 NOT_SUPPORTED = "not supported"
-VERDICTS = (*_v.VERDICTS, NOT_SUPPORTED)
+VERDICTS = (SUPPORTED, NOT_SUPPORTED, *_v.VERDICTS[1:])  # the old word where it stood, for the old tables
 
 SCHEMA = {
     "study": pl.String,  # "S1" … "S5", the studies of docs/studies.md
@@ -23,15 +23,26 @@ SCHEMA = {
     "verdict": pl.String,  # one of VERDICTS
     "evidence": pl.String,  # our sentence, computed from the data, with its uncertainty
 }
+# the numbers behind a verdict, for the report's summary chart (the study's figure beside ours); null where
+# the claim has no magnitude, or nothing was measured. Same scale for both: the claim's ratio B / A.
+NUMBERS = {
+    "study_value": pl.Float64,  # the study's figure (Claim.ratio)
+    "our_value": pl.Float64,  # our estimate (Evidence.ratio)
+    "our_low": pl.Float64,  # our interval
+    "our_high": pl.Float64,
+    "interval": pl.String,  # what the interval is: "95 % bootstrap over 12 rounds", "min–max, n=5"
+}
 
 
 def table(rows: list[dict]) -> pl.DataFrame:
-    """Findings as a polars table with SCHEMA, checked, in a stable order."""
-    df = pl.from_dicts(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
+    """Findings as a polars table with SCHEMA (and NUMBERS, null where a row has none), checked, in a stable
+    order."""
+    schema = SCHEMA | NUMBERS
+    df = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
     bad = sorted(set(df["verdict"]) - set(VERDICTS))
     if bad:
         raise ValueError(f"findings: verdicts {bad} are not among {VERDICTS}")
-    missing = df.filter(pl.any_horizontal(pl.all().is_null()))
+    missing = df.select(list(SCHEMA)).filter(pl.any_horizontal(pl.all().is_null()))
     if not missing.is_empty():
         raise ValueError(f"findings: rows with empty fields: {missing.to_dicts()}")
     return df.sort("study", "finding", "server", maintain_order=True)

@@ -217,7 +217,12 @@ def tally(claims: pl.DataFrame) -> pl.DataFrame:
     return pl.from_dicts(rows, schema={"study": pl.String, "tested": pl.Int64, **{v: pl.Int64 for v in VERDICTS}})
 
 
-def finding_row(study: str, finding: str, claim: Claim, server: str, v: Verdict) -> dict:
-    """A row in `pglab.findings`' shape: the claim's statement, the verdict, its reason (with what it needs)."""
+def finding_row(study: str, finding: str, claim: Claim, server: str, v: Verdict,
+                evidence: Evidence | None = None) -> dict:
+    """A row in `pglab.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
+    and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart."""
+    e = evidence or Evidence(None, None, None)
     return {"study": study, "finding": finding, "claim": claim.statement, "server": server, "verdict": v.label,
-            "evidence": v.text()[:1].upper() + v.text()[1:]}  # fmt: skip
+            "evidence": v.text()[:1].upper() + v.text()[1:],
+            "study_value": claim.ratio, "our_value": e.ratio, "our_low": e.low, "our_high": e.high,
+            "interval": e.method or None}  # fmt: skip
