@@ -183,3 +183,16 @@ def test_params_errors_name_file_key_and_expectation(tmp_path, section, expected
 def test_default_params_document_the_defaults():
     """params/default.yaml spells out the section: it must say what the code does."""
     assert params.load("params/default.yaml", check_servers=False).auto_explain == AutoExplainParams()
+
+
+def test_log_summary_of_a_server_whose_log_is_out_of_reach():
+    """An external server's runs carry no log counts at all: the summary has them as nulls (it once failed
+    with ColumnNotFoundError 'plans_logged' on any external server)."""
+    import polars as pl
+
+    checks = pl.DataFrame({"server": ["ext"], "condition": ["loaded_disabled"], "item": ["limit"], "repetition": [0],
+                           "warmup": [False], "expect_plans": ["none"], "log_check": ["not available"],
+                           "transactions": [10]})  # fmt: skip
+    out = auto_explain_results.log_summary(checks, AutoExplainParams())
+    row = out.row(0, named=True)
+    assert row["plans_logged"] is None and row["other"] == "not available" and row["transactions"] == 10

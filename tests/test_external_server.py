@@ -43,3 +43,27 @@ def test_password_never_appears_in_what_is_stored(external_params):
     assert "s3cret" not in repr(lab.describe())
     assert "s3cret" not in repr(lab)
     assert "s3cret" not in repr(external_params)
+
+
+def test_pgbench_gets_the_password_through_its_environment_never_argv(external_params, cluster, tmp_path,
+                                                                      monkeypatch):  # fmt: skip
+    from pglab import pgbench
+
+    lab = servers.select(external_params)[0]
+    env = pgbench._env(lab, "bench", None)
+    assert env["PGPASSWORD"] == "s3cret" and env["PGDATABASE"] == "bench"
+    # a dsn without one: the PGPASSWORD the kit's own connections use reaches pgbench too (not for kit servers)
+    monkeypatch.setenv("PGPASSWORD", "fr0m-env")
+    f = tmp_path / "env.yaml"
+    f.write_text(f"servers: {{use: [lab], external: [{{name: lab, dsn: '{cluster.conninfo()}'}}]}}\n")
+    env = pgbench._env(servers.select(params.load(f))[0], "bench", None)
+    assert env["PGPASSWORD"] == "fr0m-env"
+
+
+def test_scrub_removes_known_passwords_and_password_pairs(external_params, monkeypatch):
+    from pglab.db import scrub
+
+    servers.select(external_params)  # registers the dsn's password
+    monkeypatch.setenv("PGPASSWORD", "fr0m-env")
+    text = "failed for host=x password=abc; got s3cret and fr0m-env; password='a b'"
+    assert scrub(text) == "failed for host=x password=***; got *** and ***; password=***"

@@ -109,6 +109,11 @@ def log_checks(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.select([c for c in cols if c in runs.columns])
 
 
+def _sum(col: str) -> pl.Expr:
+    """The sum, or null where nothing was counted (a log out of reach is not 0 plans logged)."""
+    return pl.when(pl.col(col).is_not_null().any()).then(pl.col(col).sum())
+
+
 def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame:
     """Per server × condition × item: runs checked and passed, plans logged against transactions."""
     if "log_check" not in checks.columns or checks.is_empty():
@@ -125,11 +130,11 @@ def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame
         (pl.col("log_check") == "failed").sum().alias("failed"),
         pl.col("log_check").filter(pl.col("log_check").is_in(["passed", "failed"]).not_()).first().alias("other"),
         pl.col("log_reason").drop_nulls().first().alias("first_reason"),
-        pl.col("plans_logged").sum().alias("plans_logged"),
-        pl.col("transactions").sum().alias("transactions"),
-        pl.col("plans_parsed").sum().alias("plans_parsed"),
-        pl.col("plans_with_rows").sum().alias("with_actual_rows"),
-        pl.col("plans_with_times").sum().alias("with_times"),
+        _sum("plans_logged").alias("plans_logged"),
+        _sum("transactions").alias("transactions"),
+        _sum("plans_parsed").alias("plans_parsed"),
+        _sum("plans_with_rows").alias("with_actual_rows"),
+        _sum("plans_with_times").alias("with_times"),
         pl.col("log_bytes_per_txn").median().alias("log_bytes_per_txn"),
     )
     return agg.join(_labels(params), on="condition").sort(["server", "condition_order", "item"])

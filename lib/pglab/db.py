@@ -59,7 +59,7 @@ def scrub(text: str | None) -> str | None:
         return text
     text = _PASSWORD_KV.sub(r"\1***", text)
     for secret in sorted(_SECRETS | {os.environ.get("PGPASSWORD") or ""}, key=len, reverse=True):
-        if secret:
+        if len(secret) >= 4:  # a shorter one would blank out ordinary words; libpq never echoes it anyway
             text = text.replace(secret, "***")
     return text
 
