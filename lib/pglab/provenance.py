@@ -1,0 +1,27 @@
+"""Which revision of the kit made a number: the one that measured it (environment data) and the one that
+derived the table it stands in (the manifest of data/derived/<profile>/). A revision with uncommitted changes
+is marked `+dirty`: a committed reference run must show none."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+
+from . import paths
+
+
+@functools.cache
+def git_revision() -> str:
+    """The checkout's commit, `+dirty` when tracked files differ from it; "unknown" outside git. Cached: a
+    process derives with the code it started with."""
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(paths.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(paths.ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev or "uncommitted") + ("+dirty" if dirty else "")
