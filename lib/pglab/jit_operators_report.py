@@ -16,8 +16,9 @@ import altair as alt
 import polars as pl
 
 from . import findings as fnd
+from . import jit_operators_verdicts as jv
 from . import stats
-from .derived import read_table
+from .derived import profile_dir, read_table
 from .jit_operators_charts import jit_time_chart, reduction_chart, times_chart
 from .jit_operators_study import GENERATOR, OPERATORS, QUALIFIED, STUDY_REDUCTION_PCT, STUDY_SUMMARY, label
 
@@ -34,6 +35,11 @@ STUDY = "S4"
 
 def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     return read_table(name, profile, root=root)
+
+
+def _paired(profile: str, root: Path | None) -> bool:
+    """Whether the run derived the paired tables (newer runs); the committed older data has none."""
+    return (profile_dir(profile, root) / "jit_operators_noise.csv").exists()
 
 
 def _version(s: str | None) -> str:
@@ -87,6 +93,9 @@ def method(profile: str, root: Path | None = None) -> str:
         f"{f' (order shuffled within rounds, seed {seed})' if seed is not None else ''}. "
         "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
         "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",
+        *([jv.noise_markdown(_read("jit_operators_noise", profile, root), _read("jit_operators_drift", profile, root),
+                             conds.filter(pl.col("role") == "baseline")["condition"][0])]
+          if _paired(profile, root) else []),
     ])  # fmt: skip
 
 
@@ -230,6 +239,9 @@ def findings_from(setup: pl.DataFrame, reduction: pl.DataFrame, study_condition:
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     setup = _read("jit_operators_setup", profile, root)
     conds = _read("jit_operators_conditions", profile, root)
+    if _paired(profile, root):  # the one verdict rule on paired rounds with the A/A noise floor
+        return jv.findings_from(setup, *(_read(f"jit_operators_{n}", profile, root) for n in
+                                         ("paired", "overall", "noise")), _study_condition(conds))  # fmt: skip
     red = _read("jit_operators_reduction", profile, root)
     return findings_from(setup, red, _study_condition(conds))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from . import derived, stats
+from . import jit_operators_verdicts as jv
 from .explain import ExplainParseError, parse_plan
 from .jit_operators_run import load_plan, load_settings, runnable
 from .jit_operators_study import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsParams, label
@@ -203,7 +204,8 @@ def derive(session: Session, setup: pl.DataFrame) -> dict[str, pl.DataFrame]:
     p = session.params.jit_operators
     servers = runnable(setup)
     r = _labels(runs(session))
-    summ = summary(r)
+    main = r.filter(pl.col("condition") != p.aa_condition)  # the A/A copy only feeds the noise floor
+    summ = summary(main)
     plan_tab = plans(session, servers)
     return {
         "jit_operators_setup": setup,
@@ -211,10 +213,11 @@ def derive(session: Session, setup: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "jit_operators_settings": settings(session, servers),
         "jit_operators_runs": r,
         "jit_operators_summary": summ,
-        "jit_operators_reduction": reduction(r, p),
+        "jit_operators_reduction": reduction(main, p),
         "jit_operators_results": result_checks(r),
         "jit_operators_plans": plan_tab,
         "jit_operators_jit_time": jit_time(summ, plan_tab, p),
+        **jv.tables(r, p),
     }
 
 

@@ -164,7 +164,7 @@ def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> 
 
 
 def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> int:
-    cells = [(s, c, op) for s in servers for c in p.conditions for op in p.operators]
+    cells = [(s, c, op) for s in servers for c in p.measured_conditions() for op in p.operators]
     steps = plan(cells, p.repetitions, p.warmups, p.shuffle_seed)
     conns: dict[tuple[str, str], psycopg.Connection] = {}
 

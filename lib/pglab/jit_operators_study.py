@@ -90,6 +90,9 @@ class JitOperatorsParams(Strict):
     max_parallel_workers_per_gather: int = Field(default=0, ge=0, le=64)
     conditions: dict[str, dict[str, SettingValue]] = Field(default_factory=default_conditions)
     baseline: str = "off"  # reductions are 1 - condition / baseline
+    # A/A control: the baseline measured a second time under its own label (`<baseline>_aa`), interleaved like
+    # every condition; how far it strays from the baseline is this machine's noise floor (pglab.noise)
+    aa_control: bool = True
     study_condition: str = "on"  # the condition set beside the study's percentages in the findings
     # the time the findings and the where-the-time-goes view use: wall = client wall time as psql's \timing
     # (the study's); cpu = the backend's own CPU time (kit servers, serial only), which leaves out time spent
@@ -151,6 +154,8 @@ class JitOperatorsParams(Strict):
 
     @model_validator(mode="after")
     def _known_conditions(self):
+        if self.aa_condition in self.conditions:
+            raise ValueError(f"condition {self.aa_condition!r} is the baseline's A/A control's name: rename it")
         for key in ("baseline", "study_condition"):
             if getattr(self, key) not in self.conditions:
                 raise ValueError(f"{key} {getattr(self, key)!r} is not among conditions {list(self.conditions)}")
@@ -169,8 +174,17 @@ class JitOperatorsParams(Strict):
     def sql(self, operator: str) -> str:
         return f"SELECT {OPERATORS[operator][0]} FROM {QUALIFIED}"
 
+    @property
+    def aa_condition(self) -> str:
+        return f"{self.baseline}_aa"
+
+    def measured_conditions(self) -> list[str]:
+        """The conditions the schedule runs: params' conditions, then the A/A copy of the baseline."""
+        return [*self.conditions, *([self.aa_condition] if self.aa_control else [])]
+
     def session_settings(self, condition: str) -> dict[str, SettingValue]:
-        return {"max_parallel_workers_per_gather": self.max_parallel_workers_per_gather} | self.conditions[condition]
+        settings = self.conditions[self.baseline if condition == self.aa_condition else condition]
+        return {"max_parallel_workers_per_gather": self.max_parallel_workers_per_gather} | settings
 
     def setting_dicts(self) -> dict[str, dict]:
         """Every settings dict of this section by its key under the section (checked with each server's own

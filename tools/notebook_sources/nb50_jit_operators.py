@@ -36,9 +36,10 @@ compilation included; it leaves out time spent waiting for a CPU, but it is not 
 this shared VM it stayed within a fraction of a millisecond of the wall time and jumped with it from round to
 round. A failed run (e.g. a statement timeout) is no sample in either time; it is counted as missing. The
 findings use the metric params name (`metric`, wall time — the study's measure — by default); both are
-shown. The result is
-`reduction = 1 − median(JIT) / median(off)` with a 95 % bootstrap interval; an interval that contains 0 is
-"no detectable difference". Where the time goes comes from one separate,
+shown. The charts show
+`reduction = 1 − median(JIT) / median(off)` with a 95 % bootstrap interval; the verdicts use JIT / off paired
+within rounds, with an A/A control (the baseline measured twice per round) for this machine's noise floor.
+Where the time goes comes from one separate,
 untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator, whose JIT block gives the
 functions compiled and the generation / inlining / optimisation / emission times.
 """),
@@ -177,17 +178,44 @@ plans.sort("server", "condition", "label").select(
     pl.col("execution_ms", "jit_total_ms").round(2), "shared_hit_blocks", "shared_read_blocks")
 '''),
     md("""
-## The study's findings, tested on our data
+## Paired by round, and this machine's noise floor
 
-Per operator, from our reduction's 95 % interval: *supported* only when it lies wholly above 0 and holds the
-study's percentage; *not supported* when it lies wholly above 0 but below the study's figure (JIT helped, less
-than the study) or above it (more than the study), when JIT is detectably slower, or when the interval holds 0
-but not the study's figure; *undetermined* when it holds both 0 and the study's figure (too wide to tell);
-*not run* on a server without JIT. The study's summary, "every operator", is supported only when all its
-operators were measured and every one is supported; the evidence says how many are.
+Each round ran every condition and operator within seconds, so JIT on vs off is compared *within* each round:
+the ratio JIT / off per round, their geometric mean, and its interval (95 % bootstrap over rounds from 10
+rounds, else min–max of the round ratios, labelled so). An A/A control — the baseline measured twice per round
+under two labels — shows how far two identical conditions stray here: its false-difference rate and the noise
+floor every verdict uses. Drift: the baseline's second half of rounds over its first.
 """),
     code('''
-f = jr.findings_from(tables["jit_operators_setup"], red, p.study_condition)
+# NBVAL_CHECK_OUTPUT
+nz = tables["jit_operators_noise"]
+for r in nz.iter_rows(named=True):
+    fl = "none" if r["floor"] is None else f"±{r['floor']:.1%}"
+    fdr = "—" if r["false_difference_rate"] is None else f"{r['false_difference_rate']:.0%}"
+    print(f"{r['server']} ({r['metric']}): noise floor {fl}, A/A false-difference rate {fdr} of {r['n_pairs']} pairs")
+'''),
+    code('''
+pair = tables["jit_operators_paired"].filter(pl.col("condition") != p.aa_condition)
+pair.sort("server", "condition", "operator").select(
+    "server", "metric", "condition", "operator", "n_rounds", pl.col("ratio", "low", "high").round(3), "method")
+'''),
+    code('''
+dr = tables["jit_operators_drift"]
+dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "high").round(3))
+'''),
+    md("""
+## The study's findings, tested on our data
+
+One rule for every study (`pglab.verdicts`, docs/verdicts.md): per operator, the study's reduction as a ratio
+JIT / off (18.2 % less = 0.818×) against our paired ratio and its interval, with the A/A noise floor:
+*supported* when our interval shows less time and holds the study's ratio; *direction only* when it shows less
+time but excludes it; *contradicted* when it excludes it and shows no gain (or a loss); *undetermined* when
+too wide, too few rounds, or below the noise floor. The summary ("roughly 20–30 %") is judged on all operators
+pooled (each round's operator ratios averaged) against 0.70–0.80×. A server without JIT cannot test the claims:
+*not testable here* (needs a build with JIT).
+"""),
+    code('''
+f = jr.findings(s.profile)
 derived.write_table(f, "jit_operators_findings", s.profile)
 display(Markdown(jr.method(s.profile)))
 display(Markdown(findings.markdown(f)))

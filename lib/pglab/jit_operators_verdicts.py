@@ -1,0 +1,144 @@
+"""S4 test 1 (JIT per operator) under the one verdict rule (`pglab.verdicts`, issue 16): JIT on vs off compared
+within each round (`pglab.paired`), the machine's noise floor from the A/A control (the baseline measured twice
+per round under two labels, `pglab.noise`), and the findings from those.
+
+Why paired: the baseline itself was bimodal on this VM (count(*) 106–196 ms with JIT off, in runs minutes
+apart); an unpaired interval over all runs mixes those modes into both conditions and flips verdicts. Within a
+round both conditions ran seconds apart, so such a shift cancels.
+
+Derived tables (all computable from the raw store's runs): `jit_operators_paired` (per server, metric, operator,
+condition: the paired ratio over the baseline), `jit_operators_overall` (per server and condition: all operators
+pooled, the geometric mean of each round's operator ratios), `jit_operators_drift`, `jit_operators_noise`."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from . import findings as fnd
+from . import noise, paired
+from . import verdicts as vd
+from .jit_operators_study import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
+
+STUDY = "S4"
+METRIC_COLUMNS = {"wall": "ms", "cpu": "cpu_ms"}
+# "roughly 20–30 % less time": a ratio of 0.75 with ±7 % (0.70–0.80)
+SUMMARY_CLAIM = vd.Claim(STUDY_SUMMARY, vd.LOWER, 0.75, 0.07)
+NEEDS_JIT = "needs a build with JIT (llvmjit)"
+NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
+                "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
+
+
+def operator_claim(operator: str) -> vd.Claim:
+    pct = STUDY_REDUCTION_PCT[operator]
+    return vd.Claim(f"JIT cut the time of {label(operator)} by {pct:.1f} %", vd.LOWER, 1 - pct / 100)
+
+
+def timed(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """Timed, successful runs in the findings' metric (per server: wall time where it gives no CPU time)."""
+    ok = runs.filter(~pl.col("warmup") & pl.col("error").is_null())
+    col = METRIC_COLUMNS[metric]
+    has = ok.group_by("server").agg(pl.col(col).is_not_null().any().alias("_has"))
+    ok = ok.join(has, on="server", how="left")
+    use = pl.when(pl.col("_has")).then(pl.lit(metric)).otherwise(pl.lit("wall"))
+    return ok.with_columns(metric=use).with_columns(
+        value=pl.when(pl.col("metric") == "cpu").then(pl.col("cpu_ms")).otherwise(pl.col("ms"))
+    ).select("server", "metric", "condition", "operator", "round", "value")
+
+
+def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
+    """All operators pooled, per server, metric and condition: each round's operator ratios averaged in logs,
+    then the ratio and interval over rounds as for one operator."""
+    pr = paired.paired_ratios(t, ["server", "metric", "operator"], "condition", baseline, "round", "value")
+    per_round = pr.group_by("server", "metric", "condition", "round").agg(pl.col("ratio").log().mean().alias("lr"))
+    rows = []
+    for (server, metric, cond), g in per_round.sort("round").group_by("server", "metric", "condition",
+                                                                      maintain_order=True):
+        rows.append({"server": server, "metric": metric, "condition": cond, "baseline": baseline,
+                     **paired.log_ratio_interval(np.asarray(g["lr"]))})  # fmt: skip
+    schema = {"server": pl.String, "metric": pl.String, "condition": pl.String, "baseline": pl.String,
+              **paired.PAIRED_SCHEMA}  # fmt: skip
+    return pl.from_dicts(rows, schema=schema).sort("server", "condition") if rows else pl.DataFrame(schema=schema)
+
+
+def noise_table(t: pl.DataFrame, baseline: str, aa: str) -> pl.DataFrame:
+    """Per server and metric: the A/A comparisons over the operators, their false-difference rate and floor."""
+    cmp = noise.aa_comparisons(t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value")
+    rows = []
+    for (server, metric), g in cmp.group_by("server", "metric", maintain_order=True):
+        nf = noise.noise_floor(g)
+        rows.append({"study": STUDY, "server": server, "metric": metric, **{k: nf[k] for k in NOISE_SCHEMA
+                     if k in nf}})  # fmt: skip
+    return pl.from_dicts(rows, schema=NOISE_SCHEMA).sort("server") if rows else pl.DataFrame(schema=NOISE_SCHEMA)
+
+
+def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]:
+    t = timed(runs, p.metric)
+    by = ["server", "metric", "operator"]
+    return {
+        "jit_operators_paired": paired.paired_compare(t, by, "condition", p.baseline, "round", "value"),
+        "jit_operators_overall": overall(t.filter(pl.col("condition") != p.aa_condition), p.baseline),
+        "jit_operators_drift": paired.drift(t, by, "condition", p.baseline, "round", "value"),
+        "jit_operators_noise": noise_table(t, p.baseline, p.aa_condition),
+    }
+
+
+# -- findings ---------------------------------------------------------------------------------------------------------
+
+
+def _untested(setup_row: dict) -> vd.Verdict:
+    why = setup_row["reason"] or "JIT not available"
+    if setup_row["jit_available"]:  # JIT is there, but the kit may not run here (an external server)
+        return vd.not_run(why)
+    return vd.not_testable(why, NEEDS_JIT)
+
+
+def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame, noise_tab: pl.DataFrame,
+                  study_condition: str) -> pl.DataFrame:
+    """Per server: one finding per operator of the study (its reduction as a ratio JIT / off) and one on its
+    summary (all operators pooled), each by `verdicts.verdict` with the server's A/A noise floor."""
+    rows = []
+    for s in setup.sort("server").iter_rows(named=True):
+        server = s["server"]
+        claims = [(f"reduction_{op}", operator_claim(op), op) for op in OPERATORS]
+        claims.append(("all_operators", SUMMARY_CLAIM, None))
+        if not (s["jit_available"] and s["reason"] is None):
+            rows += [vd.finding_row(STUDY, f, c, server, _untested(s)) for f, c, _ in claims]
+            continue
+        nz = noise_tab.filter(pl.col("server") == server)
+        floor = nz["floor"][0] if nz.height else None
+        mine = pair.filter((pl.col("server") == server) & (pl.col("condition") == study_condition))
+        pool = pooled.filter((pl.col("server") == server) & (pl.col("condition") == study_condition))
+        for finding, claim, op in claims:
+            src = pool if op is None else mine.filter(pl.col("operator") == op)
+            if src.is_empty():
+                rows.append(vd.finding_row(STUDY, finding, claim, server, vd.not_run(f"{server}: not measured in "
+                                                                                     "this profile")))
+                continue
+            r = src.row(0, named=True)
+            ev = vd.Evidence.from_row(r)
+            v = vd.verdict(claim, ev, floor)
+            tail = f" ({r['metric']} time, JIT {study_condition} / off paired within rounds"
+            if "noise floor" not in v.reason:
+                tail += f"; noise floor ±{floor:.1%}".replace("%", " %") if floor is not None else "; no A/A floor"
+            v = vd.Verdict(v.label, v.reason + tail + ")", v.needs)
+            rows.append(vd.finding_row(STUDY, finding, claim, server, v, ev))
+    return fnd.table(rows)
+
+
+def noise_markdown(noise_tab: pl.DataFrame, drift: pl.DataFrame, baseline: str) -> str:
+    """The noise floor and drift, in a sentence per server, for the method text."""
+    parts = []
+    for r in noise_tab.iter_rows(named=True):
+        if r["floor"] is None:
+            parts.append(f"{r['server']}: no A/A interval ({r['method']})")
+            continue
+        d = drift.filter(pl.col("server") == r["server"])["drift"].drop_nulls()
+        dtext = f"; baseline drift 2nd / 1st half of rounds {d.min():.2f}–{d.max():.2f}× over the operators" \
+            if d.len() else ""
+        parts.append(f"{r['server']} ({r['metric']} time): noise floor ±{r['floor']:.1%}, A/A false-difference "
+                     f"rate {r['false_difference_rate']:.0%} of {r['n_pairs']} operator pairs{dtext}".replace("%",
+                                                                                                          " %"))
+    return (f"- **Paired, with a noise floor**: JIT on vs off compared within each round (geometric mean of the "
+            f"round ratios; min–max below 10 rounds, labelled so); an A/A control ({baseline!r} measured twice "
+            "per round under two labels) gives the noise floor every verdict uses. " + "; ".join(parts) + ".")
