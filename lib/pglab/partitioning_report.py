@@ -11,6 +11,7 @@ import polars as pl
 
 from . import derived
 from . import partitioning_findings as pf
+from . import partitioning_verdicts as pv
 from .partitioning_study import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
 
 TITLE = "S5 · Hash partitioning and Parallel Append"
@@ -37,6 +38,16 @@ def cores(profile: str, root: Path | None = None) -> int | None:
         return None
     m = derived.read_table("environment_machine", profile, root=root).filter(pl.col("key") == "cpu_cores")
     return int(m["value"][0]) if m.height and m["value"][0] is not None else None
+
+
+def _paired(profile: str, root: Path | None) -> bool:
+    """Whether the run derived the paired tables (newer runs); the committed older data has none."""
+    return (derived.profile_dir(profile, root) / "partitioning_noise.csv").exists()
+
+
+def _paired_tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
+    names = ("partitioning_paired", "partitioning_drift", "partitioning_noise")
+    return {n: derived.read_table(n, profile, root=root) for n in names}
 
 
 def _mb(b) -> str:
@@ -78,7 +89,8 @@ def method(profile: str, root: Path | None = None) -> str:
         f"every partition pg_prewarm'ed ({limits}). Workers planned and launched from one untimed "
         f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) per server and worker count.{load} The study: 600 M rows (48 GB), "
         f"OS cache dropped, minimal shared_buffers, partitions on 3 NVMe drives, one run per mode."
-    )
+    ) + (pv.method_text(*(_paired_tables(profile, root)[f"partitioning_{n}"] for n in ("noise", "drift")))
+         if _paired(profile, root) else "")
 
 
 def time_chart(summary: pl.DataFrame) -> alt.Chart:
@@ -137,4 +149,6 @@ def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:
 
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+    if _paired(profile, root):  # the one verdict rule on paired rounds with the A/A noise floor
+        return pv.build(tables(profile, root) | _paired_tables(profile, root), cores(profile, root))
     return pf.build(tables(profile, root), cores(profile, root))

@@ -19,6 +19,7 @@ import json
 import polars as pl
 
 from . import derived, stats
+from . import partitioning_verdicts as pv
 from .explain import gather_workers, parse_plan
 from .partitioning_plans import append_workers, check, study_pages
 from .partitioning_run import load_setup, plan_path
@@ -181,17 +182,19 @@ def planner_table(store: RunStore, servers: list[str], partitions: int) -> pl.Da
 def derive(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
            ) -> dict[str, pl.DataFrame]:  # fmt: skip
     execs = executions(store)
+    main = execs.filter(pl.col("condition") != pv.AA)  # the A/A copy only feeds the noise floor
     plans, gathers = plans_tables(store, p, servers, preps)
     return {
         "partitioning_setup": setup_table(store, p, preps),
         "partitioning_partitions": partitions_table(store, preps),
         "partitioning_executions": execs,
-        "partitioning_summary": summary(execs),
-        "partitioning_speedup": speedup(execs),
+        "partitioning_summary": summary(main),
+        "partitioning_speedup": speedup(main),
         "partitioning_results": results(execs),
         "partitioning_plans": plans,
         "partitioning_gathers": gathers,
         "partitioning_planner": planner_table(store, servers, p.partitions),
+        **pv.tables(execs),
     }
 
 

@@ -56,7 +56,7 @@ class StageResult:
 
 
 def time_query(servers: list[Server], p: PartitioningParams, store: RunStore) -> int:
-    cells = [(s.name, cond, ITEM) for s in servers for cond, _ in p.conditions()]
+    cells = [(s.name, cond, ITEM) for s in servers for cond, _ in p.timed_conditions()]
     steps = plan(cells, p.repetitions, p.warmups, p.shuffle_seed)
     conns = Connections({s.name: s for s in servers}, p.database)
 

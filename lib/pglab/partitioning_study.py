@@ -87,6 +87,8 @@ class PartitioningParams(Strict):
     warmups: int = Field(default=1, ge=0, le=100)
     shuffle_seed: int | None = 1  # order of the cells within each round (null: as listed)
     prewarm: bool = True  # pg_prewarm every partition after loading and after any restart
+    # A/A control: serial measured a second time per round as "serial_aa": the machine's noise floor
+    aa_control: bool = True
     statement_timeout_s: float = Field(default=600, gt=0)
     # server settings for this stage on kit servers, on top of params' `settings` (reset afterwards);
     # max_worker_processes / max_parallel_workers are raised to what max_workers needs in any case
@@ -120,6 +122,10 @@ class PartitioningParams(Strict):
         """(condition, max_parallel_workers_per_gather): serial first, then 1 … max_workers."""
         return [("serial", 0)] + [(condition_name(k), k) for k in range(1, self.max_workers + 1)]
 
+    def timed_conditions(self) -> list[tuple[str, int]]:
+        """The conditions the schedule times: `conditions()` and the A/A copy of serial (no plan of its own)."""
+        return self.conditions() + ([("serial_aa", 0)] if self.aa_control else [])
+
 
 def unknown_location_servers(p: PartitioningParams, known: list[str]) -> list[str]:
     """Server names under tablespaces.locations that name no server (a typo would otherwise fall back to the
@@ -132,4 +138,4 @@ def condition_name(workers: int) -> str:
 
 
 def condition_workers(condition: str) -> int:
-    return 0 if condition == "serial" else int(condition.split("=", 1)[1])
+    return 0 if condition in ("serial", "serial_aa") else int(condition.split("=", 1)[1])
