@@ -47,12 +47,26 @@ def newest_client(installs: list[Install]) -> Install:
     return max(with_pgbench, key=lambda i: (i.major, int(i.minor) if i.minor.isdigit() else 0))
 
 
+def client_note(server: Server, client: str = "newest") -> str | None:
+    """Why `client: own` cannot use this server's own pgbench (None when it can, or when not asked for):
+    downloaded builds carry the server alone, external servers none at all. The newest is used instead."""
+    if client != "own":
+        return None
+    if server.install is None:
+        return f"{server.name} is an external server (no pgbench of its own): the newest pgbench drives it"
+    if not server.install.tool("pgbench").exists():
+        return (f"{server.name} ({server.install.version}) has no pgbench of its own (a server-only build): "
+                "the newest pgbench drives it instead of its own")
+    return None
+
+
 def client_for(server: Server, installs: list[Install], client: str = "newest") -> Install:
-    """`newest`: the newest pgbench for every server; `own`: the server's own (newest for external ones)."""
-    if client == "own" and server.install is not None:
-        return server.install
+    """`newest`: the newest pgbench for every server; `own`: the server's own, falling back to the newest where
+    it has none (`client_note` says so, and the stage records it)."""
     if client not in ("newest", "own"):
         raise ValueError(f"client must be 'newest' or 'own', not {client!r}")
+    if client == "own" and client_note(server, client) is None:
+        return server.install
     return newest_client(installs)
 
 

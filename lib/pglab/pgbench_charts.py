@@ -102,3 +102,57 @@ def timeseries(ts: pl.DataFrame, experiment: str):
         x=alt.X("t_s:Q", title="seconds into the run"), y=alt.Y("tps:Q", title="tps per interval"),
         color=_SERVER, detail=detail, tooltip=["server", "condition", "item", "repetition", "t_s", "tps"],
     ).properties(width=300, height=200).facet(column=alt.Column("condition:N", title=None))  # fmt: skip
+
+
+def version_curve(curve: pl.DataFrame):
+    """Our medians by major version relative to the oldest server (interval as whiskers) beside S3's readings
+    for 7.3 … 9.1 (relative to 7.3; text labels where the study gives no figure), on one version axis."""
+    from . import pgbench_reference as ref
+
+    rows = []
+    for (what, scale), g in curve.drop_nulls(["median", "major"]).group_by("what", "scale", maintain_order=True):
+        base = g.sort("major").row(0, named=True)["median"]
+        inv = what.startswith("load")  # a shorter load is better: shown as speed, 1 / time
+        for r in g.iter_rows(named=True):
+            def rel(x, base=base, inv=inv):
+                return base / x if inv else x / base
+
+            lo, hi = (rel(r["high"]), rel(r["low"])) if inv else (rel(r["low"]), rel(r["high"]))
+            rows.append({"version": str(r["major"]), "relative": rel(r["median"]), "low": lo if r["low"] else None,
+                         "high": hi if r["high"] else None, "series": ("load speed (1 / time)" if inv else what)
+                         + f", scale {scale}", "interval": r["method"], "median": r["median"]})  # fmt: skip
+    ours = pl.from_dicts(rows) if rows else pl.DataFrame(schema={"version": pl.String, "relative": pl.Float64})
+    order = ref.version_order(ours["version"].to_list() if ours.height else [])
+    x = alt.X("version:O", sort=order, scale=alt.Scale(domain=order), title="PostgreSQL version")
+    y = alt.Y("relative:Q", title="relative to the oldest version (ours: 10 = 1; S3: 7.3 = 1)")
+    layers = []
+    if ours.height:
+        b = alt.Chart(ours).encode(x=x, color=alt.Color("series:N", title="ours"))
+        layers += [b.mark_line(point=True).encode(y=y, tooltip=["series", "version", "relative", "median", "interval"]),
+                   b.mark_rule().encode(y="low:Q", y2="high:Q")]
+    st = ref.readings()
+    layers.append(alt.Chart(st.drop_nulls("relative")).mark_point(shape="triangle-up", size=90, color="black",
+                                                                   filled=True).encode(x=x, y=y, tooltip=["label"]))
+    text = st.with_columns(pl.col("relative").fill_null(1.5))
+    layers.append(alt.Chart(text).mark_text(angle=300, align="left", dx=4, fontSize=9, color="black").encode(
+        x=x, y=alt.Y("relative:Q"), text="label:N"))
+    return alt.layer(*layers).properties(width=520, height=280, title="S3's versions (7.3 … 9.1, readings of its "
+                                         "text) and ours (medians, whiskers: their interval)")  # fmt: skip
+
+
+def db_size(sizes: pl.DataFrame):
+    """The pgbench database's own size (pg_database_size, no other database, no WAL) after the fresh load and
+    after the last run of the no-vacuum series, per server."""
+    s = sizes.drop_nulls("db_bytes").sort("run")
+    ends = s.group_by("server", "scale", "series").agg(
+        pl.col("db_bytes").first().alias("after the load"), pl.col("db_bytes").last().alias("after the series"))
+    long = ends.filter(pl.col("series") == 0).unpivot(index=["server", "scale"], on=["after the load",
+                                                                                      "after the series"],
+                                                      variable_name="when", value_name="bytes")  # fmt: skip
+    long = long.with_columns((pl.col("bytes") / 2**20).round(1).alias("MiB"))
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("when:N", title=None, sort=["after the load", "after the series"]), y=alt.Y("MiB:Q"),
+        color=alt.Color("when:N", legend=None), column=alt.Column("server:N", title="pg_database_size of the "
+                                                                  "pgbench database, by server"),
+        tooltip=["server", "scale", "when", "MiB"],
+    ).properties(width=70, height=160)  # fmt: skip

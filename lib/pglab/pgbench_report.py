@@ -9,17 +9,50 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import derived, pgbench_charts, pgbench_findings
+from . import derived, pgbench_charts, pgbench_findings, pgbench_paired, pgbench_verdicts
 
 TITLE = "S3 · pgbench across versions and scales (with S4's client scaling)"
 TABLES = (*pgbench_findings.TABLES, "pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series_summary",
           "pgbench_runs", "environment_servers")  # fmt: skip
+# the paired analysis (issue 16): present in runs derived since; the committed older data reads as before
+PAIRED_TABLES = ("pgbench_paired", "pgbench_noise", "pgbench_drift", "pgbench_no_vacuum", "pgbench_version_curve",
+                 "pgbench_servers")  # fmt: skip
 SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "max_wal_size", "checkpoint_completion_target",
             "autovacuum")
 
 
+def paired_run(profile: str, root: Path | None) -> bool:
+    """Whether this profile's tables come from the paired analysis (they have the A/A noise table)."""
+    return (derived.profile_dir(profile, root) / "pgbench_noise.csv").exists()
+
+
 def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
-    return {n: derived.read_table(n, profile, root=root) for n in TABLES}
+    names = TABLES + (PAIRED_TABLES if paired_run(profile, root) else ())
+    return {n: derived.read_table(n, profile, root=root) for n in names}
+
+
+def _paired_method(t: dict) -> str:
+    """The paired analysis, its noise floor and the drift between blocks, in words from the tables."""
+    nz, dr = t["pgbench_noise"], t["pgbench_drift"]
+    floor = pgbench_verdicts.floor_of(nz)
+    all_ = nz.filter(pl.col("server") == "all")
+    if all_.height and floor is not None:
+        r = all_.row(0, named=True)
+        aa = (f"The A/A control (select-only cells run twice per round under two labels) gives a false-difference "
+              f"rate of {r['false_difference_rate']:.0%} over {r['n_pairs']} A/A pair(s) and a noise floor of "
+              f"±{floor:.1%}; an effect below it supports nothing.").replace("%", " %")
+    else:
+        aa = "No A/A control ran: no noise floor was measured."
+    d = dr.drop_nulls("drift")
+    drift = (f" Drift between the first and second half of the rounds (per server and experiment): "
+             f"{d['drift'].min():.2f}× to {d['drift'].max():.2f}×." if d.height else "")  # fmt: skip
+    bad = dr.filter(pl.col("collapsed_runs") > 0)
+    collapsed = ("; ".join(f"{r['what']} on {r['server']}: {r['collapsed_runs']} run(s) below a third of the "
+                           f"median" for r in bad.iter_rows(named=True)) if bad.height else "none")
+    return ("- **Paired analysis**: versions are compared within each round (the schedule's round; run k of the "
+            "no-vacuum series; (clients, round) blocks for the scale-up): per round one ratio to the oldest server, "
+            "their geometric mean, with a bootstrap interval from 10 rounds on, else the min–max of the rounds, "
+            f"labelled so. {aa}{drift} Collapsed runs (kept, not averaged away): {collapsed}.")  # fmt: skip
 
 
 def _servers(t: dict) -> list[str]:
@@ -92,6 +125,8 @@ def method(profile: str, root: Path | None = None) -> str:
         lines.append(f"- **Load**: {_command(runs, 'pgbench_init')} at scales {_list(init['scale'])}, "
                      f"{_runs_text(init.with_columns(warmup=False), ['server', 'scale'])} per server and scale; "
                      "the wall time of the whole command, as the study's `time`.")  # fmt: skip
+    if so.height and "item" in so.columns:  # the A/A control's second label is said in the paired analysis
+        so = so.filter(pl.col("item") != pgbench_paired.ITEM_AA)
     if so.height:
         warm = so.filter(pl.col("warmup").cast(pl.Boolean))
         warm_text = f", after one warm-up run of {_list(warm['duration_s'])} s" if warm.height else ""
@@ -113,6 +148,12 @@ def method(profile: str, root: Path | None = None) -> str:
                      f"{_command(runs, 'pgbench_series')} runs ({_list(se['clients'])} clients, {length}) at scales "
                      f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
                      "sizes after the load and after every run.")  # fmt: skip
+    if "pgbench_noise" in t:
+        lines.append(_paired_method(t))
+        notes = t["pgbench_servers"]["client_note"].drop_nulls()
+        if notes.len():
+            lines.append("- **pgbench client**: " + "; ".join(notes.unique().sort()) + ".")
+        return "\n".join(lines)
     lines.append(
         "- **Order and statistics**: repetition r of every server and scale before r + 1 of any (run k of every "
         "series before run k + 1), servers interleaved. Points are medians with min–max; versions are compared "
@@ -126,6 +167,8 @@ def charts(profile: str, root: Path | None = None) -> list:
     """Load time and select-only tps per version and scale, tps against clients, and the no-vacuum series:
     tps per run above the cluster's growth."""
     t = _tables(profile, root)
+    if "pgbench_noise" in t:
+        return _paired_charts(t)
     out = []
     if t["pgbench_init_summary"].height:
         out.append(pgbench_charts.load_time(t["pgbench_init_summary"]))
@@ -142,6 +185,22 @@ def charts(profile: str, root: Path | None = None) -> list:
     return out
 
 
+def _paired_charts(t: dict) -> list:
+    """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size."""
+    out = []
+    if t["pgbench_version_curve"].height:
+        out.append(pgbench_charts.version_curve(t["pgbench_version_curve"]))
+    if t["pgbench_scaling_summary"].height:
+        out.append(pgbench_charts.scaling(t["pgbench_scaling_summary"]))
+    if t["pgbench_series"].height:
+        out.append(pgbench_charts.degradation(t["pgbench_series_summary"], t["pgbench_series"]))
+    if t["pgbench_series_sizes"]["db_bytes"].drop_nulls().len():
+        out.append(pgbench_charts.db_size(t["pgbench_series_sizes"]))
+    return out
+
+
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     t = _tables(profile, root)
+    if "pgbench_noise" in t:
+        return pgbench_verdicts.findings(t)
     return pgbench_findings.findings(t, versions(t))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import time
 
-from . import environment, outcomes, pgbench_db, schedule
+from . import environment, outcomes, pgbench, pgbench_db, schedule
 from .db import scrub
 from .installs import Install, discover
 from .pgbench_bench import Bench, threads_for
@@ -37,6 +37,7 @@ EXP_INIT = "pgbench_init"
 EXP_SELECT = "pgbench_select_only"
 EXP_SCALING = "pgbench_scaling"
 EXP_SERIES = "pgbench_series"
+ITEM_SELECT, ITEM_AA = "select-only", "select-only-aa"  # the A/A control: the same cell under a second label
 EXPERIMENT_NAMES = {"load": EXP_INIT, "select_only": EXP_SELECT, "scaling": EXP_SCALING, "series": EXP_SERIES}
 
 
@@ -91,7 +92,8 @@ class Stage:
                 continue
             rec, settings = environment.server(srv)
             client = self.bench.client_install(srv)
-            rec |= {"pgbench_client": client.name, "pgbench_client_version": client.version}
+            rec |= {"pgbench_client": client.name, "pgbench_client_version": client.version,
+                    "pgbench_client_note": pgbench.client_note(srv, self.p.client)}  # fmt: skip
             self.store.save_json(rel, {"server": rec, "settings": settings})
 
     def _timed(self, experiment: str, steps: list, measure, desc: str) -> int:
@@ -171,7 +173,8 @@ class Stage:
 
     def select_only(self) -> int:
         q = self.p.select_only
-        cells = [(s.name, f"s{sc}", "select-only") for sc in self.p.scales for s in self.servers]
+        cells = [(s.name, f"s{sc}", item) for sc in self.p.scales for s in self.servers
+                 for item in (ITEM_SELECT, *([ITEM_AA] if s.name in self.aa_servers() else []))]  # fmt: skip
         steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
         errors = self._prepare(self._pending(steps, EXP_SELECT), lambda st: _scale(st.condition))
 
@@ -180,11 +183,19 @@ class Stage:
             if (st.server, sc) in errors:
                 return {"scale": sc, "mode": "select-only", "clients": q.clients} | _failed(errors[(st.server, sc)])
             tag = "warmup" if st.warmup else "r"
-            name = f"select_only/{st.server}/s{sc}.{tag}{st.repetition}"
+            aa = ".aa" if st.item == ITEM_AA else ""
+            name = f"select_only/{st.server}/s{sc}{aa}.{tag}{st.repetition}"
             dur = q.warmup_s if st.warmup else q.duration_s
             return self._timed_run(st, sc, "select-only", q.clients, dur, name)
 
         return self._timed(EXP_SELECT, steps, measure, "pgbench -S")
+
+    def aa_servers(self) -> list[str]:
+        """The servers whose select-only cells run twice per round, the A/A control (params select_only.aa_control)."""
+        which = self.p.select_only.aa_control
+        if which == "none":
+            return []
+        return [s.name for s in self.servers] if which == "all" else [b] if (b := self.baseline()) else []
 
     def scaling_servers(self) -> list[Server]:
         """The servers of the scale-up (params pgbench.scaling.versions, e.g. S4's 10 and 11; all when null)."""
@@ -285,6 +296,8 @@ class Stage:
         """The grid params ask for: per experiment the command shape, runs (warm-ups included) and the
         seconds of -T alone (a lower bound of the wall time; loads and -t runs add theirs)."""
         p, n = self.p, len(self.servers)
+        na = n + len(self.aa_servers())  # select-only cells: the A/A control adds one per server it runs on
+        ns = len(self.scaling_servers()) if "scaling" in p.experiments else 0
         j = "auto" if not p.threads else p.threads
         q, c, s = p.select_only, p.scaling, p.series
         length = f"-t {s.transactions}" if s.transactions else f"-T {s.duration_s}"
@@ -293,14 +306,15 @@ class Stage:
             "load": ("pgbench -i -s S", n * len(p.scales) * p.init.repetitions, 0, f"scales {p.scales}"),
             "select_only": (
                 f"pgbench -S -c {q.clients} -j {j} -T {q.duration_s}",
-                n * len(p.scales) * (q.repetitions + (1 if q.warmup_s else 0)),
-                n * len(p.scales) * (q.repetitions * q.duration_s + q.warmup_s),
-                f"scales {p.scales}, {q.repetitions} repetitions + warm-up of {q.warmup_s} s",
+                na * len(p.scales) * (q.repetitions + (1 if q.warmup_s else 0)),
+                na * len(p.scales) * (q.repetitions * q.duration_s + q.warmup_s),
+                f"scales {p.scales}, {q.repetitions} repetitions + warm-up of {q.warmup_s} s, A/A control on "
+                f"{len(self.aa_servers())} server(s)",
             ),
             "scaling": (
                 f"pgbench [-S] -c C -j {j} -T {c.duration_s}",
-                n * len(c.modes) * len(cc) * (c.repetitions + (1 if c.warmup_s else 0)),
-                n * len(c.modes) * len(cc) * (c.repetitions * c.duration_s + c.warmup_s),
+                ns * len(c.modes) * len(cc) * (c.repetitions + (1 if c.warmup_s else 0)),
+                ns * len(c.modes) * len(cc) * (c.repetitions * c.duration_s + c.warmup_s),
                 f"scale {p.scaling_scale}, clients {cc}, {c.modes}, {c.repetitions} repetitions",
             ),
             "series": (

@@ -46,6 +46,9 @@ class SelectOnlyParams(Strict):
     duration_s: int = Field(default=10, ge=1, le=86400)
     repetitions: int = Field(default=3, ge=1, le=1000)
     warmup_s: int = Field(default=3, ge=0, le=3600)  # one unrecorded-in-summaries run per cell; 0 = none
+    # the A/A control (the noise floor): every cell, or the baseline server's, run twice per round under two
+    # labels (item "select-only" and "select-only-aa"); none: no floor measured
+    aa_control: Literal["all", "baseline", "none"] = "all"
 
 
 class SeriesParams(Strict):

@@ -19,10 +19,11 @@ import json
 
 import polars as pl
 
-from . import derived, stats
+from . import derived, pgbench_paired, stats
 from .pgbench_output import parse_aggregate_log
 from .store import RunStore
 
+ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
 EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")
 
 _F, _I, _S, _B = pl.Float64, pl.Int64, pl.String, pl.Boolean
@@ -89,7 +90,7 @@ def init_steps_table(df: pl.DataFrame) -> pl.DataFrame:
 
 def _runs(df: pl.DataFrame, experiment: str, keys: list[str]) -> pl.DataFrame:
     return _of(df, experiment, measured_only=False).select(
-        "server", *keys, "repetition", "warmup", "round", pl.col("value").alias("tps"), "latency_avg_ms",
+        "server", *keys, "item", "repetition", "warmup", "round", pl.col("value").alias("tps"), "latency_avg_ms",
         "latency_stddev_ms", "initial_connection_ms", "transactions_processed", "failed_transactions", "clients",
         "threads", "duration_s", "wal_written_bytes", "error",
     )  # fmt: skip
@@ -222,6 +223,20 @@ def settings(store: RunStore) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
+def servers(store: RunStore) -> pl.DataFrame:
+    """Per server: its major version (the version curve's x) and the pgbench that drove it, with the reason
+    when `client: own` could not use the server's own."""
+    rows = []
+    for p in sorted(store.artifact_path("pgbench/servers").glob("*.json")):
+        srv = json.loads(p.read_text())["server"]
+        num = srv.get("version_num")
+        rows.append({"server": srv["server"], "major": srv.get("major") or (int(num) // 10000 if num else None),
+                     "version_num": num, "pgbench_client_version": srv.get("pgbench_client_version"),
+                     "client_note": srv.get("pgbench_client_note")})  # fmt: skip
+    schema = {"server": _S, "major": _I, "version_num": _I, "pgbench_client_version": _S, "client_note": _S}
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
 def build(store: RunStore, profile: str, baseline: str | None, write: bool = True) -> dict[str, pl.DataFrame]:
     df = records(store)
     t: dict[str, pl.DataFrame] = {}
@@ -240,13 +255,17 @@ def build(store: RunStore, profile: str, baseline: str | None, write: bool = Tru
         ), on=["server", "scale"], how="left",
     )  # fmt: skip
     measured = {n: t[n].filter(~pl.col("warmup")) for n in ("pgbench_select_only", "pgbench_scaling")}
+    # the A/A control's second label is the same cell again: summaries and version ratios take the first only
+    measured["pgbench_select_only"] = measured["pgbench_select_only"].filter(pl.col("item") != ITEM_AA)
     t["pgbench_select_only_summary"] = _with_latency(measured["pgbench_select_only"], ["server", "scale"])
     t["pgbench_scaling_summary"] = _with_latency(measured["pgbench_scaling"], ["server", "mode", "clients"])
     t["pgbench_series_summary"] = _with_latency(t["pgbench_series"], ["server", "scale", "run"])
     t["pgbench_series_trend"] = series_trend(t["pgbench_series"], t["pgbench_series_sizes"])
-    t["pgbench_versions"] = versions(t, baseline)
+    t["pgbench_versions"] = versions(t | {"pgbench_select_only": measured["pgbench_select_only"]}, baseline)
     t["pgbench_timeseries"] = timeseries(df, store)
     t["pgbench_settings"] = settings(store)
+    t["pgbench_servers"] = servers(store)
+    t |= pgbench_paired.tables(t, baseline)  # paired version comparisons, A/A noise floor, drift, trends
     if write:
         for name, table in t.items():
             derived.write_table(table, name, profile)
