@@ -138,7 +138,10 @@ def test_deep_clone_never_uses_a_predictable_temp_folder(embedded, nobody):
     made that folder first could log in as superuser. Now the folder is made fresh by mkdtemp."""
     import hashlib
 
-    deep = Path(__file__).resolve().parents[1] / "build" / "test" / "pytest" / ("d" * 60) / ("e" * 60)
+    # a deep folder the service user can reach (in a private clone, the clone's own would get a short stand-in)
+    top = Path(tempfile.mkdtemp(prefix="pglab-test-deep-"))
+    top.chmod(0o755)
+    deep = top / ("d" * 60) / ("e" * 60)
     c = Cluster(embedded, name="sock-deep", root=deep)
     legacy = Path(tempfile.gettempdir()) / f"pglab-{hashlib.sha1(str(c.path).encode()).hexdigest()[:10]}"
     shutil.rmtree(legacy, ignore_errors=True)
@@ -163,6 +166,7 @@ def test_deep_clone_never_uses_a_predictable_temp_folder(embedded, nobody):
         c.stop()
         shutil.rmtree(legacy, ignore_errors=True)
         c.delete()
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_clean_finds_stale_socket_folders_of_ours():
