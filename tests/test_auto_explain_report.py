@@ -2,7 +2,9 @@
 can write to data/derived/default: every finding of the study per server in the findings schema, with the
 study's numbers in the claim and an interval beside every ratio of ours; the findings recomputed from the
 derived tables (what notebook 40 does) keep their intervals and say "not run" for a condition the matrix
-lacks; charts that serialise, a method that names every server, and the same output twice."""
+lacks; charts that serialise, a method that names every server, and the same output twice. And the section on
+data scored by the one rule (an `auto_explain_noise` table): the stored findings with their numbers, the method
+with pairing, noise floor and drift."""
 
 import json
 import re
@@ -10,10 +12,12 @@ import re
 import polars as pl
 import pytest
 
+from pglab import auto_explain_findings as af
 from pglab import auto_explain_report, derived
-from pglab import auto_explain_results as aer
 from pglab import findings as fs
 from pglab.auto_explain_study import AutoExplainParams
+
+OLD = auto_explain_report._OLD_CLAIMS  # the committed data was derived before pglab.verdicts
 
 _STUDY_PART = re.compile(r"\(study: [^)]*\)|the study's \d+\.\d\d×")
 
@@ -38,9 +42,9 @@ def test_every_finding_of_the_study_for_every_server(root):
     servers = sorted(set(_read("auto_explain_servers", root)["server"]))
     assert f.columns == list(fs.SCHEMA | fs.NUMBERS)
     assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted(
-        (k, s) for k, _ in aer.FINDINGS for s in servers)  # fmt: skip
+        (k, s) for k in OLD for s in servers)  # fmt: skip
     assert set(f["study"]) == {"S2"} and set(f["verdict"]) <= set(fs.VERDICTS)
-    claims = dict(aer.FINDINGS)
+    claims = OLD
     assert all(c == claims[k] for k, c in zip(f["finding"], f["claim"], strict=True))
     # the claims carry the study's figures
     assert "0.110 ms" in claims["loading"] and "1.70×" in claims["analyze"] and "0.146 ms" in claims["logging"]
@@ -55,37 +59,33 @@ def test_stored_verdicts_are_those_of_the_stage(root):
         stored.select("finding", "server", "verdict", "evidence"))  # fmt: skip
 
 
-def test_findings_recomputed_from_the_derived_tables(root):
-    """What notebook 40 computes: every derived figure with its interval, "not run" without the conditions."""
-    p = AutoExplainParams()  # params/default.yaml spells out exactly these (test_auto_explain_study checks it)
+def test_scored_data_from_the_committed_runs(root, tmp_path):
+    """The committed latencies re-derived the new way (paired by round; no A/A control in them): the section
+    then reads the stored findings with their numbers and describes the paired statistics."""
+    import shutil
+
+    p = AutoExplainParams()
     runs = _read("auto_explain_latencies", root).rename({"latency_ms": "value"})
-    ratios, timer, checks = (_read(n, root) for n in ("auto_explain_ratios", "auto_explain_timer",
-                                                       "auto_explain_log_checks"))  # fmt: skip
-    f = aer.findings(ratios, timer, checks, p, runs)
-    assert set(f["verdict"]) <= {fs.SUPPORTED, fs.NOT_SUPPORTED, fs.UNDETERMINED}
-    for r in f.iter_rows(named=True):
-        assert _ratios_have_intervals(r["evidence"]) == [], r["evidence"]
-        if r["finding"] == "timing":
-            assert re.search(r"\d+ % \[-?\d+–\d+ %\] of the overhead removed", r["evidence"]), r["evidence"]
-        if r["finding"] == "clock":
-            assert re.search(r"ms per query .* = \d+ \[\d+–\d+\] ns per read", r["evidence"]), r["evidence"]
-        if r["finding"] == "analyze":
-            assert re.search(r"ns \[\d+–\d+\] extra per row", r["evidence"]), r["evidence"]
-    # the clock verdict follows its interval: explained only when it lies within a factor 2 of pg_test_timing
-    for r in f.filter(pl.col("finding") == "clock").iter_rows(named=True):
-        within = []
-        for t in timer.filter((pl.col("server") == r["server"]) & pl.col("item").is_in(["count", "count_serial"]))\
-                .iter_rows(named=True):  # fmt: skip
-            _, (a, n) = aer.boot_medians(aer.measured(runs), r["server"], [("analyze", t["item"]),
-                                                                           ("analyze_no_timing", t["item"])])
-            low, high = aer.interval((a - n) * t["parallelism"] * 1e6 / t["clock_reads"])
-            within.append(t["per_loop_ns"] / 2 <= low and high <= t["per_loop_ns"] * 2)
-        assert within and (r["verdict"] == fs.SUPPORTED) == all(within), r["evidence"]
-    # without the log_timing = off conditions the timing finding cannot be tested: not run, not undetermined
-    cut = ["analyze_no_timing", "analyze_no_timing_logged"]
-    g = aer.findings(ratios.filter(~pl.col("condition").is_in(cut)), timer.clear(), checks, p,
-                     runs.filter(~pl.col("condition").is_in(cut)))  # fmt: skip
-    assert set(g.filter(pl.col("finding").is_in(["timing", "clock"]))["verdict"]) == {fs.NOT_RUN}
+    plans = _read("auto_explain_plans", root)
+    m = af.measured(runs)
+    noise = af.noise_table(m, p)
+    f = af.findings(runs, plans, noise, p)
+    assert set(f["verdict"]) <= set(fs.VERDICTS) - {fs.NOT_SUPPORTED}
+    assert f.height == 12 * len(set(runs["server"]))
+    # the old rule called "analyze" supported; its sizes are excluded on most servers and items now
+    analyze = f.filter(pl.col("finding").is_in(["analyze_count", "analyze_count_serial"]))
+    assert set(analyze["verdict"]) <= {fs.SUPPORTED, fs.DIRECTION_ONLY, fs.UNDETERMINED}
+    assert analyze["our_low"].is_not_null().all() and set(analyze["interval"]) == {"min–max, n=6"}
+    new = tmp_path / "derived"
+    shutil.copytree(root / "default", new / "default")
+    derived.write_table(f, "auto_explain_findings", "default", root=new)
+    derived.write_table(noise if noise.height else noise.clear(), "auto_explain_noise", "default", root=new)
+    derived.write_table(af.drift_table(m, p), "auto_explain_drift", "default", root=new)
+    out = auto_explain_report.findings("default", new)
+    assert out.select("finding", "server", "verdict").equals(f.select("finding", "server", "verdict"))
+    assert out["our_value"].is_not_null().all()
+    text = auto_explain_report.method("default", new)
+    assert "paired within rounds" in text and "Noise floor" in text and "between the first and the second half" in text
 
 
 def test_method_names_servers_conditions_and_the_command(root):

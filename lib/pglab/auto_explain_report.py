@@ -12,12 +12,28 @@ import polars as pl
 
 from . import auto_explain_charts, derived
 from . import findings as fs
-from .auto_explain_results import FINDINGS
 
 TITLE = "S2 · auto_explain overhead with pgbench"
 TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
           "auto_explain_plans", "auto_explain_servers", "environment_servers")  # fmt: skip
 STUDY = "S2"
+NOISE = "auto_explain_noise"  # written by runs scored with pglab.verdicts; absent from data derived before
+
+# the claims as data derived before pglab.verdicts stored them (read with that data only)
+_OLD_CLAIMS = {
+    "loading": "Loading auto_explain (disabled) costs nothing: limit 0.110 ms not loaded, 0.111 ms loaded "
+               "and disabled (1.01×).",
+    "explain": "EXPLAIN only (no ANALYZE), nothing logged, costs little: 1.00–1.01× on limit, count and "
+               "serial count.",
+    "analyze": "log_analyze costs in proportion to rows processed, worse without parallelism: limit 1.01×, "
+               "count 1.70× (+15.7 ms), serial count 1.90× (+45.5 ms).",
+    "timing": "log_timing = off removes most of the ANALYZE overhead: count 1.70× → 1.08× (88 % removed), "
+              "serial count 1.90× → 1.12× (87 %).",
+    "clock": "The ANALYZE overhead is the clock: two reads per node per row returned, each at the cost "
+             "pg_test_timing measures.",
+    "logging": "Writing every plan to the log costs ≈ 30 % on a tiny query: limit 0.112 → 0.146 ms (EXPLAIN, "
+               "1.30×), 0.112 → 0.149 ms (ANALYZE, 1.33×).",
+}  # fmt: skip
 LOADING = {"shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",
            "session_preload": "`session_preload_libraries` per connection (no restart)"}  # fmt: skip
 
@@ -67,6 +83,37 @@ def _plans_text(plans: pl.DataFrame) -> tuple[str, str]:
     return "; ".join(shapes), size
 
 
+def _scored(profile: str, root: Path | None) -> bool:
+    """Data derived with the one verdict rule (paired ratios, A/A noise floor), not the old tables."""
+    return (derived.profile_dir(profile, root) / f"{NOISE}.csv").exists()
+
+
+def _statistics_paired(profile: str, root: Path | None, baseline: str) -> str:
+    """The statistics bullet of a run scored with pglab.verdicts: pairing, A/A noise floor, drift."""
+    noise = _read(NOISE, profile, root)
+    drift = _optional("auto_explain_drift", profile, root)
+    every = noise.filter(pl.col("server") == "all")
+    floors = "; ".join(f"{r['server']} {r['metric'].removeprefix('latency, ')} ±{r['floor']:.1%}"
+                       for r in noise.filter(pl.col("server") != "all").iter_rows(named=True)
+                       if r["floor"] is not None).replace("%", " %")  # fmt: skip
+    fdr = (f"{every['false_difference_rate'][0]:.0%} of {every['n_pairs'][0]} A/A comparisons".replace("%", " %")
+           if every.height and every["false_difference_rate"][0] is not None else "no A/A comparison")
+    moved = ""
+    if drift.height and drift["drift"].drop_nulls().len():
+        d = drift["drift"].drop_nulls()
+        moved = (f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
+                 "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared.")
+    return (
+        "- **Statistics**: each run's latency = 1000 / tps (pgbench's `latency average` before its rounding to "
+        f"3 decimals). Every comparison is paired within rounds: per round a condition's latency over *{baseline}*'s "
+        "(or a logged condition's over its nothing-logged twin), the geometric mean of the round ratios, and an "
+        "interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap from 10. "
+        "Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); \"costs nothing\" claims as no change "
+        f"within ±5 %. **Noise floor** from an A/A control (the baseline twice, interleaved): {floors or 'none'}; "
+        f"intervals excluding 1: {fdr}. An effect below the floor decides nothing.{moved}"
+    )  # fmt: skip
+
+
 def method(profile: str, root: Path | None = None) -> str:
     env, srv = _read("environment_servers", profile, root), _read("auto_explain_servers", profile, root)
     summ, lat = _read("auto_explain_summary", profile, root), _read("auto_explain_latencies", profile, root)
@@ -96,6 +143,12 @@ def method(profile: str, root: Path | None = None) -> str:
         runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
         proof = (f" Every run's server log was checked against what its condition must log (a plan per transaction "
                  f"or none): {passed} of {runs} runs passed.")  # fmt: skip
+    statistics = ("- **Statistics**: each run's latency = 1000 / tps (pgbench's `latency average` before its "
+                  f"rounding to 3 decimals); medians with min–max; every condition against *{baseline}* as a ratio "
+                  "of medians with a 95 % bootstrap interval; an interval containing 1 is "
+                  "\"no detectable difference\".")
+    if _scored(profile, root):
+        statistics = _statistics_paired(profile, root, baseline)
     return "\n".join([
         f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
         f"{size or 'the params’ rows'}.",
@@ -108,9 +161,7 @@ def method(profile: str, root: Path | None = None) -> str:
         f"- **Runs**: {commands} with pgbench of {clients}; {_span(summ['n'], 'run(s)')} per server, condition and "
         f"item after {_span(warm, 'warm-up run(s)') if warm.len() else 'no warm-up run'}, every condition in every "
         f"round, servers interleaved.{proof}",
-        "- **Statistics**: each run's latency = 1000 / tps (pgbench's `latency average` before its rounding to "
-        f"3 decimals); medians with min–max; every condition against *{baseline}* as a ratio of medians with a "
-        "95 % bootstrap interval; an interval containing 1 is \"no detectable difference\".",
+        statistics,
     ])  # fmt: skip
 
 
@@ -128,7 +179,9 @@ def charts(profile: str, root: Path | None = None) -> list:
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     """The stage's findings (`auto_explain_findings`), each with the study's claim and its numbers."""
     f = _read("auto_explain_findings", profile, root)
-    claims = dict(FINDINGS)
+    if _scored(profile, root):  # stored in the findings schema, numbers and all
+        return fs.table([{k: r.get(k) for k in fs.SCHEMA | fs.NUMBERS} for r in f.iter_rows(named=True)])
+    claims = _OLD_CLAIMS
     rows = [{"study": STUDY, "finding": r["finding"], "claim": claims.get(r["finding"], r["claim"]),
              "server": r["server"], "verdict": r["verdict"], "evidence": r["evidence"]}
             for r in f.iter_rows(named=True)]  # fmt: skip

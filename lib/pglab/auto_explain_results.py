@@ -1,35 +1,33 @@
-"""From the stage's raw runs to the report: summaries, overhead ratios with 95 % CIs, the study's table
-beside ours, the log proof, the timer explanation and a verdict per finding of the study.
+"""From the stage's raw runs to the report: summaries, paired overhead ratios, the study's table beside ours,
+the log proof and the timer explanation; the findings, noise floor and drift are `auto_explain_findings`'.
 
-Ratios are median latency of a condition over median latency of the baseline ("loaded, disabled") for
-the same server and item, with a bootstrap interval (`pglab.stats`); the cost of writing the log is the
-ratio of a logged condition to its nothing-logged counterpart (same settings, log_min_duration apart)."""
+Ratios are paired within rounds (`pglab.paired`): per round a condition's latency over the baseline's
+("loaded, disabled") on the same server and item, their geometric mean, and an interval over the rounds
+(min–max, labelled so, below 10 rounds). The cost of writing the log is the ratio of a logged condition to
+its nothing-logged counterpart (same settings, log_min_duration apart). A median's interval is
+`paired.median_interval`'s (min–max below 10 runs)."""
 
 from __future__ import annotations
 
 import os
 
-import numpy as np
 import polars as pl
 
-from . import derived, stats
+from . import auto_explain_findings, derived, paired
 from .auto_explain_study import STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
-from .findings import NOT_RUN, NOT_SUPPORTED, SUPPORTED, UNDETERMINED
 
 KEY = ["server", "condition", "item"]
 
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
     """The recorded (not warm-up) runs, one row each; failed runs keep value null."""
-    if runs.is_empty():
-        return pl.DataFrame(schema={**dict.fromkeys(KEY, pl.String), "repetition": pl.Int64, "value": pl.Float64})
-    return runs.filter(~pl.col("warmup")).with_columns(pl.col("value").cast(pl.Float64))
+    return auto_explain_findings.measured(runs)
 
 
 def latencies(runs: pl.DataFrame) -> pl.DataFrame:
     """Every run, warm-ups included and flagged: the derived table of raw latencies."""
     cols = ["server", "condition", "item", "repetition", "warmup", "round", "value", "latency_avg_ms",
-            "transactions", "tps",
+            "transactions", "tps", "cores",
             "elapsed_s", "loading", "preloaded", "restarted_before", "restarts", "error", "command",
             "client_version", "session_settings", "ts"]  # fmt: skip
     have = [c for c in cols if c in runs.columns]
@@ -53,10 +51,23 @@ def study_ratio(condition: str, item: str, baseline: str = STUDY_BASELINE) -> fl
 
 
 def summary(runs: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame:
-    """Per server × condition × item: n, median, min, max, CI of the median (ms), and the study's ms."""
-    s = stats.summarize(measured(runs), KEY, "value")
-    study = [study_latency(c, i) for c, i in zip(s["condition"], s["item"], strict=True)]
-    return s.with_columns(pl.Series("study_ms", study, dtype=pl.Float64)).join(_labels(params), on="condition")
+    """Per server × condition × item: n, median, min, max, the median's interval (min–max below 10 runs,
+    `ci_method` says which), and the study's ms."""
+    m = measured(runs)
+    rows = []
+    for (server, cond, item), g in m.group_by(KEY, maintain_order=True):
+        vals = g["value"].drop_nulls()
+        mi = paired.median_interval(vals.to_numpy())
+        rows.append({"server": server, "condition": cond, "item": item, "n": mi["n"],
+                     "n_missing": g.height - vals.len(), "median": mi["median"],
+                     "min": vals.min() if vals.len() else None, "max": vals.max() if vals.len() else None,
+                     "ci_low": mi["low"], "ci_high": mi["high"], "ci_method": mi["method"],
+                     "study_ms": study_latency(cond, item)})  # fmt: skip
+    schema = {**dict.fromkeys(KEY, pl.String), "n": pl.Int64, "n_missing": pl.Int64, "median": pl.Float64,
+              "min": pl.Float64, "max": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+              "ci_method": pl.String, "study_ms": pl.Float64}  # fmt: skip
+    s = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return s.sort(KEY).join(_labels(params), on="condition")
 
 
 def counterparts(params: AutoExplainParams) -> dict[str, str]:
@@ -69,35 +80,43 @@ def counterparts(params: AutoExplainParams) -> dict[str, str]:
         if c.expected_plans != "every":
             continue
         for other, o in params.conditions.items():
-            if o.load and o.expected_plans == "none" and rest(o) == rest(c) and other != params.baseline:
+            if (o.load and o.expected_plans == "none" and rest(o) == rest(c)
+                    and other not in (params.baseline, params.aa_condition)):
                 out[name] = other
                 break
     return out
 
 
+def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.DataFrame) -> pl.DataFrame:
+    """cond over base per server and item, paired by round; the columns the charts and tables read."""
+    d = m.filter(pl.col("condition").is_in([cond, base]))
+    pc = paired.paired_compare(d, ["server", "item"], "condition", base, "round")
+    if pc.is_empty():
+        return pl.DataFrame()
+    lo, hi = pl.col("ci_low"), pl.col("ci_high")
+    return (pc.rename({"low": "ci_low", "high": "ci_high"}).with_columns(
+        pl.when(lo > 1).then(pl.lit("higher")).when(hi < 1).then(pl.lit("lower"))
+        .when(lo.is_null()).then(pl.lit("no interval")).otherwise(pl.lit("no detectable difference"))
+        .alias("verdict"), pl.lit(comparison).alias("comparison"))
+        .join(med, on=["server", "condition", "item"], how="left")
+        .join(med.rename({"condition": "baseline", "median": "median_baseline"}), on=["server", "baseline", "item"],
+              how="left"))  # fmt: skip
+
+
 def ratios(runs: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame:
-    """Overhead ratios with 95 % CIs: every condition / baseline, and every logged condition / its
-    nothing-logged counterpart (comparison "logging"). Study ratios beside, where the study has them."""
+    """Overhead ratios paired by round: every condition / baseline (comparison "overhead"), and every logged
+    condition / its nothing-logged counterpart ("logging"). Study ratios beside, where the study has them."""
     m = measured(runs)
-    base = stats.compare(m, ["server", "item"], "condition", params.baseline, "value")
-    base = base.with_columns(pl.lit("overhead").alias("comparison"))
-    rows = []
-    for logged, quiet in counterparts(params).items():
-        for (server, item), g in m.filter(pl.col("condition").is_in([logged, quiet])).group_by(
-            ["server", "item"], maintain_order=True
-        ):
-            a = g.filter(pl.col("condition") == logged)["value"].to_list()
-            b = g.filter(pl.col("condition") == quiet)["value"].to_list()
-            if not a or not b:
-                continue
-            r = stats.ratio_ci(a, b)
-            rows.append({"server": server, "item": item, "condition": logged, "baseline": quiet, "n": r["n_a"],
-                         "n_baseline": r["n_b"], "median": r["stat_a"], "median_baseline": r["stat_b"],
-                         "ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                         "verdict": r["verdict"], "comparison": "logging"})  # fmt: skip
-    both = pl.concat([base, pl.from_dicts(rows, schema=base.schema)], how="vertical") if rows else base
+    med = m.group_by(KEY).agg(pl.col("value").median().alias("median"))
+    parts = [_paired(m, c, params.baseline, "overhead", med) for c in params.conditions if c != params.baseline]
+    parts += [_paired(m, logged, quiet, "logging", med) for logged, quiet in counterparts(params).items()]
+    parts = [p for p in parts if p.width]
+    if not parts:
+        return pl.DataFrame()
+    both = pl.concat(parts, how="vertical")
     study = [study_ratio(c, i, b) for c, i, b in zip(both["condition"], both["item"], both["baseline"], strict=True)]
-    return both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64)).join(_labels(params), on="condition")
+    return (both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64)).join(_labels(params), on="condition")
+            .sort("comparison", "server", "condition_order", "item"))  # fmt: skip
 
 
 def log_checks(runs: pl.DataFrame) -> pl.DataFrame:
@@ -221,319 +240,6 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
     return pl.from_dicts(rows)
 
 
-# -- findings -----------------------------------------------------------------------------------------------------
-
-
-def _get(ratios_df: pl.DataFrame, server: str, condition: str, item: str, comparison: str = "overhead") -> dict | None:
-    r = ratios_df.filter((pl.col("server") == server) & (pl.col("condition") == condition)
-                         & (pl.col("item") == item) & (pl.col("comparison") == comparison))  # fmt: skip
-    if r.is_empty():
-        return None
-    row = r.row(0, named=True)
-    return row if row["ratio"] is not None else None
-
-
-def _r(x: dict) -> str:
-    return _fmt_ratio(x["ratio"], x["ci_low"], x["ci_high"])
-
-
-def _pct(x: dict) -> str:
-    return f"{(x['ratio'] - 1) * 100:+.1f} %"
-
-
-def _has_ci(x: dict | None) -> bool:
-    return x is not None and x["ci_low"] is not None
-
-
-def _null_claim(x: dict | None, eps: float, what: str) -> tuple[str, str]:
-    """A claim that something costs nothing, tested as equivalence: supported when the ratio's whole
-    95 % interval lies within 1 ± eps, not supported when it lies wholly outside, undetermined otherwise
-    (an interval that contains 1 but is wider than the band shows no difference, and no equivalence
-    either)."""
-    if x is None:
-        return NOT_RUN, f"{what}: not measured"
-    if not _has_ci(x):
-        return UNDETERMINED, f"{what}: {_r(x)}, too few repetitions for an interval"
-    lo, hi = x["ci_low"], x["ci_high"]
-    band = f"±{eps * 100:g} %"
-    if 1 - eps <= lo and hi <= 1 + eps:
-        return SUPPORTED, f"{what}: {_r(x)}, within {band}"
-    if lo > 1 + eps or hi < 1 - eps:
-        return NOT_SUPPORTED, f"{what}: {_pct(x)}, {_r(x)}, beyond {band}"
-    if lo <= 1 <= hi:
-        return UNDETERMINED, f"{what}: no detectable difference, {_r(x)}, but the interval is wider than {band}"
-    return UNDETERMINED, f"{what}: {_pct(x)}, {_r(x)}: detectable, partly beyond {band}"
-
-
-def _combine(verdicts: list[str]) -> str:
-    verdicts = [v for v in verdicts if v != NOT_RUN]
-    if not verdicts:
-        return NOT_RUN
-    if NOT_SUPPORTED in verdicts:
-        return NOT_SUPPORTED
-    return SUPPORTED if all(v == SUPPORTED for v in verdicts) else UNDETERMINED
-
-
-def _above(a: dict, b: dict) -> bool | None:
-    """a's interval entirely above b's (True), entirely below (False), overlapping (None)."""
-    if not (_has_ci(a) and _has_ci(b)):
-        return None
-    if a["ci_low"] > b["ci_high"]:
-        return True
-    if a["ci_high"] < b["ci_low"]:
-        return False
-    return None
-
-
-def _finding_loading(rt, server, p) -> tuple[str, str]:
-    x = _get(rt, server, "not_loaded", "limit")
-    if x is not None:  # loaded / not loaded is the inverse of not_loaded / loaded_disabled
-        x = x | {"ratio": 1 / x["ratio"], "ci_low": 1 / x["ci_high"] if x["ci_high"] else None,
-                 "ci_high": 1 / x["ci_low"] if x["ci_low"] else None}  # fmt: skip
-    v, text = _null_claim(x, p.negligible, "loaded and disabled vs not loaded, limit")
-    return v, text + " (study: 0.111 / 0.110 ms = 1.01×)."
-
-
-def _finding_explain(rt, server, p) -> tuple[str, str]:
-    items = p.items_of("explain") if "explain" in p.conditions else []
-    if not items:
-        return NOT_RUN, "no condition 'explain' in this profile."
-    parts = [_null_claim(_get(rt, server, "explain", i), p.negligible, f"{i}") for i in items]
-    return _combine([v for v, _ in parts]), "EXPLAIN without ANALYZE, nothing logged: " + "; ".join(
-        t for _, t in parts) + " (study: 1.00–1.01×)."  # fmt: skip
-
-
-# Derived figures (a difference of medians, a share of an overhead) get their interval the way
-# pglab.stats gives ratios theirs: percentile bootstrap of the medians, every sample resampled
-# independently, fixed seed, the interval ends the resampled values just outside 2.5 % and 97.5 %.
-
-
-def boot_medians(m: pl.DataFrame, server: str, cells: list[tuple[str, str]], n_boot: int = 10_000,
-                 seed: int = 0) -> tuple[list[float], list[np.ndarray] | None] | None:  # fmt: skip
-    """Median latency of each (condition, item) of `server` and, when every sample has two values or
-    more, `n_boot` bootstrap medians of each; None when a sample is missing."""
-    samples = []
-    for cond, item in cells:
-        v = m.filter((pl.col("server") == server) & (pl.col("condition") == cond) & (pl.col("item") == item))
-        samples.append(np.sort(v["value"].drop_nulls().to_numpy().astype(float)))
-    if any(x.size == 0 for x in samples):
-        return None
-    med = [float(np.median(x)) for x in samples]
-    if any(x.size < 2 for x in samples):
-        return med, None
-    rng = np.random.default_rng(seed)
-    return med, [np.median(x[rng.integers(0, x.size, size=(n_boot, x.size))], axis=1) for x in samples]
-
-
-def interval(values: np.ndarray) -> tuple[float, float]:
-    return float(np.quantile(values, 0.025, method="lower")), float(np.quantile(values, 0.975, method="higher"))
-
-
-def _ci_text(low, high, fmt: str, unit: str = "") -> str:
-    return "" if low is None else f" [{low:{fmt}}–{high:{fmt}}{unit}]"
-
-
-def extra_difference(m: pl.DataFrame, server: str, condition: str, baseline: str, item_a: str, item_b: str,
-                     n_boot: int = 10_000, seed: int = 0) -> dict | None:  # fmt: skip
-    """How much more `condition` adds to item_a's latency than to item_b's, in ms: (median a − median of a's
-    baseline) − (the same for b), with a 95 % bootstrap interval, and each of the two extras with its own.
-    None when a sample is missing."""
-    b = boot_medians(m, server, [(condition, item_a), (baseline, item_a), (condition, item_b), (baseline, item_b)],
-                     n_boot, seed)  # fmt: skip
-    if b is None:
-        return None
-    med, boot = b
-    out = {"diff_ms": (med[0] - med[1]) - (med[2] - med[3]), "extra_a_ms": med[0] - med[1],
-           "extra_b_ms": med[2] - med[3], "ci_low": None, "ci_high": None, "extra_a_ci": (None, None),
-           "extra_b_ci": (None, None)}  # fmt: skip
-    if boot is None:
-        return out
-    out["ci_low"], out["ci_high"] = interval((boot[0] - boot[1]) - (boot[2] - boot[3]))
-    out["extra_a_ci"], out["extra_b_ci"] = interval(boot[0] - boot[1]), interval(boot[2] - boot[3])
-    return out
-
-
-def _finding_analyze(rt, server, p, timer_df, m) -> tuple[str, str]:
-    lim, par, ser = (_get(rt, server, "analyze", i) for i in ("limit", "count", "count_serial"))
-    if par is None or ser is None or lim is None:
-        return NOT_RUN, "not measured (needs analyze on limit, count and count_serial)."
-    texts = [f"ANALYZE, nothing logged: limit {_r(lim)}, count parallel {_r(par)}, serial {_r(ser)} "
-             "(study: 1.01×, 1.70×, 1.90×)"]  # fmt: skip
-    verdicts = []
-    # more rows, more cost: count's overhead detectable and above limit's
-    if par["verdict"] == stats.HIGHER and _above(par, lim):
-        verdicts.append(SUPPORTED)
-        texts.append("the 1e6-row count pays far more than the 1-row limit")
-    elif par["verdict"] in (stats.LOWER,) or _above(par, lim) is False:
-        verdicts.append(NOT_SUPPORTED)
-        texts.append("count does not pay more than limit")
-    else:
-        verdicts.append(UNDETERMINED)
-        texts.append("count's overhead is not distinguishable from limit's")
-    # worse without parallelism: the time ANALYZE adds to a serial count above what it adds to a parallel one
-    diff = extra_difference(m, server, "analyze", p.baseline, "count_serial", "count") if m is not None else None
-    if diff is None or diff["ci_low"] is None:
-        verdicts.append(UNDETERMINED)
-        texts.append("too few runs to compare the serial and parallel overheads")
-    else:
-        worse = True if diff["ci_low"] > 0 else False if diff["ci_high"] < 0 else None
-        verdicts.append({True: SUPPORTED, False: NOT_SUPPORTED, None: UNDETERMINED}[worse])
-        texts.append(f"ANALYZE adds {diff['extra_a_ms']:.1f} ms{_ci_text(*diff['extra_a_ci'], '.1f')} to a serial "
-                     f"count and {diff['extra_b_ms']:.1f} ms{_ci_text(*diff['extra_b_ci'], '.1f')} to a parallel "
-                     f"one: {diff['diff_ms']:+.1f} ms [{diff['ci_low']:+.1f} to {diff['ci_high']:+.1f}] "
-                     + {True: "(worse without parallelism)", False: "(better without parallelism)",
-                        None: "(no detectable difference)"}[worse] + " (study: +45.5 ms vs +15.7 ms)")  # fmt: skip
-    if not timer_df.is_empty() and m is not None:
-        t = timer_df.filter((pl.col("server") == server) & (pl.col("item") == "count_serial"))
-        b = boot_medians(m, server, [("analyze", "count_serial"), (p.baseline, "count_serial")])
-        if t.height and t["rows_processed"][0] and b is not None:
-            rows = t["rows_processed"][0]
-            (a, base), boot = b
-            ci = interval((boot[0] - boot[1]) * 1e6 / rows) if boot is not None else (None, None)
-            texts.append(f"serial count: {(a - base) * 1e6 / rows:.0f} ns{_ci_text(*ci, '.0f')} extra per row "
-                         "processed")  # fmt: skip
-    return _combine(verdicts), "; ".join(texts) + "."
-
-
-def _finding_timing(rt, server, p, m) -> tuple[str, str]:
-    """Share of ANALYZE's overhead that log_timing = off removes: (A − N) / (A − B) of the median
-    latencies (ANALYZE, ANALYZE without timing, baseline); "most" is supported when its whole interval
-    lies above one half."""
-    verdicts, texts = [], []
-    for item in ("count", "count_serial"):
-        a, n = _get(rt, server, "analyze", item), _get(rt, server, "analyze_no_timing", item)
-        if a is None or n is None:
-            continue
-        if a["verdict"] != stats.HIGHER:
-            verdicts.append(UNDETERMINED)
-            texts.append(f"{item}: no detectable ANALYZE overhead to remove ({_r(a)})")
-            continue
-        removed = (a["ratio"] - n["ratio"]) / (a["ratio"] - 1)
-        b = boot_medians(m, server, [("analyze", item), ("analyze_no_timing", item), (p.baseline, item)]) \
-            if m is not None else None  # fmt: skip
-        ci = (None, None)
-        if b is not None and b[1] is not None:
-            ba, bn, bb = b[1]
-            over = ba - bb
-            # a resample without overhead (A ≤ B) has no share to remove: too many of them, no interval
-            if (over <= 0).mean() <= 0.025:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    share = np.where(over > 0, (ba - bn) / over, np.nan)
-                share = share[~np.isnan(share)]
-                ci = interval(share)
-        if ci[0] is None:
-            verdicts.append(UNDETERMINED)
-            ci_text = " (no interval)"
-        else:
-            verdicts.append(SUPPORTED if ci[0] > 0.5 else NOT_SUPPORTED if ci[1] < 0.5 else UNDETERMINED)
-            ci_text = f" [{ci[0] * 100:.0f}–{ci[1] * 100:.0f} %]"
-        texts.append(f"{item}: {_r(a)} with timing, {_r(n)} without: {removed * 100:.0f} %{ci_text} of the "
-                     "overhead removed")  # fmt: skip
-    if not texts:
-        return NOT_RUN, "not measured."
-    return _combine(verdicts), "; ".join(texts) + " (study: 88 % parallel, 87 % serial; 'most' = above half)."
-
-
-def _finding_logging(rt, server, p, checks) -> tuple[str, str]:
-    verdicts, texts = [], []
-    for logged in ("explain_logged", "analyze_logged"):
-        x = _get(rt, server, logged, "limit", "logging")
-        if x is None:
-            continue
-        if not _has_ci(x):
-            verdicts.append(UNDETERMINED)
-        else:
-            verdicts.append({stats.HIGHER: SUPPORTED, stats.LOWER: NOT_SUPPORTED}.get(x["verdict"], UNDETERMINED))
-        size = ""
-        if not checks.is_empty() and "log_bytes_per_txn" in checks.columns:
-            b = checks.filter((pl.col("server") == server) & (pl.col("condition") == logged)
-                              & (pl.col("item") == "limit"))["log_bytes_per_txn"].drop_nulls()  # fmt: skip
-            size = f", {b.median():.0f} bytes of log per transaction" if len(b) else ""
-        study = study_ratio(logged, "limit", x["baseline"])
-        within = ""
-        if _has_ci(x) and study is not None:
-            within = "; the study's " + (f"{study:.2f}× is within our interval" if x["ci_low"] <= study <= x["ci_high"]
-                                         else f"{study:.2f}× is outside our interval")  # fmt: skip
-        texts.append(f"{logged} vs {x['baseline']}: {_pct(x)}, {_r(x)}{size}{within}")
-    if not texts:
-        return NOT_RUN, "not measured."
-    return _combine(verdicts), "; ".join(texts) + "."
-
-
-def _finding_clock(timer_df, server, m, no_timing: str = "analyze_no_timing") -> tuple[str, str]:
-    """The timing part of ANALYZE (ANALYZE − ANALYZE without timing) per clock read and core, against
-    pg_test_timing's cost of one read: explained when the whole interval lies within a factor 2."""
-    if timer_df.is_empty():
-        return NOT_RUN, "not measured."
-    t = timer_df.filter(pl.col("server") == server).sort("item")
-    t = t.filter(pl.col("item").is_in(["count", "count_serial"]) & pl.col("timing_ns_per_clock_read").is_not_null()
-                 & pl.col("per_loop_ns").is_not_null())  # fmt: skip
-    if t.is_empty():
-        return NOT_RUN, "no timer figure or no ANALYZE runs for this server."
-    verdicts, texts = [], []
-    for r in t.iter_rows(named=True):
-        per_read = r["parallelism"] * 1e6 / r["clock_reads"]  # ns per read of one ms of timing
-        b = boot_medians(m, server, [("analyze", r["item"]), (no_timing, r["item"])]) if m is not None else None
-        lo = hi = None
-        if b is not None and b[1] is not None:
-            lo, hi = interval((b[1][0] - b[1][1]) * per_read)
-        if lo is None:
-            verdicts.append(UNDETERMINED)
-            ci, ms, inside = "", "", " (too few runs for an interval)"
-        else:
-            qlo, qhi = lo / r["per_loop_ns"], hi / r["per_loop_ns"]
-            verdicts.append(SUPPORTED if 0.5 <= qlo and qhi <= 2 else NOT_SUPPORTED if qhi < 0.5 or qlo > 2
-                            else UNDETERMINED)  # fmt: skip
-            ci, ms = f" [{lo:.0f}–{hi:.0f}]", f" [{lo / per_read:.2f}–{hi / per_read:.2f}]"
-            inside = f" ({'inside' if lo <= r['per_loop_ns'] <= hi else 'outside'} our interval)"
-        texts.append(f"{r['item']}: timing costs {r['analyze_ms'] - r['no_timing_ms']:.2f}{ms} ms per query for "
-                     f"{r['clock_reads'] / r['parallelism']:.3g} clock reads per core = "
-                     f"{r['timing_ns_per_clock_read']:.0f}{ci} ns per read against {r['per_loop_ns']:.0f} ns from "
-                     f"pg_test_timing{inside}")  # fmt: skip
-    return _combine(verdicts), "; ".join(texts) + " (explained: the whole interval within a factor 2)."
-
-
-FINDINGS = [
-    ("loading", "Loading auto_explain (disabled) costs nothing: limit 0.110 ms not loaded, 0.111 ms loaded "
-                "and disabled (1.01×)."),
-    ("explain", "EXPLAIN only (no ANALYZE), nothing logged, costs little: 1.00–1.01× on limit, count and "
-                "serial count."),
-    ("analyze", "log_analyze costs in proportion to rows processed, worse without parallelism: limit 1.01×, "
-                "count 1.70× (+15.7 ms), serial count 1.90× (+45.5 ms)."),
-    ("timing", "log_timing = off removes most of the ANALYZE overhead: count 1.70× → 1.08× (88 % removed), "
-               "serial count 1.90× → 1.12× (87 %)."),
-    ("clock", "The ANALYZE overhead is the clock: two reads per node per row returned, each at the cost "
-              "pg_test_timing measures."),
-    ("logging", "Writing every plan to the log costs ≈ 30 % on a tiny query: limit 0.112 → 0.146 ms (EXPLAIN, "
-                "1.30×), 0.112 → 0.149 ms (ANALYZE, 1.33×)."),
-]  # fmt: skip
-
-
-def findings(ratios_df: pl.DataFrame, timer_df: pl.DataFrame, checks: pl.DataFrame,
-             params: AutoExplainParams, runs: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
-    """One row per (finding, server): verdict and a sentence computed from the data."""
-    m = measured(runs) if runs is not None else None
-    rows = []
-    for server in sorted(ratios_df["server"].unique().to_list()) if not ratios_df.is_empty() else []:
-        for key, claim in FINDINGS:
-            if key == "loading":
-                v, text = _finding_loading(ratios_df, server, params)
-            elif key == "explain":
-                v, text = _finding_explain(ratios_df, server, params)
-            elif key == "analyze":
-                v, text = _finding_analyze(ratios_df, server, params, timer_df, m)
-            elif key == "timing":
-                v, text = _finding_timing(ratios_df, server, params, m)
-            elif key == "clock":
-                v, text = _finding_clock(timer_df, server, m)
-            else:
-                v, text = _finding_logging(ratios_df, server, params, checks)
-            rows.append({"finding": key, "claim": claim, "server": server, "verdict": v, "evidence": text})
-    schema = {"finding": pl.String, "claim": pl.String, "server": pl.String, "verdict": pl.String,
-              "evidence": pl.String}  # fmt: skip
-    return pl.from_dicts(rows, schema=schema)
-
-
 # -- everything at once -------------------------------------------------------------------------------------------
 
 
@@ -544,6 +250,8 @@ def analyse(result, params: AutoExplainParams) -> dict[str, pl.DataFrame]:
     rat = ratios(runs, params)
     checks = log_checks(runs)
     tim = timer(summ, result.plans, result.timer, params)
+    m = measured(runs)
+    noise_df = auto_explain_findings.noise_table(m, params)
     return {
         "auto_explain_latencies": latencies(runs),
         "auto_explain_summary": summ,
@@ -554,7 +262,9 @@ def analyse(result, params: AutoExplainParams) -> dict[str, pl.DataFrame]:
         "auto_explain_plans": result.plans,
         "auto_explain_timer": tim,
         "auto_explain_servers": result.servers,
-        "auto_explain_findings": findings(rat, tim, checks, params, runs),
+        "auto_explain_noise": noise_df,
+        "auto_explain_drift": auto_explain_findings.drift_table(m, params),
+        "auto_explain_findings": auto_explain_findings.findings(runs, result.plans, noise_df, params),
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -106,6 +107,7 @@ def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExpla
         "tps": tps,
         "pgbench_duration_s": p.get("duration_s"),
         "elapsed_s": round(run.elapsed_s, 3),
+        "cores": os.cpu_count(),  # the ceiling of a parallel speed-up, derivable from the raw runs
         "command": run.command,
         "client_version": run.client_version,
         "preloaded": bool(st.loaded) if st.loading == "shared_preload" else cond.load,

@@ -2,9 +2,11 @@
 
 The source study (S2 of docs/studies.md, PostgreSQL 14.1) ran `pgbench -c 1 -j 1` on two one-statement scripts over
 `tab1(c1 int)` with 1e6 rows and compared `latency average` under auto_explain conditions. The defaults
-here are its settings. The stage: `auto_explain_setup` (settings, table, plans per server),
-`auto_explain_run` (the interleaved matrix), `auto_explain_logcheck` (the proof from the server log, read
-with `serverlog`), `auto_explain_results` (ratios, the study's table, findings), `auto_explain_charts`.
+here are its settings and conditions, plus an A/A control, on a table of 1e5 rows with 200 transactions a run
+(the study's size and counts take hours: params/default.yaml). The stage: `auto_explain_setup` (settings,
+table, plans per server), `auto_explain_run` (the interleaved matrix), `auto_explain_logcheck` (the proof
+from the server log, read with `serverlog`), `auto_explain_results` (summaries, paired ratios, the study's
+table), `auto_explain_findings` (claims, noise floor, drift, verdicts), `auto_explain_charts`.
 
 This module is imported by `pglab.params`, so it imports nothing of the kit that imports params.
 """
@@ -155,6 +157,10 @@ def _study_conditions() -> dict[str, Condition]:
         "loaded_disabled": Condition(
             label="loaded, disabled (log_min_duration = -1)", settings={"auto_explain.log_min_duration": -1}
         ),
+        # the A/A control: the baseline again under another label, interleaved like the rest (the noise floor)
+        "loaded_disabled_aa": Condition(
+            label="loaded, disabled (A/A control)", settings={"auto_explain.log_min_duration": -1}
+        ),
         "explain": Condition(label="EXPLAIN, nothing logged", settings=nothing),
         "analyze": Condition(label="EXPLAIN ANALYZE, nothing logged", settings=nothing | analyze),
         "analyze_no_timing": Condition(label="ANALYZE, log_timing off, nothing logged", settings=nothing | no_timing),
@@ -173,7 +179,8 @@ def _study_items() -> dict[str, Item]:
     count = "SELECT COUNT(c1) FROM tab1;"
     return {
         "limit": Item(sql="SELECT c1 FROM tab1 LIMIT 1;", label="limit (1 row)"),
-        "count": Item(sql=count, label="count, parallel (all rows)"),
+        # a parallel plan with 2 workers as the study's on a table below min_parallel_table_scan_size (8MB)
+        "count": Item(sql=count, label="count, parallel (all rows)", settings={"min_parallel_table_scan_size": 0}),
         "count_serial": Item(
             sql=count, label="count, serial (all rows)", settings={"max_parallel_workers_per_gather": 0}
         ),
@@ -181,13 +188,14 @@ def _study_items() -> dict[str, Item]:
 
 
 class RunParams(Strict):
-    """How long each pgbench run is, and how often. mode "time": `-T duration_s` per run (interleaved
-    repetitions, the default); mode "transactions": `-t` per item, the study's counts (hours in total)."""
+    """How long each pgbench run is, and how often. mode "transactions": `-t` per item (the default: at least
+    200 transactions per run, so that one transaction is at most 0.5 % of a run; the study's own counts,
+    5,000,000 and 50,000, take hours); mode "time": `-T duration_s` per run."""
 
-    mode: Literal["time", "transactions"] = "time"
+    mode: Literal["time", "transactions"] = "transactions"
     duration_s: int = Field(default=1, ge=1, le=86_400)
-    transactions: dict[str, int] = {"limit": 5_000_000, "count": 50_000, "count_serial": 50_000}
-    repetitions: int = Field(default=6, ge=1, le=1000)
+    transactions: dict[str, int] = {"limit": 20_000, "count": 200, "count_serial": 200}
+    repetitions: int = Field(default=7, ge=1, le=1000)
     warmups: int = Field(default=1, ge=0, le=100)
     # warm-ups run -T warmup_duration_s in either mode; null: a warm-up is a run like the measured ones
     warmup_duration_s: int | None = Field(default=1, ge=1, le=3600)
@@ -220,7 +228,7 @@ class LogCheckParams(Strict):
 class AutoExplainParams(Strict):
     """The `auto_explain:` section of params (study S2). Defaults are the study's."""
 
-    rows: int = Field(default=1_000_000, ge=1, le=2_000_000_000)
+    rows: int = Field(default=100_000, ge=1, le=2_000_000_000)  # the study: 1,000,000 (see params/default.yaml)
     database: str = Field(default="pglab_auto_explain", pattern=r"^[a-z_][a-z0-9_]*$")
     loading: Literal["shared_preload", "session_preload"] = "shared_preload"
     prewarm: bool = True
@@ -229,6 +237,9 @@ class AutoExplainParams(Strict):
     items: dict[str, Item] = Field(default_factory=_study_items)
     conditions: dict[str, Condition] = Field(default_factory=_study_conditions)
     baseline: str = STUDY_BASELINE
+    # the A/A control: a condition with the baseline's settings, compared with it like any other (noise floor);
+    # null: no control, and no floor
+    aa_condition: str | None = "loaded_disabled_aa"
     run: RunParams = RunParams()
     log_check: LogCheckParams = LogCheckParams()
     # "costs nothing" holds when the ratio's whole 95 % interval lies within 1 ± negligible
@@ -265,6 +276,20 @@ class AutoExplainParams(Strict):
         if conditions is not None and v not in conditions:
             raise ValueError(f"expected one of the conditions {sorted(conditions)}")
         return v
+
+    @model_validator(mode="after")
+    def _aa_is_the_baseline_again(self):
+        v, conditions, baseline = self.aa_condition, self.conditions, self.baseline
+        if v is None:
+            return self
+        if v not in conditions or v == baseline:
+            raise ValueError(f"aa_condition: expected a condition other than the baseline among {sorted(conditions)}"
+                             ", or null")  # fmt: skip
+        a, b = conditions[v], conditions[baseline]
+        if (a.load, a.settings, a.items) != (b.load, b.settings, b.items):
+            raise ValueError(f"aa_condition: expected {v!r} to have the baseline {baseline!r}'s load, settings and "
+                             "items (an A/A control)")  # fmt: skip
+        return self
 
     @field_validator("run")
     @classmethod

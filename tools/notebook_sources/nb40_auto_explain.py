@@ -32,12 +32,16 @@ loaded through `shared_preload_libraries` as in the study (a restart; conditions
 round restarts a server once) or, as an option and always on an external server, per connection through
 `session_preload_libraries`. The auto_explain settings of a condition go with the pgbench connection.
 Every condition runs in every round (repetition r of all before r + 1 of any, servers interleaved, after a
-warm-up round); the table is prewarmed after every restart. Runs are time-based by default; the study's
-transaction counts are the `transactions` mode. Every run is kept. The result per condition is the median
-latency with min–max and the ratio to *loaded, disabled* with a 95 % bootstrap interval; an interval that
-contains 1 reads "no detectable difference". (pgbench prints `latency average` = 1000 × clients / tps
-with 3 decimals, i.e. in steps of 3 % of limit's latency here; we take the same figure from tps, printed
-with 6.) And every run is checked against the server's log: the
+warm-up round); the table is prewarmed after every restart. Runs are transaction counts (`-t`), at least
+200 per run, on a table of 1e5 rows (the study's 1e6 rows and counts take hours; `count` keeps its 2-worker
+plan). Every run is kept. Every comparison is **paired within rounds**: per round a condition's latency over
+the baseline's (*loaded, disabled*), the geometric mean of those round ratios and an interval over the
+rounds (min–max, labelled so, below 10 rounds). An **A/A control** (the baseline again under another label,
+interleaved like the rest) measures what this machine calls a difference when there is none: its
+false-difference rate and **noise floor**. The drift of the baseline between the first and second half of
+the rounds is reported. Each claim of the study gets a verdict by the one rule of `pglab.verdicts`. (pgbench
+prints `latency average` = 1000 × clients / tps with 3 decimals, i.e. in steps of 3 % of limit's latency
+here; we take the same figure from tps, printed with 6.) And every run is checked against the server's log: the
 plans a condition must log are there, one per transaction, and parse; where none may be logged there are
 none.
 """),
@@ -105,7 +109,8 @@ tables["auto_explain_plans"]
     md("""
 ## Latency per condition
 
-Median with min–max of every recorded run (warm-ups excluded), and the 95 % interval of the median.
+Median with min–max of every recorded run (warm-ups excluded), and the median's interval (`ci_method`:
+min–max below 10 runs).
 The black ticks are the study's single runs (another machine, PostgreSQL 14.1): compare ratios, not
 milliseconds.
 """),
@@ -115,14 +120,14 @@ aec.latency_chart(tables["auto_explain_summary"])
     code('''
 tables["auto_explain_summary"].sort("server", "item", "condition_order").select(
     "server", "item", "label", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(4),
-    "study_ms",
+    "ci_method", "study_ms",
 )
 '''),
     md("""
 ## The study's table, our ratios beside
 
-Per item: the study's latency and its ratio to *loaded, disabled*, then ours per server with the 95 %
-interval (the baseline row shows our median latency).
+Per item: the study's latency and its ratio to *loaded, disabled*, then ours per server, paired by round,
+with its interval (min–max of the round ratios below 10 rounds; the baseline row shows our median latency).
 """),
     code('''
 aer.study_table_wide(tables["auto_explain_study"], list(cfg.items))
@@ -184,15 +189,26 @@ result.timer if tm.is_empty() else tm.select(
 )
 '''),
     md("""
+## The noise floor and the drift
+
+The A/A control: the baseline condition twice per round under two labels, compared like any condition. Its
+ratio should be 1; how far it strays, per server and item, is the floor below which an effect decides
+nothing. The drift: the baseline's second half of rounds over its first half.
+"""),
+    code('''
+display(tables["auto_explain_noise"])
+tables["auto_explain_drift"]
+'''),
+    md("""
 ## The study's findings, tested on our data
 
-Each verdict is computed from the ratios above: *supported*, *not supported*, *undetermined* when the
-interval cannot tell, or *not run* when this profile's matrix lacks the conditions. A claim of a cost needs
-an interval above 1; a claim that something costs nothing needs the whole interval within 1 ± `negligible`
-(params; 5 % by default): an interval that merely contains 1 shows no difference, but it does not show that
-there is none. Derived figures carry their own bootstrap interval: "most of the overhead removed" needs the
-removed share's interval above one half, "the clock explains it" the cost per clock read's interval within
-a factor 2 of pg_test_timing's. The report's section shows these same findings.
+Each claim as S2 states it, with its figures, scored by the one rule of `pglab.verdicts` (docs/verdicts.md)
+on the paired ratio: *supported* (the interval shows the direction and contains the study's ratio),
+*direction only* (the direction, not the size), *contradicted*, *undetermined* (too wide, too few rounds,
+below the noise floor, or a flagged measurement), *not run* (a condition this profile's matrix lacks). A claim
+that something costs nothing is "no change within ±5 %" (`negligible`): the whole interval must lie within it.
+"Writing the log costs ≈ 30 %" reads "≈" as the study's ratio ± 5 %. The clock explanation above is shown,
+not scored: the study explained, it did not measure it. The report's section shows these same findings.
 """),
     code('''
 display(Markdown(aec.findings_markdown(tables["auto_explain_findings"])))

@@ -1,0 +1,200 @@
+"""Study S2's claims scored with the one rule (`pglab.verdicts`), from the raw runs alone.
+
+Every comparison is paired within rounds (`paired.paired_compare`, the schedule's round as the block): the
+stage runs every condition in every round, so a round's ratio B / A cancels whatever the machine did during it.
+An A/A control (the baseline condition twice under two labels, interleaved like the rest) gives the noise floor
+per server and item (`noise.aa_comparisons` + `noise.noise_floor`), passed to `verdicts.verdict`. "Costs
+nothing" claims are "no change within ±negligible" (params, 5 % by default). Claims are quoted as S2 states
+them (docs/studies.md), with its figures; what it only explained (the clock) is shown, not scored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from . import noise, paired
+from . import verdicts as v
+from .auto_explain_study import STUDY_LATENCY_MS, AutoExplainParams
+
+STUDY = "S2"
+APPROX = 0.05  # the study's "≈ 30 %" read as its ratio ± 5 %
+NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
+                "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
+
+
+def _ms(cond: str, item: str) -> float:
+    return STUDY_LATENCY_MS[(cond, item)]
+
+
+def _r(b: tuple[str, str], a: tuple[str, str]) -> float:
+    return _ms(*b) / _ms(*a)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One claim: condition over baseline on an item, paired by round. `versus` (another item) makes it a
+    ratio of the two items' paired ratios (the serial overhead over the parallel one)."""
+
+    key: str
+    condition: str
+    baseline: str
+    item: str
+    claim: v.Claim
+    versus: str | None = None
+
+
+def specs(p: AutoExplainParams) -> list[Spec]:
+    """The claims of S2 (docs/studies.md), each with the study's own figures."""
+    eps, base = p.negligible, p.baseline
+    same = f"(no change within ±{eps:.0%})".replace("%", " %")
+    out = [Spec("loading", base, "not_loaded", "limit", v.Claim(
+        f"Loading auto_explain costs nothing measurable: limit 0.110 ms not loaded, 0.111 ms loaded and disabled "
+        f"(1.01×) {same}.", v.SAME, 1.0, eps))]  # fmt: skip
+    names = {"limit": "limit", "count": "count (parallel)", "count_serial": "serial count"}
+    for item in ("limit", "count", "count_serial"):
+        out.append(Spec(f"explain_{item}", "explain", base, item, v.Claim(
+            f"Plain EXPLAIN (nothing logged) costs little and does not depend on the rows processed: {names[item]} "
+            f"{_ms(base, item):g} → {_ms('explain', item):g} ms ({_r(('explain', item), (base, item)):.2f}×) "
+            f"{same}.", v.SAME, 1.0, eps)))  # fmt: skip
+    out.append(Spec("analyze_limit", "analyze", base, "limit", v.Claim(
+        "log_analyze costs in proportion to the rows processed, so nothing on a one-row query: limit 0.111 → "
+        f"0.112 ms (1.01×) {same}.", v.SAME, 1.0, eps)))  # fmt: skip
+    for item in ("count", "count_serial"):
+        r = _r(("analyze", item), (base, item))
+        out.append(Spec(f"analyze_{item}", "analyze", base, item, v.Claim(
+            f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
+            f"{_ms(base, item):g} → {_ms('analyze', item):g} ms ({r:.2f}×).", v.HIGHER, r)))  # fmt: skip
+    worse = _r(("analyze", "count_serial"), (base, "count_serial")) / _r(("analyze", "count"), (base, "count"))
+    out.append(Spec("analyze_serial_vs_parallel", "analyze", base, "count_serial", v.Claim(
+        "log_analyze costs more without parallel query (workers read the clock less often): serial count 1.90× "
+        f"against parallel 1.70×, a {worse:.2f}× larger ratio.", v.HIGHER, worse), versus="count"))  # fmt: skip
+    for item in ("count", "count_serial"):
+        r = _r(("analyze_no_timing", item), ("analyze", item))
+        out.append(Spec(f"timing_{item}", "analyze_no_timing", "analyze", item, v.Claim(
+            f"log_timing = off removes most of the log_analyze overhead: {names[item]} {_ms('analyze', item):g} → "
+            f"{_ms('analyze_no_timing', item):g} ms ({r:.2f}×).", v.LOWER, r)))  # fmt: skip
+    for logged, quiet, what in (("explain_logged", "explain", "EXPLAIN"), ("analyze_logged", "analyze", "ANALYZE")):
+        r = _r((logged, "limit"), (quiet, "limit"))
+        out.append(Spec(f"logging_{quiet}", logged, quiet, "limit", v.Claim(
+            f"Writing every plan to the log costs ≈ 30 % on a tiny query: limit {_ms(quiet, 'limit'):g} → "
+            f"{_ms(logged, 'limit'):g} ms ({what}, {r:.2f}×; ≈ read as ±{APPROX:.0%}).".replace("%)", " %)"),
+            v.HIGHER, r, APPROX)))  # fmt: skip
+    return out
+
+
+# -- evidence ---------------------------------------------------------------------------------------------------
+
+
+def measured(runs: pl.DataFrame) -> pl.DataFrame:
+    """Recorded (not warm-up) runs with a value and a round."""
+    if runs.is_empty() or "round" not in runs.columns:
+        return pl.DataFrame(schema={"server": pl.String, "condition": pl.String, "item": pl.String,
+                                    "round": pl.Int64, "value": pl.Float64})  # fmt: skip
+    return runs.filter(~pl.col("warmup").cast(pl.Boolean)).with_columns(pl.col("value").cast(pl.Float64))
+
+
+def _pair(m: pl.DataFrame, server: str, item: str, cond: str, base: str) -> pl.DataFrame:
+    """Per round: cond / base on one server and item."""
+    d = m.filter((pl.col("server") == server) & (pl.col("item") == item) & pl.col("condition").is_in([cond, base]))
+    return paired.paired_ratios(d, [], "condition", base, "round").select("round", "ratio")
+
+
+def evidence(m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = ()) -> v.Evidence:
+    """Our paired ratio for a spec: geometric mean of the round ratios, interval over rounds (min–max < 10)."""
+    r = _pair(m, server, s.item, s.condition, s.baseline)
+    if s.versus is not None:  # ratio of ratios, round by round: both items measured in the same round
+        o = _pair(m, server, s.versus, s.condition, s.baseline).rename({"ratio": "other"})
+        r = r.join(o, on="round").select("round", (pl.col("ratio") / pl.col("other")).alias("ratio"))
+    logs = np.log(r["ratio"].to_numpy()) if r.height else np.array([])
+    row = paired.log_ratio_interval(logs)
+    return v.Evidence(row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags)
+
+
+# -- the noise floor, drift and the ceiling ----------------------------------------------------------------------
+
+
+def noise_table(m: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
+    """A/A (aa_condition over the baseline, within rounds) per server and item, per server over its items, and
+    over everything: n_pairs, false-difference rate, floor (relative)."""
+    if not p.aa_condition or m.is_empty():
+        return pl.DataFrame(schema=NOISE_SCHEMA)
+    aa = noise.aa_comparisons(m, ["server", "item"], "condition", p.baseline, p.aa_condition)
+    rows = []
+
+    def add(server: str, metric: str, g: pl.DataFrame) -> None:
+        f = noise.noise_floor(g)
+        rows.append({"study": STUDY, "server": server, "metric": metric, "n_pairs": f["n_pairs"],
+                     "false_difference_rate": f["false_difference_rate"], "floor": f["floor"],
+                     "method": f"{p.aa_condition} / {p.baseline}, paired by round: {f['method']}"})  # fmt: skip
+
+    for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
+        for r in g.iter_rows(named=True):
+            add(server, f"latency, {r['item']}", g.filter(pl.col("item") == r["item"]))
+        add(server, "latency, all items", g)
+    if aa.height:
+        add("all", "latency, all items", aa)
+    return pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows else pl.DataFrame(schema=NOISE_SCHEMA)
+
+
+def floor_of(noise_df: pl.DataFrame, server: str, items: list[str]) -> float | None:
+    """The largest floor of a server's items (a comparison of two items is as noisy as the noisier one)."""
+    f = noise_df.filter((pl.col("server") == server) & pl.col("metric").is_in([f"latency, {i}" for i in items]))
+    vals = f["floor"].drop_nulls()
+    return float(vals.max()) if vals.len() else None
+
+
+def drift_table(m: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
+    """How much the baseline moved between the first and the second half of the rounds, per server and item."""
+    return paired.drift(m, ["server", "item"], "condition", p.baseline, "round")
+
+
+def parallel_flag(m: pl.DataFrame, plans: pl.DataFrame, server: str, p: AutoExplainParams) -> str | None:
+    """The baseline's parallel speed-up (serial count over count, paired by round) against min(processes,
+    cores): above it the parallel figures are a measurement problem."""
+    if plans.is_empty() or "processes" not in plans.columns:
+        return None
+    pr = plans.filter((pl.col("server") == server) & (pl.col("item") == "count"))["processes"]
+    d = m.filter((pl.col("server") == server) & (pl.col("condition") == p.baseline)
+                 & pl.col("item").is_in(["count", "count_serial"]))  # fmt: skip
+    if pr.len() == 0 or d.is_empty():
+        return None
+    r = paired.paired_ratios(d, [], "item", "count", "round")["ratio"]
+    cores = int(m["cores"].drop_nulls().max()) if "cores" in m.columns and m["cores"].drop_nulls().len() else None
+    speedup = float(np.exp(np.log(r.to_numpy()).mean())) if r.len() else None
+    return noise.ceiling_check(speedup, int(pr[0]), cores)
+
+
+# -- the findings ------------------------------------------------------------------------------------------------
+
+
+def _needs(s: Spec, p: AutoExplainParams) -> list[str]:
+    """Conditions and items a spec needs in the profile's matrix."""
+    items = [s.item] + ([s.versus] if s.versus else [])
+    missing = [c for c in (s.condition, s.baseline) if c not in p.conditions]
+    missing += [f"{c} on {i}" for c in (s.condition, s.baseline) if c in p.conditions
+                for i in items if i not in p.items_of(c)]  # fmt: skip
+    return missing
+
+
+def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
+    """One row per (claim, server) in `pglab.findings`' shape, with the numbers behind each verdict."""
+    m = measured(runs)
+    rows = []
+    servers = sorted(m["server"].unique().to_list()) if m.height else []
+    for server in servers:
+        flag = parallel_flag(m, plans, server, p)
+        for s in specs(p):
+            missing = _needs(s, p)
+            if missing:
+                verdict, ev = v.not_run(f"not in this profile's matrix: {', '.join(missing)}"), None
+            else:
+                items = [s.item] + ([s.versus] if s.versus else [])
+                flags = (flag,) if flag and "count" in items else ()
+                ev = evidence(m, server, s, flags)
+                verdict = v.verdict(s.claim, ev, floor_of(noise_df, server, items))
+            rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
+    from .findings import table
+
+    return table(rows)
