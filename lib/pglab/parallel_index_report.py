@@ -26,8 +26,9 @@ import altair as alt
 import polars as pl
 
 from . import findings as fnd
+from . import parallel_index_verdicts as piv
 from . import stats
-from .derived import read_table
+from .derived import profile_dir, read_table
 from .parallel_index_charts import size_chart, speedup_chart, time_chart
 from .parallel_index_results import FASTER, SLOWER
 from .parallel_index_study import CLAIMS, STUDY, columns_label
@@ -50,6 +51,11 @@ def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     df = read_table(name, profile, root=root)
     return df.with_columns([pl.col(c).cast(pl.Float64) for c in _FLOATS if c in df.columns]
                            + [pl.col(c).cast(pl.Int64) for c in _INTS if c in df.columns])
+
+
+def _paired(profile: str, root: Path | None) -> bool:
+    """Whether the run derived the paired tables (newer runs); the committed older data has none."""
+    return (profile_dir(profile, root) / "parallel_index_noise.csv").exists()
 
 
 def _mib(b) -> str:
@@ -115,6 +121,8 @@ def method(profile: str, root: Path | None = None) -> str:
         f"parallel builds passed {spill_txt} of sorted runs to the leader through temporary files.",
         "- Ideal: t0 / (w + 1), since the leader sorts a share itself; on this machine at most "
         f"{first['cores']} of the w + 1 processes run at once.",
+        *([piv.method_text(read_table("parallel_index_noise", profile, root=root),
+                           read_table("parallel_index_drift", profile, root=root))] if _paired(profile, root) else []),
     ])  # fmt: skip
 
 
@@ -206,4 +214,9 @@ def findings_from(setup: pl.DataFrame, builds: pl.DataFrame, summ: pl.DataFrame,
 
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+    if _paired(profile, root):  # the one verdict rule on paired rounds with the A/A noise floor
+        return piv.findings_from(_read("parallel_index_setup", profile, root),
+                                 _read("parallel_index_builds", profile, root),
+                                 *(read_table(f"parallel_index_{n}", profile, root=root) for n in
+                                   ("paired_suite", "size_paired", "noise")))  # fmt: skip
     return findings_from(*(_read(n, profile, root) for n in TABLES))

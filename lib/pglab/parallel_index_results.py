@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import parallel_index_verdicts as piv
 from . import stats
 from .derived import write_table
-from .parallel_index_study import EXPERIMENT, STUDY_COMBINATIONS, columns_label
+from .parallel_index_study import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
 from .store import RunStore
 
 BUILD_SCHEMA = {
@@ -33,6 +34,8 @@ FASTER, SLOWER = "faster", "slower"
 def builds(store: RunStore) -> pl.DataFrame:
     """Every build of the run, one row each."""
     rows = store.records(EXPERIMENT).to_dicts() if store.file.exists() else []
+    # the A/A copy of the serial builds only feeds the noise floor (parallel_index_verdicts)
+    rows = [r for r in rows if not str(r.get("condition") or "").endswith(AA_SUFFIX)]
     out = [{"seconds": r.get("value")} | {k: r.get(k) for k in BUILD_SCHEMA if k != "seconds"} for r in rows]
     return pl.from_dicts(out, schema=BUILD_SCHEMA) if out else pl.DataFrame(schema=BUILD_SCHEMA)
 
@@ -118,7 +121,7 @@ def derive(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
     b = builds(store)
     return {"parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
             "parallel_index_summary": summary(b, cores), "parallel_index_speedup": speedup(b, cores),
-            "parallel_index_suite_speedup": suite_speedup(b, cores)}  # fmt: skip
+            "parallel_index_suite_speedup": suite_speedup(b, cores), **piv.tables(store)}  # fmt: skip
 
 
 def write(tables: dict[str, pl.DataFrame], setup: pl.DataFrame, profile: str, root=None) -> list[str]:

@@ -12,7 +12,7 @@ import polars as pl
 
 from . import outcomes
 from .parallel_index_build import INDEX, TABLE, build, drop_index, session_settings
-from .parallel_index_study import EXPERIMENT, ParallelIndexParams, build_memory
+from .parallel_index_study import AA_SUFFIX, EXPERIMENT, ParallelIndexParams, build_memory
 from .schedule import Step, plan, run_steps
 from .servers import Server
 from .ssb.load import database_name
@@ -72,7 +72,8 @@ def in_force(server: Server, dbname: str, p: ParallelIndexParams) -> dict:
 
 
 def cells(servers: list[Server], p: ParallelIndexParams) -> list[tuple[str, str, str]]:
-    return [(s.name, f"workers={w}", f"columns={k}") for s in servers for k in p.column_sets() for w in p.workers()]
+    conds = [f"workers={w}" for w in p.workers()] + ([f"workers=0{AA_SUFFIX}"] if p.aa_control else [])
+    return [(s.name, c, f"columns={k}") for s in servers for k in p.column_sets() for c in conds]
 
 
 def steps(servers: list[Server], p: ParallelIndexParams) -> list[Step]:
@@ -87,7 +88,7 @@ def steps(servers: list[Server], p: ParallelIndexParams) -> list[Step]:
 
 
 def parse_cell(condition: str, item: str) -> tuple[int, int]:
-    return int(condition.split("=", 1)[1]), int(item.split("=", 1)[1])
+    return int(condition.split("=", 1)[1].removesuffix(AA_SUFFIX)), int(item.split("=", 1)[1])
 
 
 def run(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: RunStore) -> int:
@@ -101,7 +102,7 @@ def run(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: Ru
     def measure(step) -> dict:
         workers, k = parse_cell(step.condition, step.item)
         rec, obs = build(by_name[step.server], dbname, sets[k], workers, memory, timeout_s=p.statement_timeout_s)
-        if not step.warmup and step.repetition == 0:
+        if not step.warmup and step.repetition == 0 and not step.condition.endswith(AA_SUFFIX):
             # the server's own words for one build per cell, kept raw beside the numbers
             store.save_text(f"{EXPERIMENT}/{step.server}/workers{workers}-columns{k}.txt", "\n".join(obs.messages))
         return rec

@@ -62,6 +62,8 @@ class ParallelIndexParams(Strict):
     # setting and read the same prewarmed table)
     warmup_cells: Literal["all", "largest_workers"] = "all"
     shuffle_seed: int | None = 1  # order within each round (recorded with the data)
+    # A/A control: every key's serial build a second time per round ("workers=0_aa"): the noise floor
+    aa_control: bool = True
     statement_timeout_s: float = Field(default=600, gt=0)
 
     @field_validator("key_columns")
@@ -153,6 +155,9 @@ def build_memory(p: ParallelIndexParams) -> str:
     worker count of a run; what was used is recorded with the data."""
     need = MIN_MEM_PER_PARTICIPANT_KB * (p.n_workers() + 1)
     return p.maintenance_work_mem if memory_kb(p.maintenance_work_mem) >= need else f"{need // 1024}MB"
+
+
+AA_SUFFIX = "_aa"  # the A/A copy of the serial condition: "workers=0_aa"
 
 
 def columns_label(k: int) -> str:

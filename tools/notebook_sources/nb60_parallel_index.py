@@ -185,10 +185,30 @@ wu.group_by("server").agg(pl.len().alias("warmup_builds"), pl.col("ratio").media
                           pl.col("ratio").min().alias("min"), pl.col("ratio").max().alias("max")).sort("server")
 '''),
     md("""
+## Paired by round, and this machine's noise floor
+
+Every comparison within rounds: each round built every cell of a server within a minute or two, so what the
+machine did then touched all of them. An A/A control (each key's serial build twice per round, `workers=0`
+and `workers=0_aa`) shows how far identical builds stray here: the noise floor every verdict uses.
+"""),
+    code('''
+# NBVAL_CHECK_OUTPUT
+for r in tables["parallel_index_noise"].iter_rows(named=True):
+    fl = "none" if r["floor"] is None else f"±{r['floor']:.1%}"
+    fdr = "—" if r["false_difference_rate"] is None else f"{r['false_difference_rate']:.0%}"
+    print(f"{r['server']}: noise floor {fl}, A/A false-difference rate {fdr} of {r['n_pairs']} pair(s)")
+'''),
+    code('''
+display(tables["parallel_index_paired_suite"].select("server", "condition", "n_rounds",
+                                                    pl.col("ratio", "low", "high").round(3), "method"))
+tables["parallel_index_drift"]
+'''),
+    md("""
 ## Findings beside the study's
 
-Computed by the report's section (`pglab.parallel_index_report`) from the derived tables just written; the
-rules are in its docstring: a speed-up "close to 1/N" must reach 2/3 of its ceiling, min(workers + 1, cores).
+Computed by the report's section (`pglab.parallel_index_report`) from the derived tables just written, by the
+one rule of `pglab.verdicts` (docs/verdicts.md): "close to 1/N" against t0 / (w + 1) capped at the cores
+(±20 %), a speed-up above that ceiling flagged; the index size claim at its step, 2 → 3 key columns.
 """),
     code('''
 display(Markdown(report.method(s.profile)))
