@@ -48,11 +48,13 @@ def _count(df, experiment, warmup=False):
 def test_every_cell_has_its_measurements(tiny):
     df, names = tiny["df"], sorted(x.name for x in tiny["session"].servers)
     assert len(names) >= 1
-    assert tiny["ran"] == {"load": 2 * len(names), "select_only": 3 * len(names), "scaling": 2 * len(names),
+    # select-only: every cell twice per round, under "select-only" and the A/A control's "select-only-aa"
+    assert tiny["ran"] == {"load": 2 * len(names), "select_only": 6 * len(names), "scaling": 2 * len(names),
                            "series": 4 * len(names)}  # fmt: skip
     assert _count(df, EXP_INIT)["len"].to_list() == [2] * len(names)
-    assert _count(df, EXP_SELECT)["len"].to_list() == [2] * len(names)
-    assert _count(df, EXP_SELECT, warmup=True)["len"].to_list() == [1] * len(names)
+    assert _count(df, EXP_SELECT)["len"].to_list() == [2] * 2 * len(names)
+    assert _count(df, EXP_SELECT)["item"].to_list() == ["select-only", "select-only-aa"] * len(names)
+    assert _count(df, EXP_SELECT, warmup=True)["len"].to_list() == [1] * 2 * len(names)
     assert _count(df, EXP_SCALING)["item"].to_list() == ["c1", "c2"] * len(names)
     series = _count(df, EXP_SERIES)
     assert series["item"].to_list() == ["init", "run01", "run02", "run03"] * len(names)
@@ -118,6 +120,13 @@ def test_derived_tables_and_summaries(tiny):
     assert ts.height > 0 and (ts["tps"] >= 0).all()
     settings = t["pgbench_settings"]
     assert settings.filter(pl.col("name") == "shared_buffers").height == n
+    # the paired analysis: one A/A pair per server and the pooled row, drift and trend per server
+    noise = t["pgbench_noise"]
+    assert sorted(noise["server"]) == sorted([*(x.name for x in tiny["session"].servers), "all"])
+    assert noise.filter(pl.col("server") == "all")["n_pairs"][0] == n
+    assert t["pgbench_no_vacuum"].height == n and t["pgbench_servers"]["major"].null_count() == 0
+    if n > 1:
+        assert set(t["pgbench_paired"]["what"]) == {"load time", "select-only tps", "series tps", "scale-up tps"}
     for name, df in t.items():  # flat: every table can be written as CSV
         assert not any(dt.is_nested() for dt in df.schema.values()), name
 

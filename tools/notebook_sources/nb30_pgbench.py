@@ -20,8 +20,10 @@ newest found; `client: own` reproduces S3's choice). Repetitions are interleaved
 server and scale runs before repetition r + 1 of any, after a warm-up round. Every run is kept: its full
 output as raw data, its command line, the client version, the WAL it wrote and sizes before and after.
 The no-vacuum series starts from a freshly loaded database and runs k of every server before run k + 1
-of any. Medians are shown with min–max; comparisons are ratios with 95 % bootstrap intervals, and an
-interval that contains 1 reads "no detectable difference".
+of any. Versions are compared *within each round* (paired, blocked: one ratio per round to the oldest
+server, their geometric mean; below 10 rounds the interval is the min–max of the rounds, labelled so). An A/A
+control — every select-only cell run twice per round under two labels — measures this machine's noise floor,
+and every claim goes through the one verdict rule of `pglab.verdicts` (docs/verdicts.md).
 """),
     params_cell("only = None  # e.g. ['load', 'series'] to run some experiments only (default: params decide)"),
     code('''
@@ -30,7 +32,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, outcomes, pgbench_charts, pgbench_findings, session
+from pglab import charts, findings, outcomes, pgbench_charts, pgbench_verdicts, session
 from pglab.pgbench_stage import EXPERIMENT_NAMES, Stage
 
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
@@ -144,25 +146,24 @@ tables = st.tables()  # the final tables: written to data/derived/<profile>/
 pgbench_charts.degradation(tables["pgbench_series_summary"], tables["pgbench_series"])
 '''),
     md("""
-Does throughput fall over the series? Last third of the runs against the first third (ratio of medians
-with a 95 % interval), and the study's own view: min / max / mean over the series.
+Does throughput fall over the series? The fitted ratio of the last run over the first (a straight line through
+log tps against the run, every run counts) with its 95 % t interval.
 """),
     code('''
-tables["pgbench_series_trend"].select(
-    "server", "scale", "runs", "series", "failed_runs", pl.col("tps_min", "tps_max", "tps_mean").round(0),
-    pl.col("ratio_last_first", "ci_low", "ci_high").round(3), "verdict",
+tables["pgbench_no_vacuum"].select(
+    "server", "scale", "n_rounds", pl.col("tps_first", "tps_last").round(0), pl.col("ratio", "low", "high").round(3),
+    "method",
 )
 '''),
     md("""
-### Cluster growth
+### The database's own size
 
-Database size (`pg_database_size`) and, for the kit's clusters, the data directory (`du`, WAL included,
-the study's `du -sk $PGDATA`) after the fresh load and after each run of the (first) series. The data
-directory holds every database of the cluster and the WAL, whose segments are recycled or added as
-checkpoints come: it moves for reasons other than this series, the database size does not.
+The pgbench database's size (`pg_database_size`, no other database, no WAL) after the fresh load and after
+the last run of the series, shown and not scored: the inserts of the series guarantee growth, and the
+study's `du -sk $PGDATA` counted the cluster's other databases and the WAL too.
 """),
     code('''
-pgbench_charts.growth(tables["pgbench_series_sizes"])
+pgbench_charts.db_size(tables["pgbench_series_sizes"])
 '''),
     code('''
 sizes = tables["pgbench_series_sizes"]
@@ -193,21 +194,28 @@ else:
     md("""
 ## Versions side by side
 
-Every server against the baseline (the oldest version): ratio of medians with a 95 % bootstrap interval.
-For load time below 1 is faster; for tps above 1 is faster.
+Our curve by major version beside S3's readings for 7.3 … 9.1 (its results are charts; the text gives one
+figure, 9.1 more than 3× 7.3). Then every server against the oldest, paired within rounds (for load time
+below 1 is faster; for tps above 1 is faster), the A/A noise floor and the drift between the halves of the
+rounds, with the runs that collapsed (below a third of their cell's median).
 """),
     code('''
-v = tables["pgbench_versions"]
-v.select("what", "group", "server", "baseline", "n", "n_baseline", pl.col("ratio", "ci_low", "ci_high").round(3),
-         "verdict") if v.height else print("only one server: nothing to compare")
+display(pgbench_charts.version_curve(tables["pgbench_version_curve"]))
+v = tables["pgbench_paired"]
+v.select("what", "group", "server", "baseline", "n_rounds", pl.col("ratio", "low", "high").round(3), "method",
+         "flag") if v.height else print("only one server: nothing to compare")
 '''),
     md("""
-## Failed runs
+## Noise floor, drift and failed runs
 
-A run that failed (pgbench error, refused step, timeout) is recorded with its error and counted as
-missing in the summaries (`n_missing`), never dropped.
+The A/A control's false-difference rate and floor (per server and over all), the drift of each server between
+the first and second half of its rounds with the collapsed runs, then the failed runs. A run that failed
+(pgbench error, refused step, timeout) is recorded with its error and counted as missing in the
+summaries (`n_missing`), never dropped.
 """),
     code('''
+display(tables["pgbench_noise"])
+display(tables["pgbench_drift"])
 failed = tables["pgbench_runs"].filter(pl.col("error").is_not_null())
 print(f"{failed.height} failed of {tables['pgbench_runs'].height} runs")
 failed.select("server", "experiment", "condition", "item", "repetition", "error").head(20)
@@ -216,14 +224,11 @@ failed.select("server", "experiment", "condition", "item", "repetition", "error"
 ## What our data says next to the studies
 
 Computed from the tables above (the report's section shows the same findings): per claim of the study,
-a verdict per server — *supported*, *not supported*, *undetermined* when the interval cannot tell, *not
-run* when this profile or these servers cannot test it. A claim that something does not happen (no
-degradation) needs the interval to exclude a loss of more than 10 %, not merely to contain 1. Read the
-absolute numbers as this machine's, the shapes and ratios as the comparison.
+a verdict per server by the one rule of `pglab.verdicts` with the A/A noise floor (docs/verdicts.md). Read
+the absolute numbers as this machine's, the shapes and ratios as the comparison.
 """),
     code('''
-versions = {x.name: x.install.version for x in s.servers if x.install}
-display(Markdown(pgbench_findings.as_markdown(pgbench_findings.findings(tables, versions))))
+display(Markdown(findings.markdown(pgbench_verdicts.findings(tables))))
 '''),
     code('''
 spread = tables["pgbench_select_only_summary"].select(

@@ -1,0 +1,96 @@
+"""S3's and S4's claims through the one verdict rule, on small synthetic tables whose truth is known: each
+verdict path of the pgbench findings (supported, contradicted, direction only, undetermined below the noise
+floor or for a flagged ceiling, not testable, not run), derived by `pgbench_paired` exactly as from a run."""
+
+import polars as pl
+
+from pglab import findings as fs
+from pglab import pgbench_paired, pgbench_verdicts
+
+ROUNDS = 6
+
+
+def _tables(select_ratio=1.0, series_ratio=1.0, load_ratio=1.0, tpcb_11=1.10, aa_wobble=0.01, series_fall=1.0,
+            majors=(10, 11), scaling_gain=1.0) -> dict:
+    """Two servers (majors), ROUNDS rounds; the newer one's values are the older's times the given ratios, with
+    a small alternating wobble so intervals have width; A/A runs differ by aa_wobble."""
+    a, b = (f"pg{m}" for m in majors)
+    w = [1 + 0.004 * (-1) ** r for r in range(ROUNDS)]
+    sel, init, series, scaling = [], [], [], []
+    for r in range(ROUNDS):
+        for srv, k in ((a, 1.0), (b, select_ratio)):
+            sel.append({"server": srv, "scale": 10, "item": "select-only", "round": r, "warmup": False,
+                        "tps": 1000 * k * w[r]})
+            sel.append({"server": srv, "scale": 10, "item": "select-only-aa", "round": r, "warmup": False,
+                        "tps": 1000 * k * w[r] * (1 + aa_wobble * (-1) ** r)})
+        for srv, k in ((a, 1.0), (b, load_ratio)):
+            init.append({"server": srv, "scale": 10, "round": r, "load_s": 2.0 * k * w[r]})
+        for srv, k in ((a, 1.0), (b, series_ratio)):
+            series.append({"server": srv, "scale": 10, "series": 0, "run": r + 1,
+                           "tps": 500 * k * w[r] * series_fall ** r})
+        for c in (1, 2):
+            for srv, k in ((a, 1.0), (b, tpcb_11)):
+                gain = scaling_gain if c == 2 else 1.0
+                scaling.append({"server": srv, "mode": "tpcb", "clients": c, "round": r, "warmup": False,
+                                "tps": 300 * k * w[r] * gain})
+    servers = pl.DataFrame({"server": [a, b], "major": list(majors), "version_num": [m * 10000 for m in majors],
+                            "pgbench_client_version": ["18.6"] * 2, "client_note": [None, None]})
+    t = {"pgbench_select_only": pl.from_dicts(sel), "pgbench_init": pl.from_dicts(init),
+         "pgbench_series": pl.from_dicts(series), "pgbench_scaling": pl.from_dicts(scaling),
+         "pgbench_servers": servers}  # fmt: skip
+    return t | pgbench_paired.tables(t, a, cores=2)
+
+
+def _verdicts(t: dict) -> dict[str, str]:
+    f = pgbench_verdicts.findings(t)
+    assert set(f["verdict"]) <= set(fs.VERDICTS) and "not supported" not in set(f["verdict"])
+    return {r["finding"]: r["verdict"] for r in f.iter_rows(named=True)}
+
+
+def test_known_truth_gives_each_verdict():
+    v = _verdicts(_tables(select_ratio=0.80, series_ratio=1.5, load_ratio=1.3, tpcb_11=1.10))
+    assert v["select_only_scale_10"] == fs.SUPPORTED  # newer slower: the study's "oldest has the highest"
+    assert v["tpcb_versions_scale_10"] == fs.SUPPORTED  # newer faster
+    assert v["load_time_scale_10"] == fs.CONTRADICTED  # newer loads 30 % slower
+    assert v["scaleup_tpcb"] == fs.SUPPORTED  # 11 over 10 by 10 %
+    assert v["no_vacuum_tps_scale_10"] == fs.SUPPORTED  # flat series
+    assert v["scaleup_select-only"] == fs.NOT_RUN  # no select-only scale-up ran
+    assert v["select_only_scale_1"] == v["select_only_scale_100"] == fs.NOT_RUN
+    assert v["no_vacuum_before_hot"] == v["widest_gap"] == fs.NOT_TESTABLE
+    assert "cluster_growth" not in " ".join(v)  # shown, never scored
+
+
+def test_direction_only_and_a_falling_series():
+    v = _verdicts(_tables(tpcb_11=1.40, series_fall=0.9))
+    assert v["scaleup_tpcb"] == fs.DIRECTION_ONLY  # 11 faster, but 40 % is not "about 10 %"
+    assert v["no_vacuum_tps_scale_10"] == fs.CONTRADICTED  # 10 % lost per run
+
+
+def test_an_effect_below_the_noise_floor_decides_nothing():
+    t = _tables(select_ratio=0.95, aa_wobble=0.15)
+    floor = pgbench_verdicts.floor_of(t["pgbench_noise"])
+    assert 0.14 < floor < 0.2  # the A/A wobble of ±15 %
+    assert _verdicts(t)["select_only_scale_10"] == fs.UNDETERMINED
+
+
+def test_a_speed_up_beyond_the_cores_is_flagged_undetermined():
+    t = _tables(scaling_gain=3.0)  # 2 clients 3x one client's tps on 2 cores: impossible
+    assert t["pgbench_paired"].filter(pl.col("what") == "scale-up tps")["flag"][0]
+    assert _verdicts(t)["scaleup_tpcb"] == fs.UNDETERMINED
+
+
+def test_scaleup_of_other_versions_is_not_testable():
+    v = _verdicts(_tables(majors=(15, 18)))
+    assert v["scaleup_tpcb"] == fs.NOT_TESTABLE
+
+
+def test_a_collapsed_run_shows_in_the_drift_table():
+    t = _tables()
+    sel = t["pgbench_select_only"].with_columns(
+        tps=pl.when((pl.col("round") == 3) & (pl.col("server") == "pg11") & (pl.col("item") == "select-only"))
+        .then(pl.col("tps") / 4).otherwise(pl.col("tps")))  # fmt: skip
+    t = t | {"pgbench_select_only": sel}
+    d = pgbench_paired.drift_table(t).filter((pl.col("what") == "select-only tps") & (pl.col("server") == "pg11"))
+    assert d["collapsed_runs"][0] == 1 and d["lowest_over_median"][0] < 1 / 3
+    aa = pgbench_paired.noise_table(t).filter(pl.col("server") == "pg11")
+    assert aa["floor"][0] > 0.5  # the collapsed round is in the A/A numbers, not averaged away
