@@ -160,7 +160,7 @@ def test_identical_data_on_every_server(stage):
 def test_results_agree_across_servers_and_worker_counts(stage):
     s, _, tables, _, _, _ = stage
     execs = tables["partitioning_executions"]
-    assert execs.height == len(s.servers) * 3 * (2 + 1) and execs["error"].null_count() == execs.height
+    assert execs.height == len(s.servers) * 4 * (2 + 1) and execs["error"].null_count() == execs.height
     assert execs["count"].n_unique() == 1 and 0.45 * ROWS < execs["count"][0] < 0.55 * ROWS
     avg = execs["avg"]
     assert (avg.max() - avg.min()) / avg.mean() < 1e-9 and 45 < avg.mean() < 55
@@ -281,9 +281,13 @@ def test_report_section_on_the_derived_tables(stage):
     for x in s.servers:
         for finding in ("serial_plan", "parallel_plan", "workers_planned", "even_spread"):
             assert by[(finding, x.name)] == findings.SUPPORTED, (finding, x.name)
-        assert (("speedup", x.name)) in by
+        assert by[("speedup", x.name)] == findings.NOT_TESTABLE  # the study's 5.7×: three drives, cold
+        assert ("cpu_speedup", x.name) in by
     assert by[("results_agree", "all")] == findings.SUPPORTED
-    assert by[("io_parallelism", "all")] == findings.NOT_RUN
+    assert by[("io_parallelism", "all")] == findings.NOT_TESTABLE
+    nz = derived.read_table("partitioning_noise", PROFILE, root=root)
+    assert sorted(nz["server"]) == sorted(x.name for x in s.servers) and (nz["n_pairs"] == 1).all(), nz
+    assert "A/A control" in report.method(PROFILE, root)
     text = report.method(PROFILE, root)
     assert text == report.method(PROFILE, root) and f.equals(report.findings(PROFILE, root))
     for x in s.servers:
@@ -293,3 +297,39 @@ def test_report_section_on_the_derived_tables(stage):
     assert 1 <= len(charts) <= 4
     for c in charts:
         c.to_dict()
+
+
+def _synthetic_execs(parallel_factor: float, rounds: int = 12, jitter: float = 0.03) -> pl.DataFrame:
+    """Known truth: serial 1 s, serial_aa the same, workers=2 at `parallel_factor` of it, each round's level
+    moved by up to ±30 % (drift that pairing must cancel) and each value by ±jitter."""
+    import random
+
+    rng = random.Random(5)
+    rows = []
+    for r in range(rounds):
+        level = 1 + 0.3 * rng.uniform(-1, 1)
+        for cond, f in (("serial", 1.0), ("serial_aa", 1.0), ("workers=2", parallel_factor)):
+            rows.append({"server": "pg18", "condition": cond, "round": r + 1, "warmup": False, "error": None,
+                         "seconds": level * f * (1 + jitter * rng.uniform(-1, 1))})
+    return pl.from_dicts(rows)
+
+
+@pytest.mark.parametrize(
+    "factor, cores, verdict, words",
+    [
+        (0.6, 2, findings.SUPPORTED, "is lower"),  # 1.67× on 2 cores: faster, within the ceiling
+        (1.0, 2, findings.UNDETERMINED, "below the noise floor"),  # no gain: a direction-only claim cannot be refuted
+        (1.3, 2, findings.CONTRADICTED, "shows the opposite"),  # slower in parallel
+        (0.2, 2, findings.UNDETERMINED, "above the physical ceiling"),  # 5× on 2 cores: a measurement problem
+    ],
+)  # fmt: skip
+def test_cpu_speedup_paired_with_the_ceiling_flag(factor, cores, verdict, words):
+    from pglab import partitioning_verdicts as pv
+
+    t = pv.tables(_synthetic_execs(factor))
+    nz = t["partitioning_noise"].row(0, named=True)
+    assert nz["n_pairs"] == 1 and nz["floor"] < 0.1  # the round-level drift of ±30 % cancels in the pairs
+    plans = pl.DataFrame({"server": ["pg18"], "condition": ["workers=2"], "workers_planned": [2]})
+    row = pv.cpu_speedup(t["partitioning_paired"], plans, t["partitioning_noise"], "pg18", cores)
+    assert row["verdict"] == verdict and words in row["evidence"], row["evidence"]
+    assert row["our_value"] == pytest.approx(factor, rel=0.05) and row["interval"].startswith("95 % bootstrap")
