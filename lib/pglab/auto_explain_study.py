@@ -277,6 +277,16 @@ class AutoExplainParams(Strict):
             raise ValueError(f"expected one of the conditions {sorted(conditions)}")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_default_control_without_its_condition(cls, data):
+        """Conditions given by the params without the default A/A condition: no control, unless one is named."""
+        if isinstance(data, dict) and "aa_condition" not in data and isinstance(data.get("conditions"), dict):
+            default = cls.model_fields["aa_condition"].default
+            if default not in data["conditions"]:
+                data = data | {"aa_condition": None}
+        return data
+
     @model_validator(mode="after")
     def _aa_is_the_baseline_again(self):
         v, conditions, baseline = self.aa_condition, self.conditions, self.baseline
