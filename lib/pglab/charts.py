@@ -63,3 +63,68 @@ def table(df: pl.DataFrame, floats: str = "{:.3g}"):
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
     return Markdown("\n".join(lines))
+
+
+# -- the summary's ratio strips: one tiny inline SVG per claim row, drawn by hand ------------------------------------
+# (a Vega-Lite render costs ~0.3 s; fifty of them would triple the report's time, and one chart beside an HTML
+# table cannot stay aligned with rows whose height the browser decides)
+
+STRIP_W, STRIP_H = 200, 18
+STUDY_COLOR, OURS_COLOR = "#222222", "#1f77b4"
+
+
+def ratio_domain(values, pad: float = 1.25) -> tuple[float, float]:
+    """A log-scale domain covering every positive value and 1, padded, at least 0.5 … 2."""
+    vs = [v for v in values if v is not None and v > 0]
+    lo, hi = min([0.5, *vs]) / pad, max([2.0, *vs]) * pad
+    return max(lo, 1e-3), min(hi, 1e3)
+
+
+def _x(v: float, domain: tuple[float, float]) -> float:
+    import math
+
+    lo, hi = (math.log(d) for d in domain)
+    v = min(max(v, domain[0]), domain[1])  # a value outside is pinned to the edge, not dropped
+    return 4 + (STRIP_W - 8) * (math.log(v) - lo) / (hi - lo)
+
+
+def _ticks(domain: tuple[float, float]) -> list[float]:
+    return [t for t in (0.01, 0.1, 0.2, 0.5, 1, 2, 5, 10, 100) if domain[0] <= t <= domain[1]]
+
+
+def ratio_strip_svg(study: float | None, ours: list[tuple[float, float | None, float | None]],
+                    domain: tuple[float, float], title: str = "") -> str:
+    """The study's ratio as a black dot, each of our estimates as a blue diamond with its interval bar (one
+    per server, stacked), on a log scale; faint lines at the axis ticks, a darker one at 1 (no effect)."""
+    from html import escape
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{STRIP_H}" role="img" '
+             f'viewBox="0 0 {STRIP_W} {STRIP_H}" class="ratio-strip">']  # fmt: skip
+    if title:
+        parts.append(f"<title>{escape(title)}</title>")
+    for t in _ticks(domain):
+        color = "#999999" if t == 1 else "#e3e3e3"
+        parts.append(f'<line x1="{_x(t, domain):.1f}" x2="{_x(t, domain):.1f}" y1="0" y2="{STRIP_H}" '
+                     f'stroke="{color}" stroke-width="1"/>')  # fmt: skip
+    n = max(len(ours), 1)
+    for i, (value, low, high) in enumerate(ours):
+        y = (i + 0.5) * STRIP_H / n
+        if low is not None and high is not None:
+            parts.append(f'<line x1="{_x(low, domain):.1f}" x2="{_x(high, domain):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                         f'stroke="{OURS_COLOR}" stroke-width="2"/>')  # fmt: skip
+        if value is not None:
+            x = _x(value, domain)
+            parts.append(f'<path d="M{x:.1f} {y - 4:.1f}L{x + 4:.1f} {y:.1f}L{x:.1f} {y + 4:.1f}L{x - 4:.1f} '
+                         f'{y:.1f}Z" fill="{OURS_COLOR}"/>')  # fmt: skip
+    if study is not None:
+        parts.append(f'<circle cx="{_x(study, domain):.1f}" cy="{STRIP_H / 2:.1f}" r="3.5" fill="{STUDY_COLOR}" '
+                     'fill-opacity="0.85"/>')
+    return "".join(parts) + "</svg>"
+
+
+def ratio_axis_svg(domain: tuple[float, float]) -> str:
+    """The strips' shared axis: tick labels (0.5×, 1×, 2× …) for the table header."""
+    labels = "".join(f'<text x="{_x(t, domain):.1f}" y="12" text-anchor="middle" font-size="10" fill="#555555">'
+                     f"{t:g}×</text>" for t in _ticks(domain))  # fmt: skip
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="16" viewBox="0 0 {STRIP_W} 16" '
+            f'class="ratio-axis">{labels}</svg>')  # fmt: skip

@@ -1,5 +1,6 @@
 """The report's study sections, in the order of the studies S1 … S5 (docs/studies.md), each a `<name>_report` module
-with TITLE, TABLES, method(), charts() and findings() that read `data/derived/<profile>/` only.
+with TITLE, TABLES, method(), charts() and findings() that read `data/derived/<profile>/` only; optional
+question(), discussion(profile, root) and NOISE_TABLE override the defaults (report_setups, `<prefix>_noise`).
 
 `show()` renders one section in a notebook; a section whose tables this profile lacks says so instead."""
 
@@ -11,7 +12,7 @@ from types import ModuleType
 
 import polars as pl
 
-from . import derived
+from . import derived, report_evidence, report_setups
 from . import findings as fnd
 
 SECTIONS = (
@@ -73,24 +74,45 @@ def all_findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     return pl.concat(frames).sort("study", "finding", "server", maintain_order=True)
 
 
-def verdict_counts(f: pl.DataFrame) -> pl.DataFrame:
-    """Findings per study and verdict, the verdicts as columns in the vocabulary's order."""
-    counts = f.group_by("study", "verdict").len().pivot(on="verdict", index="study", values="len")
-    cols = [v for v in fnd.VERDICTS if v in counts.columns]
-    return counts.select("study", *[pl.col(c).fill_null(0) for c in cols]).sort("study")
+def question(name: str) -> str:
+    """The section's question: the module's own `question()` when it has one, else report_setups'."""
+    mod = section(name)
+    return mod.question() if hasattr(mod, "question") else report_setups.question(name)
+
+
+def discussion(name: str, profile: str, root: Path | None = None) -> str:
+    """What differs from the study's setup and why it matters (Markdown): the module's own `discussion()` when
+    it has one, else the study's setup beside ours from report_setups."""
+    mod = section(name)
+    if hasattr(mod, "discussion"):
+        return mod.discussion(profile, root)
+    return report_setups.discussion(name, profile, root)
+
+
+def noise_table(name: str, profile: str, root: Path | None = None) -> pl.DataFrame | None:
+    """The section's A/A control (`<prefix>_noise`: study, server, metric, n_pairs, false_difference_rate,
+    floor, method), or None when this run has none."""
+    table = getattr(section(name), "NOISE_TABLE", name.removesuffix("_report") + "_noise")
+    if not (derived.profile_dir(profile, root) / f"{table}.csv").exists():
+        return None
+    return derived.read_table(table, profile, root)
 
 
 def show(name: str, profile: str, root: Path | None = None) -> None:
-    """Display one section: how it was measured, its charts, its findings beside the study's."""
-    from IPython.display import Markdown, display
+    """Display one section: its question and sources, how it was measured (folded), its charts, its findings
+    (one folded block per claim), its noise floor, and what differs from the study's setup."""
+    from IPython.display import HTML, Markdown, display
 
     mod = section(name)
     missing = missing_tables(mod, profile, root)
     if missing:
         display(Markdown(f"*Not run in profile `{profile}`: no derived table {', '.join(missing)}.*"))
         return
-    display(Markdown(sources_markdown(name)))
-    display(Markdown("**How it was measured.**\n\n" + mod.method(profile, root)))
+    display(Markdown(f"**The question.** {question(name)}\n\n{sources_markdown(name)}"))
+    display(HTML(report_evidence.folded("How it was measured", mod.method(profile, root))))
     for chart in mod.charts(profile, root):
         display(chart)
-    display(Markdown(fnd.markdown(mod.findings(profile, root))))
+    display(Markdown("**Findings.** One per claim of the study: open it for each server's verdict and evidence."))
+    display(HTML(report_evidence.findings_html(mod.findings(profile, root))))
+    display(Markdown(report_evidence.noise_markdown(noise_table(name, profile, root))))
+    display(Markdown("**What differs from the study.**\n\n" + discussion(name, profile, root)))

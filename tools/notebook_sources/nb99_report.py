@@ -1,7 +1,8 @@
 """Cells of notebooks/99_report.ipynb (regenerate with `python tools/make_notebooks.py 99`).
 
-One section per study, in the order of the studies S1 … S5 (docs/studies.md); each heading comes from the section
-module's TITLE and each body from `report_sections.show()`, so the notebook stays a table of contents."""
+Answers first (report_summary: one row per claim, then the tally), then one section per study in the order of the
+studies S1 … S5 (docs/studies.md), each heading from the section module's TITLE and each body from
+`report_sections.show()`, then the data inventory (report_appendix): the notebook stays a table of contents."""
 
 import sys
 from pathlib import Path
@@ -20,54 +21,51 @@ for name in report_sections.SECTIONS:
 
 CELLS = [
     md("""
-# pglab report: PostgreSQL performance studies, reproduced on this machine
+# pglab report: five PostgreSQL performance studies, reproduced on this machine
 
-Five published studies, S1 … S5, asked what a PostgreSQL version, setting or feature does to performance
-(`docs/studies.md` describes each, with its citation: S1 and S3 entries of the PostgreSQL Advent Calendar, S2 a
-blog post, S4 the PostgreSQL Enterprise Consortium's WG1 report for 2018, S5 a blog entry for the 2017
-Advent Calendar). This report answers the same questions on the machine and servers described below, from
-the measurements of one run of every experiment notebook (`notebooks/00`–`70`, where each measurement is taken
-and stored; their executed copies sit next to this one).
-
-**How to read it.** Times are medians of interleaved, warmed-up repetitions, shown with their min–max range.
-Every comparison is a ratio with a 95 % bootstrap confidence interval; a difference whose interval contains 1
-is reported as *no detectable difference*, never as a win. Each finding puts the source study's claim beside
-our evidence and a verdict: **supported**, **not supported**, **undetermined** (our interval is too wide to
-tell) or **not run** (not in this profile, or the server cannot run it, e.g. no JIT).
-
-Everything below is read from `data/derived/<profile>/` only — no server is needed, and re-running this
-notebook on the committed data reproduces it exactly (CI checks that with nbval).
+Each row is a claim of a published study (S1 … S5, `docs/studies.md`), in its own words, beside what our
+measurements say; the sections below give the evidence, the appendix the data.
 """),
     params_cell(),
     code('''
-import polars as pl
-
-from pglab import charts, derived, params, report_sections
+from pglab import charts, params, report_appendix, report_sections, report_summary
 from pglab.charts import table
 from pglab.environment_report import machine_table, servers_table, timer_chart
 
 p = params.load(params_file, check_servers=False)
 charts.setup()
-print(f"profile {p.profile}: data/derived/{p.profile}/")
+everything = report_sections.all_findings(p.profile)
+'''),
+    md("## The answers, claim by claim"),
+    code('''
+report_summary.show(everything)
+'''),
+    md("## Findings at a glance"),
+    code('''
+report_summary.show_glance(everything)
 '''),
     md("""
-## The data behind this report
+## How to read it
 
-Every derived table with its row count; the manifest holds their SHA-256 checksums, checked here.
+Times are medians of interleaved, warmed-up repetitions. Every comparison is a ratio B / A measured in pairs,
+with its interval: a 95 % bootstrap interval from 10 rounds on, else the min–max of the rounds, labelled so. A
+verdict puts the study's claim beside that interval (`docs/verdicts.md`): **supported** (our interval shows the
+direction and contains the study's size), **contradicted** (it excludes the size and does not show the
+direction), **direction only** (right direction, other size), **undetermined** (too wide, too few rounds, below
+the machine's noise floor, or a measurement problem), **not testable here** (this machine, scale or build
+cannot test it; it says what would) and **not run** (not in this profile). A claim measured on several servers
+gets one verdict: theirs when they agree, else undetermined.
+
+Everything here is read from `data/derived/<profile>/` only: no server is needed, and re-running this notebook
+on the committed data reproduces it exactly (CI checks that with nbval). The studies ran on their authors'
+machines at much larger sizes: compare shapes and ratios, not seconds; each section says what differs.
 """),
-    code('''
-# NBVAL_CHECK_OUTPUT
-with pl.Config(tbl_rows=-1):
-    print(derived.inventory().filter(profile=p.profile).drop("sha256", "profile"))
-problems = derived.verify(p.profile)
-print("manifest:", "every table matches its checksum" if not problems else f"MISMATCH {problems}")
-'''),
     md("""
 ## The machine and the servers
 
 Recorded by `00_environment` at the start of the run. Every server ran with the same explicit settings of the
-params file (listed per study below where they matter); the timer's cost per read explains part of what
-`EXPLAIN ANALYZE` and auto_explain's `log_analyze` cost.
+params file; the timer's cost per read explains part of what `EXPLAIN ANALYZE` and auto_explain's
+`log_analyze` cost.
 """),
     code('''
 table(machine_table(p.profile))
@@ -78,18 +76,17 @@ table(servers_table(p.profile))
     code('''
 timer_chart(p.profile)
 '''),
+    *STUDY_CELLS,
     md("""
-## Findings at a glance
+## Appendix: the data behind this report
 
-How many of each study's findings our data supports, contradicts or cannot decide; the sections below give
-each one with its numbers.
+Every derived table this report read, with its row count and SHA-256 checksum from the manifest (checked
+here), the run that measured it and the kit revision that derived it.
 """),
     code('''
-everything = report_sections.all_findings(p.profile)
-table(report_sections.verdict_counts(everything))
+# NBVAL_CHECK_OUTPUT
+from IPython.display import Markdown
+
+Markdown(report_appendix.provenance_markdown(p.profile) + "\\n\\n" + report_appendix.inventory_markdown(p.profile))
 '''),
-    code('''
-table(everything.select("study", "finding", "server", "verdict"))
-'''),
-    *STUDY_CELLS,
 ]

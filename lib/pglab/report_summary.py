@@ -1,0 +1,182 @@
+"""The report's first screen: one row per study claim — the claim in the study's words, the study's figure and
+ours with its interval, one verdict per claim (`verdicts.claim_verdicts`, the per-server breakdown folded) and a
+ratio strip — then the findings at a glance (`verdicts.tally`), the untested claims kept apart.
+
+Tables are HTML (with their own small style block) so that the report's HTML and JupyterLab show the same thing;
+every text is escaped. Data derived before the verdict vocabulary of issue 16 still carries the old word
+"not supported" and no numbers: it is counted in a column of its own, only when present (`OLD_WORD_NOTE`)."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+import polars as pl
+
+from . import charts
+from . import findings as fnd
+from . import verdicts as v
+
+OLD = fnd.NOT_SUPPORTED
+OLD_WORD_NOTE = (
+    f"“{OLD}” is the word these findings were derived with, before the verdicts were split into *contradicted* "
+    "and *direction only* (docs/verdicts.md): it is counted in a column of its own, among the tested claims, "
+    "and not mapped to either (the data does not say which)."
+)
+COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", OLD: "#c62828",
+          v.UNDETERMINED: "#616161", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}  # fmt: skip
+# the class doubled: JupyterLab's own table rules (right-aligned cells) are one class more specific than ".x td"
+STYLE = """<style>
+table.pglab-sum.pglab-sum { border-collapse: collapse; font-size: 13px; width: 100%; table-layout: fixed;
+  margin: 0; }
+.pglab-sum.pglab-sum th, .pglab-sum.pglab-sum td { padding: 2px 6px; border-bottom: 1px solid #eee;
+  text-align: left; vertical-align: middle; line-height: 1.35; }
+.pglab-sum.pglab-sum th { font-weight: 600; border-bottom: 1px solid #bbb; }
+.pglab-sum.pglab-sum td.claim { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.pglab-sum.pglab-sum td.claim a { color: inherit; text-decoration: none; }
+.pglab-sum.pglab-sum td.num { white-space: nowrap; font-variant-numeric: tabular-nums; font-size: 12px; }
+.pglab-sum.pglab-sum .apart { border-left: 2px solid #bbb; }
+.pglab-sum.pglab-sum details summary { cursor: pointer; white-space: nowrap; }
+.pglab-sum.pglab-sum details div { font-size: 11px; color: #444; white-space: normal; }
+.pglab-verdict { font-weight: 600; white-space: nowrap; }
+.pglab-untested { font-style: italic; font-weight: normal; }
+</style>"""
+
+
+def anchor(study: str, finding: str) -> str:
+    """The id of a claim's folded findings in its study section (the summary's rows link there)."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9_.-]", "-", f"{study}-{finding}")
+
+
+def verdict_html(label: str) -> str:
+    cls = "pglab-verdict" + (" pglab-untested" if label in (v.NOT_TESTABLE, v.NOT_RUN) else "")
+    mark = "*" if label == OLD else ""
+    return f'<span class="{cls}" style="color:{COLORS.get(label, "#000")}">{escape(label)}{mark}</span>'
+
+
+def ratio_text(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    if value is None:
+        return "—"
+    d = 3 if low is not None and high is not None and high - low < 0.02 else 2
+    out = f"{value:.{d}f}×"
+    return out + (f" [{low:.{d}f}–{high:.{d}f}]" if low is not None and high is not None else "")
+
+
+def claims(findings: pl.DataFrame) -> pl.DataFrame:
+    """One row per claim: claim_verdicts' columns plus the claim's words, the study's figure and ours per server
+    (a list of dicts server, value, low, high, interval; only servers with a number)."""
+    cv = v.claim_verdicts(findings)
+    words = findings.group_by("study", "finding", maintain_order=True).agg(
+        pl.col("claim").first(), pl.col("study_value").drop_nulls().first(),
+        pl.struct(server="server", value="our_value", low="our_low", high="our_high", interval="interval")
+        .filter(pl.col("our_value").is_not_null()).alias("ours"),
+    )  # fmt: skip
+    return cv.join(words, on=["study", "finding"], how="left", maintain_order="left")
+
+
+def _ours_cell(ours: list[dict]) -> str:
+    if not ours:
+        return "—"
+    one = len(ours) == 1
+    lines = [("" if one else f"{escape(o['server'])} ") + ratio_text(o["value"], o["low"], o["high"]) for o in ours]
+    tip = "; ".join(f"{o['server']}: {o['interval'] or 'no interval'}" for o in ours)
+    return f'<span title="{escape(tip)}">' + "<br>".join(lines) + "</span>"
+
+
+def _verdict_cell(row: dict) -> str:
+    if row["servers"] <= 1:
+        return f'<span title="{escape(row["breakdown"])}">{verdict_html(row["verdict"])}</span>'
+    parts = "<br>".join(escape(p) for p in row["breakdown"].split("; "))
+    return f"<details><summary>{verdict_html(row['verdict'])}</summary><div>{parts}</div></details>"
+
+
+def summary_html(findings: pl.DataFrame) -> str:
+    """The summary table: study, claim (one line, the full text on hover, a link to its evidence), the study's
+    figure, ours, the verdict and the ratio strip (the study's figure beside ours, log scale)."""
+    rows = claims(findings)
+    numbers = [*rows["study_value"].drop_nulls()]
+    for ours in rows["ours"]:
+        numbers += [x for o in ours for x in (o["value"], o["low"], o["high"])]
+    domain = charts.ratio_domain(numbers)
+    head = ('<tr><th style="width:3em">study</th><th>the study’s claim</th><th style="width:4.5em">theirs</th>'
+            '<th style="width:11em">ours [interval]</th><th style="width:10em">verdict</th>'
+            f'<th style="width:{charts.STRIP_W + 12}px">{charts.ratio_axis_svg(domain)}</th></tr>')  # fmt: skip
+    body = []
+    for r in rows.iter_rows(named=True):
+        ours = [(o["value"], o["low"], o["high"]) for o in r["ours"]]
+        tip = f"study {ratio_text(r['study_value'])}; ours " + ", ".join(ratio_text(*o) for o in ours)
+        strip = (charts.ratio_strip_svg(r["study_value"], ours, domain, tip)
+                 if r["study_value"] is not None or ours else "")  # fmt: skip
+        body.append(
+            f"<tr><td>{escape(r['study'])}</td>"
+            f'<td class="claim" title="{escape(r["claim"])}"><a href="#{anchor(r["study"], r["finding"])}">'
+            f"{escape(r['claim'])}</a></td><td class=\"num\">{ratio_text(r['study_value'])}</td>"
+            f'<td class="num">{_ours_cell(r["ours"])}</td><td>{_verdict_cell(r)}</td><td>{strip}</td></tr>'
+        )
+    legend = ("<p style='font-size:12px;color:#555'>Ratios are B / A as each claim states them (0.5× = half the "
+              "time). Strip: ● the study’s figure, ◆ ours with its interval bar (one per server), log scale, the "
+              "grey line at 1× = no effect; a claim without a number has no mark. A verdict with ▸ folds its "
+              "per-server verdicts; a claim links to its evidence below.</p>")  # fmt: skip
+    table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
+    note = f"<p style='font-size:12px'>* {escape(OLD_WORD_NOTE)}</p>" if OLD in set(rows["verdict"]) else ""
+    return STYLE + table + legend + note
+
+
+def tally(claim_rows: pl.DataFrame) -> pl.DataFrame:
+    """`verdicts.tally` of one-verdict-per-claim rows; the old word, when present, in a column of its own after
+    the tested verdicts (counted as tested, like the contradicted and direction-only claims it stands for)."""
+    old = claim_rows["verdict"] == OLD
+    t = v.tally(claim_rows.with_columns(verdict=pl.when(old).then(pl.lit(v.CONTRADICTED)).otherwise("verdict")))
+    if not old.any():
+        return t
+    per = claim_rows.filter(old).group_by("study").len()
+    counts = {**dict(per.iter_rows()), "all": int(old.sum())}
+    olds = pl.Series(OLD, [counts.get(s, 0) for s in t["study"]], pl.Int64)
+    t = t.with_columns(pl.col(v.CONTRADICTED) - olds, olds)
+    return t.select("study", "tested", *v.TESTED, OLD, v.NOT_TESTABLE, v.NOT_RUN)
+
+
+def headline(t: pl.DataFrame) -> str:
+    """One sentence from the overall tally row: how many claims, how many tested and how they came out."""
+    a = t.filter(pl.col("study") == "all").row(0, named=True)
+    total = a["tested"] + a[v.NOT_TESTABLE] + a[v.NOT_RUN]
+    tested = ", ".join(f"{a[c]} {c}" + ("*" if c == OLD else "") for c in t.columns[2:] if c not in
+                       (v.NOT_TESTABLE, v.NOT_RUN) and a[c])  # fmt: skip
+    return (f"**{total} claims** of the five studies; **{a['tested']} tested here**: {tested or 'none'}. "
+            f"Not tested: {a[v.NOT_TESTABLE]} not testable here, {a[v.NOT_RUN]} not run.")
+
+
+def glance_html(t: pl.DataFrame) -> str:
+    """The tally as a table, the untested columns set apart by a rule, the overall row last and bold."""
+    apart = (v.NOT_TESTABLE, v.NOT_RUN)
+    first_apart = next(c for c in t.columns if c in apart)
+
+    def cell(tag: str, c: str, text: str) -> str:
+        return f'<{tag}{" class=apart" if c == first_apart else ""}>{text}</{tag}>'
+
+    head = "<tr>" + "".join(cell("th", c, escape(c) + ("*" if c == OLD else "")) for c in t.columns) + "</tr>"
+    body = []
+    for r in t.iter_rows(named=True):
+        style = ' style="font-weight:600"' if r["study"] == "all" else ""
+        body.append(f"<tr{style}>" + "".join(cell("td", c, escape(str(r[c]))) for c in t.columns) + "</tr>")
+    note = f"<p style='font-size:12px'>* {escape(OLD_WORD_NOTE)}</p>" if OLD in t.columns else ""
+    explain = ("<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
+               "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
+               "<i>tested</i> counts the claims with a verdict from data; <i>not testable here</i> and "
+               "<i>not run</i>, right of the rule, are not part of it.</p>")  # fmt: skip
+    table = f'<table class="pglab-sum" style="width:auto;table-layout:auto">{head}{"".join(body)}</table>'
+    return STYLE + table + explain + note
+
+
+def show(findings: pl.DataFrame) -> None:
+    """The report's opening: the headline sentence, then the summary table."""
+    from IPython.display import HTML, Markdown, display
+
+    display(Markdown(headline(tally(claims(findings)))))
+    display(HTML(summary_html(findings)))
+
+
+def show_glance(findings: pl.DataFrame) -> None:
+    from IPython.display import HTML, display
+
+    display(HTML(glance_html(tally(claims(findings)))))

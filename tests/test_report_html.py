@@ -1,0 +1,131 @@
+"""The HTML report as a reader sees it, in headless Chromium: the committed report/report.html and one rendered
+here from the committed data/derived/default (`python -m pglab.report --only 99`, no server).
+
+Checked: the first screen (1280×800, before scrolling) holds the summary of answers, not the data inventory;
+every study section has a chart drawn as SVG; every folded block (`<details>`) opens on a click and shows its
+content; and nothing is requested from outside the machine (every URL in Chrome's network log is file: or data:).
+
+Headless Chromium and chromedriver come from Debian (`.ci/run` installs them); without them this is skipped."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver")
+VIEWPORT = (1280, 800)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("report")
+    # as a user runs it: the committed data/derived/, not the tests' data directory
+    env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR", "PGLAB_DERIVED_DIR")}
+    run = subprocess.run(
+        [sys.executable, "-m", "pglab.report", "--params", "params/default.yaml", "--only", "99", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    return str(out / "report.html")
+
+
+@pytest.fixture(params=["committed", "rendered"])
+def page(request, browser):
+    path = str(ROOT / "report" / "report.html") if request.param == "committed" else request.getfixturevalue("rendered")
+    browser.get("file://" + path)
+    browser.execute_script("window.scrollTo(0, 0)")
+    return browser
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--hide-scrollbars"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # DevTools Network events
+    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
+    # the viewport itself, not the window around it
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False})
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_first_screen_holds_the_summary_not_the_inventory(page):
+    seen = page.execute_script("""
+        const h = window.innerHeight, vis = e => { const r = e.getBoundingClientRect();
+            return r.height > 0 && r.top < h && r.bottom > 0; };
+        const summary = document.querySelector('table.pglab-sum');
+        const rows = [...(summary ? summary.querySelectorAll('tr') : [])]
+            .filter(r => r.getBoundingClientRect().bottom <= h);
+        const appendix = [...document.querySelectorAll('h2')].find(e => /Appendix/.test(e.textContent));
+        const inventory = [...document.querySelectorAll('table')].filter(t => /sha256/.test(t.rows[0]?.textContent));
+        return {height: h, summary: !!summary, summaryTop: summary && summary.getBoundingClientRect().top,
+                rows: rows.length, appendixShown: !!appendix && vis(appendix), inventories: inventory.length,
+                inventoryShown: inventory.some(vis), polars: /shape: \\(/.test(document.body.innerText.slice(0, 3000))};
+    """)  # fmt: skip
+    assert seen["height"] == VIEWPORT[1], seen
+    assert seen["summary"] and 0 <= seen["summaryTop"] < VIEWPORT[1] / 2, seen
+    assert seen["rows"] >= 10, f"the first screen shows only {seen['rows']} rows of the summary: {seen}"
+    assert seen["inventories"] == 1 and not seen["inventoryShown"] and not seen["appendixShown"], seen
+    assert not seen["polars"], "a polars printout near the top"
+
+
+def test_every_study_section_has_an_svg_chart(page):
+    sections = page.execute_script("""
+        const out = {}; let current = null;
+        // nbconvert inlines a chart's SVG as an <img> of data:image/svg+xml; rendered = decoded, of real size
+        const charts = 'h2, [data-mime-type="image/svg+xml"] svg, [data-mime-type="image/svg+xml"] img';
+        for (const e of document.querySelectorAll(charts)) {
+            if (e.tagName === 'H2') { current = /^S\\d/.test(e.textContent.trim()) ? e.textContent.trim() : null;
+                                      if (current) out[current] = 0; }
+            else if (current && e.getBoundingClientRect().width > 50 && (e.tagName !== 'IMG' ||
+                     (e.src.startsWith('data:image/svg+xml') && e.complete && e.naturalWidth > 0))) out[current] += 1;
+        }
+        return out;""")
+    assert len(sections) == 6, sections
+    assert all(n >= 1 for n in sections.values()), sections
+
+
+def test_every_details_opens(page):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    url = page.current_url
+    blocks = page.find_elements(By.CSS_SELECTOR, "details")
+    assert len(blocks) >= 48, len(blocks)  # one per claim at least
+    for d in blocks:
+        summary = d.find_element(By.CSS_SELECTOR, ":scope > summary")
+        page.execute_script("arguments[0].scrollIntoView({block: 'center'})", summary)
+        assert d.get_attribute("open") is None, d.get_attribute("outerHTML")[:200]
+        # the marker end of the line: a click there opens the block and follows no link inside the summary
+        ActionChains(page).move_to_element_with_offset(summary, -summary.size["width"] // 2 + 4, 0).click().perform()
+        assert d.get_attribute("open") is not None, summary.text[:200]
+        content = d.find_elements(By.XPATH, "./*[not(self::summary)]")
+        assert content and any(c.is_displayed() for c in content), summary.text[:200]
+    assert page.current_url == url
+
+
+def test_no_request_leaves_the_machine(page):
+    page.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    for d in page.execute_script("return [...document.querySelectorAll('details')]"):
+        page.execute_script("arguments[0].open = true", d)
+    urls = []
+    for entry in page.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] in ("Network.requestWillBeSent", "Network.webSocketCreated"):
+            urls.append(msg["params"].get("request", {}).get("url") or msg["params"].get("url", ""))
+    assert any(u.startswith("file://") and u.endswith("report.html") for u in urls), urls[:5]
+    outside = [u for u in urls if not u.startswith(("file://", "data:"))]
+    assert outside == [], outside[:10]
