@@ -90,7 +90,7 @@ def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
     c.port = _free()
     c._write_conf({})
     subprocess.run(
-        [str(embedded.tool("pg_ctl")), "-D", str(c.data), "-l", str(c.data / "pgctl.log"),
+        [str(c.server_install.tool("pg_ctl")), "-D", str(c.data), "-l", str(c.data / "pgctl.log"),
          "-w", "start"],
         check=True, capture_output=True, **c.run_as.popen_kwargs(),
     )  # fmt: skip
