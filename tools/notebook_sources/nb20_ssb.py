@@ -18,7 +18,7 @@ FORMAT JSON)` per server × mode × query. Time is client wall time over a Unix 
 row fetched). Our machine and scale are far smaller than the study's: compare shapes and ratios.
 """),
     params_cell('''servers = None       # e.g. ["pg18", "pg15"]; None: every server of the params
-modes = None         # subset of ["serial", "parallel", "parallel_jit"]
+modes = None         # subset of ["serial", "parallel", "parallel_aa", "parallel_jit", "parallel_jit_forced"]
 repetitions = None
 workers = None       # parallel modes' worker count; None: ssb.workers of the params, else the machine's cores
 worker_sweep = None  # e.g. [0, 1, 2]
@@ -31,7 +31,8 @@ import os
 import polars as pl
 
 from pglab import charts, derived, outcomes, session
-from pglab.ssb import charts as ssb_charts, experiment as ex, reference as ref, stage as ssb_stage
+from pglab.ssb import charts as ssb_charts, experiment as ex, paired_tables, reference as ref, stage as ssb_stage
+from pglab.ssb import study_plans
 
 charts.setup()
 s = session.begin(params_file, run_id, study="ssb")
@@ -50,6 +51,7 @@ if not targets:
 '''),
     md("## Running the queries"),
     code('''
+facts = study_plans.record_facts(targets, p, s.store, loads)  # versions, datasets, cores: derive needs no server
 available = ex.run_modes(targets, p, s.store)
 ex.capture_plans(targets, p, s.store, available)
 sweep_counts = ex.run_sweep(targets, p, s.store)
@@ -63,9 +65,13 @@ tables = ex.derive(execs)
 plans = ex.plans_table(p, s.store, available)
 checks = ex.checksum_agreement(pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(
     pl.col("mode").cast(pl.String))]))
+facts = study_plans.read_facts(s.store)
+paired = paired_tables.derive(execs, sweep, facts)
+fingerprints = study_plans.fingerprints(plans, facts)
 for name, df in {"ssb_executions": execs, "ssb_summary": tables["summary"], "ssb_speedup": tables["speedup"],
                  "ssb_jit": tables["jit"], "ssb_plans": plans, "ssb_checksums": checks,
-                 "ssb_availability": available, "ssb_sweep": sweep}.items():
+                 "ssb_availability": available, "ssb_sweep": sweep, "ssb_fingerprints": fingerprints,
+                 **paired}.items():
     derived.write_table(df, name, s.profile)
 errors = execs.filter(pl.col("error").is_not_null())
 print(f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
@@ -80,7 +86,36 @@ if wrong.is_empty():
           "executions checked)")
 else:
     print("WRONG ANSWER SOMEWHERE: results differ for " + ", ".join(wrong["query"]))
+ans = paired["ssb_answers"]
+checked = ans.filter("checked")
+if checked.is_empty():
+    print("not checked against dbgen's expected answers: the data is not dbgen's at SF 1 "
+          f"({ans['generator'][0] if ans.height else 'no dataset record'})")
+else:
+    bad = checked.filter(pl.col("wrong") > 0)
+    print(f"against dbgen's expected answers (SF 1): {checked.height} server x query results, "
+          f"{checked['executions'].sum()} executions, " + ("all right" if bad.is_empty() else
+          "WRONG: " + ", ".join(f"{r['server']} {r['query']}" for r in bad.iter_rows(named=True))))
 checks
+'''),
+    md("""
+## Paired comparisons and the noise floor
+
+Every comparison is made within rounds (the schedule interleaves servers, modes and queries; a round holds one
+run of each): the geometric mean of the per-round ratios with a 95 % bootstrap interval over rounds (min–max
+below 10 rounds). The A/A control (parallel measured twice per round, as `parallel` and `parallel_aa`) gives the
+false-difference rate and the noise floor; the drift is the parallel suite time's second half of rounds over
+its first.
+"""),
+    code('''
+print(paired["ssb_noise"])
+print(paired["ssb_drift"])
+paired["ssb_paired"].filter(pl.col("query").is_in(["all", "q1.x"])).sort("server", "mode", "query")
+'''),
+    code('''
+# 17 over 16 per mode (only when the run has both of S1's versions)
+vp = paired["ssb_versions_paired"]
+vp.filter(pl.col("query").is_in(["all", "q1.x"])) if vp.height else "this run lacks PostgreSQL 16 or 17"
 '''),
     md("""
 ## Seconds per query, by version and mode
@@ -162,6 +197,11 @@ the cores, though: the same queries planned (not run) with the study's 5 allowed
 # NBVAL_CHECK_OUTPUT
 study = ex.capture_study_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
 derived.write_table(study, "ssb_plans_study_workers", s.profile)
+scaled = study_plans.capture_scaled_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
+derived.write_table(scaled, "ssb_plans_scaled", s.profile)
+for row in scaled.filter(query="q4.3").iter_rows(named=True):
+    print(f"{row['server']}: min_parallel_table_scan_size scaled to {row['min_parallel_table_scan_kb']} kB (SF/70): "
+          f"q4.3 plans {row['workers_planned']} of {row['allowed_workers']}, driven by {row['leftmost_relation']}")
 for row in study.filter(query="q4.3").iter_rows(named=True):
     print(f"{row['server']}: q4.3 plans {row['workers_planned']} of {row['allowed_workers']} workers "
           f"(study: {ref.S1_Q43_PLANNED_WORKERS} of {ref.S1_ALLOWED_WORKERS}), driven by {row['leftmost_relation']}")
@@ -178,6 +218,7 @@ The fingerprint hashes each plan's shape (`EXPLAIN (COSTS OFF)`): the same finge
     code('''
 fp = plans.select("server", "mode", "query", "fingerprint").unique().with_columns(
     cell=pl.col("server") + " " + pl.col("mode"))
+print("; ".join(study_plans.plan_changes(fingerprints)) or "the same plan on every version for every query")
 fp.pivot(on="cell", index="query", values="fingerprint", sort_columns=True).sort("query")
 '''),
     md("## Versions side by side"),

@@ -22,11 +22,11 @@ from .. import stats
 from ..db import timed_statement
 from ..explain import gather_workers, parse_plan
 from ..schedule import plan, run_steps
-from ..servers import Connections, Server
+from ..servers import Connections, Server, matches_version
 from ..store import RunStore
 from . import query_sql
 from .load import database_name
-from .params import SsbParams
+from .params import JIT_MODES, SsbParams
 
 EXPERIMENT = "ssb"
 SWEEP = "ssb_sweep"
@@ -36,15 +36,22 @@ def workers(p: SsbParams) -> int:
     return p.workers or os.cpu_count() or 1
 
 
+JIT_FORCED = {"jit_above_cost": 0, "jit_inline_above_cost": 0, "jit_optimize_above_cost": 0}
+
+
 def mode_settings(mode: str, n_workers: int) -> dict:
-    """Session settings of each mode, as in study S1 (JIT thresholds stay at the server's values)."""
+    """Session settings of each mode, as in study S1 (parallel_jit keeps the server's JIT thresholds, as S1 did;
+    parallel_jit_forced sets them to 0 so that every plan is inlined and optimised; parallel_aa is parallel
+    again under another label, the A/A control)."""
     if mode == "serial":
         return {"max_parallel_workers_per_gather": 0, "jit": False}
     par = {"max_parallel_workers_per_gather": n_workers, "max_parallel_workers": n_workers}
-    if mode == "parallel":
+    if mode in ("parallel", "parallel_aa"):
         return par | {"jit": False}
     if mode == "parallel_jit":
         return par | {"jit": True}
+    if mode == "parallel_jit_forced":
+        return par | {"jit": True} | JIT_FORCED
     raise ValueError(f"unknown SSB mode {mode!r}")
 
 
@@ -53,13 +60,27 @@ def sweep_settings(condition: str) -> dict:
     return {"max_parallel_workers_per_gather": k, "max_parallel_workers": max(k, 1), "jit": False}
 
 
-def availability(server: Server, modes: list[str]) -> dict[str, str | None]:
+def version_server(server: Server, p: SsbParams) -> bool:
+    """Whether the server is one of the versions the study compares (ssb.versions; all when none are named).
+    The others were added for their JIT (ssb.jit_installs) and run only the parallel and JIT modes."""
+    if not p.versions or server.install is None:
+        return True
+    return any(matches_version(server.install, v) for v in p.versions)
+
+
+def availability(server: Server, modes: list[str], p: SsbParams | None = None,
+                 aa_here: bool = True) -> dict[str, str | None]:
     """None where the mode can run, else the reason it cannot (recorded and shown in the report)."""
     out: dict[str, str | None] = {m: None for m in modes}
-    if "parallel_jit" in modes:
+    jit_modes = [m for m in modes if m in JIT_MODES]
+    if jit_modes:
         with server.connect(settings={"jit": True}) as conn:
             if not conn.execute("SELECT pg_jit_available()").fetchone()[0]:
-                out["parallel_jit"] = "JIT not available: this build has no llvmjit"
+                out |= {m: "JIT not available: this build has no llvmjit" for m in jit_modes}
+    if p is not None and "serial" in modes and not version_server(server, p):
+        out["serial"] = "added for its JIT only (not among ssb.versions): parallel and JIT modes only"
+    if "parallel_aa" in modes and not aa_here:
+        out["parallel_aa"] = "the A/A control runs on the first server only (ssb.aa_servers: first)"
     return out
 
 
@@ -89,13 +110,15 @@ def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, 
 def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFrame:
     """Time every available (server, mode, query); returns the availability table."""
     n = workers(p)
-    avail = {s.name: availability(s, p.modes) for s in servers}
+    avail = {s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or i == 0)
+             for i, s in enumerate(servers)}
     rows = [
         {"server": s, "mode": m, "available": reason is None, "reason": reason}
         for s, modes in avail.items() for m, reason in modes.items()
     ]  # fmt: skip
     store.save_json("ssb/availability.json", rows)
-    cells = [(s, m, q) for s, modes in avail.items() for m, r in modes.items() if r is None for q in p.query_ids()]
+    cells = [(s, m, q) for s, modes in avail.items() for m, r in modes.items() if r is None
+             for q in p.mode_query_ids(m)]
     _timed_runs(servers, p, store, EXPERIMENT, cells, p.repetitions, lambda m: mode_settings(m, n), "SSB queries")
     return pl.DataFrame(rows, schema={"server": pl.String, "mode": pl.String, "available": pl.Boolean,
                                       "reason": pl.String})
@@ -103,7 +126,7 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
 
 def run_sweep(servers: list[Server], p: SsbParams, store: RunStore) -> list[int]:
     counts = p.worker_sweep if p.worker_sweep is not None else list(range(workers(p) + 1))
-    cells = [(s.name, f"workers={k}", q) for s in servers for k in counts for q in p.query_ids()]
+    cells = [(s.name, f"workers={k}", q) for s in servers for k in counts for q in p.sweep_query_ids()]
     _timed_runs(servers, p, store, SWEEP, cells, p.sweep_repetitions, sweep_settings, "SSB worker sweep")
     return counts
 
@@ -114,9 +137,11 @@ def capture_plans(servers: list[Server], p: SsbParams, store: RunStore, availabl
     timeout_ms = str(max(1, round(p.statement_timeout_s * 1000)))
     for s in servers:
         for mode in available.filter(pl.col("available") & (pl.col("server") == s.name))["mode"]:
+            if mode == "parallel_aa":  # the same settings as parallel: its plan is parallel's
+                continue
             with s.connect(database_name(p.sf), settings=mode_settings(mode, n)) as conn:
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
-                for q in p.query_ids():
+                for q in p.mode_query_ids(mode):
                     base = f"ssb/plans/{s.name}/{mode}/{q}"
                     if store.has_artifact(base + ".json"):
                         continue
@@ -183,6 +208,8 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame) -> pl.Da
     rows = []
     n = workers(p)
     for r in available.filter("available").iter_rows(named=True):
+        if r["mode"] == "parallel_aa":
+            continue
         for q in p.query_ids():
             base = f"ssb/plans/{r['server']}/{r['mode']}/{q}"
             if not store.has_artifact(base + ".json"):

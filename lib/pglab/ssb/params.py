@@ -8,7 +8,11 @@ from pydantic import Field, field_validator
 
 from ..paramtypes import Settings, Strict, check_versions
 
-MODES = ("serial", "parallel", "parallel_jit")
+# parallel_aa: the parallel mode again under a second label, the A/A control that measures the noise floor;
+# parallel_jit_forced: JIT with inlining and optimisation forced (every jit_*_above_cost = 0), beside S1's defaults
+MODES = ("serial", "parallel", "parallel_aa", "parallel_jit", "parallel_jit_forced")
+JIT_MODES = ("parallel_jit", "parallel_jit_forced")
+Mode = Literal["serial", "parallel", "parallel_aa", "parallel_jit", "parallel_jit_forced"]
 
 
 class SsbParams(Strict):
@@ -21,7 +25,10 @@ class SsbParams(Strict):
     # settings for the whole SSB stage on kit servers, on top of params' `settings`: wal_level minimal
     # lets the COPY into a table created in the same transaction skip WAL; queries are read-only
     stage_settings: Settings = {"wal_level": "minimal", "max_wal_senders": 0}
-    modes: list[Literal["serial", "parallel", "parallel_jit"]] = list(MODES)
+    modes: list[Mode] = ["serial", "parallel", "parallel_jit"]
+    # the A/A control (mode parallel_aa) on every server, or on the first server of the run only (cheaper;
+    # the machine's noise is shared by its servers)
+    aa_servers: Literal["all", "first"] = "all"
     workers: int | None = Field(default=None, ge=1, le=64)  # parallel modes; None: the machine's cores
     repetitions: int = Field(default=5, ge=1, le=1000)
     warmups: int = Field(default=1, ge=0, le=100)
@@ -30,6 +37,10 @@ class SsbParams(Strict):
     # S4 test B: each query at max_parallel_workers_per_gather = each of these (None: 0 … workers)
     worker_sweep: list[int] | None = None
     sweep_repetitions: int = Field(default=3, ge=1, le=1000)
+    sweep_queries: list[str] | Literal["all"] = "all"
+    # parallel_jit_forced compiles with inlining and optimisation, about a second per query whatever the SF:
+    # only the queries of S1's JIT claims (q1.x clearly, q3.1 and q4.3 a little) by default
+    jit_forced_queries: list[str] | Literal["all"] = ["q1.1", "q1.2", "q1.3", "q3.1", "q4.3"]
     # the PostgreSQL versions this study compares (S1: 16 and 17), downloaded when missing; null: the run's
     # servers. jit_installs adds every install of the run that has JIT, for the parallel_jit mode
     versions: list[int | str] | None = None
@@ -40,7 +51,7 @@ class SsbParams(Strict):
     def _versions(cls, v):
         return check_versions(v, allow_none=True)
 
-    @field_validator("queries")
+    @field_validator("queries", "sweep_queries", "jit_forced_queries")
     @classmethod
     def _known_queries(cls, v):
         from . import QUERY_IDS
@@ -51,7 +62,7 @@ class SsbParams(Strict):
                 raise ValueError(f"expected query ids among {list(QUERY_IDS)}; unknown {unknown}")
         return v
 
-    @field_validator("queries")
+    @field_validator("queries", "sweep_queries", "jit_forced_queries")
     @classmethod
     def _some_queries(cls, v):
         if v != "all" and (not v or len(set(v)) != len(v)):
@@ -82,3 +93,12 @@ class SsbParams(Strict):
         from . import QUERY_IDS
 
         return list(QUERY_IDS) if self.queries == "all" else list(self.queries)
+
+    def sweep_query_ids(self) -> list[str]:
+        return self.query_ids() if self.sweep_queries == "all" else [q for q in self.query_ids()
+                                                                     if q in self.sweep_queries]
+
+    def mode_query_ids(self, mode: str) -> list[str]:
+        if mode == "parallel_jit_forced" and self.jit_forced_queries != "all":
+            return [q for q in self.query_ids() if q in self.jit_forced_queries]
+        return self.query_ids()

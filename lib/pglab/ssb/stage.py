@@ -11,8 +11,14 @@ from ..servers import DestructiveStepRefused, Server
 from ..session import Session
 from ..store import RunStore
 from . import dataset_id, order_count, row_count
+from .answers import generator_of
 from .load import LoadResult, database_name, load
 from .params import SsbParams
+
+
+def dataset_key(dataset: dict) -> str:
+    """The dataset id (generate.dataset_id) as one stable string for a table cell."""
+    return ",".join(f"{k}={dataset[k]}" for k in sorted(dataset))
 
 
 def ssb_params(s: Session, **overrides) -> SsbParams:
@@ -81,7 +87,9 @@ def load_table(results: list[LoadResult]) -> pl.DataFrame:
         for t in r.tables:
             rows.append({
                 "server": r.server, "database": r.database, "sf": r.dataset["sf"], "seed": r.dataset["seed"],
-                "generator_version": str(r.dataset["generator_version"]), "skipped": r.skipped, "method": r.method,
+                "generator_version": str(r.dataset["generator_version"]), "flavor": r.dataset.get("flavor"),
+                "generator": generator_of(r.dataset), "dataset_id": dataset_key(r.dataset),
+                "skipped": r.skipped, "method": r.method,
                 "table": t["table"], "rows": t["rows"], "seconds": t.get("seconds"), "table_bytes": t["table_bytes"],
                 "load_total_s": r.total_s if not r.skipped else None, "vacuum_analyze_s": r.analyze_s or None,
                 "prewarm_s": r.prewarm_s, "database_bytes": r.database_bytes,

@@ -1,0 +1,120 @@
+"""Paired, blocked derivation of the SSB runs (issue 16), from the raw store's tables alone: every comparison
+is made within the schedule's rounds (`paired.paired_compare`, round_col "round"), the A/A control gives the
+noise floor, the baseline's drift between the halves of the run is kept, and each server's answers are checked
+against dbgen's expected rows where the data is dbgen's at SF 1."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .. import noise, paired
+from . import answers
+
+# (condition, baseline) pairs compared within rounds: speed-up, JIT at S1's thresholds, JIT forced
+COMPARISONS = (("parallel", "serial"), ("parallel_jit", "parallel"), ("parallel_jit_forced", "parallel"))
+SUITE, SUITE_Q1 = "all", "q1.x"  # items: the sum of every query's time in a round, of q1.1–q1.3's
+S1_VERSIONS = (16, 17)
+
+
+def ok_timed(execs: pl.DataFrame) -> pl.DataFrame:
+    return execs.filter(~pl.col("warmup"), pl.col("error").is_null(), pl.col("seconds").is_not_null())
+
+
+def with_suites(timed: pl.DataFrame, cond: str = "mode") -> pl.DataFrame:
+    """Adds per (server, condition, round) the suite items: the sum over all queries (only rounds where each
+    ran) and over q1.x; one ratio for the run, paired like the queries."""
+    n_all = timed["query"].n_unique()
+    frames = [timed.select("server", cond, "query", "round", "seconds")]
+    for item, sub, n in ((SUITE, timed, n_all), (SUITE_Q1, timed.filter(pl.col("query").str.starts_with("q1.")), 3)):
+        s = (sub.group_by("server", cond, "round").agg(pl.col("seconds").sum(), pl.col("query").n_unique().alias("k"))
+             .filter(pl.col("k") == n).drop("k").with_columns(query=pl.lit(item)))  # fmt: skip
+        if sub["query"].n_unique() == n:
+            frames.append(s.select("server", cond, "query", "round", "seconds"))
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def mode_comparisons(execs: pl.DataFrame) -> pl.DataFrame:
+    """Per server, query (and suite) and comparison: the paired ratio condition / baseline over rounds."""
+    t = with_suites(ok_timed(execs))
+    frames = []
+    for cond, base in COMPARISONS:
+        sub = t.filter(pl.col("mode").is_in([cond, base]))
+        if set(sub["mode"]) == {cond, base}:
+            frames.append(paired.paired_compare(sub, ["server", "query"], "mode", base, "round", "seconds"))
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def version_servers(facts: dict) -> dict[int, str] | None:
+    """{16: server, 17: server} when the run has both of S1's versions (the first server of each), else None."""
+    by_major: dict[int, str] = {}
+    for name, f in sorted(facts.get("servers", {}).items()):
+        if f.get("major") in S1_VERSIONS:
+            by_major.setdefault(f["major"], name)
+    return by_major if set(by_major) == set(S1_VERSIONS) else None
+
+
+def version_comparisons(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
+    """17 over 16 per mode and query (and suite), paired by round; empty when the run lacks 16 or 17."""
+    vs = version_servers(facts)
+    if vs is None:
+        return pl.DataFrame()
+    t = with_suites(ok_timed(execs).filter(pl.col("server").is_in(list(vs.values()))))
+    t = t.filter(pl.col("mode").is_in(["serial", "parallel"]))
+    return paired.paired_compare(t, ["mode", "query"], "server", vs[16], "round", "seconds")
+
+
+def noise_table(execs: pl.DataFrame, study: str = "S1") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The A/A comparisons (parallel_aa over parallel per server and query) and the noise floor per server and
+    over all servers ("all"): columns study, server, metric, n_pairs, false_difference_rate, floor, method."""
+    t = ok_timed(execs)
+    aa = noise.aa_comparisons(t, ["server", "query"], "mode", "parallel", "parallel_aa", "round", "seconds")
+    rows = []
+    if not aa.is_empty():
+        groups = [(s, aa.filter(pl.col("server") == s)) for s in sorted(set(aa["server"]))] + [("all", aa)]
+        for server, g in groups:
+            f = noise.noise_floor(g)
+            rows.append({"study": study, "server": server, "metric": "seconds per query, parallel",
+                         **{k: f[k] for k in ("n_pairs", "false_difference_rate", "floor", "method")}})
+    schema = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
+              "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
+    return aa, pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def drift_table(execs: pl.DataFrame) -> pl.DataFrame:
+    """The parallel mode's suite time, second half of the rounds over the first, per server."""
+    t = with_suites(ok_timed(execs)).filter(pl.col("query") == SUITE)
+    return paired.drift(t, ["server"], "mode", "parallel", "round", "seconds")
+
+
+def sweep_comparisons(sweep: pl.DataFrame) -> pl.DataFrame:
+    """Each worker count over 0 workers per server and query, paired by the sweep's rounds."""
+    t = ok_timed(sweep)
+    if t.is_empty() or 0 not in set(t["workers"]):
+        return pl.DataFrame()
+    return paired.paired_compare(with_suites(t, "workers"), ["server", "query"], "workers", 0, "round", "seconds")
+
+
+def answers_table(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
+    """Per server and query: whether dbgen's expected answer applies (dbgen's data at SF 1), and how many of the
+    executions returned a different result (checksums against `answers.expected_checksum`)."""
+    rows = []
+    qs = facts.get("query_set", "pg_ssb_run")
+    done = execs.filter(pl.col("error").is_null(), pl.col("checksum").is_not_null())
+    for (server, q), g in done.group_by("server", "query", maintain_order=True):
+        dataset = facts.get("servers", {}).get(server, {}).get("dataset")
+        applies = answers.applies(dataset, qs, q)
+        want = answers.expected_checksum(q) if applies else None
+        wrong = g.filter(pl.col("checksum") != want).height if applies else None
+        rows.append({"server": server, "query": q, "checked": applies, "executions": g.height, "wrong": wrong,
+                     "expected_checksum": want, "generator": answers.generator_of(dataset)})
+    schema = {"server": pl.String, "query": pl.String, "checked": pl.Boolean, "executions": pl.Int64,
+              "wrong": pl.Int64, "expected_checksum": pl.String, "generator": pl.String}  # fmt: skip
+    return pl.from_dicts(rows, schema=schema).sort("server", "query") if rows else pl.DataFrame(schema=schema)
+
+
+def derive(execs: pl.DataFrame, sweep: pl.DataFrame, facts: dict) -> dict[str, pl.DataFrame]:
+    """The new tables of the paired analysis, by their derived-table names."""
+    aa, floor = noise_table(execs)
+    return {"ssb_paired": mode_comparisons(execs), "ssb_versions_paired": version_comparisons(execs, facts),
+            "ssb_aa": aa, "ssb_noise": floor, "ssb_drift": drift_table(execs),
+            "ssb_sweep_paired": sweep_comparisons(sweep), "ssb_answers": answers_table(execs, facts)}  # fmt: skip
