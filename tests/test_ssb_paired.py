@@ -1,0 +1,67 @@
+"""The SSB paired derivation on synthetic executions with known truth: parallel is 1.6× as fast as serial in
+every round, JIT takes 0.75× of parallel's time, the A/A control differs by nothing but small noise, and 17 is
+0.975× of 16's time. Checks the ratios, the noise table's shape, the version pairing only on 16 and 17."""
+
+import math
+
+import numpy as np
+import polars as pl
+
+from pglab import verdicts as v
+from pglab.ssb import paired_tables as pt
+
+QUERIES = ["q1.1", "q1.2", "q1.3", "q4.3"]
+TRUTH = {"serial": 1.6, "parallel": 1.0, "parallel_aa": 1.0, "parallel_jit": 0.75}
+FACTS = {"servers": {"pg16": {"major": 16}, "pg17": {"major": 17}, "pg15": {"major": 15}}, "query_set": "pg_ssb_run"}
+
+
+def _execs(rounds=12, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(rounds):
+        drift = 1 + 0.2 * math.sin(r)  # shared by every condition of the round: pairing removes it
+        for server, speed in (("pg16", 1.0), ("pg17", 0.975)):
+            for mode, f in TRUTH.items():
+                for q in QUERIES:
+                    rows.append({"server": server, "mode": mode, "query": q, "round": r, "warmup": False,
+                                 "seconds": speed * f * drift * (1 + rng.normal(0, 0.002)), "error": None,
+                                 "checksum": "x"})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def test_ratios_within_rounds_recover_the_truth():
+    cmp = pt.mode_comparisons(_execs())
+    suite = cmp.filter(pl.col("query") == pt.SUITE, pl.col("server") == "pg16")
+    par = suite.filter(mode="parallel").row(0, named=True)
+    assert abs(par["ratio"] - 1 / 1.6) < 0.01 and par["n_rounds"] == 12 and "bootstrap" in par["method"]
+    jit = cmp.filter(pl.col("query") == pt.SUITE_Q1, mode="parallel_jit", server="pg16").row(0, named=True)
+    assert abs(jit["ratio"] - 0.75) < 0.01
+    claim = v.Claim("JIT about a quarter less", v.LOWER, 0.75, 0.1)
+    assert v.verdict(claim, v.Evidence.from_row(jit), 0.01).label == v.SUPPORTED
+
+
+def test_noise_floor_from_the_aa_control():
+    _, floor = pt.noise_table(_execs())
+    assert set(floor["server"]) == {"pg16", "pg17", "all"}
+    assert floor.columns == ["study", "server", "metric", "n_pairs", "false_difference_rate", "floor", "method"]
+    assert (floor["floor"] < 0.02).all()
+
+
+def test_versions_only_on_16_and_17():
+    vp = pt.version_comparisons(_execs(), FACTS)
+    par = vp.filter(mode="parallel", query=pt.SUITE).row(0, named=True)
+    assert par["server"] == "pg17" and par["baseline"] == "pg16" and abs(par["ratio"] - 0.975) < 0.005
+    assert pt.version_comparisons(_execs(), {"servers": {"pg15": {"major": 15}, "pg18": {"major": 18}}}).is_empty()
+
+
+def test_a_wrong_answer_is_counted_where_answers_apply():
+    ex = _execs(rounds=1).filter(pl.col("query") == "q1.1")
+    facts = {"query_set": "pg_ssb_run", "servers": {"pg16": {"dataset": {"flavor": "dbgen", "sf": 1,
+                                                                         "generator_version": "2", "seed": 1}}}}
+    from pglab.ssb import answers
+
+    facts["servers"]["pg16"]["dataset"]["generator_version"] = answers.GENERATOR_VERSION
+    t = pt.answers_table(ex, facts)
+    row = t.filter(server="pg16").row(0, named=True)
+    assert row["checked"] and row["wrong"] == row["executions"]  # checksum "x" is never dbgen's
+    assert not t.filter(server="pg17")["checked"].any()  # no dataset record: not checked
