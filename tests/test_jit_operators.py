@@ -132,7 +132,7 @@ def test_every_cell_recorded_and_results_agree(stage):
     s, _, tables, _ = stage
     p = s.params.jit_operators
     runs = tables["jit_operators_runs"]
-    want = {(srv, c, op, r, w) for srv in _jit_servers(s) for c in p.conditions for op in p.operators
+    want = {(srv, c, op, r, w) for srv in _jit_servers(s) for c in p.measured_conditions() for op in p.operators
             for r, w in [*((i, False) for i in range(REPS)), (0, True)]}  # fmt: skip
     got = set(runs.select("server", "condition", "operator", "repetition", "warmup").iter_rows())
     assert got == want
@@ -143,7 +143,7 @@ def test_every_cell_recorded_and_results_agree(stage):
     checks = tables["jit_operators_results"]
     assert checks.height == len(_jit_servers(s)) * len(OPERATORS)
     assert checks["agree"].all(), checks.filter(~checks["agree"])
-    assert (checks["conditions"] == len(p.conditions)).all()
+    assert (checks["conditions"] == len(p.measured_conditions())).all()  # the A/A copy agrees too
     # and the values are right: the generator, computed here
     c1 = [i % 1000 + 1 for i in range(1, ROWS + 1)]
     c2 = [(i * 7) % 997 + 1 for i in range(1, ROWS + 1)]
@@ -202,11 +202,16 @@ def test_report_section_on_derived_data(stage):
     assert f.height == len(s.servers) * (len(OPERATORS) + 1)
     for x in s.servers:
         mine = f.filter(f["server"] == x.name)
-        if x.install.jit:
-            assert findings.NOT_RUN not in set(mine["verdict"])
-            assert all("%" in e and "[" in e for e in mine.filter(mine["finding"] != "all_operators")["evidence"])
+        if x.install.jit:  # the one rule on paired rounds: our ratio JIT / off with its interval
+            assert not {findings.NOT_RUN, findings.NOT_TESTABLE} & set(mine["verdict"])
+            assert all("paired within rounds" in e for e in mine["evidence"])
+            assert mine["our_value"].null_count() == 0 and mine["study_value"].null_count() == 0
         else:
-            assert set(mine["verdict"]) == {findings.NOT_RUN}
+            assert set(mine["verdict"]) == {findings.NOT_TESTABLE}
+            assert all("needs a build with JIT (llvmjit)" in e for e in mine["evidence"])
+    nz = derived.read_table("jit_operators_noise", profile, root=root)
+    assert sorted(nz["server"]) == sorted(_jit_servers(s)) and (nz["n_pairs"] == len(OPERATORS)).all()
+    assert "A/A control" in text
     # deterministic: the same tables give the same bytes
     assert report.method(profile, root=root) == text
     assert report.findings(profile, root=root).equals(f)
@@ -311,3 +316,49 @@ def test_unquoted_on_off(tmp_path):
     p = params.load(f, check_servers=False).jit_operators
     assert list(p.conditions) == ["off", "on"] and (p.baseline, p.study_condition) == ("off", "on")
     assert p.conditions["off"] == {"jit": False} and p.jit_conditions() == ["on"]
+
+
+def _synthetic_runs(on_factor: float, rounds: int = 12, jitter: float = 0.02) -> pl.DataFrame:
+    """Known truth: off 100 ms, off_aa the same, on at `on_factor` of it, every round's level moved by up to
+    ±40 % (the bimodal baselines of this VM) which pairing must cancel, each value by ±jitter."""
+    import random
+
+    rng = random.Random(11)
+    rows = []
+    for r in range(rounds):
+        level = 100 * (1.4 if r % 2 else 1.0)  # two modes, as count(*) showed: 106 vs 196 ms
+        for cond, f in (("off", 1.0), ("off_aa", 1.0), ("on", on_factor)):
+            for op in OPERATORS:
+                ms = level * f * (1 + jitter * rng.uniform(-1, 1))
+                rows.append({"server": "pg15", "condition": cond, "operator": op, "repetition": r, "warmup": False,
+                             "round": r + 1, "ms": ms, "cpu_ms": ms, "result": "1", "error": None})
+    return pl.from_dicts(rows, schema=RUNS_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "factor, verdict, says",
+    [
+        (0.75, findings.SUPPORTED, "includes the study's"),  # 25 % less: holds 18–32 % (the sizes vary by operator)
+        (1.0, findings.CONTRADICTED, "noise floor"),  # no effect, where 18–32 % would be well beyond the floor
+        (1.2, findings.CONTRADICTED, "shows the opposite"),  # JIT slower
+        (0.4, findings.DIRECTION_ONLY, "larger effect"),  # 60 % less: the right direction, not the size
+    ],
+)  # fmt: skip
+def test_paired_verdicts_on_synthetic_rounds(factor, verdict, says):
+    from pglab import jit_operators_verdicts as jv
+    from pglab.jit_operators_study import JitOperatorsParams
+
+    p = JitOperatorsParams()
+    t = jv.tables(_synthetic_runs(factor), p)
+    nz = t["jit_operators_noise"].row(0, named=True)
+    assert nz["n_pairs"] == len(OPERATORS) and nz["floor"] < 0.05  # the ±40 % between rounds cancels in pairs
+    setup = pl.DataFrame({"server": ["pg15", "pg18"], "jit_available": [True, False],
+                          "reason": [None, "JIT not available: this build ships no llvmjit"]})
+    f = jv.findings_from(setup, t["jit_operators_paired"], t["jit_operators_overall"], t["jit_operators_noise"], "on")
+    ours = f.filter(pl.col("server") == "pg15", pl.col("finding") == "all_operators").row(0, named=True)
+    assert ours["verdict"] == verdict and says in ours["evidence"], ours["evidence"]
+    assert ours["our_value"] == pytest.approx(factor, rel=0.02) and ours["study_value"] == 0.75
+    assert set(f.filter(pl.col("server") == "pg18")["verdict"]) == {findings.NOT_TESTABLE}
+    if verdict == findings.SUPPORTED:  # count(*)'s 16.5 % is outside 25 % ± a narrow interval: the size differs
+        star = f.filter(pl.col("server") == "pg15", pl.col("finding") == "reduction_count_star").row(0, named=True)
+        assert star["verdict"] == findings.DIRECTION_ONLY, star["evidence"]
