@@ -54,12 +54,15 @@ def test_every_cell_recorded_with_warmups_interleaved(run, servers):
     store, _, ran = run
     b = pires.builds(store)
     cells = len(servers) * 2 * 2
-    assert ran == b.height == cells * (P.repetitions + P.warmups)
+    aa = len(servers) * 2  # the A/A copy of each key's serial build, kept out of the builds table
+    assert b.height == cells * (P.repetitions + P.warmups) and ran == (cells + aa) * (P.repetitions + P.warmups)
     assert b.filter("warmup").height == cells
+    conds = set(store.records("parallel_index")["condition"])
+    assert conds == {"workers=0", "workers=2", "workers=0_aa"}
     assert b["error"].is_null().all() and (b["seconds"] > 0).all()
     # round robin: every cell's repetition 0 is recorded before any repetition 1
     timed = store.records("parallel_index").filter(~pl.col("warmup")).sort("ts")
-    assert set(timed["repetition"].head(cells)) == {0}
+    assert set(timed["repetition"].head(cells + aa)) == {0}
 
 
 def test_workers_observed_never_exceed_what_was_allowed(run):
@@ -185,8 +188,12 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
         assert r["speedup"] == pytest.approx(s["t0"] / s["median"])
         assert r["ci_low"] <= r["speedup"] <= r["ci_high"]
     f = report.findings("t", root=tmp_path)
-    assert set(f["verdict"]) <= set(fnd.VERDICTS)
+    assert set(f["verdict"]) <= set(fnd.VERDICTS) - {fnd.NOT_SUPPORTED}  # the one rule's words (paired tables)
     assert f.height == 3 * len(servers) and set(f["finding"]) == set(report.ORDER)
+    nz = tables["parallel_index_noise"]
+    assert sorted(nz["server"]) == sorted(x.name for x in servers) and (nz["n_pairs"] == 2).all()
+    # this run built 1 and 4 key columns: the study's size step 2 -> 3 was not in it
+    assert set(f.filter(pl.col("finding") == "size")["verdict"]) == {fnd.NOT_RUN}
     text = report.method("t", root=tmp_path)
     for srv in servers:
         assert f"{srv.name} (PostgreSQL {srv.install.major}." in text
@@ -195,3 +202,48 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     charts = report.charts("t", root=tmp_path)
     assert len(charts) == 3 and all(c.to_dict() for c in charts)
     assert report.findings("t", root=tmp_path).equals(f) and report.method("t", root=tmp_path) == text
+
+
+def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) -> RunStore:
+    """Known truth: serial builds of 2 and 3 key columns at 2 s and 2 s × step, the A/A copy the same,
+    2 workers at serial / speedup; each round's level moved by up to ±30 % (drift pairing must cancel)."""
+    import random
+
+    rng = random.Random(3)
+    store = RunStore("synthetic", root=tmp_path)
+    for r in range(rounds):
+        level = 1 + 0.3 * rng.uniform(-1, 1)
+        for k, base in ((2, 2.0), (3, 2.0 * step)):
+            for cond, w, f in (("workers=0", 0, 1.0), ("workers=0_aa", 0, 1.0), ("workers=2", 2, 1 / speedup)):
+                store.record("pg18", "parallel_index", cond, f"columns={k}", r, level * base * f *
+                             (1 + 0.01 * rng.uniform(-1, 1)), "s", warmup=False, round=r + 1, workers=w,
+                             key_columns=k, index_bytes=k * 2**20)  # fmt: skip
+    return store
+
+
+@pytest.mark.parametrize(
+    "speedup, step, near, size",
+    [
+        (1.9, 1.5, fnd.SUPPORTED, fnd.SUPPORTED),  # near the ideal 2× on 2 cores; 3 columns take longer
+        (1.25, 1.0, fnd.DIRECTION_ONLY, fnd.UNDETERMINED),  # faster, far from 1/N; no size effect (direction only)
+        (3.5, 0.7, fnd.UNDETERMINED, fnd.CONTRADICTED),  # above the ceiling of 2 cores: flagged; 3 columns faster
+    ],
+)  # fmt: skip
+def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size):
+    from pglab import parallel_index_verdicts as piv
+
+    store = _synthetic_store(tmp_path, speedup, step)
+    t = piv.tables(store)
+    nz = t["parallel_index_noise"].row(0, named=True)
+    assert nz["n_pairs"] == 2 and nz["floor"] < 0.05  # the ±30 % between rounds cancels in the pairs
+    setup = pl.DataFrame({"server": ["pg18"], "cores": [2]})
+    f = piv.findings_from(setup, pires.builds(store), t["parallel_index_paired_suite"], t["parallel_index_size_paired"],
+                          t["parallel_index_noise"])
+    by = {r["finding"]: r for r in f.iter_rows(named=True)}
+    assert by["time_falls"]["verdict"] == fnd.SUPPORTED
+    assert by["near_inverse"]["verdict"] == near, by["near_inverse"]["evidence"]
+    assert by["size"]["verdict"] == size, by["size"]["evidence"]
+    assert by["near_inverse"]["our_value"] == pytest.approx(1 / speedup, rel=0.02)
+    if speedup > 2:
+        assert "above the physical ceiling" in by["near_inverse"]["evidence"]
+    assert "1.50× the size of 2" in by["size"]["evidence"]
