@@ -223,3 +223,20 @@ def test_a_stage_that_measured_nothing_fails_naming_the_server(tiny, tmp_path):
         Stage(weak).load()
     assert "InsufficientPrivilege" in str(e.value) and "Pw-n0create-77" not in str(e.value)
     assert "Pw-n0create-77" not in weak.store.file.read_text()
+
+
+def test_client_own_without_a_pgbench_falls_back_to_the_newest_with_a_note(installs, tmp_path):
+    """A downloaded build carries the server alone: `client: own` uses the newest pgbench and says why."""
+    from dataclasses import replace
+
+    from pglab import pgbench
+    from pglab.servers import Server
+
+    server_only = replace(installs[0], name="bare", bin_dir=tmp_path)  # a real install's folder without pgbench
+    srv = Server(name="bare", install=server_only)
+    note = pgbench.client_note(srv, "own")
+    assert note and "no pgbench of its own" in note
+    assert pgbench.client_for(srv, installs, "own") == pgbench.newest_client(installs)
+    assert pgbench.client_note(srv, "newest") is None
+    own = Server(name=installs[0].name, install=pgbench.newest_client(installs))
+    assert pgbench.client_note(own, "own") is None and pgbench.client_for(own, installs, "own") == own.install
