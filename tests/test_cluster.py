@@ -2,10 +2,12 @@
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import TEST_HOME, postmasters
+from conftest import postmasters
 
 from pglab import db
 from pglab.cluster import Cluster, InitdbOptions, sweep_orphans
@@ -101,7 +103,10 @@ def test_checksums_on_when_asked(embedded):
 
 
 def test_a_clone_in_a_deep_folder_still_starts(embedded):
-    deep = TEST_HOME / ("d" * 60) / ("e" * 60)
+    # a deep folder the service user can reach (a private clone's own would get a short stand-in instead)
+    top = Path(tempfile.mkdtemp(prefix="pglab-test-deep-"))
+    top.chmod(0o755)
+    deep = top / ("d" * 60) / ("e" * 60)
     c = Cluster(embedded, name="deep", root=deep)
     assert len(str(c.path / "s" / ".s.PGSQL.65535")) > 107
     c.start({})
@@ -109,6 +114,7 @@ def test_a_clone_in_a_deep_folder_still_starts(embedded):
         assert conn.execute("SELECT 1").fetchone() == (1,)
     assert len(str(c.socket_dir)) < 60
     c.delete()
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def test_timed_statement_returns_errors_and_timeouts_as_data(cluster):
