@@ -80,3 +80,78 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
     assert external_references(html) == []
     assert html.count('data-mime-type="image/svg+xml"') >= 2 and "Findings at a glance" in html
     assert (again / "report.html").read_bytes() == (OUT / "report" / "report.html").read_bytes()
+
+
+# -- the report's summary, evidence and appendix, on small tables (no server) ----------------------------------------
+
+
+def _findings(rows):
+    from pglab import findings
+
+    base = {"claim": "B halves the time", "evidence": "Our `x`.", "study_value": None, "our_value": None,
+            "our_low": None, "our_high": None, "interval": None}  # fmt: skip
+    return findings.table([base | r for r in rows])
+
+
+def test_summary_one_row_per_claim_with_numbers_and_strip():
+    from pglab import report_summary as rs
+
+    f = _findings([
+        {"study": "S1", "finding": "a", "server": "pg15", "verdict": "supported", "study_value": 0.5,
+         "our_value": 0.55, "our_low": 0.5, "our_high": 0.6, "interval": "95 % bootstrap over 12 rounds"},
+        {"study": "S1", "finding": "a", "server": "pg18", "verdict": "direction only", "study_value": 0.5,
+         "our_value": 0.8, "our_low": 0.75, "our_high": 0.85, "interval": "min–max, n=5"},
+        {"study": "S2", "finding": "b", "server": "all", "verdict": "not testable here"},
+        {"study": "S2", "finding": "c", "server": "pg18", "verdict": "not run"},
+    ])  # fmt: skip
+    c = rs.claims(f)
+    assert c.select("study", "finding", "verdict").rows() == [
+        ("S1", "a", "undetermined"), ("S2", "b", "not testable here"), ("S2", "c", "not run")]
+    html = rs.summary_html(f)
+    assert html.count("<tr>") == 4 and html.count('class="ratio-strip"') == 1  # no mark without numbers
+    assert "pg15 0.55× [0.50–0.60]" in html and "0.50×" in html and "<details>" in html
+    t = rs.tally(c)
+    assert t.filter(study="all").select("tested", "not testable here", "not run").row(0) == (1, 1, 1)
+    assert "not supported" not in t.columns and "not supported" not in html
+    assert "**3 claims**" in rs.headline(t) and "**1 tested here**" in rs.headline(t)
+
+
+def test_summary_counts_the_old_word_apart_and_says_so():
+    from pglab import report_summary as rs
+
+    f = _findings([
+        {"study": "S1", "finding": "a", "server": "pg15", "verdict": "not supported"},
+        {"study": "S1", "finding": "b", "server": "pg15", "verdict": "supported"},
+    ])  # fmt: skip
+    t = rs.tally(rs.claims(f))
+    row = t.filter(study="all").row(0, named=True)
+    assert (row["tested"], row["not supported"], row["contradicted"], row["supported"]) == (2, 1, 0, 1)
+    assert "counted in a column of its own" in rs.summary_html(f) and "not supported*" in rs.glance_html(t)
+
+
+def test_evidence_folds_one_details_per_claim_and_escapes():
+    from pglab import report_evidence as ev
+
+    f = _findings([{"study": "S5", "finding": "x", "server": "pg18", "verdict": "supported",
+                    "claim": "a <b>bold</b> claim"}])  # fmt: skip
+    html = ev.findings_html(f)
+    assert html.count("<details") == 1 and 'id="claim-S5-x"' in html and "&lt;b&gt;" in html
+    assert "<code>x</code>" in html  # the evidence's Markdown rendered
+    assert "No A/A control in this run" in ev.noise_markdown(None)
+
+
+def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
+    import json
+
+    from pglab import derived, report_appendix
+
+    derived.write_table(pl.DataFrame({"key": ["pglab_revision"], "value": ["abc123def4567890+dirty"]}),
+                        "environment_machine", "p", root=tmp_path)  # fmt: skip
+    m = json.loads((tmp_path / "p" / "MANIFEST.json").read_text())
+    m["environment_machine.csv"] |= {"run_id": "p-20250101-000000", "derived_by": "fedcba9876543210"}
+    (tmp_path / "p" / "MANIFEST.json").write_text(json.dumps(m))
+    prov = report_appendix.provenance_markdown("p", tmp_path)
+    assert "`abc123def456` **+dirty**" in prov and "`fedcba987654`" in prov and "p-20250101-000000" in prov
+    assert "uncommitted changes" in prov
+    inv = report_appendix.inventory_markdown("p", tmp_path)
+    assert "| `environment_machine` | 1 | 2 |" in inv and "| table | rows |" in inv

@@ -19,8 +19,8 @@ from . import verdicts as v
 
 OLD = fnd.NOT_SUPPORTED
 OLD_WORD_NOTE = (
-    f"“{OLD}” is the word these findings were derived with, before the verdicts were split into *contradicted* "
-    "and *direction only* (docs/verdicts.md): it is counted in a column of its own, among the tested claims, "
+    f"“{OLD}” is the word these findings were derived with, before the verdicts were split into “contradicted” "
+    "and “direction only” (docs/verdicts.md): it is counted in a column of its own, among the tested claims, "
     "and not mapped to either (the data does not say which)."
 )
 COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", OLD: "#c62828",

@@ -21,7 +21,7 @@ for name in report_sections.SECTIONS:
 
 CELLS = [
     md("""
-# pglab report: five PostgreSQL performance studies, reproduced on this machine
+# Five PostgreSQL performance studies, reproduced on this machine
 
 Each row is a claim of a published study (S1 … S5, `docs/studies.md`), in its own words, beside what our
 measurements say; the sections below give the evidence, the appendix the data.
