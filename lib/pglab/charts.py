@@ -98,17 +98,18 @@ def ratio_strip_svg(study: float | None, ours: list[tuple[float, float | None, f
     per server, stacked), on a log scale; faint lines at the axis ticks, a darker one at 1 (no effect)."""
     from html import escape
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{STRIP_H}" role="img" '
-             f'viewBox="0 0 {STRIP_W} {STRIP_H}" class="ratio-strip">']  # fmt: skip
+    n = max(len(ours), 1)
+    h = max(STRIP_H, 14 * n + 4)  # a row per server, so that their bars do not overlap
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{h}" role="img" '
+             f'viewBox="0 0 {STRIP_W} {h}" class="ratio-strip">']  # fmt: skip
     if title:
         parts.append(f"<title>{escape(title)}</title>")
     for t in _ticks(domain):
         color = "#999999" if t == 1 else "#e3e3e3"
-        parts.append(f'<line x1="{_x(t, domain):.1f}" x2="{_x(t, domain):.1f}" y1="0" y2="{STRIP_H}" '
+        parts.append(f'<line x1="{_x(t, domain):.1f}" x2="{_x(t, domain):.1f}" y1="0" y2="{h}" '
                      f'stroke="{color}" stroke-width="1"/>')  # fmt: skip
-    n = max(len(ours), 1)
     for i, (value, low, high) in enumerate(ours):
-        y = (i + 0.5) * STRIP_H / n
+        y = 2 + (i + 0.5) * (h - 4) / n
         if low is not None and high is not None:
             parts.append(f'<line x1="{_x(low, domain):.1f}" x2="{_x(high, domain):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
                          f'stroke="{OURS_COLOR}" stroke-width="2"/>')  # fmt: skip
@@ -116,9 +117,9 @@ def ratio_strip_svg(study: float | None, ours: list[tuple[float, float | None, f
             x = _x(value, domain)
             parts.append(f'<path d="M{x:.1f} {y - 4:.1f}L{x + 4:.1f} {y:.1f}L{x:.1f} {y + 4:.1f}L{x - 4:.1f} '
                          f'{y:.1f}Z" fill="{OURS_COLOR}"/>')  # fmt: skip
-    if study is not None:
-        parts.append(f'<circle cx="{_x(study, domain):.1f}" cy="{STRIP_H / 2:.1f}" r="3.5" fill="{STUDY_COLOR}" '
-                     'fill-opacity="0.85"/>')
+    if study is not None:  # last, white-edged: still seen where one of ours lies on it
+        parts.append(f'<circle cx="{_x(study, domain):.1f}" cy="{h / 2:.1f}" r="3.5" fill="{STUDY_COLOR}" '
+                     'stroke="#ffffff" stroke-width="1"/>')
     return "".join(parts) + "</svg>"
 
 
