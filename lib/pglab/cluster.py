@@ -104,6 +104,8 @@ class Cluster:
         self._root = root or paths.clusters_dir()
         self._path: Path | None = None
         self._server_install: Install | None = None
+        self._setting_names: set[str] | None = None
+        self.not_applied: dict = {}  # settings this version does not have (see applicable)
         self.initdb_options = initdb or InitdbOptions()
         self.run_as = osuser.server_user()
         self.port: int | None = None
@@ -227,6 +229,29 @@ class Cluster:
             "log_filename": "postgresql-%Y%m%d-%H%M%S.log",
         }
 
+    def applicable(self, settings: dict) -> dict:
+        """`settings` less those this version does not have (max_parallel_maintenance_workers is new in 11):
+        one params file drives a sweep over 10 … 18, so a setting an older major lacks is left out for it,
+        logged and kept in `not_applied` (the environment data records it). Extension settings (with a dot)
+        are the extension's to check."""
+        known = self._known_setting_names()
+        out, dropped = {}, {}
+        for k, v in settings.items():
+            (out if "." in k or k.lower() in known else dropped)[k] = v
+        for k in dropped.keys() - self.not_applied.keys():
+            log.warning("%s: PostgreSQL %s has no setting %s; left out", self.name, self.install.major, k)
+        self.not_applied = dropped
+        return out
+
+    def _known_setting_names(self) -> set[str]:
+        if self._setting_names is None:
+            out = subprocess.run([str(self.server_install.tool("postgres")), "--describe-config"],
+                                 capture_output=True, text=True, timeout=30, **self.run_as.popen_kwargs())
+            if out.returncode != 0:
+                raise ClusterError(f"{self.name}: postgres --describe-config failed: {out.stderr.strip()}")
+            self._setting_names = {line.split("\t", 1)[0].lower() for line in out.stdout.splitlines()}
+        return self._setting_names
+
     def validate(self, settings: dict) -> None:
         """Check names and values with the server binary itself (`postgres -C`), before they are written:
         a bad value in the config file would otherwise only show up in the server log."""
@@ -253,6 +278,7 @@ class Cluster:
         if not self.running:
             self.start(settings)
             return "restarted"
+        settings = self.applicable(settings)
         self.validate(settings)
         self._write_conf(settings)
         with self.connect() as conn:
@@ -301,8 +327,9 @@ class Cluster:
         self._claim()
         try:
             self.ensure()
-            self.validate(settings or {})
-            self.settings = dict(settings or {})
+            settings = self.applicable(settings or {})
+            self.validate(settings)
+            self.settings = dict(settings)
             self.socket_dir = socketdir.choose(self.path, self.run_as)
             self._claim()  # again: the owner file names the socket folder, for the orphan sweep
             for attempt in range(5):

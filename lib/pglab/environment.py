@@ -71,7 +71,7 @@ SELECT version() AS version_string,
        (SELECT datctype FROM pg_database WHERE datname = current_database()) AS ctype,
        current_setting('data_checksums') AS data_checksums,
        current_setting('block_size')::int AS block_size,
-       current_setting('jit') AS jit_setting
+       current_setting('jit', true) AS jit_setting
 """
 
 SETTINGS_QUERY = """
@@ -89,12 +89,15 @@ def server(srv: Server) -> tuple[dict, list[dict]]:
         # the settings first: jit switched on below must not show up as this session's value
         cur = conn.execute(SETTINGS_QUERY)
         settings = [dict(zip([d.name for d in cur.description], r, strict=True)) for r in cur.fetchall()]
-        # pg_jit_available() is false while jit = off: ask with jit on, in this session only
-        conn.execute("SELECT set_config('jit', 'on', false)")
-        rec["jit_available"] = conn.execute("SELECT pg_jit_available()").fetchone()[0]
+        # pg_jit_available() is false while jit = off: ask with jit on, in this session only (10 has no JIT)
+        rec["jit_available"] = False
+        if conn.info.server_version >= 110000:
+            conn.execute("SELECT set_config('jit', 'on', false)")
+            rec["jit_available"] = conn.execute("SELECT pg_jit_available()").fetchone()[0]
     rec = srv.describe() | rec
     if srv.cluster:  # where its files are: a stand-in and a copy of the binaries when root's clone is private
         rec |= srv.cluster.folders()
+        rec["settings_not_applied"] = ", ".join(sorted(srv.cluster.not_applied)) or None  # unknown to this version
     settings = [{"server": srv.name} | s for s in settings]
     return rec, settings
 

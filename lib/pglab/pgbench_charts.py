@@ -115,11 +115,11 @@ def version_curve(curve: pl.DataFrame):
         inv = what.startswith("load")  # a shorter load is better: shown as speed, 1 / time
         for r in g.iter_rows(named=True):
             def rel(x, base=base, inv=inv):
-                return base / x if inv else x / base
+                return None if not x else (base / x if inv else x / base)  # no interval from a single run
 
             lo, hi = (rel(r["high"]), rel(r["low"])) if inv else (rel(r["low"]), rel(r["high"]))
-            rows.append({"version": str(r["major"]), "relative": rel(r["median"]), "low": lo if r["low"] else None,
-                         "high": hi if r["high"] else None, "series": ("load speed (1 / time)" if inv else what)
+            rows.append({"version": str(r["major"]), "relative": rel(r["median"]), "low": lo,
+                         "high": hi, "series": ("load speed (1 / time)" if inv else what)
                          + f", scale {scale}", "interval": r["method"], "median": r["median"]})  # fmt: skip
     ours = pl.from_dicts(rows) if rows else pl.DataFrame(schema={"version": pl.String, "relative": pl.Float64})
     order = ref.version_order(ours["version"].to_list() if ours.height else [])
