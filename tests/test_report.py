@@ -155,3 +155,15 @@ def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
     assert "uncommitted changes" in prov
     inv = report_appendix.inventory_markdown("p", tmp_path)
     assert "| `environment_machine` | 1 | 2 |" in inv and "| table | rows |" in inv
+
+
+def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
+    from pglab import derived, report_sections
+
+    assert report_sections.skipped_markdown("pgbench_report", "p", tmp_path) is None
+    skips = pl.DataFrame({"server": ["lab"], "experiment": ["pgbench_init"],
+                          "reason": ["external server without allow_destructive: true"]})
+    derived.write_table(skips, "pgbench_skipped", "p", root=tmp_path)
+    text = report_sections.skipped_markdown("pgbench_report", "p", tmp_path)
+    assert "lab, pgbench_init: external server without allow_destructive" in text
+    assert report_sections.skipped_markdown("ssb_report", "p", tmp_path) is None

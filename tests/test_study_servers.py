@@ -49,3 +49,22 @@ def test_study_versions_are_validated(tmp_path):
         _load(tmp_path, "ssb: {versions: [9]}\n")
     with pytest.raises(params.ParamsError, match=r"pgbench.scaling.versions.*each version once"):
         _load(tmp_path, "pgbench: {scaling: {versions: [10, 10]}}\n")
+
+
+def test_a_setting_an_older_major_lacks_is_left_out_and_recorded(reachable_versions):
+    """One params file drives the sweep 10 … 18: max_parallel_maintenance_workers (new in 11) is left out
+    for PostgreSQL 10 and said so, instead of stopping the run."""
+    from pglab.cluster import Cluster
+    from pglab.installs import downloaded
+
+    c = Cluster(downloaded(10), name="old-settings")
+    try:
+        c.start({"max_parallel_maintenance_workers": 2, "work_mem": "8MB"})
+        assert c.not_applied == {"max_parallel_maintenance_workers": 2}
+        with c.connect() as conn:
+            assert conn.execute("SHOW work_mem").fetchone() == ("8MB",)
+        assert c.configure({"max_parallel_maintenance_workers": 1}) == "reloaded"
+        assert c.not_applied == {"max_parallel_maintenance_workers": 1}
+    finally:
+        c.stop()
+        c.delete()

@@ -98,6 +98,19 @@ def noise_table(name: str, profile: str, root: Path | None = None) -> pl.DataFra
     return derived.read_table(table, profile, root)
 
 
+def skipped_markdown(name: str, profile: str, root: Path | None = None) -> str | None:
+    """The servers this study's notebooks skipped, with the reasons (`<prefix>*_skipped` tables: an external
+    server without allow_destructive, a build without JIT, ...), or None when none was."""
+    prefix = name.removesuffix("_report")
+    rows = []
+    for f in sorted(derived.profile_dir(profile, root).glob(f"{prefix}*_skipped.csv")):
+        rows += derived.read_table(f.stem, profile, root).iter_rows(named=True)
+    if not rows:
+        return None
+    lines = [f"- {r['server']}, {r['experiment']}: {r['reason']}" for r in rows]
+    return "**Servers skipped.**\n\n" + "\n".join(lines)
+
+
 def show(name: str, profile: str, root: Path | None = None) -> None:
     """Display one section: its question and sources, how it was measured (folded), its charts, its findings
     (one folded block per claim), its noise floor, and what differs from the study's setup."""
@@ -105,8 +118,11 @@ def show(name: str, profile: str, root: Path | None = None) -> None:
 
     mod = section(name)
     missing = missing_tables(mod, profile, root)
+    skips = skipped_markdown(name, profile, root)
     if missing:
         display(Markdown(f"*Not run in profile `{profile}`: no derived table {', '.join(missing)}.*"))
+        if skips:
+            display(Markdown(skips))
         return
     display(Markdown(f"**The question.** {question(name)}\n\n{sources_markdown(name)}"))
     display(HTML(report_evidence.folded("How it was measured", mod.method(profile, root))))
@@ -115,4 +131,6 @@ def show(name: str, profile: str, root: Path | None = None) -> None:
     display(Markdown("**Findings.** One per claim of the study: open it for each server's verdict and evidence."))
     display(HTML(report_evidence.findings_html(mod.findings(profile, root))))
     display(Markdown(report_evidence.noise_markdown(noise_table(name, profile, root))))
+    if skips:
+        display(Markdown(skips))
     display(Markdown("**What differs from the study.**\n\n" + discussion(name, profile, root)))
