@@ -32,7 +32,7 @@ def select_only(summary: pl.DataFrame):
 
 def load_steps(steps: pl.DataFrame):
     """Median seconds of each step of pgbench -i (13+ prints the breakdown), stacked."""
-    med = steps.group_by("server", "scale", "step").agg(pl.col("seconds").median())
+    med = steps.group_by("server", "scale", "step").agg(pl.col("seconds").median()).sort("server", "scale", "step")
     return alt.Chart(med).mark_bar().encode(
         x=alt.X("server:N", title=None), y=alt.Y("seconds:Q", title="median seconds", stack=True),
         color=alt.Color("step:N", title="pgbench -i step"), tooltip=["server", "scale", "step", "seconds"],
@@ -144,12 +144,13 @@ def db_size(sizes: pl.DataFrame):
     """The pgbench database's own size (pg_database_size, no other database, no WAL) after the fresh load and
     after the last run of the no-vacuum series, per server."""
     s = sizes.drop_nulls("db_bytes").sort("run")
-    ends = s.group_by("server", "scale", "series").agg(
+    ends = s.group_by("server", "scale", "series", maintain_order=True).agg(
         pl.col("db_bytes").first().alias("after the load"), pl.col("db_bytes").last().alias("after the series"))
     long = ends.filter(pl.col("series") == 0).unpivot(index=["server", "scale"], on=["after the load",
                                                                                       "after the series"],
                                                       variable_name="when", value_name="bytes")  # fmt: skip
-    long = long.with_columns((pl.col("bytes") / 2**20).round(1).alias("MiB"))
+    # a fixed row order: the stored chart must come out byte-identical on every render
+    long = long.with_columns((pl.col("bytes") / 2**20).round(1).alias("MiB")).sort("server", "scale", "when")
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("when:N", title=None, sort=["after the load", "after the series"]), y=alt.Y("MiB:Q"),
         color=alt.Color("when:N", legend=None), column=alt.Column("server:N", title="pg_database_size of the "

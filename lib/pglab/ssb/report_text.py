@@ -44,8 +44,9 @@ def method(profile: str, root: Path | None = None) -> str:
         "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost").unique().drop_nulls()
     thr = (" with the servers' JIT thresholds (" + ", ".join(f"{k} {v:g}" for k, v in thresholds.row(0, named=True)
                                                            .items()) + ")") if thresholds.height == 1 else ""
-    modes = sorted(set(d.availability["mode"]), key=lambda x: ssb_charts.MODES.index(x)
-                   if x in ssb_charts.MODES else 99)  # fmt: skip
+    # the chart's order, then by name: a set's own order changes from one process to the next
+    modes = sorted(set(d.availability["mode"]), key=lambda x: (ssb_charts.MODES.index(x)
+                   if x in ssb_charts.MODES else 99, x))  # fmt: skip
     mode_txt = {"serial": "serial (max_parallel_workers_per_gather = 0)",
                 "parallel": f"parallel ({w_txt} workers per Gather, max_parallel_workers the same)",
                 "parallel_jit": f"parallel + jit = on{thr}" + (f" — not run on {'; '.join(no_jit)}" if no_jit else "")}
