@@ -1,13 +1,15 @@
 """The report's auto_explain section (S2) on the committed default data, read from a copy so that nothing
-can write to data/derived/default: every finding of the study per server in the findings schema, with the
-study's numbers in the claim and an interval beside every ratio of ours; the findings recomputed from the
-derived tables (what notebook 40 does) keep their intervals and say "not run" for a condition the matrix
-lacks; charts that serialise, a method that names every server, and the same output twice. And the section on
-data scored by the one rule (an `auto_explain_noise` table): the stored findings with their numbers, the method
-with pairing, noise floor and drift."""
+can write to data/derived/default. The committed data is scored by the one rule (`pglab.verdicts`, with an
+`auto_explain_noise` table): every claim of `auto_explain_findings.specs` per server in the findings schema,
+the study's figures in the claim, our ratio with its interval in the numbers and the evidence; the findings,
+noise floor and drift recomputed from the committed runs (what notebook 40 does) equal the stored ones; charts
+that serialise, a method that names every server, condition and command and describes pairing, noise floor and
+drift, and the same output twice. And the old path (data derived before pglab.verdicts, no noise table), on
+data the test builds from a copy: the old claims and the old statistics text."""
 
 import json
 import re
+import shutil
 
 import polars as pl
 import pytest
@@ -17,9 +19,11 @@ from pglab import auto_explain_report, derived
 from pglab import findings as fs
 from pglab.auto_explain_study import AutoExplainParams
 
-OLD = auto_explain_report._OLD_CLAIMS  # the committed data was derived before pglab.verdicts
+P = AutoExplainParams()  # params/default.yaml's (tests/test_auto_explain_study.py checks they are equal)
+SPECS = {s.key: s for s in af.specs(P)}
 
-_STUDY_PART = re.compile(r"\(study: [^)]*\)|the study's \d+\.\d\d×")
+# figures that are not ratios of ours: the study's own, and the parallel ceiling check's speed-up and ceiling
+_NOT_OURS = re.compile(r"\(study: [^)]*\)|the study's \d+\.\d\d×|speed-up \d+\.\d\d×|ceiling \d+×")
 
 
 @pytest.fixture(scope="module")
@@ -31,25 +35,42 @@ def _read(name, root):
     return derived.read_table(name, "default", root)
 
 
-def _ratios_have_intervals(evidence: str) -> list[str]:
-    """Our ratios (N.NN×) not followed by their [low–high]; the study's own figures are left out."""
-    text = _STUDY_PART.sub("", evidence)
+def _ratios_without_interval(evidence: str) -> list[str]:
+    """Our ratios (N.NN×) not followed by their [low–high]."""
+    text = _NOT_OURS.sub("", evidence)
     return [m.group() for m in re.finditer(r"\d\.\d\d×", text) if not re.match(r" \[\d", text[m.end():])]
+
+
+def _rounds(root) -> int:
+    lat = _read("auto_explain_latencies", root)
+    return lat.filter(~pl.col("warmup").cast(pl.Boolean))["round"].n_unique()
+
+
+def test_the_committed_data_is_scored(root):
+    assert auto_explain_report._scored("default", root)
+    assert not auto_explain_report._scored("default", root.parent / "nothing-here")
 
 
 def test_every_finding_of_the_study_for_every_server(root):
     f = auto_explain_report.findings("default", root)
     servers = sorted(set(_read("auto_explain_servers", root)["server"]))
     assert f.columns == list(fs.SCHEMA | fs.NUMBERS)
-    assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted(
-        (k, s) for k in OLD for s in servers)  # fmt: skip
+    assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted((k, s) for k in SPECS for s in servers)
     assert set(f["study"]) == {"S2"} and set(f["verdict"]) <= set(fs.VERDICTS)
-    claims = OLD
-    assert all(c == claims[k] for k, c in zip(f["finding"], f["claim"], strict=True))
+    assert all(c == SPECS[k].claim.statement for k, c in zip(f["finding"], f["claim"], strict=True))
+    assert all(v == pytest.approx(SPECS[k].claim.ratio) for k, v in zip(f["finding"], f["study_value"], strict=True))
     # the claims carry the study's figures
-    assert "0.110 ms" in claims["loading"] and "1.70×" in claims["analyze"] and "0.146 ms" in claims["logging"]
+    claims = {k: s.claim.statement for k, s in SPECS.items()}
+    assert "0.110 ms" in claims["loading"] and "1.70×" in claims["analyze_count"]
+    assert "0.146 ms" in claims["logging_explain"] and "1.90×" in claims["analyze_count_serial"]
+    # our ratio with its interval: in the numbers for every row, and in the evidence wherever a ratio is quoted
+    n = _rounds(root)
+    assert f["our_value"].is_not_null().all() and set(f["interval"]) == {f"min–max, n={n}"}
+    assert ((f["our_low"] <= f["our_value"]) & (f["our_value"] <= f["our_high"])).all()
     for r in f.iter_rows(named=True):
-        assert _ratios_have_intervals(r["evidence"]) == [], (r["finding"], r["server"], r["evidence"])
+        assert _ratios_without_interval(r["evidence"]) == [], (r["finding"], r["server"], r["evidence"])
+        if r["evidence"].startswith("Our "):
+            assert r["evidence"].startswith(f"Our {r['our_value']:.2f}× [{r['our_low']:.2f}–{r['our_high']:.2f}]")
 
 
 def test_stored_verdicts_are_those_of_the_stage(root):
@@ -59,33 +80,28 @@ def test_stored_verdicts_are_those_of_the_stage(root):
         stored.select("finding", "server", "verdict", "evidence"))  # fmt: skip
 
 
-def test_scored_data_from_the_committed_runs(root, tmp_path):
-    """The committed latencies re-derived the new way (paired by round; no A/A control in them): the section
-    then reads the stored findings with their numbers and describes the paired statistics."""
-    import shutil
-
-    p = AutoExplainParams()
+def test_scored_data_from_the_committed_runs(root):
+    """The committed runs re-scored the way notebook 40 does (paired by round, the A/A control's noise floor):
+    the same findings, noise floor and drift as stored, and the report reads them with their numbers."""
     runs = _read("auto_explain_latencies", root).rename({"latency_ms": "value"})
     plans = _read("auto_explain_plans", root)
     m = af.measured(runs)
-    noise = af.noise_table(m, p)
-    f = af.findings(runs, plans, noise, p)
-    assert set(f["verdict"]) <= set(fs.VERDICTS) - {fs.NOT_SUPPORTED}
-    assert f.height == 12 * len(set(runs["server"]))
-    # the old rule called "analyze" supported; its sizes are excluded on most servers and items now
-    analyze = f.filter(pl.col("finding").is_in(["analyze_count", "analyze_count_serial"]))
-    assert set(analyze["verdict"]) <= {fs.SUPPORTED, fs.DIRECTION_ONLY, fs.UNDETERMINED}
-    assert analyze["our_low"].is_not_null().all() and set(analyze["interval"]) == {"min–max, n=6"}
-    new = tmp_path / "derived"
-    shutil.copytree(root / "default", new / "default")
-    derived.write_table(f, "auto_explain_findings", "default", root=new)
-    derived.write_table(noise if noise.height else noise.clear(), "auto_explain_noise", "default", root=new)
-    derived.write_table(af.drift_table(m, p), "auto_explain_drift", "default", root=new)
-    out = auto_explain_report.findings("default", new)
-    assert out.select("finding", "server", "verdict").equals(f.select("finding", "server", "verdict"))
-    assert out["our_value"].is_not_null().all()
-    text = auto_explain_report.method("default", new)
-    assert "paired within rounds" in text and "Noise floor" in text and "between the first and the second half" in text
+    noise = af.noise_table(m, P)
+    assert noise.height and (noise["server"] == "all").any() and noise["floor"].is_not_null().all()
+    stored_noise = _read("auto_explain_noise", root).sort("server", "metric")
+    noise = noise.sort("server", "metric")
+    assert noise.select("server", "metric", "n_pairs").equals(stored_noise.select("server", "metric", "n_pairs"))
+    assert noise["floor"].to_list() == pytest.approx(stored_noise["floor"].to_list())
+    drift = af.drift_table(m, P)
+    assert drift.height == _read("auto_explain_drift", root).height
+    f = af.findings(runs, plans, noise, P).sort("finding", "server")
+    out = auto_explain_report.findings("default", root).sort("finding", "server")
+    assert f.height == len(SPECS) * runs["server"].n_unique()
+    assert out.select("finding", "server", "claim", "verdict", "evidence", "interval").equals(
+        f.select("finding", "server", "claim", "verdict", "evidence", "interval"))  # fmt: skip
+    for col in ("study_value", "our_value", "our_low", "our_high"):
+        assert out[col].to_list() == pytest.approx(f[col].to_list()), col
+    assert set(out["verdict"]) <= set(fs.VERDICTS) and out["our_value"].is_not_null().all()
 
 
 def test_method_names_servers_conditions_and_the_command(root):
@@ -97,9 +113,49 @@ def test_method_names_servers_conditions_and_the_command(root):
     for label in set(_read("auto_explain_summary", root)["label"]):
         assert f"*{label}*" in text
     lat = _read("auto_explain_latencies", root)
-    assert all(f"`{c}`" in text for c in set(lat["command"]))
+    measured = lat.filter(~pl.col("warmup").cast(pl.Boolean))
+    assert measured.height and all(f"`{c}`" in text for c in set(measured["command"]))
+    warm = set(lat.filter(pl.col("warmup").cast(pl.Boolean))["command"]) - set(measured["command"])
+    assert not any(f"`{c}`" in text for c in warm)  # the warm-up's command is not one the numbers come from
     n = _read("auto_explain_summary", root)["n"]
     assert f"{n.min()} run(s) per server" in text or f"{n.min()}-{n.max()} run(s) per server" in text
+    # the statistics of the scored path: pairing, the noise floor per server and item, drift
+    assert "paired within rounds" in text and "**Noise floor**" in text and "ratio of medians" not in text
+    noise = _read("auto_explain_noise", root)
+    for r in noise.filter(pl.col("server") != "all").iter_rows(named=True):
+        item = r["metric"].removeprefix("latency, ")
+        assert f"{r['server']} {item} ±{r['floor']:.1%}".replace("%", " %") in text
+    every = noise.filter(pl.col("server") == "all")
+    assert f"of {every['n_pairs'][0]} A/A comparisons" in text
+    d = _read("auto_explain_drift", root)["drift"].drop_nulls()
+    assert f"moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half" in text
+
+
+def test_the_old_path_on_data_without_a_noise_table(root, tmp_path):
+    """Data derived before pglab.verdicts (built here from a copy: no `auto_explain_noise`, findings under the
+    old keys with no numbers): the old claims replace the stored ones, and the method's statistics are the old
+    ratio of medians, not the pairing."""
+    old = tmp_path / "derived"
+    shutil.copytree(root / "default", old / "default")
+    (old / "default" / "auto_explain_noise.csv").unlink()
+    servers = sorted(set(_read("auto_explain_servers", root)["server"]))
+    rows = [{"finding": k, "claim": "as stored", "server": s, "verdict": fs.SUPPORTED, "evidence": f"{k} on {s}"}
+            for k in auto_explain_report._OLD_CLAIMS for s in servers] + [  # fmt: skip
+        {"finding": "unknown", "claim": "as stored", "server": servers[0], "verdict": fs.UNDETERMINED,
+         "evidence": "kept"}]  # fmt: skip
+    derived.write_table(pl.from_dicts(rows), "auto_explain_findings", "default", root=old)
+    assert not auto_explain_report._scored("default", old)
+    f = auto_explain_report.findings("default", old)
+    assert f.columns == list(fs.SCHEMA | fs.NUMBERS) and f.height == len(rows)
+    claims = dict(zip(f["finding"], f["claim"], strict=True))
+    assert all(claims[k] == c for k, c in auto_explain_report._OLD_CLAIMS.items())
+    assert claims["unknown"] == "as stored"  # a finding without an old claim keeps its own
+    assert f["our_value"].is_null().all() and set(f["study"]) == {"S2"}
+    text = auto_explain_report.method("default", old)
+    assert "ratio of medians" in text and "paired within rounds" not in text and "Noise floor" not in text
+    base = _read("auto_explain_ratios", root).filter(pl.col("comparison") == "overhead")["baseline"][0]
+    label = _read("auto_explain_summary", root).filter(pl.col("condition") == base)["label"][0]
+    assert f"every condition against *{label}*" in text
 
 
 def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
