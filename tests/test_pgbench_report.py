@@ -5,12 +5,15 @@ serialise, a method that names every server, and the same output twice."""
 
 import json
 import re
+import shutil
 
 import polars as pl
 import pytest
 
 from pglab import derived, pgbench_findings, pgbench_report
 from pglab import findings as fs
+from pglab import pgbench_verdicts as PV
+from pglab import verdicts as V
 
 
 @pytest.fixture(scope="module")
@@ -23,71 +26,210 @@ def found(root):
     return pgbench_report.findings("default", root)
 
 
+@pytest.fixture(scope="module")
+def old_root(committed_copy, tmp_path_factory):
+    """The committed data as the report read it before the paired analysis: a copy without `pgbench_noise`."""
+    old = tmp_path_factory.mktemp("old") / "derived"
+    shutil.copytree(committed_copy / "default", old / "default")
+    (old / "default" / "pgbench_noise.csv").unlink()
+    return old
+
+
+@pytest.fixture(scope="module")
+def old_found(old_root):
+    return pgbench_report.findings("default", old_root)
+
+
 def _tables(root):
     return {n: derived.read_table(n, "default", root) for n in pgbench_report.TABLES}
 
 
+def _floor(root):
+    return PV.floor_of(derived.read_table("pgbench_noise", "default", root))
+
+
+def _interval_text(ratio, low, high):
+    d = 2 if high - low >= 0.02 else 3
+    return f"{ratio:.{d}f}× [{low:.{d}f}–{high:.{d}f}]"
+
+
+def _one(found, finding, server):
+    row = found.filter((pl.col("finding") == finding) & (pl.col("server") == server))
+    assert row.height == 1, (finding, server, row.to_dicts())
+    return row.row(0, named=True)
+
+
+def _same_numbers(row, r):
+    """The finding carries the table's ratio and interval; a verdict drawn from them quotes them."""
+    assert (row["our_value"], row["our_low"], row["our_high"]) == (r["ratio"], r["low"], r["high"])
+    if not _too_weak(r):
+        assert _interval_text(r["ratio"], r["low"], r["high"]) in row["evidence"]
+
+
+def _too_weak(r):
+    """No verdict beyond 'undetermined' from a flagged measurement or an interval covering < 90 %."""
+    return bool(r.get("flag")) or r["low"] is None or (r["coverage"] or 0) < V.MIN_COVERAGE
+
+
+def test_the_committed_data_is_read_through_the_paired_analysis(root, old_root):
+    assert pgbench_report.paired_run("default", root) and not pgbench_report.paired_run("default", old_root)
+
+
 def test_every_claim_has_a_row_with_a_verdict_from_the_vocabulary(root, found):
-    t = _tables(root)
+    paired = derived.read_table("pgbench_paired", "default", root)
+    majors = derived.read_table("pgbench_servers", "default", root)["major"].drop_nulls()
+    ran = set(derived.read_table("pgbench_select_only", "default", root)["scale"].drop_nulls())
+    keys = set(found["finding"])
+    want = {f"no_vacuum_tps_scale_{s}" for s in derived.read_table("pgbench_no_vacuum", "default", root)["scale"]}
+    want |= {f"select_only_scale_{s}" for s in PV.STUDY_SCALES} | {"widest_gap", "scaleup_select-only", "scaleup_tpcb"}
+    for what, key in (("load time", "load_time"), ("series tps", "tpcb_versions")):
+        want |= {f"{key}_{g.replace('=', '_')}" for g in paired.filter(pl.col("what") == what)["group"]}
+    if majors.len() and majors.min() >= 9:
+        want.add("no_vacuum_before_hot")
+    assert keys == want
+    assert set(found["verdict"]) <= set(V.VERDICTS)  # the new vocabulary: no "not supported"
+    assert set(found["study"]) == {"S3", "S4"}
+    assert set(found.filter(pl.col("finding").str.starts_with("scaleup"))["study"]) == {"S4"}
+    assert found.columns == list(fs.SCHEMA | fs.NUMBERS)
+    claims = {k: c.statement for k, c in PV.CLAIMS.items()}
+    for r in found.iter_rows(named=True):
+        assert r["claim"] in claims.values(), r["finding"]
+    # a study scale this profile did not run is said to be not run, not guessed
+    for s in PV.STUDY_SCALES:
+        rows = found.filter(pl.col("finding") == f"select_only_scale_{s}")
+        assert (set(rows["verdict"]) == {fs.NOT_RUN}) == (s not in ran), s
+    # the study's gap (7.3 vs 9.1) and the pre-HOT claim cannot be tested on majors 9 and newer
+    for key in ("widest_gap", "no_vacuum_before_hot") if "no_vacuum_before_hot" in want else ("widest_gap",):
+        assert found.filter(pl.col("finding") == key)["verdict"].to_list() == [V.NOT_TESTABLE], key
+
+
+def test_every_ratio_carries_its_interval(found, old_found):
+    """Or says why it has none."""
+    for f in (found, old_found):
+        for r in f.iter_rows(named=True):
+            for m in re.finditer(r"\d\.\d\d×", r["evidence"]):
+                rest = r["evidence"][m.end():]
+                assert re.match(r" \[\d+\.\d\d–\d+\.\d\d\]| \(too few repetitions", rest), (r["finding"], r["evidence"])
+
+
+def test_no_vacuum_verdicts_follow_the_no_vacuum_table(root, found):
+    """'No change within ±10 %' is supported only when the fitted interval lies inside ±10 %, contradicted only
+    when it lies wholly outside and the effect is beyond the A/A noise floor; never 'direction only'."""
+    nv = derived.read_table("pgbench_no_vacuum", "default", root)
+    floor, m = _floor(root) or 0.0, 1 + PV.NO_CHANGE
+    assert nv.height > 0
+    for r in nv.iter_rows(named=True):
+        row = _one(found, f"no_vacuum_tps_scale_{r['scale']}", r["server"])
+        _same_numbers(row, r)
+        small = 1 / (1 + floor) < r["ratio"] < 1 + floor
+        if _too_weak(r):
+            want = V.UNDETERMINED
+        elif r["low"] >= 1 / m and r["high"] <= m:
+            want = V.SUPPORTED
+        elif (r["high"] < 1 / m or r["low"] > m) and not small:
+            want = V.CONTRADICTED
+        else:
+            want = V.UNDETERMINED
+        assert row["verdict"] == want, row
+
+
+def test_version_comparisons_follow_the_paired_table(root, found):
+    """Each newer server over the oldest, per (what, group) of pgbench_paired: supported only when the interval
+    lies wholly on the claimed side of 1 beyond the noise floor, contradicted only when wholly on the other side;
+    an interval that contains 1 is never a win nor a tie."""
+    paired = derived.read_table("pgbench_paired", "default", root)
+    floor = _floor(root) or 0.0
+    keys = {"load time": "load_time", "select-only tps": "select_only", "series tps": "tpcb_versions"}
+    compared = paired.filter(pl.col("what").is_in(list(keys)))
+    assert compared.height > 0
+    for r in compared.iter_rows(named=True):
+        row = _one(found, f"{keys[r['what']]}_{r['group'].replace('=', '_')}", r["server"])
+        _same_numbers(row, r)
+        assert f"({r['server']} over {r['baseline']}" in row["evidence"]
+        lower = r["better"] == "lower"
+        claimed = r["high"] < 1 if lower else r["low"] > 1  # wholly on the better side
+        opposite = r["low"] > 1 if lower else r["high"] < 1
+        small = 1 / (1 + floor) < r["ratio"] < 1 + floor
+        if _too_weak(r) or small:
+            want = V.UNDETERMINED
+        else:
+            want = V.SUPPORTED if claimed else V.CONTRADICTED if opposite else V.UNDETERMINED
+        assert row["verdict"] == want, row
+        if r["low"] <= 1 <= r["high"]:
+            assert row["verdict"] == V.UNDETERMINED
+
+
+def test_the_scale_up_follows_the_paired_table_for_11_over_10(root, found):
+    paired = derived.read_table("pgbench_paired", "default", root).filter(pl.col("what") == "scale-up tps")
+    majors = dict(derived.read_table("pgbench_servers", "default", root).select("server", "major").iter_rows())
+    for mode in ("select-only", "tpcb"):
+        pair = [r for r in paired.filter(pl.col("group") == f"mode={mode}").iter_rows(named=True)
+                if majors.get(r["server"]) == 11 and majors.get(r["baseline"]) == 10]
+        rows = found.filter(pl.col("finding") == f"scaleup_{mode}")
+        if not pair:
+            assert rows["server"].to_list() == ["all"] and rows["verdict"][0] in (V.NOT_RUN, V.NOT_TESTABLE)
+            continue
+        row = _one(found, f"scaleup_{mode}", pair[0]["server"])
+        _same_numbers(row, pair[0])
+        if mode == "select-only":  # pgbench -S has no aggregate: shown, not scored
+            assert row["verdict"] == V.NOT_TESTABLE
+        elif _too_weak(pair[0]) or pair[0]["low"] <= 1 <= pair[0]["high"]:
+            assert row["verdict"] in (V.UNDETERMINED, V.CONTRADICTED)
+        assert row["verdict"] != V.DIRECTION_ONLY or pair[0]["low"] > 1
+
+
+# -- the older, unpaired path, on a copy of the committed data without pgbench_noise ---------------------------------
+
+
+def test_old_path_every_claim_has_a_row_with_a_verdict_from_the_vocabulary(old_root, old_found):
+    t = _tables(old_root)
     scales = sorted(set(t["pgbench_init"]["scale"]))
     series_scales = sorted(set(t["pgbench_series"]["scale"]))
     modes = sorted(set(t["pgbench_scaling"]["mode"]))
-    keys = set(found["finding"])
     want = {f"select_only_scale_{s}" for s in pgbench_findings.STUDY_SCALES}
     want |= {f"load_time_scale_{s}" for s in scales} | {f"scaleup_{m}" for m in modes}
     want |= {f"no_vacuum_tps_scale_{s}" for s in series_scales} | {"no_vacuum_before_hot"}
     want |= {f"cluster_growth_scale_{s}" for s in series_scales}
-    assert keys == want
-    assert set(found["verdict"]) <= set(fs.VERDICTS)
-    assert set(found["study"]) == {"S3", "S4"}
-    assert set(found.filter(pl.col("finding").str.starts_with("scaleup"))["study"]) == {"S4"}
-    assert found.columns == list(fs.SCHEMA | fs.NUMBERS)
-    # a study scale this profile did not run is said to be not run, not guessed
+    assert set(old_found["finding"]) == want
+    assert set(old_found["verdict"]) <= set(fs.VERDICTS)
+    assert set(old_found["study"]) == {"S3", "S4"}
+    assert set(old_found.filter(pl.col("finding").str.starts_with("scaleup"))["study"]) == {"S4"}
+    assert old_found.columns == list(fs.SCHEMA | fs.NUMBERS)
     ran = set(t["pgbench_select_only"]["scale"])
     for s in pgbench_findings.STUDY_SCALES:
-        rows = found.filter(pl.col("finding") == f"select_only_scale_{s}")
+        rows = old_found.filter(pl.col("finding") == f"select_only_scale_{s}")
         assert (set(rows["verdict"]) == {fs.NOT_RUN}) == (s not in ran), s
 
 
-def test_every_ratio_carries_its_interval(found):
-    """Or says why it has none."""
-    for r in found.iter_rows(named=True):
-        for m in re.finditer(r"\d\.\d\d×", r["evidence"]):
-            rest = r["evidence"][m.end():]
-            assert re.match(r" \[\d+\.\d\d–\d+\.\d\d\]| \(too few repetitions", rest), (r["finding"], r["evidence"])
-
-
-def test_no_vacuum_verdicts_follow_the_trend_table(root, found):
+def test_old_path_no_vacuum_verdicts_follow_the_trend_table(old_root, old_found):
     """'No degradation' is supported only when the interval excludes a loss of more than 10 %."""
-    trend = derived.read_table("pgbench_series_trend", "default", root)
+    trend = derived.read_table("pgbench_series_trend", "default", old_root)
+    assert trend.height > 0
     for r in trend.iter_rows(named=True):
-        key = f"no_vacuum_tps_scale_{r['scale']}"
-        row = found.filter((pl.col("finding") == key) & (pl.col("server") == r["server"]))
-        assert row.height == 1
+        row = _one(old_found, f"no_vacuum_tps_scale_{r['scale']}", r["server"])
         if r["verdict"] == "lower":
             want = fs.NOT_SUPPORTED
         elif r["ci_low"] is not None and r["ci_low"] >= 1 - pgbench_findings.DROP:
             want = fs.SUPPORTED
         else:
             want = fs.UNDETERMINED
-        assert row["verdict"][0] == want, row.to_dicts()
-        assert f"{r['ratio_last_first']:.2f}× [{r['ci_low']:.2f}–{r['ci_high']:.2f}]" in row["evidence"][0]
+        assert row["verdict"] == want, row
+        assert f"{r['ratio_last_first']:.2f}× [{r['ci_low']:.2f}–{r['ci_high']:.2f}]" in row["evidence"]
 
 
-def test_version_comparisons_follow_the_versions_table(root, found):
-    v = derived.read_table("pgbench_versions", "default", root)
+def test_old_path_version_comparisons_follow_the_versions_table(old_root, old_found):
+    v = derived.read_table("pgbench_versions", "default", old_root)
     load = v.filter(pl.col("what") == "load time")
     assert load.height > 0
     for r in load.iter_rows(named=True):
         scale = r["group"].removeprefix("scale=")
-        row = found.filter((pl.col("finding") == f"load_time_scale_{scale}") & (pl.col("server") == r["server"]))
-        want = {"lower": fs.SUPPORTED, "higher": fs.NOT_SUPPORTED}.get(r["verdict"], fs.UNDETERMINED)
-        assert row["verdict"].to_list() == [want]
+        row = _one(old_found, f"load_time_scale_{scale}", r["server"])
+        assert row["verdict"] == {"lower": fs.SUPPORTED, "higher": fs.NOT_SUPPORTED}.get(r["verdict"], fs.UNDETERMINED)
     for r in v.filter(pl.col("what") == "select-only tps").iter_rows(named=True):
         scale = int(r["group"].removeprefix("scale="))
-        row = found.filter((pl.col("finding") == f"select_only_scale_{scale}") & (pl.col("server") == r["server"]))
         if r["verdict"] == "no detectable difference":
-            assert row["verdict"].to_list() == [fs.UNDETERMINED]  # never a win, never a tie
+            row = _one(old_found, f"select_only_scale_{scale}", r["server"])
+            assert row["verdict"] == fs.UNDETERMINED  # never a win, never a tie
 
 
 def test_one_server_gives_no_comparison_and_a_pre_hot_server_is_tested_as_such(root):
