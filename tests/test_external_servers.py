@@ -34,6 +34,7 @@ def external(embedded):
     """A kit cluster as the external server: role `ext` (scram password, may create databases, no superuser)
     owning database `extdb`; TCP on 127.0.0.1 needs the password (the kit's pg_hba)."""
     c = Cluster(embedded, name="ext-servers")
+    c.delete()  # a fresh server: what an earlier run's role left there must not stand in the way
     c.start({"shared_buffers": "128MB"})
     try:
         with c.connect() as conn:
@@ -43,7 +44,7 @@ def external(embedded):
             conn.execute("CREATE DATABASE extdb OWNER ext")
         yield c
     finally:
-        c.stop()
+        c.delete()
 
 
 def _snapshot(c: Cluster) -> dict:
