@@ -4,6 +4,7 @@ on its own, charts that serialise, the same output twice. data/derived/default i
 (one repetition, a wrong answer, one server) are written to a temporary directory."""
 
 import json
+import math
 import re
 import shutil
 
@@ -12,13 +13,13 @@ import pytest
 from conftest import ROOT
 
 from pglab import derived, ssb_report
-from pglab.findings import NOT_RUN, UNDETERMINED, VERDICTS
-from pglab.ssb import experiment as ex
+from pglab.findings import NOT_RUN, NOT_SUPPORTED, NOT_TESTABLE, UNDETERMINED, VERDICTS
+from pglab.ssb import paired_tables as pt
 
 COMMITTED = ROOT / "data" / "derived"
 PROFILE = "default"
-PER_SERVER = {"parallel_speedup", "jit_q1", "q4.3_workers", "parallel_a", "jit_per_query", "parallel_b",
-              "parallel_b_q4.3"}  # fmt: skip
+JIT = {f"{f}{suffix}" for f in ("jit_q1", "jit_q3.1", "jit_q4.3", "jit_per_query") for suffix in ("", "_forced")}
+PER_SERVER = {"parallel_speedup", "parallel_a", "q4.3_workers", "parallel_b", "parallel_b_q4.3", "answers_right"} | JIT
 ALL = PER_SERVER | {"newer_version_parallel", "newer_version_serial", "results_agree"}
 
 
@@ -52,69 +53,125 @@ def _evidence(f, finding, server):
     return rows.row(0, named=True)
 
 
+def _ours(r):
+    """The evidence's own figure for a paired-table row: ratio [low–high], as `verdicts.Evidence.text` writes it."""
+    d = 2 if r["high"] - r["low"] >= 0.02 else 3
+    return f"Our {r['ratio']:.{d}f}× [{r['low']:.{d}f}–{r['high']:.{d}f}]"
+
+
+def _floor(server):
+    nz = _table("ssb_noise")
+    r = nz.filter(pl.col("server") == server)
+    r = r if r.height else nz.filter(pl.col("server") == "all")
+    return r["floor"][0] if r.height else None
+
+
+def test_the_committed_data_takes_the_paired_path():
+    assert ssb_report.paired_run(PROFILE, COMMITTED)
+    assert _table("ssb_noise").height and _table("ssb_paired").height
+
+
 def test_every_claim_for_every_server(section, servers):
     f = section["findings"]
     assert set(f["finding"]) == ALL
     assert set(f["verdict"]) <= set(VERDICTS)
     for finding in PER_SERVER:
         assert sorted(f.filter(pl.col("finding") == finding)["server"]) == sorted(servers["server"]), finding
+    vp = _table("ssb_versions_paired")
+    for mode in ("parallel", "serial"):
+        pairs = vp.filter(pl.col("mode") == mode).select(pl.format("{} vs {}", "server", "baseline")).unique()
+        assert f.filter(pl.col("finding") == f"newer_version_{mode}")["server"].to_list() == pairs.to_series().to_list()
     assert f.filter(pl.col("claim").str.len_chars() < 40).is_empty()
     assert f.filter(pl.col("evidence").str.len_chars() < 40).is_empty()
+    # what cannot be tested here says what it would need
+    assert f.filter(pl.col("verdict") == NOT_TESTABLE, ~pl.col("evidence").str.contains("needs")).is_empty()
 
 
 def test_jit_findings_not_run_exactly_where_the_server_has_no_jit(section, servers):
     f = section["findings"]
+    paired = _table("ssb_paired")
     for srv in servers.iter_rows(named=True):
-        for finding in ("jit_q1", "jit_per_query"):
+        for finding, item in (("jit_q1", "q1.x"), ("jit_q3.1", "q3.1"), ("jit_q4.3", "q4.3"), ("jit_per_query", "all")):
             row = _evidence(f, finding, srv["server"])
+            cmp = paired.filter(pl.col("server") == srv["server"], pl.col("query") == item,
+                                pl.col("mode") == "parallel_jit", pl.col("baseline") == "parallel")  # fmt: skip
             if srv["jit_available"]:
+                assert cmp.height == 1, (finding, srv["server"])
                 assert row["verdict"] != NOT_RUN, row
-                assert "q1.1" in row["evidence"]
+                assert _ours(cmp.row(0, named=True)) in row["evidence"], (cmp, row["evidence"])
+                assert "JIT (S1's thresholds) over parallel" in row["evidence"]
             else:
+                assert cmp.is_empty()
                 assert row["verdict"] == NOT_RUN and "JIT" in row["evidence"], row
+            forced = _evidence(f, finding + "_forced", srv["server"])
+            has = paired.filter(pl.col("server") == srv["server"], pl.col("query") == item,
+                                pl.col("mode") == "parallel_jit_forced").height  # fmt: skip
+            assert (forced["verdict"] != NOT_RUN) == bool(has), forced
+    assert servers["jit_available"].any() and not servers["jit_available"].all(), "both kinds of server expected"
 
 
-def test_q43_sentence_names_the_planned_and_allowed_counts(section):
-    study = _table("ssb_plans_study_workers").filter(pl.col("query") == "q4.3")
-    assert study.height
-    for r in study.iter_rows(named=True):
+def test_q43_sentence_names_the_planned_and_allowed_counts(section, servers):
+    scaled = _table("ssb_plans_scaled").filter(pl.col("query") == "q4.3")
+    assert sorted(scaled["server"]) == sorted(servers["server"])
+    for r in scaled.iter_rows(named=True):
+        row = _evidence(section["findings"], "q4.3_workers", r["server"])
+        ev = row["evidence"]
+        assert f"q4.3 plans {r['workers_planned']} of {r['allowed_workers']}, driven by {r['leftmost_relation']}" in ev
+        assert f"{r['min_parallel_table_scan_kb']} kB" in ev
+        # exact plan counts: the claim (q4.3 plans fewer workers than allowed) stands or falls with them
+        fewer = r["workers_planned"] < r["allowed_workers"]
+        assert (row["verdict"] in ("supported", "direction only")) == fewer, row
+    for r in _table("ssb_plans_study_workers").filter(pl.col("query") == "q4.2").iter_rows(named=True):
         ev = _evidence(section["findings"], "q4.3_workers", r["server"])["evidence"]
-        assert f"q4.3 plans {r['workers_planned']} of {r['allowed_workers']} workers" in ev, ev
-        assert r["leftmost_relation"] in ev
+        assert f"q4.2 plans {r['workers_planned']} of {r['allowed_workers']} (driven by {r['leftmost_relation']})" in ev
 
 
 def test_version_ratios_agree_with_the_notebooks_own_table(section):
-    """ssb_versions (time of the newer / time of the older, written by notebook 20) turned into 'as fast'."""
-    versions = _table("ssb_versions")
+    """ssb_versions_paired (time of the newer / time of the older, paired by round, written by notebook 20)."""
+    versions = _table("ssb_versions_paired")
     f = section["findings"]
     for mode in ("parallel", "serial"):
         vr = versions.filter(pl.col("mode") == mode)
         assert vr.height
-        for r in vr.iter_rows(named=True):
-            row = _evidence(f, f"newer_version_{mode}", f"{r['server']} vs {r['baseline']}")
-            expect = f"{r['query']} {1 / r['ratio']:.2f}× [{1 / r['ci_high']:.2f}–{1 / r['ci_low']:.2f}]"
-            assert expect in row["evidence"], (expect, row["evidence"])
-        faster = vr.filter(pl.col("verdict") == "faster").height
-        assert f"faster on {faster}," in row["evidence"]
+        suite = vr.filter(pl.col("query") == "all").row(0, named=True)
+        row = _evidence(f, f"newer_version_{mode}", f"{suite['server']} vs {suite['baseline']}")
+        assert row["evidence"].startswith(_ours(suite)), (suite, row["evidence"])
+        for r in vr.filter(pl.col("query") != "all").iter_rows(named=True):
+            assert f"{r['query']} {r['ratio']:.2f}×" in row["evidence"], (r, row["evidence"])
+        floor = max(_floor(suite["server"]) or 0, _floor(suite["baseline"]) or 0)
+        if abs(math.log(suite["ratio"])) < math.log1p(floor):  # below the A/A floor: nothing can be supported
+            assert row["verdict"] in (UNDETERMINED, "contradicted"), row
+            assert "noise floor" in row["evidence"]
 
 
 def test_parallel_speedups_agree_with_the_speedup_table(section, servers):
-    sp = _table("ssb_speedup").filter(pl.col("mode") == "parallel")
+    sp = _table("ssb_paired").filter(pl.col("mode") == "parallel", pl.col("baseline") == "serial")
     cores = int(_table("environment_machine").filter(pl.col("key") == "cpu_cores")["value"][0])
+    tested = 0
     for srv in servers["server"]:
-        row = _evidence(section["findings"], "parallel_a", srv)
-        for r in sp.filter(pl.col("server") == srv).iter_rows(named=True):
-            assert f"{r['query']} {1 / r['ratio']:.2f}×" in row["evidence"], (r, row["evidence"])
-        allowed = int(_table("ssb_plans").filter(pl.col("server") == srv, pl.col("mode") == "parallel")[
-            "allowed_workers"].max())  # fmt: skip
-        assert f"ceiling {min(allowed + 1, cores)}×" in row["evidence"]
+        mine = sp.filter(pl.col("server") == srv)
+        a, s1 = (_evidence(section["findings"], k, srv) for k in ("parallel_a", "parallel_speedup"))
+        if mine.is_empty():
+            assert a["verdict"] == NOT_RUN and s1["verdict"] == NOT_RUN, (a, s1)
+            continue
+        tested += 1
+        suite = mine.filter(pl.col("query") == "all").row(0, named=True)
+        assert a["evidence"].startswith(_ours(suite)) and f"speed-up {1 / suite['ratio']:.2f}×" in a["evidence"]
+        for r in mine.filter(~pl.col("query").is_in(["all", "q1.x"])).iter_rows(named=True):
+            assert f"{r['query']} {1 / r['ratio']:.2f}×" in a["evidence"], (r, a["evidence"])
+        procs = int(_table("ssb_plans").filter(pl.col("server") == srv, pl.col("mode") == "parallel")[
+            "workers_planned"].max()) + 1  # fmt: skip
+        assert f"ceiling min({procs} processes, {cores} cores)" in a["evidence"]
+        # S1's 5× needs six processes at once; fewer cores or workers make it untestable, not contradicted
+        assert (s1["verdict"] == NOT_TESTABLE) == (min(procs, cores) < 6), s1
+    assert tested
 
 
 def test_results_agreement_counts_every_execution(section):
     ck = _table("ssb_checksums")
     row = _evidence(section["findings"], "results_agree", "all")
     assert f"{int(ck['executions'].sum()):,} executions" in row["evidence"]
-    assert row["verdict"] == ("supported" if ck["agree"].all() else "not supported")
+    assert row["verdict"] == ("supported" if ck["agree"].all() else "contradicted")
 
 
 def test_method_names_servers_versions_scale_and_repetitions(section, servers):
@@ -154,35 +211,57 @@ def _copy(tmp_path):
 
 def test_one_repetition_leaves_the_ratios_undetermined(tmp_path):
     root = _copy(tmp_path)
-    execs = _table("ssb_executions").filter(pl.col("warmup") | (pl.col("repetition") == 0))
-    tables = ex.derive(execs)
-    for name, df in {"ssb_executions": execs, "ssb_summary": tables["summary"], "ssb_speedup": tables["speedup"],
-                     "ssb_jit": tables["jit"]}.items():  # fmt: skip
-        derived.write_table(df, name, "t", root=root)
+    execs = _table("ssb_executions")
+    first = execs.filter(~pl.col("warmup"))["round"].min()
+    execs = execs.filter(pl.col("warmup") | (pl.col("round") == first))
+    env = _table("environment_servers")
+    facts = {"servers": {r["server"]: {"major": r["major"]} for r in env.iter_rows(named=True)}}
+    derived.write_table(execs, "ssb_executions", "t", root=root)
+    derived.write_table(pt.mode_comparisons(execs), "ssb_paired", "t", root=root)
+    derived.write_table(pt.version_comparisons(execs, facts), "ssb_versions_paired", "t", root=root)
     f = ssb_report.findings("t", root)
-    for finding in ("parallel_speedup", "parallel_a", "jit_q1", "jit_per_query", "newer_version_parallel"):
+    for finding in ("parallel_a", "jit_q1", "jit_per_query", "newer_version_parallel", "newer_version_serial"):
         assert set(f.filter(pl.col("finding") == finding)["verdict"]) <= {UNDETERMINED, NOT_RUN}, finding
-    assert "(no interval)" in _evidence(f, "parallel_a", f["server"][0])["evidence"]
+    assert set(f.filter(pl.col("finding") == "parallel_a")["verdict"]) == {UNDETERMINED, NOT_RUN}
+
+
+def _wrong_q22(root, profile):
+    ck = _table("ssb_checksums").with_columns(
+        agree=pl.when(pl.col("query") == "q2.2").then(False).otherwise(pl.col("agree")))
+    derived.write_table(ck, "ssb_checksums", profile, root=root)
+    return _evidence(ssb_report.findings(profile, root), "results_agree", "all")
 
 
 def test_a_wrong_answer_is_reported(tmp_path):
+    row = _wrong_q22(_copy(tmp_path), "t")
+    assert row["verdict"] == "contradicted" and "q2.2" in row["evidence"]
+
+
+def test_the_old_path_still_reads_a_dataset_without_the_noise_floor(tmp_path):
+    """Datasets derived before the paired analysis (no ssb_noise) keep the rule of their time."""
     root = _copy(tmp_path)
-    ck = _table("ssb_checksums").with_columns(
-        agree=pl.when(pl.col("query") == "q2.2").then(False).otherwise(pl.col("agree")))
-    derived.write_table(ck, "ssb_checksums", "t", root=root)
-    row = _evidence(ssb_report.findings("t", root), "results_agree", "all")
-    assert row["verdict"] == "not supported" and "q2.2" in row["evidence"]
+    (derived.profile_dir("t", root) / "ssb_noise.csv").unlink()
+    assert not ssb_report.paired_run("t", root)
+    f = ssb_report.findings("t", root)
+    assert set(f["verdict"]) <= set(VERDICTS) | {NOT_SUPPORTED}
+    assert "answers_right" not in set(f["finding"]) and "noise floor" not in ssb_report.method("t", root).lower()
+    row = _wrong_q22(root, "t")
+    assert row["verdict"] == NOT_SUPPORTED and "q2.2" in row["evidence"]
 
 
 def test_one_server_has_no_version_comparison(tmp_path):
     root = _copy(tmp_path)
     keep = sorted(set(_table("ssb_executions")["server"]))[0]
-    for name in ssb_report.TABLES:
-        df = _table(name)
+    for path in sorted(derived.profile_dir("t", root).glob("*.csv")):
+        df = _table(path.stem)
         if "server" in df.columns:
-            derived.write_table(df.filter(pl.col("server") == keep), name, "t", root=root)
+            derived.write_table(df.filter(pl.col("server").is_in([keep, "all"])), path.stem, "t", root=root)
+    vp = _table("ssb_versions_paired", root, "t")
+    assert vp.is_empty() or vp.filter(pl.col("server") == keep).is_empty()
+    derived.write_table(vp.clear(), "ssb_versions_paired", "t", root=root)
     f = ssb_report.findings("t", root)
     for mode in ("parallel", "serial"):
-        assert _evidence(f, f"newer_version_{mode}", "all")["verdict"] == NOT_RUN
+        row = _evidence(f, f"newer_version_{mode}", "all")
+        assert row["verdict"] == NOT_TESTABLE and "16" in row["evidence"] and "17" in row["evidence"], row
     assert set(f.filter(pl.col("finding").is_in(PER_SERVER))["server"]) == {keep}
     assert keep in ssb_report.method("t", root)
