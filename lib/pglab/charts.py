@@ -74,8 +74,10 @@ STUDY_COLOR, OURS_COLOR = "#222222", "#1f77b4"
 
 
 def ratio_domain(values, pad: float = 1.25) -> tuple[float, float]:
+    import math
+
     """A log-scale domain covering every positive value and 1, padded, at least 0.5 … 2."""
-    vs = [v for v in values if v is not None and v > 0]
+    vs = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     lo, hi = min([0.5, *vs]) / pad, max([2.0, *vs]) * pad
     return max(lo, 1e-3), min(hi, 1e3)
 
@@ -84,6 +86,8 @@ def _x(v: float, domain: tuple[float, float]) -> float:
     import math
 
     lo, hi = (math.log(d) for d in domain)
+    if not v > 0 or math.isnan(v):  # no place on a log scale: pinned to the low edge
+        v = domain[0]
     v = min(max(v, domain[0]), domain[1])  # a value outside is pinned to the edge, not dropped
     return 4 + (STRIP_W - 8) * (math.log(v) - lo) / (hi - lo)
 

@@ -50,7 +50,7 @@ def noise_floor(aa: pl.DataFrame) -> dict:
 
 def below_floor(ratio: float, floor: float | None) -> bool:
     """True when the effect `ratio` (e.g. 1.03) is within ±floor (relative, e.g. 0.04) of no effect."""
-    return floor is not None and abs(math.log(ratio)) < math.log1p(floor)
+    return floor is not None and ratio is not None and ratio > 0 and abs(math.log(ratio)) < math.log1p(floor)
 
 
 def ceiling_check(speedup: float | None, processes: int, cores: int | None) -> str | None:

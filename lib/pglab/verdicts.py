@@ -135,6 +135,8 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) 
         return Verdict(UNDETERMINED, "no paired rounds")
     if ev.low is None or ev.high is None:
         return Verdict(UNDETERMINED, f"no interval ({ev.method})", "needs ≥ 5 rounds")
+    if not (ev.ratio > 0 and ev.low > 0 and ev.high > 0):  # a zero time or tps: a failed run, not an effect
+        return Verdict(UNDETERMINED, f"no positive ratio to judge ({ev.text()})")
     if (ev.coverage or 0) < MIN_COVERAGE:
         return Verdict(UNDETERMINED, f"{ev.method} covers only {ev.coverage:.0%}".replace("%", " %"),
                        "needs ≥ 5 rounds")  # fmt: skip

@@ -84,9 +84,10 @@ The study's base settings go to each kit server (`shared_buffers 2GB`, `autovacu
 s.start()
 t0 = time.monotonic()
 result = auto_explain_run.run_stage(s)
-tables = aer.analyse(result, cfg)
 # a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
-written = aer.write(tables, s.profile) if result.servers.filter(pl.col("skipped").is_null()).height else []
+measured = result.servers.filter(pl.col("skipped").is_null()).height
+tables = aer.analyse(result, cfg) if measured else {}
+written = aer.write(tables, s.profile) if measured else []
 print(f"stage: {result.steps_run} pgbench runs now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [auto_explain_run.EXPERIMENT], "auto_explain_skipped", s.profile)
 result.servers
