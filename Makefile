@@ -49,6 +49,8 @@ test: lint ## lint, tests on real servers, a quick report pass, nbval on its not
 	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
 	$(BIN)/python -m pglab.clean --check-orphans
+	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/state)
+	PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/pytest/state $(BIN)/python -m pglab.clean --check-orphans
 
 bench: bench-ssb bench-download ## every benchmark (speed targets of the issues), printed
 

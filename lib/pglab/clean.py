@@ -20,18 +20,21 @@ from . import paths, reach, socketdir
 from .cluster import _pid_alive, _postmaster_pid, _proc_start_ticks, sweep_orphans
 
 
-def cluster_roots() -> list[Path]:
-    """Every folder that holds clusters of this clone: the state folder's and the stand-ins for it."""
+def cluster_roots(whole_clone: bool = True) -> list[Path]:
+    """The folders that hold clusters of this state folder (PGLAB_STATE_DIR) and the stand-ins for it; with
+    whole_clone, also every stand-in for a folder anywhere in this clone (the tests' among them)."""
     roots = [paths.clusters_dir(), paths.state_dir() / "bench"]
     roots += [r for r in (reach.stand_in(p) for p in list(roots)) if r]
-    roots += reach.stand_ins_for(paths.ROOT) + reach.stand_ins_for(paths.state_dir())
+    roots += reach.stand_ins_for(paths.state_dir())
+    if whole_clone:
+        roots += reach.stand_ins_for(paths.ROOT)
     return list(dict.fromkeys(roots))
 
 
-def running_servers() -> list[str]:
+def running_servers(whole_clone: bool = True) -> list[str]:
     """Clusters of the kit whose postmaster is alive, with the owner that runs them."""
     out = []
-    for root in cluster_roots():
+    for root in cluster_roots(whole_clone):
         for cdir in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
             pid = _postmaster_pid(cdir / "data")
             if pid and _pid_alive(pid):
@@ -60,8 +63,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.clean", description=__doc__.splitlines()[0])
     ap.add_argument("--check-orphans", action="store_true")
     args = ap.parse_args(argv)
-    if args.check_orphans:
-        left = running_servers()
+    if args.check_orphans:  # this state folder's servers only: a test checks its own while others run
+        left = running_servers(whole_clone=False)
         for line in left:
             print(f"still running: {line}", file=sys.stderr)
         return 1 if left else 0
