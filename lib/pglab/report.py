@@ -42,7 +42,19 @@ def _stable_injected_id(path: Path) -> None:
     for cell in nb.cells:
         if "injected-parameters" in cell.metadata.get("tags", []):
             cell.id = f"{path.stem}-injected-parameters"
+    strip_run_metadata(nb)
     nbformat.write(nb, path)
+
+
+def strip_run_metadata(nb) -> None:
+    """What papermill records about the execution itself (this machine's absolute paths, timestamps,
+    durations) says nothing about the study and makes every re-run differ: dropped. Outputs stay."""
+    pm = nb.metadata.get("papermill", {})
+    for key in ("input_path", "output_path", "start_time", "end_time", "duration"):
+        pm.pop(key, None)
+    for cell in nb.cells:
+        cell.metadata.get("papermill", {}).clear()
+        cell.metadata.pop("execution", None)
 
 
 def default_out(profile: str) -> Path:
