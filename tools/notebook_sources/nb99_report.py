@@ -84,7 +84,7 @@ Every derived table this report read, with its row count and SHA-256 checksum fr
 here), the run that measured it and the kit revision that derived it.
 """),
     code('''
-# NBVAL_CHECK_OUTPUT
+# not NBVAL_CHECK_OUTPUT: checksums of a quick run's tables; the committed report is checked strictly anyway
 from IPython.display import Markdown
 
 Markdown(report_appendix.provenance_markdown(p.profile) + "\\n\\n" + report_appendix.inventory_markdown(p.profile))
