@@ -179,8 +179,10 @@ def _study_items() -> dict[str, Item]:
     count = "SELECT COUNT(c1) FROM tab1;"
     return {
         "limit": Item(sql="SELECT c1 FROM tab1 LIMIT 1;", label="limit (1 row)"),
-        # a parallel plan with 2 workers as the study's on a table below min_parallel_table_scan_size (8MB)
-        "count": Item(sql=count, label="count, parallel (all rows)", settings={"min_parallel_table_scan_size": 0}),
+        # a parallel plan with 2 workers as the study's on a table below min_parallel_table_scan_size (8MB), which
+        # at 1e5 rows is cheaper serial unless the setup cost is waived
+        "count": Item(sql=count, label="count, parallel (all rows)", settings={"min_parallel_table_scan_size": 0,
+                                                                                 "parallel_setup_cost": 0}),
         "count_serial": Item(
             sql=count, label="count, serial (all rows)", settings={"max_parallel_workers_per_gather": 0}
         ),

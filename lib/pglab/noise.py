@@ -53,14 +53,17 @@ def below_floor(ratio: float, floor: float | None) -> bool:
     return floor is not None and ratio is not None and ratio > 0 and abs(math.log(ratio)) < math.log1p(floor)
 
 
+CEILING_SLACK = 0.05  # timer and scheduling jitter: 1.03× "speed-up" of two equal serial plans is not a breach
+
+
 def ceiling_check(speedup: float | None, processes: int, cores: int | None) -> str | None:
-    """A flag when a speed-up (old time / new time) exceeds the physical ceiling min(processes, cores): more
-    than that many processes cannot run at once, so such a figure is a measurement problem (caching, a changed
-    plan, a clock change), not a result. None when within the ceiling or not measured."""
+    """A flag when a speed-up (old time / new time) exceeds the physical ceiling min(processes, cores) by more
+    than CEILING_SLACK: more than that many processes cannot run at once, so such a figure is a measurement
+    problem (caching, a changed plan, a clock change), not a result. None when within it or not measured."""
     if speedup is None:
         return None
     ceiling = min(processes, cores) if cores else processes
-    if speedup <= ceiling:
+    if speedup <= ceiling * (1 + CEILING_SLACK):
         return None
     capped = f"{processes} processes on {cores} cores" if cores else f"{processes} processes"
     return f"speed-up {speedup:.2f}× above the physical ceiling {ceiling}× ({capped}): a measurement problem"
