@@ -14,7 +14,7 @@ TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download stability
-.PHONY: compare lock
+.PHONY: compare lock notebooks
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,8 +48,14 @@ report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.ya
 compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
 	$(BIN)/python -m pglab.compare --a "$(A)" --b "$(B)"
 
-lint: $(STAMP) ## ruff on the library, tests and tools
+lint: $(STAMP) ## ruff on the library, tests and tools; every notebook in step with its .py source
 	$(BIN)/ruff check lib tests tools
+	$(BIN)/python tools/check_notebooks.py
+
+# notebooks/NN_*.py (jupytext py:percent) are the sources; papermill runs the paired .ipynb (jupytext.toml)
+notebooks: $(STAMP) ## after editing notebooks/*.py: update the paired .ipynb (jupytext --sync; JupyterLab syncs on save)
+	$(BIN)/jupytext --sync notebooks/*.py
+	$(BIN)/python tools/check_notebooks.py
 
 test: lint ## lint, tests on real servers, a quick report pass, nbval on its notebooks and on the committed report
 	rm -rf $(TEST_DIR)

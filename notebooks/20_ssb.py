@@ -1,31 +1,45 @@
-"""Cells of notebooks/20_ssb.ipynb (regenerate with `python tools/make_notebooks.py`)."""
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: pglab (.venv)
+#     language: python
+#     name: pglab
+# ---
 
-from nbbuild import code, md, params_cell
+# %% [markdown]
+# # 20 · SSB: parallel query, JIT and versions, with the plans that explain them
+#
+# Study S1 ran the 13 SSB queries at SF 70 on PostgreSQL 16.6 and 17.2 in three modes — parallel off
+# (`max_parallel_workers_per_gather = 0`), parallel on (5 workers), parallel on + `jit = on` — five runs each,
+# and found: parallel ≈ 5× faster; 17.2 slightly faster; JIT helps q1.x most (≈ 25 %); **q4.3 planned only 4
+# workers though 5 were allowed**, because the worker count follows the plan's driving table. Study S4 measured
+# the JIT reduction per query and the time against the number of workers.
+#
+# Here: the same queries and modes on every server of this run, with warm-up, repetitions interleaved across
+# servers, modes and queries, a checksum of every result, and one untimed `EXPLAIN (ANALYZE, BUFFERS, VERBOSE,
+# FORMAT JSON)` per server × mode × query. Time is client wall time over a Unix socket (first byte sent to last
+# row fetched). Our machine and scale are far smaller than the study's: compare shapes and ratios.
 
-CELLS = [
-    md("""
-# 20 · SSB: parallel query, JIT and versions, with the plans that explain them
-
-Study S1 ran the 13 SSB queries at SF 70 on PostgreSQL 16.6 and 17.2 in three modes — parallel off
-(`max_parallel_workers_per_gather = 0`), parallel on (5 workers), parallel on + `jit = on` — five runs each,
-and found: parallel ≈ 5× faster; 17.2 slightly faster; JIT helps q1.x most (≈ 25 %); **q4.3 planned only 4
-workers though 5 were allowed**, because the worker count follows the plan's driving table. Study S4 measured
-the JIT reduction per query and the time against the number of workers.
-
-Here: the same queries and modes on every server of this run, with warm-up, repetitions interleaved across
-servers, modes and queries, a checksum of every result, and one untimed `EXPLAIN (ANALYZE, BUFFERS, VERBOSE,
-FORMAT JSON)` per server × mode × query. Time is client wall time over a Unix socket (first byte sent to last
-row fetched). Our machine and scale are far smaller than the study's: compare shapes and ratios.
-"""),
-    params_cell('''servers = None       # e.g. ["pg18", "pg15"]; None: every server of the params
+# %% tags=["parameters"]
+# Parameters (papermill injects its own values after this cell)
+params_file = "params/default.yaml"  # relative to the project root
+run_id = None
+servers = None       # e.g. ["pg18", "pg15"]; None: every server of the params
 modes = None         # subset of ["serial", "parallel", "parallel_aa", "parallel_jit", "parallel_jit_forced"]
 repetitions = None
 workers = None       # parallel modes' worker count; None: ssb.workers of the params, else the machine's cores
 worker_sweep = None  # e.g. [0, 1, 2]
 query_set = None
 sf = None
-seed = None'''),
-    code('''
+seed = None
+
+# %%
 import os
 
 import polars as pl
@@ -48,17 +62,19 @@ print(f"run {s.run_id}: SF {p.sf:g}, {p.query_set}, modes {p.modes}, {p.repetiti
 if not targets:
     s.close()
     outcomes.stop_notebook("no server holds the SSB dataset: nothing to measure (the skips are above)")
-'''),
-    md("## Running the queries"),
-    code('''
+
+# %% [markdown]
+# ## Running the queries
+
+# %%
 facts = study_plans.record_facts(targets, p, s.store, loads)  # versions, datasets, cores: derive needs no server
 available = ex.run_modes(targets, p, s.store)
 ex.capture_plans(targets, p, s.store, available)
 sweep_counts = ex.run_sweep(targets, p, s.store)
 outcomes.require_measured(s.store, [ex.EXPERIMENT, ex.SWEEP], [t.name for t in targets])
 available
-'''),
-    code('''
+
+# %%
 execs = ex.executions(s.store)
 sweep = ex.executions(s.store, ex.SWEEP)
 tables = ex.derive(execs)
@@ -77,9 +93,11 @@ errors = execs.filter(pl.col("error").is_not_null())
 print(f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
       f"{sweep.height} sweep executions")
 errors.select("server", "mode", "query", "repetition", "error")
-'''),
-    md("## Do all servers and modes return the same answers?"),
-    code('''
+
+# %% [markdown]
+# ## Do all servers and modes return the same answers?
+
+# %%
 wrong = checks.filter(~pl.col("agree"))
 if wrong.is_empty():
     print(f"yes: every query returned the same rows on every server and in every mode ({checks['executions'].sum()} "
@@ -97,87 +115,87 @@ else:
           f"{checked['executions'].sum()} executions, " + ("all right" if bad.is_empty() else
           "WRONG: " + ", ".join(f"{r['server']} {r['query']}" for r in bad.iter_rows(named=True))))
 checks
-'''),
-    md("""
-## Paired comparisons and the noise floor
 
-Every comparison is made within rounds (the schedule interleaves servers, modes and queries; a round holds one
-run of each): the geometric mean of the per-round ratios with a 95 % bootstrap interval over rounds (min–max
-below 10 rounds). The A/A control (parallel measured twice per round, as `parallel` and `parallel_aa`) gives the
-false-difference rate and the noise floor; the drift is the parallel suite time's second half of rounds over
-its first.
-"""),
-    code('''
+# %% [markdown]
+# ## Paired comparisons and the noise floor
+#
+# Every comparison is made within rounds (the schedule interleaves servers, modes and queries; a round holds one
+# run of each): the geometric mean of the per-round ratios with a 95 % bootstrap interval over rounds (min–max
+# below 10 rounds). The A/A control (parallel measured twice per round, as `parallel` and `parallel_aa`) gives the
+# false-difference rate and the noise floor; the drift is the parallel suite time's second half of rounds over
+# its first.
+
+# %%
 print(paired["ssb_noise"])
 print(paired["ssb_drift"])
 paired["ssb_paired"].filter(pl.col("query").is_in(["all", "q1.x"])).sort("server", "mode", "query")
-'''),
-    code('''
+
+# %%
 # 17 over 16 per mode (only when the run has both of S1's versions)
 vp = paired["ssb_versions_paired"]
 vp.filter(pl.col("query").is_in(["all", "q1.x"])) if vp.height else "this run lacks PostgreSQL 16 or 17"
-'''),
-    md("""
-## Seconds per query, by version and mode
 
-Median of the timed repetitions; the bars span min–max (the study's charts showed the same).
-"""),
-    code('''
+# %% [markdown]
+# ## Seconds per query, by version and mode
+#
+# Median of the timed repetitions; the bars span min–max (the study's charts showed the same).
+
+# %%
 summ = tables["summary"]
 summ.with_columns(cell=pl.col("server") + " " + pl.col("mode")).pivot(
     on="cell", index="query", values="median", sort_columns=True).sort("query")
-'''),
-    code('''
-ssb_charts.times(summ)
-'''),
-    md("""
-## Parallel speed-up
 
-`speedup = serial / parallel` per query (median ratio, 95 % bootstrap interval over repetitions). The study saw
-≈ 5× with 5 workers; with N workers the ceiling is about N + 1 (the leader works too), and never more than the
-machine's cores (dashed line).
-"""),
-    code('''
+# %%
+ssb_charts.times(summ)
+
+# %% [markdown]
+# ## Parallel speed-up
+#
+# `speedup = serial / parallel` per query (median ratio, 95 % bootstrap interval over repetitions). The study saw
+# ≈ 5× with 5 workers; with N workers the ceiling is about N + 1 (the leader works too), and never more than the
+# machine's cores (dashed line).
+
+# %%
 spd = ssb_charts.speedup_frame(tables["speedup"], "parallel")
 spd.pivot(on="server", index="query", values="speedup").sort("query")
-'''),
-    code('''
-ssb_charts.speedup(tables["speedup"], "parallel", ceiling=min(ex.workers(p) + 1, os.cpu_count() or 1))
-'''),
-    md("""
-## JIT: time reduction per query (study S4's table)
 
-`reduction = 1 − (parallel + JIT) / parallel`, with its 95 % interval. Servers without llvmjit cannot run the
-mode and are listed as not available above. JIT compiles each query's expressions; whether that pays off depends
-on rows processed per compiled function, so at a small scale factor JIT usually costs more than it saves.
-"""),
-    code('''
+# %%
+ssb_charts.speedup(tables["speedup"], "parallel", ceiling=min(ex.workers(p) + 1, os.cpu_count() or 1))
+
+# %% [markdown]
+# ## JIT: time reduction per query (study S4's table)
+#
+# `reduction = 1 − (parallel + JIT) / parallel`, with its 95 % interval. Servers without llvmjit cannot run the
+# mode and are listed as not available above. JIT compiles each query's expressions; whether that pays off depends
+# on rows processed per compiled function, so at a small scale factor JIT usually costs more than it saves.
+
+# %%
 jit_vs_s4 = ssb_charts.jit_frame(tables["jit"]).select(
     "server", "query", "reduction_pct", "reduction_low_pct", "reduction_high_pct",
     ex.readable(pl.col("verdict")).alias("verdict"), "s4_jit_reduction_pct")
 jit_vs_s4 if not jit_vs_s4.is_empty() else "no server of this run has JIT available"
-'''),
-    code('''
+
+# %%
 ssb_charts.jit(tables["jit"]) if not jit_vs_s4.is_empty() else "nothing to chart"
-'''),
-    code('''
+
+# %%
 # the JIT thresholds the plans were made under: JIT compiles only plans costed above them
 plans.filter(mode="parallel_jit").select("server", "jit_above_cost", "jit_inline_above_cost",
                                          "jit_optimize_above_cost").unique().sort("server")
-'''),
-    md("""
-## Workers planned and launched (why q4.3 gets fewer)
 
-For every Gather: the workers the planner asked for, the workers launched, and the scan that drives the
-parallel part (the leftmost scan under the Gather). The planner sizes a parallel scan by its table's size, so
-a plan driven by a small table gets fewer workers than allowed.
-"""),
-    code('''
+# %% [markdown]
+# ## Workers planned and launched (why q4.3 gets fewer)
+#
+# For every Gather: the workers the planner asked for, the workers launched, and the scan that drives the
+# parallel part (the leftmost scan under the Gather). The planner sizes a parallel scan by its table's size, so
+# a plan driven by a small table gets fewer workers than allowed.
+
+# %%
 gathers = plans.filter(pl.col("mode") != "serial", pl.col("gather_id").is_not_null())
 gathers.select("server", "mode", "query", "allowed_workers", "workers_planned", "workers_launched",
                "leftmost_relation").sort("server", "mode", "query")
-'''),
-    code('''
+
+# %%
 # the study's finding, stated from our plans
 q43 = gathers.filter(query="q4.3", mode="parallel")
 for row in q43.iter_rows(named=True):
@@ -188,12 +206,12 @@ for row in q43.iter_rows(named=True):
              "the study's finding does not reproduce at this scale and worker count"))
 others_below = gathers.filter(mode="parallel").filter(pl.col("workers_planned") < pl.col("allowed_workers"))
 print("queries planned below the maximum:", sorted(set(others_below["query"])) or "none")
-'''),
-    md("""
-With as many workers as this machine has cores, the finding may not show. The planner's choice does not need
-the cores, though: the same queries planned (not run) with the study's 5 allowed workers.
-"""),
-    code('''
+
+# %% [markdown]
+# With as many workers as this machine has cores, the finding may not show. The planner's choice does not need
+# the cores, though: the same queries planned (not run) with the study's 5 allowed workers.
+
+# %%
 # NBVAL_CHECK_OUTPUT
 study = ex.capture_study_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
 derived.write_table(study, "ssb_plans_study_workers", s.profile)
@@ -206,23 +224,25 @@ for row in study.filter(query="q4.3").iter_rows(named=True):
     print(f"{row['server']}: q4.3 plans {row['workers_planned']} of {row['allowed_workers']} workers "
           f"(study: {ref.S1_Q43_PLANNED_WORKERS} of {ref.S1_ALLOWED_WORKERS}), driven by {row['leftmost_relation']}")
 print(study.with_columns(cell=pl.col("server")).pivot(on="cell", index="query", values="workers_planned"))
-'''),
-    code('''
-ssb_charts.workers(plans, study)
-'''),
-    md("""
-## Plan changes between versions and modes
 
-The fingerprint hashes each plan's shape (`EXPLAIN (COSTS OFF)`): the same fingerprint means the same plan.
-"""),
-    code('''
+# %%
+ssb_charts.workers(plans, study)
+
+# %% [markdown]
+# ## Plan changes between versions and modes
+#
+# The fingerprint hashes each plan's shape (`EXPLAIN (COSTS OFF)`): the same fingerprint means the same plan.
+
+# %%
 fp = plans.select("server", "mode", "query", "fingerprint").unique().with_columns(
     cell=pl.col("server") + " " + pl.col("mode"))
 print("; ".join(study_plans.plan_changes(fingerprints)) or "the same plan on every version for every query")
 fp.pivot(on="cell", index="query", values="fingerprint", sort_columns=True).sort("query")
-'''),
-    md("## Versions side by side"),
-    code('''
+
+# %% [markdown]
+# ## Versions side by side
+
+# %%
 names = [t.name for t in targets]
 if len(names) > 1:
     vr = ex.version_ratios(execs, baseline_server=names[-1])
@@ -232,15 +252,15 @@ if len(names) > 1:
 else:
     out = "one server only: nothing to compare"
 out
-'''),
-    md("""
-## Time against the number of workers (S4, test B)
 
-S4 found time close to inversely proportional to the number of workers, with q4.3 flattening where its plan
-stops using more workers. The dotted line is perfect scaling from the serial median: t(0) / (workers + 1),
-but no faster than the machine's cores allow.
-"""),
-    code('''
+# %% [markdown]
+# ## Time against the number of workers (S4, test B)
+#
+# S4 found time close to inversely proportional to the number of workers, with q4.3 flattening where its plan
+# stops using more workers. The dotted line is perfect scaling from the serial median: t(0) / (workers + 1),
+# but no faster than the machine's cores allow.
+
+# %%
 sw = sweep.filter(~pl.col("warmup")).group_by("server", "workers", "query").agg(
     pl.median("seconds").alias("median"), pl.min("seconds").alias("min"), pl.max("seconds").alias("max"))
 ideal = sw.filter(workers=0).select("server", "query", pl.col("median").alias("t0"))
@@ -248,8 +268,6 @@ sw = sw.join(ideal, on=["server", "query"]).with_columns(ideal=pl.col("t0") / (p
     "server", "query", "workers")
 derived.write_table(sw, "ssb_sweep_summary", s.profile)
 ssb_charts.sweep(sw, cores=os.cpu_count())
-'''),
-    code('''
+
+# %%
 s.close()
-'''),
-]

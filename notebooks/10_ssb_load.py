@@ -1,24 +1,38 @@
-"""Cells of notebooks/10_ssb_load.ipynb (regenerate with `python tools/make_notebooks.py`)."""
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: pglab (.venv)
+#     language: python
+#     name: pglab
+# ---
 
-from nbbuild import code, md, params_cell
+# %% [markdown]
+# # 10 · SSB data: generate and load
+#
+# The Star Schema Benchmark's five tables, generated deterministically from (scale factor, seed) by
+# `pglab.ssb` and streamed into each server through `COPY … (FREEZE)` — nothing is written to disk first, and
+# generation runs in a second process beside the load. Every server gets byte-identical rows. A database that
+# already holds the same dataset is not loaded again (only pre-warmed, as study S1 did with `pg_prewarm`).
+#
+# Rules: `docs/studies.md` (Star Schema Benchmark). Data: `data/derived/<profile>/ssb_load.csv`, `ssb_selectivity.csv`.
 
-CELLS = [
-    md("""
-# 10 · SSB data: generate and load
-
-The Star Schema Benchmark's five tables, generated deterministically from (scale factor, seed) by
-`pglab.ssb` and streamed into each server through `COPY … (FREEZE)` — nothing is written to disk first, and
-generation runs in a second process beside the load. Every server gets byte-identical rows. A database that
-already holds the same dataset is not loaded again (only pre-warmed, as study S1 did with `pg_prewarm`).
-
-Rules: `docs/studies.md` (Star Schema Benchmark). Data: `data/derived/<profile>/ssb_load.csv`, `ssb_selectivity.csv`.
-"""),
-    params_cell('''servers = None     # e.g. ["pg18"]; None: every server of the params
+# %% tags=["parameters"]
+# Parameters (papermill injects its own values after this cell)
+params_file = "params/default.yaml"  # relative to the project root
+run_id = None
+servers = None     # e.g. ["pg18"]; None: every server of the params
 sf = None          # None: ssb.sf of the params
 seed = None
 query_set = None   # pg_ssb_run | ssb_paper
-prewarm = None'''),
-    code('''
+prewarm = None
+
+# %%
 from pglab import charts, derived, outcomes, session
 from pglab.ssb import selectivity as ssb_selectivity, stage as ssb_stage
 
@@ -28,9 +42,11 @@ p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, prewarm=prewa
 targets = ssb_stage.servers(s, servers)
 print(f"run {s.run_id}: SSB SF {p.sf:g}, seed {p.seed}, query set {p.query_set}, on {[t.name for t in targets]}")
 ssb_stage.prepare(targets, p)
-'''),
-    md("## Load"),
-    code('''
+
+# %% [markdown]
+# ## Load
+
+# %%
 # each server's load is recorded as soon as it is done; a server that may not hold the dataset is skipped
 results = ssb_stage.load_all(targets, p, s.store)
 targets = ssb_stage.holding(targets, results)
@@ -38,46 +54,46 @@ outcomes.report_skipped(s.store, [ssb_stage.EXP_LOAD], "ssb_load_skipped", s.pro
 if not targets:
     s.close()
     outcomes.stop_notebook("no server holds the SSB dataset: nothing more to do here (the skips are above)")
-'''),
-    code('''
+
+# %%
 loads = ssb_stage.load_table([r for r in results if not r.refused])
 derived.write_table(loads, "ssb_load", s.profile)
 loads.select("server", "table", "rows", "seconds", "table_bytes", "skipped")
-'''),
-    code('''
+
+# %%
 # NBVAL_CHECK_OUTPUT
 # the generator is deterministic: the same rows on every server, whatever the run
 print(loads.select("server", "table", "rows").sort("server", "table"))
-'''),
-    code('''
+
+# %%
 import polars as pl
 
 totals = loads.group_by("server", "skipped", "load_total_s", "prewarm_s", "database_bytes").agg(pl.sum("rows"))
 totals.with_columns(
     rows_per_s=pl.col("rows") / pl.col("load_total_s"), database_mib=pl.col("database_bytes") / 2**20
 ).sort("server")
-'''),
-    md("""
-## Selectivity: the data against the benchmark's rules
 
-For each query, the fraction of lineorder rows that pass all its predicates, counted on the loaded data,
-beside the figure the generation rules imply and the one the SSB paper publishes. The published figures
-assume years uniform over 1992–1998; our orders stop at 1998-08-02 as TPC-H's do, and the paper's q1.3 is the
-`36 and 40` variant (pg_ssb_run's `26 and 35` selects about twice as many rows).
-"""),
-    code('''
+# %% [markdown]
+# ## Selectivity: the data against the benchmark's rules
+#
+# For each query, the fraction of lineorder rows that pass all its predicates, counted on the loaded data,
+# beside the figure the generation rules imply and the one the SSB paper publishes. The published figures
+# assume years uniform over 1992–1998; our orders stop at 1998-08-02 as TPC-H's do, and the paper's q1.3 is the
+# `36 and 40` variant (pg_ssb_run's `26 and 35` selects about twice as many rows).
+
+# %%
 # NBVAL_CHECK_OUTPUT
 sel = pl.concat([ssb_selectivity.measure(t, p.sf, p.query_set, p.query_ids()) for t in targets])
 derived.write_table(sel, "ssb_selectivity", s.profile)
 sel.select("server", "query", "passing_rows", "measured", "expected", "published", "within_tolerance")
-'''),
-    code('''
+
+# %%
 # NBVAL_CHECK_OUTPUT
 outside = sel.filter(~pl.col("within_tolerance"))
 print("every query's measured filter factor is within sampling tolerance of the rules" if outside.is_empty()
       else f"OUTSIDE TOLERANCE: {outside.select('server', 'query').rows()}")
-'''),
-    code('''
+
+# %%
 import altair as alt
 
 alt.Chart(sel.filter(server=targets[0].name)).transform_fold(["measured", "expected", "published"]).mark_point(
@@ -88,8 +104,6 @@ alt.Chart(sel.filter(server=targets[0].name)).transform_fold(["measured", "expec
     color=alt.Color("key:N", title=None),
     shape=alt.Shape("key:N", title=None),
 ).properties(title=f"SSB filter factors, SF {p.sf:g}", width=520)
-'''),
-    code('''
+
+# %%
 s.close()
-'''),
-]

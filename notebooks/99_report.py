@@ -1,0 +1,125 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: pglab (.venv)
+#     language: python
+#     name: pglab
+# ---
+
+# %% [markdown]
+# # Five PostgreSQL performance studies, reproduced on this machine
+#
+# Each row is a claim of a published study (S1 … S5, `docs/studies.md`), in its own words, beside what our
+# measurements say; the sections below give the evidence, the appendix the data.
+
+# %% tags=["parameters"]
+# Parameters (papermill injects its own values after this cell)
+params_file = "params/default.yaml"  # relative to the project root
+run_id = None
+
+# %%
+from pglab import charts, params, report_appendix, report_sections, report_summary
+from pglab.charts import table
+from pglab.environment_report import machine_table, servers_table, timer_chart
+
+p = params.load(params_file, check_servers=False)
+charts.setup()
+everything = report_sections.all_findings(p.profile)
+
+# %% [markdown]
+# ## The answers, claim by claim
+
+# %%
+report_summary.show(everything)
+
+# %% [markdown]
+# ## Findings at a glance
+
+# %%
+report_summary.show_glance(everything)
+
+# %% [markdown]
+# ## How to read it
+#
+# Times are medians of interleaved, warmed-up repetitions. Every comparison is a ratio B / A measured in pairs,
+# with its interval: a 95 % bootstrap interval from 10 rounds on, else the min–max of the rounds, labelled so. A
+# verdict puts the study's claim beside that interval (`docs/verdicts.md`): **supported** (our interval shows the
+# direction and contains the study's size), **contradicted** (it excludes the size and does not show the
+# direction), **direction only** (right direction, other size), **undetermined** (too wide, too few rounds, below
+# the machine's noise floor, or a measurement problem), **not testable here** (this machine, scale or build
+# cannot test it; it says what would) and **not run** (not in this profile). A claim measured on several servers
+# gets one verdict: theirs when they agree, else undetermined.
+#
+# Everything here is read from `data/derived/<profile>/` only: no server is needed, and re-running this notebook
+# on the committed data reproduces it exactly (CI checks that with nbval). The studies ran on their authors'
+# machines at much larger sizes: compare shapes and ratios, not seconds; each section says what differs.
+
+# %% [markdown]
+# ## The machine and the servers
+#
+# Recorded by `00_environment` at the start of the run. Every server ran with the same explicit settings of the
+# params file; the timer's cost per read explains part of what `EXPLAIN ANALYZE` and auto_explain's
+# `log_analyze` cost.
+
+# %%
+table(machine_table(p.profile))
+
+# %%
+table(servers_table(p.profile))
+
+# %%
+timer_chart(p.profile)
+
+# %% [markdown]
+# ## S1 · SSB: parallel query, JIT and versions (with S4's SSB tests)
+
+# %%
+report_sections.show("ssb_report", p.profile)
+
+# %% [markdown]
+# ## S2 · auto_explain overhead with pgbench
+
+# %%
+report_sections.show("auto_explain_report", p.profile)
+
+# %% [markdown]
+# ## S3 · pgbench across versions and scales (with S4's client scaling)
+
+# %%
+report_sections.show("pgbench_report", p.profile)
+
+# %% [markdown]
+# ## S4 · JIT per operator
+
+# %%
+report_sections.show("jit_operators_report", p.profile)
+
+# %% [markdown]
+# ## S4 · Parallel B-tree index build (test C)
+
+# %%
+report_sections.show("parallel_index_report", p.profile)
+
+# %% [markdown]
+# ## S5 · Hash partitioning and Parallel Append
+
+# %%
+report_sections.show("partitioning_report", p.profile)
+
+# %% [markdown]
+# ## Appendix: the data behind this report
+#
+# Every derived table this report read, with its row count and SHA-256 checksum from the manifest (checked
+# here), the run that measured it and the kit revision that derived it.
+
+# %%
+# not NBVAL_CHECK_OUTPUT: checksums of a quick run's tables; the committed report is checked strictly anyway
+from IPython.display import Markdown
+
+Markdown(report_appendix.provenance_markdown(p.profile) + "\n\n" + report_appendix.inventory_markdown(p.profile))

@@ -1,0 +1,107 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: pglab (.venv)
+#     language: python
+#     name: pglab
+# ---
+
+# %% [markdown]
+# # pglab compare: run B against run A
+#
+# Two derived datasets side by side — two machines, two settings, two versions. A and B are each a profile
+# (`data/derived/<profile>/`), a run id (the tables that run wrote) or a folder of derived tables; only the
+# derived tables are read, no server is needed.
+#
+# **How to read it.** For every table of medians both runs hold (the `*_summary` tables), B / A is the ratio
+# of the two medians. Its interval is the *ratio of bounds*, low B / high A … high B / low A, from each run's
+# 95 % confidence interval (min–max where a table has none): every ratio the two intervals allow, so it is
+# conservative, wider than a bootstrap interval of the ratio. A ratio counts as a change only when that
+# interval excludes 1. Whether higher is better depends on the table: times (`ssb`, `auto_explain`,
+# `jit_operators`, `parallel_index`, `partitioning`, `pgbench_init`) are better lower, tps (`pgbench_*`)
+# higher.
+
+# %% tags=["parameters"]
+# Parameters (papermill injects its own values after this cell)
+a = "default"  # profile, run id or folder (relative to the project root)
+b = "default"
+
+# %%
+import polars as pl
+
+from pglab import charts, compare
+from pglab.charts import table
+
+charts.setup()
+A, B = compare.resolve(a), compare.resolve(b)
+studies = compare.check_comparable(A, B)
+env = compare.environment_differences(A, B)
+verdicts = compare.verdict_changes(A, B)
+plans = compare.plan_changes(A, B)
+ratios = compare.ratios(A, B)
+print(f"A: {A.shown()}\nB: {B.shown()}\nstudies in both: {', '.join(studies)}")
+
+# %% [markdown]
+# ## What changed
+#
+# How many differences of each kind, then the largest changes of a median beyond its interval.
+
+# %%
+table(compare.what_changed(env, verdicts, plans, ratios))
+
+# %%
+largest = compare.largest_changes(ratios, k=10)
+table(largest) if largest.height else print("no median moved beyond its interval")
+
+# %% [markdown]
+# ## Environment
+#
+# Machine, servers as they describe themselves, and settings that differ (a dash: absent on that side). The
+# port and socket folder the kit picks for each cluster are left out, and so are server properties only one side
+# records (a newer kit records more, the server is the same).
+
+# %%
+table(env) if env.height else print("no difference in machine, servers or settings")
+
+# %% [markdown]
+# ## Per study
+#
+# Medians compared per study, how many moved beyond their interval (B higher / B lower), the geometric mean of
+# B / A, and the verdict and plan changes below.
+
+# %%
+table(compare.by_study(ratios, verdicts, plans))
+
+# %%
+compare.ratio_chart(ratios, k=30, per_metric=5)
+
+# %% [markdown]
+# ## Verdict changes
+#
+# Findings (same study, finding and server) whose verdict differs, with each run's evidence.
+
+# %%
+table(verdicts) if verdicts.height else print("no verdict changed")
+
+# %% [markdown]
+# ## Plan changes
+#
+# Plan fingerprints and shape columns (node shape, workers planned, Gather placement) that differ for the same
+# server and query or condition.
+
+# %%
+table(plans) if plans.height else print("no plan changed")
+
+# %% [markdown]
+# ## Every ratio
+#
+# All medians both runs hold, B / A with its interval (`change`: whether that interval excludes 1).
+
+# %%
+table(ratios.drop("study"))
