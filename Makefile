@@ -48,8 +48,8 @@ report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.ya
 compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
 	$(BIN)/python -m pglab.compare --a "$(A)" --b "$(B)"
 
-lint: $(STAMP) ## ruff on the library, tests and tools; every notebook in step with its .py source
-	$(BIN)/ruff check lib tests tools
+lint: $(STAMP) ## ruff on the library, tests, tools and notebook sources; every notebook in step with its .py
+	$(BIN)/ruff check lib tests tools notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 
 # notebooks/NN_*.py (jupytext py:percent) are the sources; papermill runs the paired .ipynb (jupytext.toml)

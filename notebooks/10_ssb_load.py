@@ -34,7 +34,8 @@ prewarm = None
 
 # %%
 from pglab import charts, derived, outcomes, session
-from pglab.ssb import selectivity as ssb_selectivity, stage as ssb_stage
+from pglab.ssb import selectivity as ssb_selectivity
+from pglab.ssb import stage as ssb_stage
 
 charts.setup()
 s = session.begin(params_file, run_id, study="ssb")

@@ -45,8 +45,11 @@ import os
 import polars as pl
 
 from pglab import charts, derived, outcomes, session
-from pglab.ssb import charts as ssb_charts, experiment as ex, paired_tables, reference as ref, stage as ssb_stage
-from pglab.ssb import study_plans
+from pglab.ssb import charts as ssb_charts
+from pglab.ssb import experiment as ex
+from pglab.ssb import paired_tables, study_plans
+from pglab.ssb import reference as ref
+from pglab.ssb import stage as ssb_stage
 
 charts.setup()
 s = session.begin(params_file, run_id, study="ssb")

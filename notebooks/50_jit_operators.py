@@ -15,8 +15,8 @@
 # %% [markdown]
 # # 50 · JIT per operator: what compiling a simple aggregate saves, and what it costs
 #
-# **The study** (S4 in `docs/studies.md`, PGECons WG1 2018; PostgreSQL 11 on a 36-core Xeon Gold 6140, 256 GB) asked which
-# kinds of query JIT compilation speeds up. Test 1 ran simple queries — arithmetic and aggregates, e.g.
+# **The study** (S4 in `docs/studies.md`, PGECons WG1 2018; PostgreSQL 11 on a 36-core Xeon Gold 6140, 256 GB) asked
+# which kinds of query JIT compilation speeds up. Test 1 ran simple queries — arithmetic and aggregates, e.g.
 # `SELECT sum(col1) FROM …` — with JIT off and on, after `pg_prewarm`, through psql, and reported the time
 # reduction per operator:
 #

@@ -33,8 +33,6 @@ a = "default"  # profile, run id or folder (relative to the project root)
 b = "default"
 
 # %%
-import polars as pl
-
 from pglab import charts, compare
 from pglab.charts import table
 
