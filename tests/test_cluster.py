@@ -147,3 +147,17 @@ def _ticks(pid):
     from pglab.cluster import _proc_start_ticks
 
     return _proc_start_ticks(pid)
+
+
+def test_environment_settings_carry_no_absolute_path_of_this_clone(cluster):
+    """The settings table goes into committed data and the report: a socket folder inside the clone is shown
+    relative to it (the measuring machine's absolute path means nothing to a reader's clone)."""
+    from pglab import environment, paths
+    from pglab.servers import Server
+
+    _, settings = environment.server(Server(name=cluster.install.name, install=cluster.install, cluster=cluster))
+    by_name = {s["name"]: s["setting"] for s in settings}
+    assert str(paths.ROOT) not in " ".join(str(v) for v in by_name.values())
+    sockets = by_name["unix_socket_directories"].split(",")
+    assert all(not s.startswith(str(paths.ROOT)) for s in sockets)
+    assert any(s == paths.shown(cluster.socket_dir) for s in sockets), (sockets, cluster.socket_dir)

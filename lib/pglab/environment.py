@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from . import paths
 from .provenance import git_revision
 from .servers import Server
 
@@ -98,8 +99,20 @@ def server(srv: Server) -> tuple[dict, list[dict]]:
     if srv.cluster:  # where its files are: a stand-in and a copy of the binaries when root's clone is private
         rec |= srv.cluster.folders()
         rec["settings_not_applied"] = ", ".join(sorted(srv.cluster.not_applied)) or None  # unknown to this version
-    settings = [{"server": srv.name} | s for s in settings]
+    settings = [{"server": srv.name} | s | _shown_paths(s) for s in settings]
     return rec, settings
+
+
+# settings whose value is a folder or file on the measuring machine: shown relative to the project, so the
+# data and the committed report carry no absolute path of that machine (a reader's clone is elsewhere)
+PATH_SETTINGS = {"unix_socket_directories", "data_directory", "config_file", "hba_file", "ident_file",
+                 "log_directory", "external_pid_file", "stats_temp_directory"}  # fmt: skip
+
+
+def _shown_paths(setting: dict) -> dict:
+    if setting.get("name") not in PATH_SETTINGS or not setting.get("setting"):
+        return {}
+    return {"setting": ",".join(paths.shown(v.strip()) for v in str(setting["setting"]).split(","))}
 
 
 def timer(srv: Server, seconds: int = 1) -> dict | None:
