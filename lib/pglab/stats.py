@@ -26,8 +26,8 @@ import polars as pl
 
 __all__ = [
     "HIGHER", "LOWER", "NO_DIFFERENCE", "TOO_FEW", "NO_DATA", "UNDEFINED", "NO_BASELINE",
-    "bootstrap_ci", "ratio_ci", "summarize", "compare", "NEAR_CEILING", "NEAR", "BELOW", "UNCLEAR",
-    "ceiling_verdict",
+    "resample", "percentile_interval", "bootstrap_ci", "ratio_ci", "summarize", "compare", "NEAR_CEILING", "NEAR",
+    "BELOW", "UNCLEAR", "ceiling_verdict",
 ]
 
 HIGHER = "higher"
@@ -57,16 +57,24 @@ def _stat_fn(stat: str):
         raise ValueError(f"stat must be one of {sorted(_STATS)}, not {stat!r}") from None
 
 
-def _resample(x: np.ndarray, stat: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    # One (n_boot, n) index matrix: 10k resamples of n=5 take about a millisecond.
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
+def resample(x: np.ndarray, stat: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """The kit's one bootstrap: ``stat`` of each of ``n_boot`` resamples (with replacement) of the 1-D values x,
+    drawn from ``rng``. Every interval here and in pglab.paired resamples through it.
+
+    One (n_boot, n) index matrix: 10k resamples of n=5 take about a millisecond. int32 indices draw the same
+    numbers as numpy's default int64 ones (same generator stream), in half the memory."""
+    idx = rng.integers(0, x.size, size=(n_boot, x.size), dtype=np.int32)
     return _stat_fn(stat)(x[idx], axis=1)
 
 
+def percentile_interval(boot: np.ndarray, tail: float) -> tuple[float, float]:
+    """The ``tail`` and 1 - ``tail`` quantiles of bootstrap replicates, as actual replicates just outside the
+    nominal quantiles (numpy's ``lower`` / ``higher`` methods)."""
+    return float(np.quantile(boot, tail, method="lower")), float(np.quantile(boot, 1.0 - tail, method="higher"))
+
+
 def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
-    alpha = (1.0 - confidence) / 2.0
-    return (float(np.quantile(boot, alpha, method="lower")),
-            float(np.quantile(boot, 1.0 - alpha, method="higher")))
+    return percentile_interval(boot, (1.0 - confidence) / 2.0)
 
 
 def _check_confidence(confidence: float) -> None:
@@ -82,7 +90,7 @@ def bootstrap_ci(x, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
     _stat_fn(stat)
     if v.size < 2:
         return None, None
-    return _interval(_resample(v, stat, n_boot, np.random.default_rng(seed)), confidence)
+    return _interval(resample(v, stat, n_boot, np.random.default_rng(seed)), confidence)
 
 
 def ratio_ci(a, b, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
@@ -109,7 +117,7 @@ def ratio_ci(a, b, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
         out["verdict"] = TOO_FEW
         return out
     rng = np.random.default_rng(seed)
-    ba, bb = _resample(va, stat, n_boot, rng), _resample(vb, stat, n_boot, rng)
+    ba, bb = resample(va, stat, n_boot, rng), resample(vb, stat, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = ba / bb
     ratios[(ba == 0) & (bb == 0)] = 1.0
