@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from pglab import auto_explain_findings as af
-from pglab import auto_explain_report, derived
+from pglab import auto_explain_report, derived, stats
 from pglab import findings as fs
 from pglab.auto_explain_study import AutoExplainParams
 
@@ -70,7 +70,8 @@ def test_every_finding_of_the_study_for_every_server(root):
     for r in f.iter_rows(named=True):
         assert _ratios_without_interval(r["evidence"]) == [], (r["finding"], r["server"], r["evidence"])
         if r["evidence"].startswith("Our "):
-            assert r["evidence"].startswith(f"Our {r['our_value']:.2f}× [{r['our_low']:.2f}–{r['our_high']:.2f}]")
+            ours = stats.ratio_with_interval(r["our_value"], r["our_low"], r["our_high"])
+            assert r["evidence"].startswith(f"Our {ours}")
 
 
 def test_stored_verdicts_are_those_of_the_stage(root):

@@ -269,7 +269,7 @@ SETUP = pl.DataFrame({"server": ["x"], "jit_available": [True], "reason": [None]
         ((35.0, 45.0), findings.NOT_SUPPORTED, "JIT helped more than the study"),
         ((-5.0, 30.0), findings.UNDETERMINED, "holds both 0 and the study's 25.0 %"),
         ((-5.0, 10.0), findings.NOT_SUPPORTED, "no detectable difference"),
-        ((-20.0, -10.0), findings.NOT_SUPPORTED, "15.0 % [10.0 – 20.0] more time with JIT"),
+        ((-20.0, -10.0), findings.NOT_SUPPORTED, "15.0 % [10.0–20.0] more time with JIT"),
     ],
 )
 def test_verdict_rule(interval, verdict, says):
@@ -293,7 +293,7 @@ def test_overall_verdict_counts_operators():
     overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
     assert overall["verdict"] == findings.NOT_SUPPORTED, overall
     assert "8 of 9 operators measured support" in overall["evidence"]
-    assert "less than the study: max 7.5 % [5.0 – 10.0]" in overall["evidence"]
+    assert "less than the study: max 7.5 % [5.0–10.0]" in overall["evidence"]
     # one interval too wide to tell: undetermined
     f = report.findings_from(SETUP, _reduction("x", inside | {"max": (-10.0, 40.0)}), "on")
     assert f.filter(pl.col("finding") == "all_operators")["verdict"].to_list() == [findings.UNDETERMINED]

@@ -10,7 +10,7 @@ import shutil
 import polars as pl
 import pytest
 
-from pglab import derived, pgbench_findings, pgbench_report
+from pglab import derived, pgbench_findings, pgbench_report, stats
 from pglab import findings as fs
 from pglab import pgbench_verdicts as PV
 from pglab import verdicts as V
@@ -48,11 +48,6 @@ def _floor(root):
     return PV.floor_of(derived.read_table("pgbench_noise", "default", root))
 
 
-def _interval_text(ratio, low, high):
-    d = 2 if high - low >= 0.02 else 3
-    return f"{ratio:.{d}f}× [{low:.{d}f}–{high:.{d}f}]"
-
-
 def _one(found, finding, server):
     row = found.filter((pl.col("finding") == finding) & (pl.col("server") == server))
     assert row.height == 1, (finding, server, row.to_dicts())
@@ -63,7 +58,7 @@ def _same_numbers(row, r):
     """The finding carries the table's ratio and interval; a verdict drawn from them quotes them."""
     assert (row["our_value"], row["our_low"], row["our_high"]) == (r["ratio"], r["low"], r["high"])
     if not _too_weak(r):
-        assert _interval_text(r["ratio"], r["low"], r["high"]) in row["evidence"]
+        assert stats.ratio_with_interval(r["ratio"], r["low"], r["high"]) in row["evidence"]
 
 
 def _too_weak(r):
@@ -214,7 +209,7 @@ def test_old_path_no_vacuum_verdicts_follow_the_trend_table(old_root, old_found)
         else:
             want = fs.UNDETERMINED
         assert row["verdict"] == want, row
-        assert f"{r['ratio_last_first']:.2f}× [{r['ci_low']:.2f}–{r['ci_high']:.2f}]" in row["evidence"]
+        assert stats.ratio_with_interval(r["ratio_last_first"], r["ci_low"], r["ci_high"]) in row["evidence"]
 
 
 def test_old_path_version_comparisons_follow_the_versions_table(old_root, old_found):

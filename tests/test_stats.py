@@ -1,4 +1,5 @@
-"""Summaries and bootstrap ratio intervals: values, edge cases, determinism and actual coverage."""
+"""Summaries and bootstrap ratio intervals: values, edge cases, determinism and actual coverage; the one notation
+every report writes an interval in."""
 
 import time
 
@@ -16,7 +17,10 @@ from pglab.stats import (
     UNDEFINED,
     bootstrap_ci,
     compare,
+    interval,
     ratio_ci,
+    ratio_with_interval,
+    resample,
     summarize,
 )
 
@@ -181,3 +185,30 @@ def test_compare_missing_baseline_and_single_repetition():
     assert q2["verdict"] == NO_BASELINE and q2["ratio"] is None and q2["median"] == pytest.approx(3.05)
     with pytest.raises(ValueError, match="not in frame"):
         compare(df, by=["server"], condition_col="cond", baseline="base")
+
+
+def test_one_resampler_for_both_bootstraps():
+    """pglab.paired resamples through stats.resample: the same generator stream gives the same replicates."""
+    from pglab import paired
+
+    x = np.random.default_rng(3).normal(0, 0.1, 12)
+    means = resample(x, "mean", 2000, np.random.default_rng([4, 0]))
+    tail = paired.expanded_tail(12)
+    low, high = paired.bootstrap_mean_interval(x, n_boot=2000, seed=4)
+    assert low[0] == np.quantile(means, tail, method="lower")
+    assert high[0] == np.quantile(means, 1 - tail, method="higher")
+
+
+def test_one_interval_notation():
+    assert interval(0.98, 1.45) == "[0.98–1.45]"  # brackets, en dash, no spaces
+    assert interval(-32.4, 18.2, "+.0f") == "[-32–+18]" and interval(1.14, 46.66, ".1f") == "[1.1–46.7]"
+    assert interval(12345.6, 23456.7, ",.0f") == "[12,346–23,457]"
+    assert interval(None, 1.0) == "" and interval(1.0, None) == ""
+    assert ratio_with_interval(1.234, 0.981, 1.449) == "1.23× [0.98–1.45]"
+    assert ratio_with_interval(1.234) == "1.23×" and ratio_with_interval(None) == "—"
+    assert ratio_with_interval(None, none="no data") == "no data"
+    # a third decimal where two would hide the verdict: a narrow interval, or an end that would read 1.00
+    assert ratio_with_interval(0.861, 0.8601, 0.8612) == "0.861× [0.860–0.861]"
+    assert ratio_with_interval(0.933, 0.872, 0.998) == "0.933× [0.872–0.998]"
+    assert ratio_with_interval(1.044, 1.005, 1.141) == "1.044× [1.005–1.141]"
+    assert ratio_with_interval(1.003, 0.981, 1.025, digits=3) == "1.003× [0.981–1.025]"

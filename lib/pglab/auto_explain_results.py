@@ -15,6 +15,7 @@ import polars as pl
 
 from . import auto_explain_findings, derived, paired
 from .auto_explain_study import STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
+from .stats import ratio_with_interval
 
 KEY = ["server", "condition", "item"]
 
@@ -207,14 +208,6 @@ def study_table(ratios_df: pl.DataFrame, summary_df: pl.DataFrame) -> pl.DataFra
     return keep.join(r, on=["server", "condition", "item"], how="left").sort(["condition_order", "item", "server"])
 
 
-def _fmt_ratio(ratio, low, high) -> str:
-    if ratio is None:
-        return "—"
-    if low is None or high is None:
-        return f"{ratio:.2f}×"
-    return f"{ratio:.2f}× [{low:.2f}–{high:.2f}]"
-
-
 def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
     """One row per condition: per item the study's ms and ratio, then our ratio [95 % CI] per server."""
     rows = []
@@ -235,7 +228,7 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
                 if cond == STUDY_BASELINE or r["ratio"] is None:
                     row[f"{item}: {s}"] = f"{r['median_ms']:.3f} ms" if r["median_ms"] is not None else "failed"
                 else:
-                    row[f"{item}: {s}"] = _fmt_ratio(r["ratio"], r["ci_low"], r["ci_high"])
+                    row[f"{item}: {s}"] = ratio_with_interval(r["ratio"], r["ci_low"], r["ci_high"])
         rows.append(row)
     return pl.from_dicts(rows)
 

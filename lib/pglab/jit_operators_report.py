@@ -150,7 +150,7 @@ def judge(r: dict, pct: float) -> str:
 
 
 def _ci(r: dict) -> str:
-    return f"{r['reduction_pct']:.1f} % [{r['reduction_ci_low']:.1f} – {r['reduction_ci_high']:.1f}]"
+    return f"{r['reduction_pct']:.1f} % {stats.interval(r['reduction_ci_low'], r['reduction_ci_high'], '.1f')}"
 
 
 def operator_finding(r: dict | None, operator: str, server: str, condition: str) -> dict:
@@ -172,8 +172,8 @@ def operator_finding(r: dict | None, operator: str, server: str, condition: str)
                 "our interval",
         "more": f"JIT helped more than the study: {_ci(r)} less time with JIT {times}; {study} is below our "
                 "interval",
-        "slower": f"{-red:.1f} % [{-high:.1f} – {-low:.1f}] more time with JIT {times}, where the study saw {pct:.1f} "
-                  "% less",
+        "slower": f"{-red:.1f} % {stats.interval(-high, -low, '.1f')} more time with JIT {times}, where the study "
+                  f"saw {pct:.1f} % less",
         "no_difference_excludes": f"no detectable difference: {_ci(r)} {times}; {study} is above our interval",
         "no_difference_holds": f"no detectable difference: {_ci(r)} {times}; our interval holds both 0 and {study}"
                                ", too wide to tell",

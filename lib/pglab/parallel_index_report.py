@@ -62,15 +62,12 @@ def _mib(b) -> str:
     return f"{b / 2**20:,.0f} MiB" if b is not None else "? MiB"
 
 
-def _bound(x: float) -> str:
-    # a bound that rounds to 1.00 gets a third decimal: which side of 1 it lies on decides the verdict
-    return f"{x:.3f}" if f"{x:.2f}" == "1.00" else f"{x:.2f}"
-
-
 def _ci(r: dict) -> str:
+    """The speed-up with its interval (`stats.ratio_with_interval`: an end that would read 1.00 gets a third
+    decimal, which side of 1 it lies on decides the verdict)."""
     if r["ci_low"] is None or r["ci_high"] is None:
         return f"{r['speedup']:.2f}× (too few repetitions for an interval)"
-    return f"{r['speedup']:.2f}× [{_bound(r['ci_low'])}–{_bound(r['ci_high'])}]"
+    return stats.ratio_with_interval(r["speedup"], r["ci_low"], r["ci_high"])
 
 
 def method(profile: str, root: Path | None = None) -> str:
@@ -195,10 +192,10 @@ def _size(server: str, builds: pl.DataFrame, summ: pl.DataFrame) -> dict:
         verdict = fnd.NOT_SUPPORTED
     else:
         verdict = fnd.UNDETERMINED
-    ci = f"[{_bound(r['ci_low'])}–{_bound(r['ci_high'])}]" if r["ci_low"] is not None else "(no interval)"
-    ratio = f"{r['ratio']:.2f}×" if r["ratio"] is not None else "n/a"
+    ratio = stats.ratio_with_interval(r["ratio"], r["ci_low"], r["ci_high"], none="n/a")
+    ci = "" if stats.interval(r["ci_low"], r["ci_high"]) else " (no interval)"
     return _row("size", server, verdict,
-                f"{server}: the serial build on {columns_label(hi)} takes {ratio} {ci} the time of "
+                f"{server}: the serial build on {columns_label(hi)} takes {ratio}{ci} the time of "
                 f"{columns_label(lo)} ({r['verdict']}); index sizes by key columns {sizes}.")  # fmt: skip
 
 

@@ -144,18 +144,16 @@ def speedup(spd: pl.DataFrame, plans: pl.DataFrame, server: str, cores: int | No
     ceiling = (f"ceiling {cv['ceiling']:g}× ({who}{capped}); a match needs ≥ {cv['threshold']:.2f}×: "
                f"{_CEILING_STATES[cv['verdict']]} (the study's {STUDY_SPEEDUP:.1f}× is "
                f"{100 * STUDY_SPEEDUP / study_c:.0f} % of its ceiling of {study_c}×)")  # fmt: skip
-    if r["speedup_ci_low"] is None or r["speedup"] is None:
-        interval = f"({r['verdict']})"
-    else:
-        interval = f"[{r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f}]"
     verdict = _CEILING_VERDICTS[cv["verdict"]]
     if cv["ceiling"] < 2:  # one process at a time: nothing parallel to compare with the claim
         verdict = fnd.NOT_RUN
         ceiling = f"ceiling {cv['ceiling']:g}× ({who}{capped}): no parallel gain is possible here"
-    speed = "—" if r["speedup"] is None else f"{r['speedup']:.2f}×"
+    speed = stats.ratio_with_interval(r["speedup"], r["speedup_ci_low"], r["speedup_ci_high"])
+    if r["speedup"] is None or not stats.interval(r["speedup_ci_low"], r["speedup_ci_high"]):
+        speed += f" ({r['verdict']})"
     best = s.sort("speedup", descending=True, nulls_last=True).row(0, named=True)
     medians = " → ".join("—" if m is None else f"{m:.3f} s" for m in (r["median_baseline"], r["median"]))
-    text = (f"with {_workers(r['workers'])} allowed ({wp}): speed-up {speed} {interval} over serial, "
+    text = (f"with {_workers(r['workers'])} allowed ({wp}): speed-up {speed} over serial, "
             f"{r['verdict']} (median {medians}, n = {r['n_baseline']} and {r['n']}); {ceiling}")
     if best["workers"] != r["workers"] and best["speedup"] is not None:
         text += f"; the best median was {best['speedup']:.2f}× at {_workers(best['workers'])}"

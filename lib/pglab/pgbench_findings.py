@@ -44,12 +44,11 @@ _S4 = {"select-only": ("+5 % more", "reference (select-only)"), "tpcb": ("+10 % 
 
 
 def ratio_text(ratio, low, high) -> str:
-    """'1.31× [1.25–1.38]' (95 % interval), or the ratio alone with the reason there is no interval."""
-    if ratio is None:
-        return "no data"
-    if low is None or high is None:
-        return f"{ratio:.2f}× (too few repetitions for an interval)"
-    return f"{ratio:.2f}× [{low:.2f}–{high:.2f}]"
+    """'1.31× [1.25–1.38]' (95 % interval, `stats.ratio_with_interval`), or the ratio alone with the reason there
+    is no interval."""
+    text = stats.ratio_with_interval(ratio, low, high, none="no data")
+    return text + (" (too few repetitions for an interval)" if ratio is not None and not stats.interval(low, high)
+                   else "")  # fmt: skip
 
 
 def _num(x: float | None, digits: int = 0) -> str:
@@ -144,9 +143,9 @@ def shared_drift(series: pl.DataFrame, scale: int) -> str:
     c = correlation_ci(wide[a].to_list(), wide[b].to_list())
     if c is None or c[1] <= 0:
         return ""
-    return (f" The servers' curves at scale {scale} rise and fall together (r = {c[0]:.2f} [{c[1]:.2f}–{c[2]:.2f}] "
-            f"between {a} and {b}): much of the run-to-run swing is the machine's, which interleaving spreads over "
-            "every server.")  # fmt: skip
+    return (f" The servers' curves at scale {scale} rise and fall together "
+            f"(r = {c[0]:.2f} {stats.interval(c[1], c[2])} between {a} and {b}): much of the run-to-run swing is "
+            "the machine's, which interleaving spreads over every server.")  # fmt: skip
 
 
 def _series_rows(tables: dict, versions: dict[str, str]) -> list[dict]:
@@ -324,7 +323,8 @@ def _scaleup_rows(tables: dict) -> list[dict]:
             ["server"], maintain_order=True
         ):
             top = g.sort("median", descending=True).row(0, named=True)
-            ci = f" [{_num(top['ci_low'])}–{_num(top['ci_high'])}]" if top["ci_low"] is not None else ""
+            ci = stats.interval(top["ci_low"], top["ci_high"], ",.0f")
+            ci = f" {ci}" if ci else ""
             peaks.append(f"{server} peaks at {top['clients']} clients ({_num(top['median'])}{ci} tps median)")
         peak_text = "; ".join(sorted(peaks))
         g = v.filter(pl.col("group").str.starts_with(f"mode={mode} ")) if not v.is_empty() else v

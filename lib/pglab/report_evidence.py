@@ -13,7 +13,8 @@ import mistune
 import polars as pl
 
 from . import verdicts as v
-from .report_summary import anchor, claims, ratio_text, verdict_html
+from .report_summary import anchor, claims, verdict_html
+from .stats import ratio_with_interval
 
 _md = mistune.create_markdown(escape=True)  # the findings' text is data: any HTML in it is shown, not run
 
@@ -43,7 +44,7 @@ def _inline(text: str) -> str:
 def _server_item(r: dict) -> str:
     numbers = ""
     if r["our_value"] is not None:
-        numbers = f" Ours {ratio_text(r['our_value'], r['our_low'], r['our_high'])}" + (
+        numbers = f" Ours {ratio_with_interval(r['our_value'], r['our_low'], r['our_high'])}" + (
             f" ({escape(r['interval'])})" if r["interval"] else "") + "."  # fmt: skip
     return f"<li>{escape(r['server'])}: {verdict_html(r['verdict'])}.{numbers} {_inline(r['evidence'])}</li>"
 
@@ -56,7 +57,8 @@ def findings_html(f: pl.DataFrame) -> str:
     out = [STYLE]
     for c in claims(f).iter_rows(named=True):
         rows = f.filter((pl.col("study") == c["study"]) & (pl.col("finding") == c["finding"]))
-        theirs = f"<p>The study’s figure: {ratio_text(c['study_value'])}.</p>" if c["study_value"] is not None else ""
+        theirs = (f"<p>The study’s figure: {ratio_with_interval(c['study_value'])}.</p>"
+                  if c["study_value"] is not None else "")  # fmt: skip
         mixed = (" <i>(the servers disagree: undetermined overall)</i>"
                  if c["verdict"] == v.UNDETERMINED and len(set(rows["verdict"]) - {v.NOT_RUN, v.NOT_TESTABLE}) > 1
                  else "")  # fmt: skip

@@ -16,6 +16,7 @@ import polars as pl
 from . import charts
 from . import findings as fnd
 from . import verdicts as v
+from .stats import ratio_with_interval
 
 OLD = fnd.NOT_SUPPORTED
 OLD_WORD_NOTE = (
@@ -54,14 +55,6 @@ def verdict_html(label: str) -> str:
     return f'<span class="{cls}" style="color:{COLORS.get(label, "#000")}">{escape(label)}{mark}</span>'
 
 
-def ratio_text(value: float | None, low: float | None = None, high: float | None = None) -> str:
-    if value is None:
-        return "—"
-    d = 3 if low is not None and high is not None and high - low < 0.02 else 2
-    out = f"{value:.{d}f}×"
-    return out + (f" [{low:.{d}f}–{high:.{d}f}]" if low is not None and high is not None else "")
-
-
 def claims(findings: pl.DataFrame) -> pl.DataFrame:
     """One row per claim: claim_verdicts' columns plus the claim's words, the study's figure and ours per server
     (a list of dicts server, value, low, high, interval; only servers with a number)."""
@@ -78,7 +71,8 @@ def _ours_cell(ours: list[dict]) -> str:
     if not ours:
         return "—"
     one = len(ours) == 1
-    lines = [("" if one else f"{escape(o['server'])} ") + ratio_text(o["value"], o["low"], o["high"]) for o in ours]
+    lines = [("" if one else f"{escape(o['server'])} ") + ratio_with_interval(o["value"], o["low"], o["high"])
+             for o in ours]
     tip = "; ".join(f"{o['server']}: {o['interval'] or 'no interval'}" for o in ours)
     return f'<span title="{escape(tip)}">' + "<br>".join(lines) + "</span>"
 
@@ -104,13 +98,13 @@ def summary_html(findings: pl.DataFrame) -> str:
     body = []
     for r in rows.iter_rows(named=True):
         ours = [(o["value"], o["low"], o["high"]) for o in r["ours"]]
-        tip = f"study {ratio_text(r['study_value'])}; ours " + ", ".join(ratio_text(*o) for o in ours)
+        tip = f"study {ratio_with_interval(r['study_value'])}; ours " + ", ".join(ratio_with_interval(*o) for o in ours)
         strip = (charts.ratio_strip_svg(r["study_value"], ours, domain, tip)
                  if r["study_value"] is not None or ours else "")  # fmt: skip
         body.append(
             f"<tr><td>{escape(r['study'])}</td>"
             f'<td class="claim" title="{escape(r["claim"])}"><a href="#{anchor(r["study"], r["finding"])}">'
-            f"{escape(r['claim'])}</a></td><td class=\"num\">{ratio_text(r['study_value'])}</td>"
+            f"{escape(r['claim'])}</a></td><td class=\"num\">{ratio_with_interval(r['study_value'])}</td>"
             f'<td class="num">{_ours_cell(r["ours"])}</td><td>{_verdict_cell(r)}</td><td>{strip}</td></tr>'
         )
     legend = ("<p style='font-size:12px;color:#555'>Ratios are B / A as each claim states them (0.5× = half the "

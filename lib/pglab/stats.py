@@ -27,7 +27,7 @@ import polars as pl
 __all__ = [
     "HIGHER", "LOWER", "NO_DIFFERENCE", "TOO_FEW", "NO_DATA", "UNDEFINED", "NO_BASELINE",
     "resample", "percentile_interval", "bootstrap_ci", "ratio_ci", "summarize", "compare", "NEAR_CEILING", "NEAR",
-    "BELOW", "UNCLEAR", "ceiling_verdict",
+    "BELOW", "UNCLEAR", "ceiling_verdict", "interval", "ratio_digits", "ratio_with_interval",
 ]
 
 HIGHER = "higher"
@@ -212,6 +212,37 @@ def compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, v
               stat: pl.Float64, f"{stat}_baseline": pl.Float64, "ratio": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "verdict": pl.String}
     return _frame(df, [*by, condition_col], rows, schema)
+
+
+# -- how an interval reads: one notation for every study's report and evidence --------------------------------
+
+
+def interval(low: float | None, high: float | None, spec: str = ".2f") -> str:
+    """An interval as every report writes it: '[0.98–1.45]', square brackets, an en dash, no spaces; each end
+    formatted with ``spec`` ('.1f' for percentages, '+.0f' for signed ones, ',.0f' for tps); '' when an end is
+    missing (the caller says why there is no interval)."""
+    if low is None or high is None:
+        return ""
+    return f"[{low:{spec}}–{high:{spec}}]"
+
+
+def ratio_digits(low: float | None, high: float | None) -> int:
+    """Decimals of a ratio and its interval: 2, or 3 where two would hide what decides the verdict: an interval
+    narrower than 0.02, or an end that would read 1.00 (which side of 1 it lies on)."""
+    if low is None or high is None:
+        return 2
+    return 3 if high - low < 0.02 or "1.00" in (f"{low:.2f}", f"{high:.2f}") else 2
+
+
+def ratio_with_interval(ratio: float | None, low: float | None = None, high: float | None = None,
+                        digits: int | None = None, none: str = "—") -> str:
+    """'1.23× [0.98–1.45]'; '1.23×' without an interval, ``none`` without a ratio. Decimals: ``digits``, or
+    `ratio_digits`' rule. The label of the interval ("min–max, n=7", "95 % bootstrap ...") is the caller's."""
+    if ratio is None:
+        return none
+    d = ratio_digits(low, high) if digits is None else digits
+    ends = interval(low, high, f".{d}f")
+    return f"{ratio:.{d}f}×" + (f" {ends}" if ends else "")
 
 
 # -- a parallel speed-up against what the machine allows -----------------------------------------------------

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from .stats import ratio_with_interval
+
 SUPPORTED = "supported"
 CONTRADICTED = "contradicted"
 DIRECTION_ONLY = "direction only"
@@ -92,13 +94,10 @@ class Evidence:
                    tuple(f for f in flags if f))  # fmt: skip
 
     def text(self) -> str:
-        """'0.52× [0.48–0.57] (min–max, n=5)'."""
+        """'0.52× [0.48–0.57] (min–max, n=5)' (`stats.ratio_with_interval`, then what the interval is)."""
         if self.ratio is None:
             return "no data"
-        if self.low is None or self.high is None:
-            return f"{self.ratio:.2f}× ({self.method})"
-        d = 2 if self.high - self.low >= 0.02 else 3  # a narrow interval needs its third digit
-        return f"{self.ratio:.{d}f}× [{self.low:.{d}f}–{self.high:.{d}f}] ({self.method})"
+        return f"{ratio_with_interval(self.ratio, self.low, self.high)} ({self.method})"
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
     cancels; this machine's run-to-run noise of ±15 % would swamp a block-wise comparison). Each psql batch
     is one session whose first execution is dropped: a new backend's first scan pays for mapping the
     shared buffers into its page table, which pglab's long-lived connection paid once, long ago."""
-    from ..stats import bootstrap_ci, ratio_ci
+    from ..stats import bootstrap_ci, interval, ratio_ci
 
     sql = query_sql("pg_ssb_run", "q1.1")
     settings = {"max_parallel_workers_per_gather": 0, "jit": False}
@@ -167,8 +167,8 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
     mo, mt = statistics.median(ours), statistics.median(theirs)
     print(f"  q1.1 serial, {len(ours)} executions each in {batches} alternating batches: pglab median "
           f"{mo * 1000:.1f} ms, psql \\timing median {mt * 1000:.1f} ms -> pglab/psql = {r['ratio']:.4f} "
-          f"(95 % CI {r['ci_low']:.4f}-{r['ci_high']:.4f}); median of batch-paired ratios "
-          f"{statistics.median(paired):.4f} (95 % CI {lo:.4f}-{hi:.4f}); target within 2 %")
+          f"(95 % CI {interval(r['ci_low'], r['ci_high'], '.4f')}); median of batch-paired ratios "
+          f"{statistics.median(paired):.4f} (95 % CI {interval(lo, hi, '.4f')}); target within 2 %")
 
 
 def copy_paths(server: Server, sf: float, seed: int) -> None:

@@ -99,19 +99,14 @@ def _inv(ratio, low, high) -> tuple:
 
 
 def _x(v, low, high) -> str:
-    if v is None:
-        return "no data"
-    if low is None or high is None:
-        return f"{v:.2f}× (no interval)"
-    return f"{v:.2f}× [{low:.2f}–{high:.2f}]"
+    text = stats.ratio_with_interval(v, low, high, none="no data")
+    return text + (" (no interval)" if v is not None and not stats.interval(low, high) else "")
 
 
 def _pct(v, low, high) -> str:
     if v is None:
         return "no data"
-    if low is None or high is None:
-        return f"{v:+.0f} % (no interval)"
-    return f"{v:+.0f} % [{low:+.0f}, {high:+.0f}]"
+    return f"{v:+.0f} % " + (stats.interval(low, high, "+.0f") or "(no interval)")
 
 
 def _size(n_bytes: float) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..stats import ratio_with_interval
 from .findings import optional
 from .study_plans import plan_changes
 
@@ -32,7 +33,7 @@ def method_lines(profile: str, root: Path | None = None) -> str:
                      "nothing.")  # fmt: skip
     dr = t["ssb_drift"]
     if dr.height:
-        parts = [f"{r['server']} {r['drift']:.3f}× [{r['low']:.3f}–{r['high']:.3f}]" for r in
+        parts = [f"{r['server']} {ratio_with_interval(r['drift'], r['low'], r['high'], digits=3)}" for r in
                  dr.drop_nulls("drift").sort("server").iter_rows(named=True)]  # fmt: skip
         lines.append("- **Drift** (parallel suite time, 2nd half of the rounds over the 1st): "
                      + ("; ".join(parts) or "too few rounds") + "; pairing removes what both conditions share.")
