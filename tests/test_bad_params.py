@@ -68,6 +68,8 @@ CASES = {
     "session_server_wide.yaml": r"auto_explain\.items\.limit\.settings\.shared_buffers: expected a setting a "
     r"session can set; shared_buffers is a postmaster setting on pg\d+",
     "setting_name_syntax.yaml": r"settings\.work mem: expected a PostgreSQL setting name",
+    "setting_name_digit.yaml": r"partitioning\.server_settings\.1abc: expected a PostgreSQL setting name: letters, "
+    r"digits and _, not starting with a digit",
     "setting_value_list.yaml": r"settings\.work_mem: expected text, a number or true/false; got \['64MB'\]",
     "setting_value_newline.yaml": r"settings\.application_name: expected a value on one line",
     "wal_level_enum.yaml": rf"ssb\.stage_settings\.wal_level: {ACCEPTS}; got 'maximal'.*Available values: minimal",

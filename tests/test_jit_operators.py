@@ -229,7 +229,7 @@ def test_report_section_on_derived_data(stage):
         ({"database": "postgres"}, "jit_operators.database", "not postgres or template*"),
         ({"database": "template1"}, "jit_operators.database", "got 'template1'"),
         ({"conditions": {"off": {"jit": False}, "on": {"jit": True, "jit_above_cost;drop": 0}}},
-         "jit_operators.conditions", "condition 'on': expected PostgreSQL setting names; 'jit_above_cost;drop'"),
+         "jit_operators.conditions", "condition 'on': jit_above_cost;drop: expected a PostgreSQL setting name"),
         ({"metric": "cpu", "max_parallel_workers_per_gather": 2}, "jit_operators",
          "metric: cpu counts the backend's CPU time only"),
         ({"metric": "cpu",

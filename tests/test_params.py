@@ -187,3 +187,33 @@ def test_the_disk_estimate_follows_the_params():
     assert 40e6 < quick["ssb.sf"] < 80e6  # SF 0.05: 41.9 MB measured, and its largest index
     assert 0.8e9 < default["ssb.sf"] < 0.9e9  # SF 1: 678.8 MB measured + 189 MB index
     assert default["pgbench.scales"] > quick["pgbench.scales"]
+
+
+SETTINGS_DICTS = [  # every kind of settings dict in params, each checked by paramtypes.setting_name_problem
+    "settings: {{{name}: 1}}\n",
+    "ssb: {{stage_settings: {{{name}: 1}}}}\n",
+    "auto_explain: {{server_settings: {{{name}: 1}}}}\n",
+    "auto_explain: {{conditions: {{loaded_disabled: {{settings: {{{name}: 1}}}}}}}}\n",
+    "partitioning: {{server_settings: {{{name}: 1}}}}\n",
+    "jit_operators: {{conditions: {{off: {{jit: false}}, on: {{jit: true, {name}: 1}}}}}}\n",
+]
+
+
+@pytest.mark.parametrize("name", ["1abc", "a b", "a;b", ".x", "x.", "a..b", "a.b.c", "x.a$b", "$a", "a=b", "é"])
+def test_one_setting_name_rule_refuses(tmp_path, name):
+    from pglab.paramtypes import is_setting_name
+
+    assert not is_setting_name(name)
+    for text in SETTINGS_DICTS:
+        with pytest.raises(ParamsError, match=r"expected a PostgreSQL setting name: letters, digits and _, not "):
+            _load(tmp_path, text.format(name=yaml.safe_dump(name, default_style='"').strip()), check_servers=False)
+
+
+@pytest.mark.parametrize("name", ["work_mem", "auto_explain.log_min_duration", "pg_stat_statements.track",
+                                  "Work_Mem", "_x1", "my_ext.x1"])  # fmt: skip
+def test_one_setting_name_rule_accepts(tmp_path, name):
+    from pglab.paramtypes import is_setting_name
+
+    assert is_setting_name(name)
+    for text in SETTINGS_DICTS:
+        _load(tmp_path, text.format(name=name), check_servers=False)

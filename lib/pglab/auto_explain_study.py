@@ -84,9 +84,7 @@ class Condition(Strict):
     @field_validator("settings")
     @classmethod
     def _names(cls, v: dict) -> dict:
-        for name in v:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-                raise ValueError(f"expected PostgreSQL setting names; {name!r} is not one")
+        # the names are checked by `Settings` (paramtypes.setting_name_problem) before this runs
         if "auto_explain.log_min_duration" in v:
             min_duration_ms(v["auto_explain.log_min_duration"])
         return v

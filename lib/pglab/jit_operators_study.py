@@ -14,7 +14,6 @@ This module is imported by `pglab.params`, so it imports nothing of the kit that
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -27,7 +26,6 @@ TABLE = "jit_ops"
 # always schema-qualified: an unqualified name follows search_path, and on a server the kit did not create
 # "$user".jit_ops (someone else's table) comes before public.jit_ops
 QUALIFIED = f"{SCHEMA}.{TABLE}"
-SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 # operator -> (the aggregate in `SELECT <agg> FROM jit_ops`, its label in the study's table). The seed's
 # "mul" and "sub" are arithmetic inside an aggregate: sum(c1 * c2), sum(c1 - c2).
@@ -144,10 +142,9 @@ class JitOperatorsParams(Strict):
             if not name.replace("_", "a").isalnum():
                 raise ValueError(f"condition names are letters, digits and _; {name!r} is not")
             for key in settings:
-                if not SETTING_NAME.fullmatch(key):
-                    raise ValueError(f"condition {name!r}: expected PostgreSQL setting names; {key!r} is not one")
-                if setting_name_problem(key):  # one the kit sets itself
-                    raise ValueError(f"condition {name!r}: {key}: {setting_name_problem(key)}")
+                problem = setting_name_problem(key)  # the one rule of every settings dict in params
+                if problem:
+                    raise ValueError(f"condition {name!r}: {key}: {problem}")
             if not isinstance(settings.get("jit"), bool):
                 raise ValueError(f"condition {name!r} must set jit: true or false")
         return v

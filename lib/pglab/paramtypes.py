@@ -47,13 +47,24 @@ KIT_OWNED_SETTINGS = frozenset({
     "log_directory", "log_filename", "data_directory", "config_file", "hba_file", "ident_file",
     "include", "include_dir", "include_if_exists",
 })  # fmt: skip
+# A setting's name as PostgreSQL's configuration file reads it (guc-file.l: a name, or prefix.name for an
+# extension's; each part a letter or _, then letters, digits and _; case-insensitive). Server settings go into the
+# cluster's pglab.conf, and `postgres -C -c ...` (params_checks) would pass names that only SET and -c take
+# ('x.a$b', 'a.b.c'): the file then stops the server at start with a syntax error. One rule for every setting.
 SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+SETTING_NAME_RULE = ("letters, digits and _, not starting with a digit, optionally after an extension's prefix "
+                     "and a dot, as in auto_explain.log_analyze")  # fmt: skip
+
+
+def is_setting_name(name: object) -> bool:
+    """Whether `name` is a PostgreSQL setting name by `SETTING_NAME` (every settings dict in params is checked so)."""
+    return isinstance(name, str) and bool(SETTING_NAME.fullmatch(name))
 
 
 def setting_name_problem(name: str) -> str | None:
     """What is wrong with `name` as a setting in params (None: nothing)."""
-    if not SETTING_NAME.fullmatch(name):
-        return "expected a PostgreSQL setting name (letters, digits and _, optionally prefix.name)"
+    if not is_setting_name(name):
+        return f"expected a PostgreSQL setting name: {SETTING_NAME_RULE}"
     if name.lower() in KIT_OWNED_SETTINGS:
         return f"expected a setting the kit does not set itself; it owns {', '.join(sorted(KIT_OWNED_SETTINGS))}"
     return None

@@ -20,8 +20,6 @@ This module is imported by `pglab.params`, so it imports nothing of the kit that
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field, field_validator
 
 from .paramtypes import Settings, Strict
@@ -103,14 +101,6 @@ class PartitioningParams(Strict):
                 "expected a database of the kit's own (the stage drops and re-creates table t in it), "
                 "not postgres or a template database"
             )
-        return v
-
-    @field_validator("server_settings")
-    @classmethod
-    def _names(cls, v: dict) -> dict:
-        for name in v:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-                raise ValueError(f"expected PostgreSQL setting names; {name!r} is not one")
         return v
 
     def setting_dicts(self) -> dict[str, dict]:
