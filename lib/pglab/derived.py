@@ -11,6 +11,7 @@ succeeded (`publish`); a failed run leaves the previous tables as they were."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -33,17 +34,29 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     """Write `df` as `<name>.csv`, rows sorted, and record it in the manifest."""
     d = profile_dir(profile, root)
     d.mkdir(parents=True, exist_ok=True)
-    if df.width:
-        nested = [c for c, t in df.schema.items() if t.is_nested()]
-        if nested:
-            raise ValueError(f"{name}: columns {nested} are nested; derived tables are flat")
-        df = df.sort(df.columns, nulls_last=True, maintain_order=True)
+    df = _rows_sorted(df, name)
     path = d / f"{name}.csv"
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     df.write_csv(tmp, line_terminator="\n")
     os.replace(tmp, path)
     _update_manifest(d, {path.name: {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision()}})
     return path
+
+
+def _rows_sorted(df: pl.DataFrame, name: str) -> pl.DataFrame:
+    if not df.width:
+        return df
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    if nested:
+        raise ValueError(f"{name}: columns {nested} are nested; derived tables are flat")
+    return df.sort(df.columns, nulls_last=True, maintain_order=True)
+
+
+def as_written(df: pl.DataFrame, name: str = "table") -> pl.DataFrame:
+    """`df` as `read_table` reads it back once `write_table` wrote it (rows sorted, CSV text, types inferred):
+    what a step that reads the derived folder would have seen, without the folder."""
+    return pl.read_csv(io.BytesIO(_rows_sorted(df, name).write_csv(line_terminator="\n").encode()),
+                       infer_schema_length=None)  # fmt: skip
 
 
 def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:

@@ -51,5 +51,6 @@ def begin(params_file: str, run_id: str | None = None, study: str | None = None)
     rid = begin_run(p.profile, run_id or p.run_id)
     os.environ[derived.RUN_ID_ENV] = rid  # derived tables written in this kernel name the run they came from
     store = RunStore(rid)
-    store.save_json("params.json", {"file": p.source} | p.model_dump(mode="json", exclude={"servers"}))
+    # in the params' own order (auto_explain.conditions, items: the order is the tables'), read back by pglab derive
+    store.save_json("params.json", {"file": p.source} | p.model_dump(mode="json", exclude={"servers"}), keep_order=True)
     return Session(params=p, store=store, servers=servers_mod.for_study(p, study))

@@ -134,8 +134,13 @@ class RunStore:
         os.replace(tmp, p)
         return p
 
-    def save_json(self, relpath: str, obj) -> Path:
-        return self.save_text(relpath, json.dumps(obj, indent=1, default=str, sort_keys=True))
+    def save_json(self, relpath: str, obj, keep_order: bool = False) -> Path:
+        """keep_order: the dicts' keys as given (a table's column order rebuilt from it), else sorted."""
+        return self.save_text(relpath, json.dumps(obj, indent=1, default=str, sort_keys=not keep_order))
+
+    def load_json(self, relpath: str, default=None):
+        """An artefact written by save_json, or `default` when the run has none."""
+        return json.loads(self.artifact_path(relpath).read_text()) if self.has_artifact(relpath) else default
 
 
 # -- run ids --------------------------------------------------------------------------------------------------
