@@ -7,6 +7,7 @@ reconfigures an external server, and refuses destructive steps on it unless para
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field, replace
 
 import polars as pl
@@ -24,6 +25,19 @@ log = logging.getLogger(__name__)
 
 class DestructiveStepRefused(Exception):
     pass
+
+
+NO_SERVERS_ENV = "PGLAB_NO_SERVERS"  # set (to the reason) where no server may be started or connected to
+
+
+class ServersForbidden(RuntimeError):
+    pass
+
+
+def _allowed(what: str) -> None:
+    reason = os.environ.get(NO_SERVERS_ENV)
+    if reason:
+        raise ServersForbidden(f"refusing to {what}: {NO_SERVERS_ENV} is set ({reason})")
 
 
 @dataclass
@@ -75,6 +89,7 @@ class Server:
     # -- lifecycle (no-ops on external servers) --------------------------------------------------------------
 
     def start(self) -> None:
+        _allowed(f"start {self.name}")
         if self.cluster and not self.cluster.running:
             self.cluster.start(self.settings)
 
@@ -105,6 +120,7 @@ class Server:
         return psycopg.conninfo.make_conninfo(dsn, dbname=dbname) if dbname else dsn
 
     def connect(self, dbname: str | None = None, settings: dict | None = None, **kw) -> psycopg.Connection:
+        _allowed(f"connect to {self.name}")
         return connect(self.conninfo(dbname), settings=settings, **kw)
 
     def describe(self) -> dict:
