@@ -28,7 +28,6 @@ run_id = None
 # %%
 from pglab import charts, derived, environment, session
 from pglab.installs import discover
-from pglab.servers import with_external_versions
 
 charts.setup()
 s = session.begin(params_file, run_id)
@@ -49,9 +48,8 @@ installs.select("name", "source", "version", "jit", "has_auto_explain", "has_pg_
 
 # %%
 s.start()
-tables, raw = environment.capture(s.servers, s.params.environment.pg_test_timing_seconds)
-tables["environment_servers"] = with_external_versions(tables["environment_servers"])
-s.store.save_json("environment.json", raw)
+environment.record(s.store, *environment.capture(s.servers, s.params.environment.pg_test_timing_seconds))
+tables = environment.derive(s.store, s.params)  # from the raw store alone, as `python -m pglab derive` does
 for name, df in tables.items():
     derived.write_table(df, name, s.profile)
 

