@@ -34,6 +34,7 @@ prewarm = None
 
 # %%
 from pglab import charts, derived, outcomes, session
+from pglab.ssb import derive as ssb_derive
 from pglab.ssb import selectivity as ssb_selectivity
 from pglab.ssb import stage as ssb_stage
 
@@ -50,6 +51,7 @@ ssb_stage.prepare(targets, p)
 # %%
 # each server's load is recorded as soon as it is done; a server that may not hold the dataset is skipped
 results = ssb_stage.load_all(targets, p, s.store)
+ssb_derive.record_load(s.store, results)  # each server's load as this run first saw it
 targets = ssb_stage.holding(targets, results)
 outcomes.report_skipped(s.store, [ssb_stage.EXP_LOAD], "ssb_load_skipped", s.profile)
 if not targets:
@@ -57,7 +59,7 @@ if not targets:
     outcomes.stop_notebook("no server holds the SSB dataset: nothing more to do here (the skips are above)")
 
 # %%
-loads = ssb_stage.load_table([r for r in results if not r.refused])
+loads = ssb_derive.load(s.store, s.params)["ssb_load"]  # from the raw store, as `python -m pglab derive` does
 derived.write_table(loads, "ssb_load", s.profile)
 loads.select("server", "table", "rows", "seconds", "table_bytes", "skipped")
 
@@ -84,7 +86,9 @@ totals.with_columns(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-sel = pl.concat([ssb_selectivity.measure(t, p.sf, p.query_set, p.query_ids()) for t in targets])
+for t in targets:  # counted on each server's data, kept in the raw store
+    ssb_derive.record_selectivity(s.store, t.name, ssb_selectivity.measure_rows(t, p.sf, p.query_set, p.query_ids()))
+sel = ssb_derive.load(s.store, s.params)["ssb_selectivity"]
 derived.write_table(sel, "ssb_selectivity", s.profile)
 sel.select("server", "query", "passing_rows", "measured", "expected", "published", "within_tolerance")
 

@@ -46,10 +46,11 @@ import polars as pl
 
 from pglab import charts, derived, outcomes, session
 from pglab.ssb import charts as ssb_charts
+from pglab.ssb import derive as ssb_derive
 from pglab.ssb import experiment as ex
-from pglab.ssb import paired_tables, study_plans
 from pglab.ssb import reference as ref
 from pglab.ssb import stage as ssb_stage
+from pglab.ssb import study_plans
 
 charts.setup()
 s = session.begin(params_file, run_id, study="ssb")
@@ -75,23 +76,20 @@ available = ex.run_modes(targets, p, s.store)
 ex.capture_plans(targets, p, s.store, available)
 sweep_counts = ex.run_sweep(targets, p, s.store)
 outcomes.require_measured(s.store, [ex.EXPERIMENT, ex.SWEEP], [t.name for t in targets])
+# the plan-only EXPLAINs with the study's 5 allowed workers (as is and with the scan threshold scaled to SF / 70),
+# kept in the raw store for the section on planned workers below
+ex.capture_study_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
+study_plans.capture_scaled_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
 available
 
 # %%
-execs = ex.executions(s.store)
-sweep = ex.executions(s.store, ex.SWEEP)
-tables = ex.derive(execs)
-plans = ex.plans_table(p, s.store, available)
-checks = ex.checksum_agreement(pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(
-    pl.col("mode").cast(pl.String))]))
-facts = study_plans.read_facts(s.store)
-paired = paired_tables.derive(execs, sweep, facts)
-fingerprints = study_plans.fingerprints(plans, facts)
-for name, df in {"ssb_executions": execs, "ssb_summary": tables["summary"], "ssb_speedup": tables["speedup"],
-                 "ssb_jit": tables["jit"], "ssb_plans": plans, "ssb_checksums": checks,
-                 "ssb_availability": available, "ssb_sweep": sweep, "ssb_fingerprints": fingerprints,
-                 **paired}.items():
+# every table of this notebook, from the raw store alone (as `python -m pglab derive` does)
+tables = ssb_derive.queries(s.store, s.params)
+for name, df in tables.items():
     derived.write_table(df, name, s.profile)
+execs, sweep, plans = tables["ssb_executions"], tables["ssb_sweep"], tables["ssb_plans"]
+checks, fingerprints = tables["ssb_checksums"], tables["ssb_fingerprints"]
+study, scaled = tables["ssb_plans_study_workers"], tables["ssb_plans_scaled"]
 errors = execs.filter(pl.col("error").is_not_null())
 print(f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
       f"{sweep.height} sweep executions")
@@ -107,7 +105,7 @@ if wrong.is_empty():
           "executions checked)")
 else:
     print("WRONG ANSWER SOMEWHERE: results differ for " + ", ".join(wrong["query"]))
-ans = paired["ssb_answers"]
+ans = tables["ssb_answers"]
 checked = ans.filter("checked")
 if checked.is_empty():
     print("not checked against dbgen's expected answers: the data is not dbgen's at SF 1 "
@@ -129,13 +127,13 @@ checks
 # its first.
 
 # %%
-print(paired["ssb_noise"])
-print(paired["ssb_drift"])
-paired["ssb_paired"].filter(pl.col("query").is_in(["all", "q1.x"])).sort("server", "mode", "query")
+print(tables["ssb_noise"])
+print(tables["ssb_drift"])
+tables["ssb_paired"].filter(pl.col("query").is_in(["all", "q1.x"])).sort("server", "mode", "query")
 
 # %%
 # 17 over 16 per mode (only when the run has both of S1's versions)
-vp = paired["ssb_versions_paired"]
+vp = tables["ssb_versions_paired"]
 vp.filter(pl.col("query").is_in(["all", "q1.x"])) if vp.height else "this run lacks PostgreSQL 16 or 17"
 
 # %% [markdown]
@@ -144,7 +142,7 @@ vp.filter(pl.col("query").is_in(["all", "q1.x"])) if vp.height else "this run la
 # Median of the timed repetitions; the bars span min–max (the study's charts showed the same).
 
 # %%
-summ = tables["summary"]
+summ = tables["ssb_summary"]
 summ.with_columns(cell=pl.col("server") + " " + pl.col("mode")).pivot(
     on="cell", index="query", values="median", sort_columns=True).sort("query")
 
@@ -159,11 +157,11 @@ ssb_charts.times(summ)
 # machine's cores (dashed line).
 
 # %%
-spd = ssb_charts.speedup_frame(tables["speedup"], "parallel")
+spd = ssb_charts.speedup_frame(tables["ssb_speedup"], "parallel")
 spd.pivot(on="server", index="query", values="speedup").sort("query")
 
 # %%
-ssb_charts.speedup(tables["speedup"], "parallel", ceiling=min(ex.workers(p) + 1, os.cpu_count() or 1))
+ssb_charts.speedup(tables["ssb_speedup"], "parallel", ceiling=min(ex.workers(p) + 1, os.cpu_count() or 1))
 
 # %% [markdown]
 # ## JIT: time reduction per query (study S4's table)
@@ -173,13 +171,13 @@ ssb_charts.speedup(tables["speedup"], "parallel", ceiling=min(ex.workers(p) + 1,
 # on rows processed per compiled function, so at a small scale factor JIT usually costs more than it saves.
 
 # %%
-jit_vs_s4 = ssb_charts.jit_frame(tables["jit"]).select(
+jit_vs_s4 = ssb_charts.jit_frame(tables["ssb_jit"]).select(
     "server", "query", "reduction_pct", "reduction_low_pct", "reduction_high_pct",
     ex.readable(pl.col("verdict")).alias("verdict"), "s4_jit_reduction_pct")
 jit_vs_s4 if not jit_vs_s4.is_empty() else "no server of this run has JIT available"
 
 # %%
-ssb_charts.jit(tables["jit"]) if not jit_vs_s4.is_empty() else "nothing to chart"
+ssb_charts.jit(tables["ssb_jit"]) if not jit_vs_s4.is_empty() else "nothing to chart"
 
 # %%
 # the JIT thresholds the plans were made under: JIT compiles only plans costed above them
@@ -216,10 +214,6 @@ print("queries planned below the maximum:", sorted(set(others_below["query"])) o
 
 # %%
 # NBVAL_CHECK_OUTPUT
-study = ex.capture_study_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
-derived.write_table(study, "ssb_plans_study_workers", s.profile)
-scaled = study_plans.capture_scaled_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
-derived.write_table(scaled, "ssb_plans_scaled", s.profile)
 for row in scaled.filter(query="q4.3").iter_rows(named=True):
     print(f"{row['server']}: min_parallel_table_scan_size scaled to {row['min_parallel_table_scan_kb']} kB (SF/70): "
           f"q4.3 plans {row['workers_planned']} of {row['allowed_workers']}, driven by {row['leftmost_relation']}")
@@ -246,15 +240,7 @@ fp.pivot(on="cell", index="query", values="fingerprint", sort_columns=True).sort
 # ## Versions side by side
 
 # %%
-names = [t.name for t in targets]
-if len(names) > 1:
-    vr = ex.version_ratios(execs, baseline_server=names[-1])
-    out = vr.select("mode", "query", "server", "baseline", "ratio", "ci_low", "ci_high",
-                    ex.readable(pl.col("verdict")).alias("verdict"))
-    derived.write_table(out, "ssb_versions", s.profile)
-else:
-    out = "one server only: nothing to compare"
-out
+tables.get("ssb_versions", "one server only: nothing to compare")
 
 # %% [markdown]
 # ## Time against the number of workers (S4, test B)
@@ -264,13 +250,7 @@ out
 # but no faster than the machine's cores allow.
 
 # %%
-sw = sweep.filter(~pl.col("warmup")).group_by("server", "workers", "query").agg(
-    pl.median("seconds").alias("median"), pl.min("seconds").alias("min"), pl.max("seconds").alias("max"))
-ideal = sw.filter(workers=0).select("server", "query", pl.col("median").alias("t0"))
-sw = sw.join(ideal, on=["server", "query"]).with_columns(ideal=pl.col("t0") / (pl.col("workers") + 1)).sort(
-    "server", "query", "workers")
-derived.write_table(sw, "ssb_sweep_summary", s.profile)
-ssb_charts.sweep(sw, cores=os.cpu_count())
+ssb_charts.sweep(tables["ssb_sweep_summary"].sort("server", "query", "workers"), cores=os.cpu_count())
 
 # %%
 s.close()

@@ -163,20 +163,31 @@ def capture_study_plans(servers: list[Server], p: SsbParams, store: RunStore, al
     """Plain EXPLAIN (no execution) of each query with `allowed` workers per Gather, as study S1 allowed
     (5), whatever this machine's core count: how many workers does the planner ask for, driven by which
     table? Planning needs no cores, so this reproduces the q4.3 finding's mechanism on any machine."""
-    rows = []
     settings = mode_settings("parallel", allowed)
     for s in servers:
         with s.connect(database_name(p.sf), settings=settings) as conn:
             for q in p.query_ids():
-                path = f"ssb/plans/{s.name}/plan_only_{allowed}_workers/{q}.json"
+                path = study_plan_path(s.name, allowed, q)
                 if not store.has_artifact(path):
                     store.save_json(path, conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query_sql(p.query_set, q)
                                                        ).fetchone()[0])  # fmt: skip
-                gathers = gather_workers(parse_plan(json.loads(store.artifact_path(path).read_text())))
-                top = gathers.head(1).to_dicts()
-                rows.append({"server": s.name, "query": q, "allowed_workers": allowed,
-                             "workers_planned": top[0]["workers_planned"] if top else 0,
-                             "leftmost_relation": top[0]["leftmost_relation"] if top else None})  # fmt: skip
+    return study_plans_table(store, [s.name for s in servers], p.query_ids(), allowed)
+
+
+def study_plan_path(server: str, allowed: int, query: str) -> str:
+    return f"ssb/plans/{server}/plan_only_{allowed}_workers/{query}.json"
+
+
+def study_plans_table(store: RunStore, servers: list[str], qids: list[str], allowed: int) -> pl.DataFrame:
+    """From the plan-only EXPLAINs capture_study_plans kept: the top Gather's workers and driving table."""
+    rows = []
+    for s in servers:
+        for q in qids:
+            gathers = gather_workers(parse_plan(store.load_json(study_plan_path(s, allowed, q))))
+            top = gathers.head(1).to_dicts()
+            rows.append({"server": s, "query": q, "allowed_workers": allowed,
+                         "workers_planned": top[0]["workers_planned"] if top else 0,
+                         "leftmost_relation": top[0]["leftmost_relation"] if top else None})  # fmt: skip
     return pl.DataFrame(rows, schema={"server": pl.String, "query": pl.String, "allowed_workers": pl.Int64,
                                       "workers_planned": pl.Int64, "leftmost_relation": pl.String})
 
@@ -202,11 +213,12 @@ def executions(store: RunStore, experiment: str = EXPERIMENT) -> pl.DataFrame:
     return df
 
 
-def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame) -> pl.DataFrame:
+def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_workers: int | None = None) -> pl.DataFrame:
     """One row per Gather of each captured plan (one row without gather for a plan that has none): workers
-    planned and launched, the scan driving it, the JIT block, planning/execution time and the fingerprint."""
+    planned and launched, the scan driving it, the JIT block, planning/execution time and the fingerprint.
+    n_workers: the parallel modes' worker count the run used (its facts), else this machine's `workers(p)`."""
     rows = []
-    n = workers(p)
+    n = n_workers or workers(p)
     for r in available.filter("available").iter_rows(named=True):
         if r["mode"] == "parallel_aa":
             continue

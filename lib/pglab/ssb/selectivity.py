@@ -69,6 +69,12 @@ def expected_given_dimensions(query_set: str, qid: str, dims: dict[str, pl.DataF
 
 
 def measure(server: Server, sf: float, query_set: str, qids: list[str]) -> pl.DataFrame:
+    return pl.DataFrame(measure_rows(server, sf, query_set, qids))
+
+
+def measure_rows(server: Server, sf: float, query_set: str, qids: list[str]) -> list[dict]:
+    """Per query: lineorder rows, the rows passing its predicates (counted on the server) and the expected
+    and published fractions beside them (kept in the raw store by ssb.derive.record_selectivity)."""
     rows = []
     with server.connect(database_name(sf)) as conn:
         total = conn.execute("SELECT count(*) FROM lineorder").fetchone()[0]
@@ -83,4 +89,4 @@ def measure(server: Server, sf: float, query_set: str, qids: list[str]) -> pl.Da
                 "expected_given_dims": given, "published": PUBLISHED_FILTER_FACTORS[q],
                 "tolerance": tol, "within_tolerance": abs(passed / total - given) <= tol,
             })  # fmt: skip
-    return pl.DataFrame(rows)
+    return rows

@@ -82,19 +82,23 @@ def holding(servers: list[Server], results: list[LoadResult]) -> list[Server]:
 def load_table(results: list[LoadResult]) -> pl.DataFrame:
     """One row per server and table: rows (as the load's COPY reported them), seconds, bytes, and whether the
     load was skipped (the dataset was already there)."""
+    return pl.DataFrame([row for r in results for row in load_rows(r)], infer_schema_length=None)
+
+
+def load_rows(r: LoadResult) -> list[dict]:
+    """One server's rows of the ssb_load table (kept in the raw store by ssb.derive.record_load)."""
     rows = []
-    for r in results:
-        for t in r.tables:
-            rows.append({
-                "server": r.server, "database": r.database, "sf": r.dataset["sf"], "seed": r.dataset["seed"],
-                "generator_version": str(r.dataset["generator_version"]), "flavor": r.dataset.get("flavor"),
-                "generator": generator_of(r.dataset), "dataset_id": dataset_key(r.dataset),
-                "skipped": r.skipped, "method": r.method,
-                "table": t["table"], "rows": t["rows"], "seconds": t.get("seconds"), "table_bytes": t["table_bytes"],
-                "load_total_s": r.total_s if not r.skipped else None, "vacuum_analyze_s": r.analyze_s or None,
-                "prewarm_s": r.prewarm_s, "database_bytes": r.database_bytes,
-            })  # fmt: skip
-    return pl.DataFrame(rows, infer_schema_length=None)
+    for t in r.tables:
+        rows.append({
+            "server": r.server, "database": r.database, "sf": r.dataset["sf"], "seed": r.dataset["seed"],
+            "generator_version": str(r.dataset["generator_version"]), "flavor": r.dataset.get("flavor"),
+            "generator": generator_of(r.dataset), "dataset_id": dataset_key(r.dataset),
+            "skipped": r.skipped, "method": r.method,
+            "table": t["table"], "rows": t["rows"], "seconds": t.get("seconds"), "table_bytes": t["table_bytes"],
+            "load_total_s": r.total_s if not r.skipped else None, "vacuum_analyze_s": r.analyze_s or None,
+            "prewarm_s": r.prewarm_s, "database_bytes": r.database_bytes,
+        })  # fmt: skip
+    return rows
 
 
 def record_load(store: RunStore, r: LoadResult) -> None:

@@ -23,9 +23,12 @@ DEFAULT_MIN_SCAN_KB = 8192  # min_parallel_table_scan_size's default, 8MB
 
 
 def record_facts(servers: list[Server], p: SsbParams, store: RunStore, loads: list[LoadResult]) -> dict:
-    """Cores, workers and each server's version and dataset (generator flavor and version), kept in the run."""
+    """Cores, workers and each server's version and dataset (generator flavor and version), kept in the run;
+    with the servers' order (the last is the versions' baseline) and the notebook's SSB params (overrides
+    applied), so that ssb.derive needs no server and no notebook."""
     data = {r.server: r.dataset for r in loads if not r.refused}
     facts = {"cores": os.cpu_count(), "workers": workers(p), "sf": p.sf, "query_set": p.query_set,
+             "server_order": [s.name for s in servers], "ssb_params": p.model_dump(mode="json"),
              "servers": {s.name: {"major": s.install.major if s.install else None,
                                   "minor": s.install.minor if s.install else None,
                                   "jit": bool(s.install and s.install.jit), "dataset": data.get(s.name)}
@@ -49,19 +52,31 @@ def capture_scaled_plans(servers: list[Server], p: SsbParams, store: RunStore, a
     scaled to SF / 70: does q4.3 plan fewer workers than allowed, and driven by which table?"""
     kb = scaled_min_scan_kb(p.sf)
     settings = mode_settings("parallel", allowed) | {"min_parallel_table_scan_size": f"{kb}kB"}
-    rows = []
     for s in servers:
         with s.connect(database_name(p.sf), settings=settings) as conn:
             for q in p.query_ids():
-                path = f"ssb/plans/{s.name}/plan_only_scaled_{allowed}_workers/{q}.json"
+                path = scaled_plan_path(s.name, allowed, q)
                 if not store.has_artifact(path):
                     doc = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query_sql(p.query_set, q)).fetchone()[0]
                     store.save_json(path, doc)
-                gathers = gather_workers(parse_plan(json.loads(store.artifact_path(path).read_text())))
-                top = gathers.head(1).to_dicts()
-                rows.append({"server": s.name, "query": q, "allowed_workers": allowed, "min_parallel_table_scan_kb": kb,
-                             "workers_planned": top[0]["workers_planned"] if top else 0,
-                             "leftmost_relation": top[0]["leftmost_relation"] if top else None})  # fmt: skip
+    return scaled_plans_table(store, [s.name for s in servers], p, allowed)
+
+
+def scaled_plan_path(server: str, allowed: int, query: str) -> str:
+    return f"ssb/plans/{server}/plan_only_scaled_{allowed}_workers/{query}.json"
+
+
+def scaled_plans_table(store: RunStore, servers: list[str], p: SsbParams, allowed: int) -> pl.DataFrame:
+    """From the plan-only EXPLAINs capture_scaled_plans kept: the top Gather's workers and driving table."""
+    kb = scaled_min_scan_kb(p.sf)
+    rows = []
+    for s in servers:
+        for q in p.query_ids():
+            gathers = gather_workers(parse_plan(store.load_json(scaled_plan_path(s, allowed, q))))
+            top = gathers.head(1).to_dicts()
+            rows.append({"server": s, "query": q, "allowed_workers": allowed, "min_parallel_table_scan_kb": kb,
+                         "workers_planned": top[0]["workers_planned"] if top else 0,
+                         "leftmost_relation": top[0]["leftmost_relation"] if top else None})  # fmt: skip
     return pl.DataFrame(rows, schema=SCALED_SCHEMA)
 
 
