@@ -46,7 +46,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, findings, outcomes, pgbench_charts, pgbench_verdicts, session
+from pglab import charts, derived, findings, outcomes, pgbench_charts, pgbench_tables, pgbench_verdicts, session
 from pglab.pgbench_stage import EXPERIMENT_NAMES, Stage
 
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
@@ -89,7 +89,7 @@ t0 = time.monotonic()
 if only is None or "load" in only:
     st.load()
 wall["load"] = time.monotonic() - t0
-tables = st.tables(write=False)
+tables = pgbench_tables.derive(s.store, s.params)
 pgbench_charts.load_time(tables["pgbench_init_summary"])
 
 # %%
@@ -112,7 +112,7 @@ t0 = time.monotonic()
 if only is None or "select_only" in only:
     st.select_only()
 wall["select_only"] = time.monotonic() - t0
-tables = st.tables(write=False)
+tables = pgbench_tables.derive(s.store, s.params)
 pgbench_charts.select_only(tables["pgbench_select_only_summary"])
 
 # %%
@@ -134,7 +134,7 @@ t0 = time.monotonic()
 if only is None or "scaling" in only:
     st.scaling()
 wall["scaling"] = time.monotonic() - t0
-tables = st.tables(write=False)
+tables = pgbench_tables.derive(s.store, s.params)
 pgbench_charts.scaling(tables["pgbench_scaling_summary"])
 
 # %%
@@ -156,7 +156,9 @@ t0 = time.monotonic()
 if only is None or "series" in only:
     st.series()
 wall["series"] = time.monotonic() - t0
-tables = st.tables()  # the final tables: written to data/derived/<profile>/
+tables = pgbench_tables.derive(s.store, s.params)  # the final tables, from the raw store alone (as derive does)
+for name, df in tables.items():
+    derived.write_table(df, name, s.profile)
 pgbench_charts.degradation(tables["pgbench_series_summary"], tables["pgbench_series"])
 
 # %% [markdown]

@@ -23,6 +23,7 @@ same run id resumes where it stopped."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -30,6 +31,7 @@ from . import environment, outcomes, pgbench, pgbench_db, schedule
 from .db import scrub
 from .installs import Install, discover
 from .pgbench_bench import Bench, threads_for
+from .pgbench_tables import FACTS
 from .servers import Server, matches_version
 from .session import Session
 
@@ -85,7 +87,9 @@ class Stage:
         return list(self.refused)
 
     def capture_settings(self) -> None:
-        """Once per server and run: version and every non-default setting, and the pgbench client used."""
+        """Once per server and run: version and every non-default setting, and the pgbench client used; once per
+        run the facts the tables need beside the measurements (pgbench_tables.derive needs no server)."""
+        self.store.save_json(FACTS, {"baseline": self.baseline(), "cores": os.cpu_count()})
         for srv in self.servers:
             rel = f"pgbench/servers/{srv.name}.json"
             if self.store.has_artifact(rel):

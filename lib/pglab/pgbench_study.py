@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_serializer, field_validator, model_validator
 
 from .paramtypes import Strict, check_versions
 
@@ -141,6 +141,10 @@ class PgbenchParams(Strict):
     @classmethod
     def _check_threads(cls, v):
         return _threads(v)
+
+    @field_serializer("threads", when_used="json")
+    def _dump_threads(self, v: int):
+        return "auto" if v == 0 else v  # what params say: the run's params.json validates back (pglab derive)
 
     @field_validator("experiments")
     @classmethod

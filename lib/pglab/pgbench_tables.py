@@ -19,7 +19,7 @@ import json
 
 import polars as pl
 
-from . import derived, pgbench_paired, stats
+from . import derived, outcomes, pgbench_paired, stats
 from .pgbench_output import parse_aggregate_log
 from .store import RunStore
 
@@ -237,7 +237,22 @@ def servers(store: RunStore) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
-def build(store: RunStore, profile: str, baseline: str | None, write: bool = True) -> dict[str, pl.DataFrame]:
+FACTS = "pgbench/facts.json"  # pgbench_stage.Stage.capture_settings: the baseline server and the cores
+
+
+def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
+    """Notebook 30's tables from the raw store alone: the skips, and every table `build` makes once the stage
+    recorded its facts (none when no server could run pgbench)."""
+    out = {"pgbench_skipped": outcomes.skipped(store, list(EXPERIMENTS)).sort("experiment", "server")}
+    facts = store.load_json(FACTS)
+    if facts is None:
+        return out
+    return out | build(store, "", facts["baseline"], write=False, cores=facts["cores"])
+
+
+def build(store: RunStore, profile: str, baseline: str | None, write: bool = True,
+          cores: int | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
+    """Every table of the stage; `cores`: the measuring machine's (pgbench_paired's ceiling), else this one's."""
     df = records(store)
     t: dict[str, pl.DataFrame] = {}
     t["pgbench_runs"] = df.select(pl.lit(store.run_id).alias("run_id"), *[c for c in df.columns if c != "tps"])
@@ -265,7 +280,7 @@ def build(store: RunStore, profile: str, baseline: str | None, write: bool = Tru
     t["pgbench_timeseries"] = timeseries(df, store)
     t["pgbench_settings"] = settings(store)
     t["pgbench_servers"] = servers(store)
-    t |= pgbench_paired.tables(t, baseline)  # paired version comparisons, A/A noise floor, drift, trends
+    t |= pgbench_paired.tables(t, baseline, cores)  # paired version comparisons, A/A noise floor, drift, trends
     if write:
         for name, table in t.items():
             derived.write_table(table, name, profile)
