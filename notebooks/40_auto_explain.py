@@ -67,7 +67,7 @@ from IPython.display import Markdown, display
 
 from pglab import auto_explain_charts as aec
 from pglab import auto_explain_results as aer
-from pglab import auto_explain_run, charts, outcomes, session
+from pglab import auto_explain_run, charts, derived, outcomes, session
 
 charts.setup()
 s = session.begin(params_file, run_id, study="auto_explain")
@@ -98,9 +98,11 @@ s.start()
 t0 = time.monotonic()
 result = auto_explain_run.run_stage(s)
 # a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
-measured = result.servers.filter(pl.col("skipped").is_null()).height
-tables = aer.analyse(result, cfg) if measured else {}
-written = aer.write(tables, s.profile) if measured else []
+# every table from the raw store alone, as `python -m pglab derive` does (the skips are written below)
+tables = auto_explain_run.derive(s.store, s.params)
+written = [name for name in tables if name != "auto_explain_skipped"]
+for name in written:
+    derived.write_table(tables[name], name, s.profile)
 print(f"stage: {result.steps_run} pgbench runs now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [auto_explain_run.EXPERIMENT], "auto_explain_skipped", s.profile)
 result.servers

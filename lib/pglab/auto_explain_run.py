@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import derived, environment, outcomes, pgbench, schedule
+from . import derived, environment, outcomes, pgbench, raw_frames, schedule
 from .auto_explain_logcheck import LogWatch
 from .auto_explain_setup import ServerState, plan_rows
 from .auto_explain_study import EXPERIMENT, AutoExplainParams
@@ -202,15 +202,29 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
     )
     problems = [p for w in watches.values() for p in w.problems]
     empty = {"server": pl.String, "where": pl.String, "severity": pl.String, "message": pl.String}
+    seen = {"servers": servers, "plans": pl.from_dicts(plans, infer_schema_length=None) if plans else pl.DataFrame(),
+            "timer": _timer(list(states.values()), session.profile, session.params.environment.pg_test_timing_seconds)}
+    # kept in the raw store as seen (a resumed run keeps the first): derive reads them back without a server
+    seen = {name: raw_frames.keep(session.store, f"{EXPERIMENT}/{name}.json", df) for name, df in seen.items()}
     return StageResult(
-        runs=session.store.records(EXPERIMENT),
-        servers=servers,
-        plans=pl.from_dicts(plans, infer_schema_length=None) if plans else pl.DataFrame(),
-        timer=_timer(list(states.values()), session.profile, session.params.environment.pg_test_timing_seconds),
+        runs=session.store.records(EXPERIMENT), **seen,
         log_problems=pl.from_dicts(problems, infer_schema_length=None) if problems else pl.DataFrame(schema=empty),
         wall_s=time.monotonic() - t0,
         steps_run=ran,
-    )
+    )  # fmt: skip
+
+
+def derive(store, params) -> dict[str, pl.DataFrame]:
+    """Notebook 40's tables from the raw store alone: the skips, and when some server was measured every
+    table of `auto_explain_results.analyse` that has columns."""
+    from . import auto_explain_results
+
+    out = {"auto_explain_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
+    seen = {name: raw_frames.read(store, f"{EXPERIMENT}/{name}.json") for name in ("servers", "plans", "timer")}
+    if any(df is None for df in seen.values()) or seen["servers"].filter(pl.col("skipped").is_null()).is_empty():
+        return out
+    result = StageResult(runs=store.records(EXPERIMENT), **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
+    return out | {n: df for n, df in auto_explain_results.analyse(result, params.auto_explain).items() if df.width}
 
 
 def _measure_with_client(step, states, watches, params, clients, store) -> dict:
