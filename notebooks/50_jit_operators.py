@@ -88,10 +88,14 @@ jres.conditions(p)
 s.start()
 t0 = time.monotonic()
 result = jrun.run_stage(s)
-tables = jres.derive(s, result.setup)
-# a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
-written = jres.write(tables, s.profile) if jrun.runnable(result.setup) else []
-errors = tables["jit_operators_runs"].filter(pl.col("error").is_not_null())
+# every table (the findings too) from the raw store alone, as `python -m pglab derive` does; a stage that
+# measured on no server leaves no tables: the report then says it was not run (skips: below)
+tables = jres.derive(s.store, s.params)
+written = [name for name in tables if name != "jit_operators_skipped"]
+for name in written:
+    derived.write_table(tables[name], name, s.profile)
+runs = tables.get("jit_operators_runs", pl.DataFrame(schema=jres.RUNS_SCHEMA))
+errors = runs.filter(pl.col("error").is_not_null())
 print(f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "
       f"derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [jrun.EXPERIMENT], "jit_operators_skipped", s.profile)
@@ -228,8 +232,7 @@ dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "hi
 # *not testable here* (needs a build with JIT).
 
 # %%
-f = jr.findings(s.profile)
-derived.write_table(f, "jit_operators_findings", s.profile)
+f = tables["jit_operators_findings"]
 display(Markdown(jr.method(s.profile)))
 display(Markdown(findings.markdown(f)))
 

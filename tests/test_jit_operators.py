@@ -14,7 +14,8 @@ from psycopg import sql
 
 from pglab import derived, findings, params, session, stats
 from pglab import jit_operators_report as report
-from pglab.jit_operators_results import RUNS_SCHEMA, derive, summary, timed_long, write
+from pglab.jit_operators_results import RUNS_SCHEMA, summary, timed_long, write
+from pglab.jit_operators_results import tables as stage_tables
 from pglab.jit_operators_run import measure_statement, run_stage
 from pglab.jit_operators_study import OPERATORS, STUDY_REDUCTION_PCT
 from pglab.params import ParamsError
@@ -44,7 +45,7 @@ def stage(tmp_path_factory, installs):
             if x.install and x.install.jit:
                 _decoy(x, p.database)
         result = run_stage(s)
-        tables = derive(s, result.setup)
+        tables = stage_tables(s.store, s.params.jit_operators, result.setup)
         root = d / "derived"
         write(tables, s.profile, root=root)
         fnd = report.findings_from(tables["jit_operators_setup"], tables["jit_operators_reduction"], p.study_condition)

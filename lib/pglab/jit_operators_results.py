@@ -1,19 +1,20 @@
-"""The JIT-per-operator stage's derived tables, from the raw store (measurements and plan artefacts).
+"""The JIT-per-operator stage's derived tables, from the raw store (measurements, the setup and plan artefacts).
 
-`derive(session, setup)` returns them keyed by name; `write(tables, profile)` writes them with
-`pglab.derived`. Times are in ms. The reduction is the study's figure, 1 - t(JIT) / t(no JIT), from the
+`derive(store, params)` returns them keyed by name, the findings too (notebook 50 and `python -m pglab derive`
+call it); `tables(store, p, setup)` the stage's tables without the findings; `write(tables, profile)` writes
+them with `pglab.derived`. Times are in ms. The reduction is the study's figure, 1 - t(JIT) / t(no JIT), from the
 medians, with the 95 % interval of the ratio (`pglab.stats.compare`) turned into percent."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from . import derived, stats
+from . import derived, outcomes, stats
 from . import jit_operators_verdicts as jv
 from .explain import ExplainParseError, parse_plan
-from .jit_operators_run import load_plan, load_settings, runnable
+from .jit_operators_run import SETUP_SCHEMA, load_plan, load_settings, runnable
 from .jit_operators_study import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsParams, label
-from .session import Session
+from .store import RunStore
 
 RUNS_SCHEMA = {
     "server": pl.String, "condition": pl.String, "operator": pl.String, "repetition": pl.Int64,
@@ -25,10 +26,10 @@ PHASES = ("generation_ms", "inlining_ms", "optimization_ms", "emission_ms")
 METRICS = {"wall": "ms", "cpu": "cpu_ms"}  # metric -> column of the runs table
 
 
-def runs(session: Session) -> pl.DataFrame:
+def runs(store: RunStore) -> pl.DataFrame:
     """Every run, warm-ups included (flagged), one row each: client wall time (ms) and backend CPU time
     (cpu_ms; null where the server is not local, and for a failed run, whatever an older record holds)."""
-    df = session.store.records(EXPERIMENT)
+    df = store.records(EXPERIMENT)
     if df.is_empty():
         return pl.DataFrame(schema=RUNS_SCHEMA)
     for col, dtype in (("result", pl.String), ("error", pl.String), ("cpu_ms", pl.Float64)):
@@ -139,22 +140,21 @@ PLANS_SCHEMA = {
 }  # fmt: skip
 
 
-def plans(session: Session, servers: list[str]) -> pl.DataFrame:
+def plans(store: RunStore, p: JitOperatorsParams, servers: list[str]) -> pl.DataFrame:
     """One row per (server, condition, operator): the untimed EXPLAIN ANALYZE, summarised with its JIT block."""
-    p = session.params.jit_operators
     rows = [
-        _plan_row(s, c, op, load_plan(session, s, c, op))
+        _plan_row(s, c, op, load_plan(store, s, c, op))
         for s in servers for c in p.conditions for op in p.operators
     ]  # fmt: skip
     return _labels(pl.from_dicts(rows, schema=PLANS_SCHEMA)) if rows else _labels(pl.DataFrame(schema=PLANS_SCHEMA))
 
 
-def settings(session: Session, servers: list[str]) -> pl.DataFrame:
+def settings(store: RunStore, p: JitOperatorsParams, servers: list[str]) -> pl.DataFrame:
     """The JIT and parallel settings in force in each condition, as the server reported them."""
     rows = [
         {"server": s, "condition": c, "name": k, "setting": str(v)}
-        for s in servers for c in session.params.jit_operators.conditions
-        for k, v in load_settings(session, s, c).items()
+        for s in servers for c in p.conditions
+        for k, v in load_settings(store, s, c).items()
     ]  # fmt: skip
     return pl.from_dicts(rows, schema={"server": pl.String, "condition": pl.String, "name": pl.String,
                                        "setting": pl.String})  # fmt: skip
@@ -200,17 +200,16 @@ def jit_time(summ: pl.DataFrame, plan_tab: pl.DataFrame, p: JitOperatorsParams) 
     )
 
 
-def derive(session: Session, setup: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    p = session.params.jit_operators
+def tables(store: RunStore, p: JitOperatorsParams, setup: pl.DataFrame) -> dict[str, pl.DataFrame]:
     servers = runnable(setup)
-    r = _labels(runs(session))
+    r = _labels(runs(store))
     main = r.filter(pl.col("condition") != p.aa_condition)  # the A/A copy only feeds the noise floor
     summ = summary(main)
-    plan_tab = plans(session, servers)
+    plan_tab = plans(store, p, servers)
     return {
         "jit_operators_setup": setup,
         "jit_operators_conditions": conditions(p),
-        "jit_operators_settings": settings(session, servers),
+        "jit_operators_settings": settings(store, p, servers),
         "jit_operators_runs": r,
         "jit_operators_summary": summ,
         "jit_operators_reduction": reduction(main, p),
@@ -225,3 +224,28 @@ def write(tables: dict[str, pl.DataFrame], profile: str, root=None) -> list[str]
     for name, df in tables.items():
         derived.write_table(df, name, profile, root=root)
     return list(tables)
+
+
+def setup_table(store: RunStore) -> pl.DataFrame | None:
+    """The setup the stage recorded at its first start in the run (jit_operators_run.run_stage)."""
+    rows = store.load_json(f"{EXPERIMENT}/setup.json")
+    return None if rows is None else pl.from_dicts(rows, schema=SETUP_SCHEMA)
+
+
+def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
+    """Notebook 50's tables from the raw store alone: the skips, and when some server could run the stage
+    every table of `tables` and the findings (from the tables as written: `derived.as_written`)."""
+    from . import jit_operators_report as jr
+
+    p = params.jit_operators
+    out = {"jit_operators_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
+    setup = setup_table(store)
+    if setup is None or not runnable(setup):
+        return out
+    out |= tables(store, p, setup)
+    # as the notebook's report module reads them back from the folder: the verdicts see the written values
+    read = {n: derived.as_written(out[f"jit_operators_{n}"])
+            for n in ("setup", "conditions", "paired", "overall", "noise")}  # fmt: skip
+    out["jit_operators_findings"] = jv.findings_from(read["setup"], read["paired"], read["overall"], read["noise"],
+                                                     jr._study_condition(read["conditions"]))  # fmt: skip
+    return out

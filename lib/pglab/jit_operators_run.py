@@ -13,7 +13,6 @@ per cell and the JIT settings in force, stored as artefacts of the run."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from .jit_operators_study import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE
 from .schedule import plan, run_steps
 from .servers import DestructiveStepRefused, Server
 from .session import Session
+from .store import RunStore
 
 SETUP_SCHEMA = {
     "server": pl.String, "version_string": pl.String, "version_num": pl.Int64, "install_jit": pl.Boolean,
@@ -232,11 +232,9 @@ def run_stage(session: Session) -> StageResult:
     return StageResult(setup=setup, steps_run=n, wall_s=time.monotonic() - t0)
 
 
-def load_plan(session: Session, server: str, condition: str, operator: str) -> dict | None:
-    path = session.store.artifact_path(plan_path(server, condition, operator))
-    return json.loads(path.read_text()) if path.exists() else None
+def load_plan(store: RunStore, server: str, condition: str, operator: str) -> dict | None:
+    return store.load_json(plan_path(server, condition, operator))
 
 
-def load_settings(session: Session, server: str, condition: str) -> dict:
-    path = session.store.artifact_path(f"{EXPERIMENT}/settings/{server}/{condition}.json")
-    return json.loads(path.read_text()) if path.exists() else {}
+def load_settings(store: RunStore, server: str, condition: str) -> dict:
+    return store.load_json(f"{EXPERIMENT}/settings/{server}/{condition}.json", {})
