@@ -47,7 +47,7 @@ seed = None
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, outcomes, session
+from pglab import charts, derived, outcomes, session
 from pglab import parallel_index_charts as pic
 from pglab import parallel_index_report as report
 from pglab import parallel_index_results as pires
@@ -93,7 +93,6 @@ for k, cols in pi.column_sets().items():
 
 # %%
 setup = pirun.setup(targets, p, pi, s.store)
-cores = int(setup["cores"][0])
 setup.select("server", "server_version", "cores", "lineorder_rows", (pl.col("lineorder_bytes") / 2**20).alias("MiB"),
              "lineorder_indexes_before", "maintenance_work_mem", "max_worker_processes", "max_parallel_workers",
              "parallel_leader_participation", "wal_level", "configure_status")
@@ -103,8 +102,11 @@ setup.select("server", "server_version", "cores", "lineorder_rows", (pl.col("lin
 
 # %%
 ran = pirun.run(targets, p, pi, s.store)
-tables = pires.derive(s.store, cores)
-pires.write(tables, setup, s.profile)
+# every table (the setup too) from the raw store alone, as `python -m pglab derive` does; the skips are above
+tables = pires.derive(s.store, s.params)
+for name, df in tables.items():
+    if name != "parallel_index_skipped":
+        derived.write_table(df, name, s.profile)
 b = tables["parallel_index_builds"]
 failed = b.filter(pl.col("error").is_not_null())
 print(f"{ran} builds now; {b.height} recorded ({b.filter('warmup').height} warm-up), {failed.height} failed")

@@ -178,7 +178,7 @@ def test_params_name_the_file_the_key_and_the_expectation(tmp_path):
 
 def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     store, setup, _ = run
-    tables = pires.derive(store, cores=2)
+    tables = pires.tables(store, cores=2)
     pires.write(tables, setup, "t", root=tmp_path)
     spd = tables["parallel_index_speedup"]
     summ = tables["parallel_index_summary"]

@@ -9,17 +9,19 @@
 * `parallel_index_speedup`: t0 / t(workers) with its 95 % bootstrap interval (pglab.stats.compare, inverted).
 * `parallel_index_suite_speedup`: the same for the time to build all keys once (a round's builds summed), per
   server and workers: the one figure per worker count the findings judge.
-* `parallel_index_setup`: per server, what was in force (written by the notebook from the stage's result)."""
+* `parallel_index_setup`: per server, what was in force (parallel_index_run.setup, kept in the raw store)."""
 
 from __future__ import annotations
 
 import polars as pl
 
+from . import outcomes, stats
 from . import parallel_index_verdicts as piv
-from . import stats
 from .derived import write_table
 from .parallel_index_study import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
 from .store import RunStore
+
+SETUP = f"{EXPERIMENT}/setup.json"  # parallel_index_run.setup: one row per server, columns in order
 
 BUILD_SCHEMA = {
     "server": pl.String, "round": pl.Int64, "repetition": pl.Int64, "warmup": pl.Boolean, "workers": pl.Int64,
@@ -117,7 +119,18 @@ def suite_speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
     return _speedup(suite(b), ["server"], cores)
 
 
-def derive(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
+def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
+    """Notebook 60's tables from the raw store alone: the skips, and once the stage recorded its setup (some
+    server built indexes) every table of `tables` with the setup, on the measuring machine's cores."""
+    out = {"parallel_index_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
+    rows = store.load_json(SETUP)
+    if not rows:
+        return out
+    setup = pl.from_dicts(rows, infer_schema_length=None)
+    return out | tables(store, int(setup["cores"][0])) | {"parallel_index_setup": setup}
+
+
+def tables(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
     b = builds(store)
     return {"parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
             "parallel_index_summary": summary(b, cores), "parallel_index_speedup": speedup(b, cores),

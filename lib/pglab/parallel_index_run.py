@@ -144,8 +144,9 @@ def setup(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: 
             else "params", "repetitions": p.repetitions, "warmups": p.warmups, "warmup_cells": p.warmup_cells,
             "shuffle_seed": p.shuffle_seed, "maintenance_work_mem_param": p.maintenance_work_mem,
         })  # fmt: skip
-    store.save_json(f"{EXPERIMENT}/setup.json", rows)
-    return pl.from_dicts(rows, infer_schema_length=None)
+    # kept as first recorded in the run (columns in order): the table is the store's, for derive as for the notebook
+    store.save_json(f"{EXPERIMENT}/setup.json", rows, keep_order=True)
+    return pl.from_dicts(store.load_json(f"{EXPERIMENT}/setup.json"), infer_schema_length=None)
 
 
 def finish(servers: list[Server], ssb: SsbParams) -> list[dict]:
