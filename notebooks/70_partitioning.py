@@ -61,7 +61,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, findings, outcomes, partitioning_run, session
+from pglab import charts, derived, findings, outcomes, partitioning_run, session
 from pglab import partitioning_findings as pfind
 from pglab import partitioning_results as pres
 from pglab import partitioning_verdicts as pverd
@@ -86,15 +86,18 @@ print(f"t: {cfg.rows:,} rows in {cfg.partitions} hash partitions, setseed({cfg.s
 s.start()
 t0 = time.monotonic()
 result = partitioning_run.run_stage(s)
-tables = pres.derive(s.store, cfg, result.servers, result.preps)
-# a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
-written = pres.write(tables, s.profile) if result.servers else []
+# every table from the raw store alone, as `python -m pglab derive` does; a stage that measured on no server
+# leaves no tables: the report then says it was not run (skips: below)
+tables = pres.derive(s.store, s.params)
+written = [name for name in tables if name != "partitioning_skipped"]
+for name in written:
+    derived.write_table(tables[name], name, s.profile)
 print(f"stage: {result.steps_run} timed executions now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [partitioning_run.EXPERIMENT], "partitioning_skipped", s.profile)
 tables["partitioning_setup"].select(
     "server", "skipped", "loaded_now", pl.col("load_s", "vacuum_s").cast(pl.Float64).round(1), "configure_status",
     "configured", "max_worker_processes", "max_parallel_workers", "fits_in_shared_buffers", "prewarmed_blocks",
-    "prewarm_error")
+    "prewarm_error") if written else tables["partitioning_skipped"]
 
 # %%
 if not result.servers:

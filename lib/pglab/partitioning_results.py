@@ -18,7 +18,7 @@ import json
 
 import polars as pl
 
-from . import derived, stats
+from . import derived, outcomes, stats
 from . import partitioning_verdicts as pv
 from .explain import gather_workers, parse_plan
 from .partitioning_plans import append_workers, check, study_pages
@@ -179,7 +179,21 @@ def planner_table(store: RunStore, servers: list[str], partitions: int) -> pl.Da
     return pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
 
 
-def derive(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
+def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
+    """Notebook 70's tables from the raw store alone: the skips, and when a server took part every table of
+    `tables`, from each server's preparation as the run first recorded it (partitioning_run.store_setup)."""
+    out = {"partitioning_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
+    folder = store.artifact_path(f"{EXPERIMENT}/setup")
+    names = sorted(f.stem for f in folder.glob("*.json")) if folder.is_dir() else []
+    recs = {n: load_setup(store, n) for n in names}
+    preps = {n: Prepared(n, skipped=r["skipped"], partitions=r["partitions"],
+                         min_parallel_table_scan_size_blocks=r["min_parallel_table_scan_size_blocks"])
+             for n, r in recs.items()}  # fmt: skip
+    active = [n for n, r in recs.items() if r["skipped"] is None]
+    return (out | tables(store, params.partitioning, active, preps)) if active else out
+
+
+def tables(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
            ) -> dict[str, pl.DataFrame]:  # fmt: skip
     execs = executions(store)
     main = execs.filter(pl.col("condition") != pv.AA)  # the A/A copy only feeds the noise floor
