@@ -61,3 +61,22 @@ def test_a_truncated_live_plan_is_refused(conn):
     with pytest.raises(ExplainParseError):
         parse_plan(text[: len(text) // 2] + "\n  ->  garbage (((")
     assert isinstance(parse_plan(text).nodes, pl.DataFrame)
+
+
+def test_the_one_plan_capture(conn):
+    """db.explain_json and db.plan_shape, what the studies' plan captures call: ANALYZE (runs the statement) or
+    plan-only, a trailing ';' taken off, and a failing statement recorded (record_error) or raised."""
+    import psycopg
+
+    from pglab.db import explain_json, plan_shape
+
+    analyzed = explain_json(conn, QUERY + ";", verbose=True)
+    planned = explain_json(conn, QUERY, analyze=False)
+    assert "Execution Time" in analyzed[0] and "Execution Time" not in planned[0]
+    assert gather_workers(parse_plan(planned))["workers_planned"][0] == 2
+    assert "Gather" in plan_shape(conn, QUERY) and "cost=" not in plan_shape(conn, QUERY)
+    failed = explain_json(conn, "SELECT * FROM no_such_table", record_error=True)
+    assert list(failed) == ["error"] and "no_such_table" in failed["error"]
+    assert conn.execute("SELECT 1").fetchone() == (1,)  # the connection goes on
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        explain_json(conn, "SELECT * FROM no_such_table")

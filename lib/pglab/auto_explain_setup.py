@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from .auto_explain_study import AutoExplainParams
-from .db import scrub
+from .db import explain_json, scrub
 from .servers import DestructiveStepRefused, Server
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ class ServerState:
         """EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of an item, untimed, under the item's session settings."""
         it = self.params.items[item]
         with self.connect(settings=it.settings) as conn:
-            doc = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {it.sql.rstrip().rstrip(';')}").fetchone()[0]
+            doc = explain_json(conn, it.sql)  # raises: the timer explanation needs every item's plan
         return doc[0] if isinstance(doc, list) else json.loads(doc)[0]
 
     def describe(self) -> dict:

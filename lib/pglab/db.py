@@ -118,3 +118,28 @@ def timed_statement(
                     conn.rollback()
                 cur.execute("SELECT set_config('statement_timeout', '0', false)")
     return out
+
+
+# -- plans: the one way every study runs EXPLAIN for its artefacts ---------------------------------------------------
+
+
+def explain_json(conn: psycopg.Connection, sql: str, analyze: bool = True, verbose: bool = False,
+                 record_error: bool = False):
+    """The JSON plan of `sql`, as PostgreSQL returns it (a list of one plan document): EXPLAIN (ANALYZE, BUFFERS
+    [, VERBOSE], FORMAT JSON), which runs the statement, untimed; or with analyze=False a plain EXPLAIN
+    ([VERBOSE, ]FORMAT JSON) that only plans it (planning needs no cores). With record_error a statement that fails
+    gives {"error": message} (scrubbed, as `timed_statement`'s): a plan that fails is recorded, not dropped."""
+    options = [*(["ANALYZE", "BUFFERS"] if analyze else []), *(["VERBOSE"] if verbose else []), "FORMAT JSON"]
+    try:
+        return conn.execute(f"EXPLAIN ({', '.join(options)}) {sql.rstrip().rstrip(';')}").fetchone()[0]
+    except psycopg.Error as e:
+        if not record_error:
+            raise
+        if not conn.autocommit:
+            conn.rollback()
+        return {"error": scrub(str(e).strip())}
+
+
+def plan_shape(conn: psycopg.Connection, sql: str) -> str:
+    """EXPLAIN (COSTS OFF) of `sql`: the plan's shape as text, a line per row (what plan fingerprints compare)."""
+    return "\n".join(r[0] for r in conn.execute(f"EXPLAIN (COSTS OFF) {sql.rstrip().rstrip(';')}").fetchall())

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import outcomes
 from . import partitioning_setup as setup
-from .db import timed_statement
+from .db import explain_json, plan_shape, timed_statement
 from .installs import discover
 from .params import ParamsError
 from .partitioning_study import (
@@ -92,19 +92,15 @@ def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore,
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
                 if cond.startswith("plan_only"):
                     # planning needs no cores: what the planner asks for when allowed as many as the study
-                    doc = conn.execute("EXPLAIN (FORMAT JSON) " + QUERY).fetchone()[0]
+                    doc = explain_json(conn, QUERY, analyze=False)
                     prep = preps[s.name]
                     store.save_json(base + ".json", {
                         "allowed": k, "plan": doc, "partition_pages": [x["pages"] for x in prep.partitions],
                         "min_parallel_table_scan_size_blocks": prep.min_parallel_table_scan_size_blocks,
                     })  # fmt: skip
                     continue
-                shape = conn.execute("EXPLAIN (COSTS OFF) " + QUERY).fetchall()
-                store.save_text(base + ".costs_off.txt", "\n".join(r[0] for r in shape))
-                try:
-                    doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERY).fetchone()[0]
-                except Exception as e:  # a plan that fails is recorded, not dropped
-                    doc = {"error": str(e)}
+                store.save_text(base + ".costs_off.txt", plan_shape(conn, QUERY))
+                doc = explain_json(conn, QUERY, record_error=True)  # a plan that fails is recorded, not dropped
                 store.save_json(base + ".json", {"allowed": k, "plan": doc})
 
 
