@@ -101,3 +101,19 @@ def test_a_timeout_is_recorded_not_dropped(servers, tmp_path):
     assert execs.height == 2
     failed = execs.filter(pl.col("error").is_not_null())
     assert not failed.is_empty() and set(failed["sqlstate"]) == {"57014"} and failed["seconds"].is_null().all()
+
+
+def test_plan_only_captures_plan_without_running(servers, tmp_path):
+    """The study's and the scaled plan-only EXPLAINs (both through ex.capture_plan_only): one artefact per server
+    and query, planned and not executed, read back into their tables."""
+    from pglab.ssb import study_plans
+
+    store = RunStore("planonly", root=tmp_path)
+    study = ex.capture_study_plans(servers, P, store, allowed=5)
+    scaled = study_plans.capture_scaled_plans(servers, P, store, allowed=5)
+    for df in (study, scaled):
+        assert df.height == len(servers) * len(P.query_ids()) and (df["allowed_workers"] == 5).all()
+    for s in servers:
+        for path in (ex.study_plan_path(s.name, 5, "q4.3"), study_plans.scaled_plan_path(s.name, 5, "q4.3")):
+            doc = store.load_json(path)
+            assert "Plan" in doc[0] and "Execution Time" not in doc[0], path

@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 
 from . import outcomes
-from .db import timed_statement
+from .db import explain_json, timed_statement
 from .jit_operators_study import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 from .schedule import plan, run_steps
 from .servers import DestructiveStepRefused, Server
@@ -209,11 +209,8 @@ def capture_plans(servers: dict[str, Server], p: JitOperatorsParams, session: Se
                     path = plan_path(name, cond, op)
                     if store.has_artifact(path):
                         continue
-                    try:
-                        doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + p.sql(op)).fetchone()[0]
-                    except psycopg.Error as e:  # a plan that fails is recorded, not dropped
-                        doc = {"error": str(e).strip()}
-                    store.save_json(path, doc)
+                    # a plan that fails is recorded, not dropped
+                    store.save_json(path, explain_json(conn, p.sql(op), record_error=True))
 
 
 def run_stage(session: Session) -> StageResult:

@@ -19,7 +19,7 @@ import os
 import polars as pl
 
 from .. import stats
-from ..db import timed_statement
+from ..db import explain_json, plan_shape, timed_statement
 from ..explain import gather_workers, parse_plan
 from ..schedule import plan, run_steps
 from ..servers import Connections, Server, matches_version
@@ -146,13 +146,9 @@ def capture_plans(servers: list[Server], p: SsbParams, store: RunStore, availabl
                     if store.has_artifact(base + ".json"):
                         continue
                     sql = query_sql(p.query_set, q)
-                    shape = conn.execute("EXPLAIN (COSTS OFF) " + sql).fetchall()
-                    store.save_text(base + ".costs_off.txt", "\n".join(r[0] for r in shape))
-                    try:
-                        doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) " + sql).fetchone()[0]
-                    except Exception as e:  # a plan that fails is recorded, not dropped
-                        doc = {"error": str(e)}
-                    store.save_json(base + ".json", doc)
+                    store.save_text(base + ".costs_off.txt", plan_shape(conn, sql))
+                    # a plan that fails is recorded, not dropped
+                    store.save_json(base + ".json", explain_json(conn, sql, verbose=True, record_error=True))
                     jit_settings = conn.execute(
                         "SELECT name, setting FROM pg_settings WHERE name LIKE 'jit%%' OR name LIKE '%%parallel%%'"
                     ).fetchall()
@@ -164,14 +160,19 @@ def capture_study_plans(servers: list[Server], p: SsbParams, store: RunStore, al
     (5), whatever this machine's core count: how many workers does the planner ask for, driven by which
     table? Planning needs no cores, so this reproduces the q4.3 finding's mechanism on any machine."""
     settings = mode_settings("parallel", allowed)
+    capture_plan_only(servers, p, store, settings, lambda s, q: study_plan_path(s, allowed, q))
+    return study_plans_table(store, [s.name for s in servers], p.query_ids(), allowed)
+
+
+def capture_plan_only(servers: list[Server], p: SsbParams, store: RunStore, settings: dict, path_of) -> None:
+    """Plain EXPLAIN (VERBOSE, FORMAT JSON) of every query under `settings`, planned, not executed (planning needs
+    no cores), kept once at path_of(server, query): the study's and the scaled plans (ssb.study_plans)."""
     for s in servers:
         with s.connect(database_name(p.sf), settings=settings) as conn:
             for q in p.query_ids():
-                path = study_plan_path(s.name, allowed, q)
+                path = path_of(s.name, q)
                 if not store.has_artifact(path):
-                    store.save_json(path, conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query_sql(p.query_set, q)
-                                                       ).fetchone()[0])  # fmt: skip
-    return study_plans_table(store, [s.name for s in servers], p.query_ids(), allowed)
+                    store.save_json(path, explain_json(conn, query_sql(p.query_set, q), analyze=False, verbose=True))
 
 
 def study_plan_path(server: str, allowed: int, query: str) -> str:

@@ -12,9 +12,8 @@ import polars as pl
 from ..explain import gather_workers, parse_plan
 from ..servers import Server
 from ..store import RunStore
-from . import query_sql
-from .experiment import mode_settings, workers
-from .load import LoadResult, database_name
+from .experiment import capture_plan_only, mode_settings, workers
+from .load import LoadResult
 from .params import SsbParams
 
 FACTS = "ssb/facts.json"
@@ -52,13 +51,7 @@ def capture_scaled_plans(servers: list[Server], p: SsbParams, store: RunStore, a
     scaled to SF / 70: does q4.3 plan fewer workers than allowed, and driven by which table?"""
     kb = scaled_min_scan_kb(p.sf)
     settings = mode_settings("parallel", allowed) | {"min_parallel_table_scan_size": f"{kb}kB"}
-    for s in servers:
-        with s.connect(database_name(p.sf), settings=settings) as conn:
-            for q in p.query_ids():
-                path = scaled_plan_path(s.name, allowed, q)
-                if not store.has_artifact(path):
-                    doc = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query_sql(p.query_set, q)).fetchone()[0]
-                    store.save_json(path, doc)
+    capture_plan_only(servers, p, store, settings, lambda s, q: scaled_plan_path(s, allowed, q))
     return scaled_plans_table(store, [s.name for s in servers], p, allowed)
 
 
