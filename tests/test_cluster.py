@@ -144,9 +144,9 @@ def test_second_owner_is_refused_while_first_runs(embedded):
 
 
 def _ticks(pid):
-    from pglab.cluster import _proc_start_ticks
+    from pglab.cluster_procs import proc_start_ticks
 
-    return _proc_start_ticks(pid)
+    return proc_start_ticks(pid)
 
 
 def test_environment_settings_carry_no_absolute_path_of_this_clone(cluster):

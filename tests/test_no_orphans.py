@@ -12,7 +12,8 @@ import pytest
 from conftest import postmasters
 
 from pglab import socketdir
-from pglab.cluster import Cluster, _proc_start_ticks
+from pglab.cluster import Cluster
+from pglab.cluster_procs import proc_start_ticks
 from pglab.installs import discover
 
 RUNNER = textwrap.dedent(
@@ -105,7 +106,7 @@ def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
     now = postmasters(c.data)
     assert len(now) == 1 and now != left
     assert json.loads(again.owner_file.read_text())["pid"] == os.getpid()
-    assert json.loads(again.owner_file.read_text())["ticks"] == _proc_start_ticks(os.getpid())
+    assert json.loads(again.owner_file.read_text())["ticks"] == proc_start_ticks(os.getpid())
     again.stop()
     assert postmasters(c.data) == []
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from . import paths, reach, socketdir
-from .cluster import _pid_alive, _postmaster_pid, _proc_start_ticks, sweep_orphans
+from .cluster_procs import pid_alive, postmaster_pid, proc_start_ticks, sweep_orphans
 
 
 def cluster_roots(whole_clone: bool = True) -> list[Path]:
@@ -36,12 +36,12 @@ def running_servers(whole_clone: bool = True) -> list[str]:
     out = []
     for root in cluster_roots(whole_clone):
         for cdir in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
-            pid = _postmaster_pid(cdir / "data")
-            if pid and _pid_alive(pid):
+            pid = postmaster_pid(cdir / "data")
+            if pid and pid_alive(pid):
                 owner = {}
                 if (cdir / "owner.json").exists():
                     owner = json.loads((cdir / "owner.json").read_text())
-                live = owner and _proc_start_ticks(owner["pid"]) == owner.get("ticks")
+                live = owner and proc_start_ticks(owner["pid"]) == owner.get("ticks")
                 state = f"in use by pid {owner['pid']})" if live else "orphan)"
                 out.append(f"{cdir} (postmaster {pid}, {state}")
     return out

@@ -28,17 +28,14 @@ from pathlib import Path
 import psycopg
 
 from . import lifecycle, osuser, paths, reach, socketdir
+from .cluster_procs import STOP_TIMEOUT_S, pid_alive, proc_start_ticks, stop_pid, sweep_orphans  # noqa: F401
+from .cluster_settings import ClusterError, ClusterSettings
 from .installs import Install
 
 log = logging.getLogger(__name__)
 
 SUPERUSER = "pglab"
 START_TIMEOUT_S = 60
-STOP_TIMEOUT_S = 60
-
-
-class ClusterError(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -58,40 +55,13 @@ class InitdbOptions:
         return args
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _proc_start_ticks(pid: int) -> str | None:
-    """Kernel start time of a process: tells a live owner from a recycled pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _quote(value) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, int | float):
-        return str(value)
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-class Cluster:
+class Cluster(ClusterSettings):
     def __init__(
         self,
         install: Install,
@@ -216,99 +186,7 @@ class Cluster:
         self.stop()
         shutil.rmtree(self.path, ignore_errors=True)
 
-    # -- settings -------------------------------------------------------------------------------------------
-
-    def _base_settings(self) -> dict:
-        return {
-            "listen_addresses": "127.0.0.1",
-            "port": self.port,
-            "unix_socket_directories": str(self.socket_dir),
-            "logging_collector": True,
-            "log_destination": "jsonlog" if self.install.major >= 15 else "csvlog",
-            "log_directory": "log",
-            "log_filename": "postgresql-%Y%m%d-%H%M%S.log",
-        }
-
-    def applicable(self, settings: dict) -> dict:
-        """`settings` less those this version does not have (max_parallel_maintenance_workers is new in 11):
-        one params file drives a sweep over 10 … 18, so a setting an older major lacks is left out for it,
-        logged and kept in `not_applied` (the environment data records it). Extension settings (with a dot)
-        are the extension's to check."""
-        known = self._known_setting_names()
-        out, dropped = {}, {}
-        for k, v in settings.items():
-            (out if "." in k or k.lower() in known else dropped)[k] = v
-        for k in dropped.keys() - self.not_applied.keys():
-            log.warning("%s: PostgreSQL %s has no setting %s; left out", self.name, self.install.major, k)
-        self.not_applied = dropped
-        return out
-
-    def _known_setting_names(self) -> set[str]:
-        if self._setting_names is None:
-            out = subprocess.run([str(self.server_install.tool("postgres")), "--describe-config"],
-                                 capture_output=True, text=True, timeout=30, **self.run_as.popen_kwargs())
-            if out.returncode != 0:
-                raise ClusterError(f"{self.name}: postgres --describe-config failed: {out.stderr.strip()}")
-            self._setting_names = {line.split("\t", 1)[0].lower() for line in out.stdout.splitlines()}
-        return self._setting_names
-
-    def validate(self, settings: dict) -> None:
-        """Check names and values with the server binary itself (`postgres -C`), before they are written:
-        a bad value in the config file would otherwise only show up in the server log."""
-        if not settings:
-            return
-        cmd = [str(self.server_install.tool("postgres")), "-D", str(self.data), "-C", "server_version"]
-        for k, v in settings.items():
-            cmd += ["-c", f"{k}={_quote(v).strip(chr(39))}"]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, **self.run_as.popen_kwargs())
-        if out.returncode != 0:
-            msg = " ".join(out.stderr.split())
-            raise ClusterError(f"{self.name}: settings rejected by PostgreSQL {self.install.major}: {msg}")
-
-    def _write_conf(self, settings: dict) -> None:
-        lines = [f"{k} = {_quote(v)}" for k, v in (self._base_settings() | settings).items()]
-        conf = self.data / "pglab.conf"
-        conf.write_text("\n".join(lines) + "\n")
-        self.run_as.chown(conf)
-
-    def configure(self, settings: dict) -> str:
-        """Apply server settings: reload where PostgreSQL allows it, restart where it must.
-
-        Returns "reloaded" or "restarted". Settings not named go back to their defaults."""
-        if not self.running:
-            self.start(settings)
-            return "restarted"
-        settings = self.applicable(settings)
-        self.validate(settings)
-        self._write_conf(settings)
-        with self.connect() as conn:
-            conn.execute("SELECT pg_reload_conf()")
-            time.sleep(0.1)  # the postmaster reloads asynchronously
-            pending = self._pending_restart(conn)
-            errors = conn.execute(
-                # 'setting could not be applied' only means: needs a restart; so does a restart-only
-                # setting removed from the file (a row without a name: 'parameter "x" cannot be changed ...')
-                "SELECT name, error FROM pg_file_settings"
-                " WHERE error IS NOT NULL AND error <> 'setting could not be applied'"
-                " AND error NOT LIKE '%cannot be changed without restarting the server'"
-            ).fetchall()
-        if errors:
-            raise ClusterError(f"{self.name}: invalid settings {errors}")
-        self.settings = dict(settings)
-        if pending:
-            self.restart(settings)
-            return "restarted"
-        return "reloaded"
-
-    @staticmethod
-    def _pending_restart(conn) -> list[str]:
-        for _ in range(20):
-            # pg_settings reflects the reload once the backend has processed the SIGHUP
-            rows = conn.execute("SELECT name FROM pg_settings WHERE pending_restart").fetchall()
-            if rows:
-                return [r[0] for r in rows]
-            time.sleep(0.05)
-        return []
+    # -- settings: cluster_settings.ClusterSettings -----------------------------------------------------------
 
     # -- running --------------------------------------------------------------------------------------------
 
@@ -348,10 +226,10 @@ class Cluster:
     def _claim(self) -> None:
         if self.owner_file.exists():
             owner = json.loads(self.owner_file.read_text())
-            if owner["pid"] != os.getpid() and _proc_start_ticks(owner["pid"]) == owner.get("ticks"):
+            if owner["pid"] != os.getpid() and proc_start_ticks(owner["pid"]) == owner.get("ticks"):
                 raise ClusterError(f"{self.name} is in use by another pglab process (pid {owner['pid']})")
         self.path.mkdir(parents=True, exist_ok=True)
-        owner = {"pid": os.getpid(), "ticks": _proc_start_ticks(os.getpid())}
+        owner = {"pid": os.getpid(), "ticks": proc_start_ticks(os.getpid())}
         if self.socket_dir:
             owner["socket_dir"] = str(self.socket_dir)
         self.owner_file.write_text(json.dumps(owner))
@@ -445,54 +323,3 @@ class Cluster:
 
     def __exit__(self, *exc):
         self.stop()
-
-
-def _postmaster_pid(data: Path) -> int | None:
-    try:
-        return int((data / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return None
-
-
-def sweep_orphans(root: Path | None = None) -> list[str]:
-    """Stop servers left running in the kit's clusters by a run that was killed. Returns their names."""
-    root = root or paths.clusters_dir()
-    stopped = []
-    if not root.is_dir():
-        return stopped
-    for cdir in sorted(p for p in root.iterdir() if p.is_dir()):
-        owner_file = cdir / "owner.json"
-        owner = {}
-        if owner_file.exists():
-            with contextlib.suppress(ValueError, OSError):
-                owner = json.loads(owner_file.read_text())
-        if owner and _proc_start_ticks(owner.get("pid", -1)) == owner.get("ticks"):
-            continue  # its owner is alive: not an orphan
-        pid = _postmaster_pid(cdir / "data")
-        if pid and _pid_alive(pid) and _is_postgres(pid, cdir / "data"):
-            log.warning("stopping %s (pid %d), left running by a run that was killed", cdir.name, pid)
-            _stop_pid(pid)
-            stopped.append(cdir.name)
-        if owner.get("socket_dir"):
-            socketdir.remove(Path(owner["socket_dir"]), cdir)
-        owner_file.unlink(missing_ok=True)
-    return stopped
-
-
-def _is_postgres(pid: int, data: Path) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return any(a.endswith(b"postgres") for a in cmdline[:1]) and str(data).encode() in cmdline
-
-
-def _stop_pid(pid: int) -> None:
-    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGQUIT, 10), (signal.SIGKILL, 10)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.1)
