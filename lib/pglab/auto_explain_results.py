@@ -161,7 +161,8 @@ def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame
 
 
 def timer(summary_df: pl.DataFrame, plans: pl.DataFrame, timer_df: pl.DataFrame, params: AutoExplainParams,
-          analyze: str = "analyze", no_timing: str = "analyze_no_timing") -> pl.DataFrame:  # fmt: skip
+          analyze: str = "analyze", no_timing: str = "analyze_no_timing", cores: int | None = None
+          ) -> pl.DataFrame:  # fmt: skip
     """The study's explanation on our data: ANALYZE with timing reads the clock twice per node call
     (a call per row returned, per loop); the extra latency over the baseline, per row processed and per
     clock read, next to what pg_test_timing says one read costs."""
@@ -179,7 +180,7 @@ def timer(summary_df: pl.DataFrame, plans: pl.DataFrame, timer_df: pl.DataFrame,
         .join(lat(analyze, "analyze_ms"), on=["server", "item"], how="left")
         .join(lat(no_timing, "no_timing_ms"), on=["server", "item"], how="left")
     )
-    cores = os.cpu_count() or 1
+    cores = cores or os.cpu_count() or 1  # the measuring machine's (the runs record it), else this one's
     return t.with_columns(
         (2 * pl.col("node_calls")).alias("clock_reads"),
         # the processes of a parallel plan run at once only as far as there are cores for them
@@ -236,13 +237,13 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
 # -- everything at once -------------------------------------------------------------------------------------------
 
 
-def analyse(result, params: AutoExplainParams) -> dict[str, pl.DataFrame]:
+def analyse(result, params: AutoExplainParams, cores: int | None = None) -> dict[str, pl.DataFrame]:
     """All derived tables of the stage, keyed by their derived-table name."""
     runs = result.runs
     summ = summary(runs, params)
     rat = ratios(runs, params)
     checks = log_checks(runs)
-    tim = timer(summ, result.plans, result.timer, params)
+    tim = timer(summ, result.plans, result.timer, params, cores=cores)
     m = measured(runs)
     noise_df = auto_explain_findings.noise_table(m, params)
     return {

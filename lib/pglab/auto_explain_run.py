@@ -223,8 +223,11 @@ def derive(store, params) -> dict[str, pl.DataFrame]:
     seen = {name: raw_frames.read(store, f"{EXPERIMENT}/{name}.json") for name in ("servers", "plans", "timer")}
     if any(df is None for df in seen.values()) or seen["servers"].filter(pl.col("skipped").is_null()).is_empty():
         return out
-    result = StageResult(runs=store.records(EXPERIMENT), **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
-    return out | {n: df for n, df in auto_explain_results.analyse(result, params.auto_explain).items() if df.width}
+    runs = store.records(EXPERIMENT)
+    cores = runs["cores"].drop_nulls().head(1).to_list() if "cores" in runs.columns else []  # the measuring machine's
+    result = StageResult(runs=runs, **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
+    tables = auto_explain_results.analyse(result, params.auto_explain, cores=int(cores[0]) if cores else None)
+    return out | {n: df for n, df in tables.items() if df.width}
 
 
 def _measure_with_client(step, states, watches, params, clients, store) -> dict:
