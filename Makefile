@@ -8,18 +8,21 @@ STAMP := $(VENV)/.pglab-installed
 PARAMS ?= params/default.yaml
 REPORT_DIR ?=
 RUN_ID ?=
+OUT ?=
+FORCE ?=
 ONLY ?=
 UPGRADE ?=
 TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download stability
-.PHONY: compare lock notebooks
+.PHONY: compare lock notebooks derive archive
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=<default: report/ for the default profile, build/report-<profile>/ otherwise>"
 	@echo "             RUN_ID=<resume a run> ONLY=<notebook numbers> UPGRADE=<packages make lock may move>"
+	@echo "             OUT=<make derive: folder for the tables> FORCE=1 <make archive: over the size limit too>"
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +47,14 @@ lock: $(STAMP) ## regenerate requirements.lock from pyproject.toml (dependencies
 report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml: a short pass; ONLY=99: the report alone)
 	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) \
 	  $(foreach o,$(ONLY),--only $(o))
+
+derive: $(STAMP) ## RUN_ID=<id>: every derived table again from data/raw/<id>/ alone, no server (unpacks its archive first)
+	@test -n "$(RUN_ID)" || { echo "make derive: RUN_ID=<run id> is required (a folder of data/raw/ or data/raw-archive/)" >&2; exit 2; }
+	$(BIN)/python -m pglab derive --run-id "$(RUN_ID)" $(if $(OUT),--out "$(OUT)")
+
+archive: $(STAMP) ## RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id>/ to commit (refused over 20 MB unless FORCE=1)
+	@test -n "$(RUN_ID)" || { echo "make archive: RUN_ID=<run id> is required (a folder of data/raw/)" >&2; exit 2; }
+	$(BIN)/python -m pglab derive --archive "$(RUN_ID)" $(if $(FORCE),--force)
 
 compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
 	$(BIN)/python -m pglab.compare --a "$(A)" --b "$(B)"

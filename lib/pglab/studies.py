@@ -1,0 +1,81 @@
+"""The stages of a run in report order: per notebook, the derived tables it writes and the function that
+derives them from the run's raw store alone (`python -m pglab derive` runs them all; each notebook calls its
+own and writes what it returns).
+
+A derive function is `derive(store, params) -> {table name: DataFrame}`: `store` the run's RunStore,
+`params` the run's params (data/raw/<run>/params.json). It reads no server, no derived folder and nothing
+of the machine it runs on; what a stage saw on a live server the stage recorded into the raw store.
+A table a stage writes only in some runs (every server skipped, one server only) is left out of the dict."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from .params import Params
+    from .store import RunStore
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    notebook: str  # notebooks/<notebook>.py
+    tables: tuple[str, ...]  # every table the stage may write, in the order it writes them
+    function: str  # "module:function" under pglab, imported when called (the registry imports no study)
+
+    def derive(self, store: RunStore, params: Params) -> dict[str, pl.DataFrame]:
+        module, name = self.function.split(":")
+        out = getattr(importlib.import_module(f"pglab.{module}"), name)(store, params)
+        unknown = sorted(set(out) - set(self.tables))
+        if unknown:
+            raise ValueError(f"{self.name}: {self.function} returned tables the registry does not list: {unknown}")
+        return out
+
+
+def _names(prefix: str, *names: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}_{n}" for n in names)
+
+
+STUDIES: tuple[Study, ...] = (
+    Study("environment", "00_environment",
+          _names("environment", "machine", "servers", "settings", "timing"), "environment:derive"),
+    Study("ssb_load", "10_ssb_load", ("ssb_load_skipped", "ssb_load", "ssb_selectivity"), "ssb.derive:load"),
+    Study("ssb", "20_ssb", _names("ssb", "skipped", "executions", "summary", "speedup", "jit", "plans", "checksums",
+                                  "availability", "sweep", "fingerprints", "paired", "versions_paired", "aa",
+                                  "noise", "drift", "sweep_paired", "answers", "plans_study_workers",
+                                  "plans_scaled", "versions", "sweep_summary"), "ssb.derive:queries"),
+    Study("pgbench", "30_pgbench", _names("pgbench", "skipped", "runs", "init", "init_steps", "select_only",
+                                          "scaling", "series", "series_sizes", "init_summary",
+                                          "select_only_summary", "scaling_summary", "series_summary",
+                                          "series_trend", "versions", "timeseries", "settings", "servers", "paired",
+                                          "noise", "drift", "no_vacuum", "version_curve"), "pgbench_tables:derive"),
+    Study("auto_explain", "40_auto_explain", _names("auto_explain", "skipped", "latencies", "summary", "ratios",
+                                                    "study", "log_checks", "log_summary", "plans", "timer",
+                                                    "servers", "noise", "drift", "findings"),
+          "auto_explain_run:derive"),
+    Study("jit_operators", "50_jit_operators", _names("jit_operators", "skipped", "setup", "conditions", "settings",
+                                                      "runs", "summary", "reduction", "results", "plans",
+                                                      "jit_time", "paired", "overall", "noise", "drift",
+                                                      "findings"), "jit_operators_results:derive"),
+    Study("parallel_index", "60_parallel_index", _names("parallel_index", "skipped", "builds", "summary", "speedup",
+                                                        "suite_speedup", "paired", "paired_suite", "size_paired",
+                                                        "noise", "drift", "setup"), "parallel_index_results:derive"),
+    Study("partitioning", "70_partitioning", _names("partitioning", "skipped", "setup", "partitions", "executions",
+                                                    "summary", "speedup", "results", "plans", "gathers", "planner",
+                                                    "paired", "noise", "drift"), "partitioning_results:derive"),
+)  # fmt: skip
+
+
+def by_name(name: str) -> Study:
+    for s in STUDIES:
+        if s.name == name:
+            return s
+    raise KeyError(f"no study {name!r}; expected one of {[s.name for s in STUDIES]}")
+
+
+def every_table() -> list[str]:
+    return [t for s in STUDIES for t in s.tables]
