@@ -215,6 +215,10 @@ def test_clear_errors(tmp_path):
     res, _, _ = _derive(["--run-id", "half-run"], data, uuid.uuid4().hex)
     assert res.returncode == 2 and "run half-run is incomplete" in res.stderr and "no COMPLETE" in res.stderr
     assert str(half) in res.stderr or "half-run" in res.stderr
+    (half / "COMPLETE").write_text("")
+    (half / "environment.json").write_text("{}")
+    res, _, _ = _derive(["--run-id", "half-run"], data, uuid.uuid4().hex)
+    assert res.returncode == 2 and "recorded by a kit older than `pglab derive`" in res.stderr
     res, _, _ = _derive(["--run-id", "../x"], data, uuid.uuid4().hex)
     assert res.returncode == 2 and "--run-id" in res.stderr
     res = subprocess.run(["make", "--no-print-directory", "derive"], cwd=ROOT, capture_output=True, text=True)

@@ -41,7 +41,7 @@ class DeriveError(Exception):
 
 def open_run(run_id: str, raw_root: Path | None = None) -> RunStore:
     """The run's store, unpacked from its archive when only that is there; DeriveError when the run does not
-    exist or did not finish (no params.json or no COMPLETE marker in its folder)."""
+    exist, did not finish (no params.json or no COMPLETE marker in its folder) or predates derive's records."""
     root = raw_root or paths.raw_dir()
     d = root / run_id
     if not d.is_dir():
@@ -53,6 +53,9 @@ def open_run(run_id: str, raw_root: Path | None = None) -> RunStore:
     if missing:
         raise DeriveError(f"run {run_id} is incomplete: {paths.shown(d)} has no {' and no '.join(missing)} (an "
                           f"interrupted run: `make report RUN_ID={run_id}` completes it)")  # fmt: skip
+    if (d / "environment.json").is_file() and not (d / "environment").is_dir():
+        raise DeriveError(f"run {run_id} was recorded by a kit older than `pglab derive`: {paths.shown(d)} lacks what "
+                          "its stages saw on the servers (environment/, ...); its tables cannot come from it alone")
     return RunStore(run_id, root)
 
 
