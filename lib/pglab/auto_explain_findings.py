@@ -160,6 +160,8 @@ def parallel_flag(m: pl.DataFrame, plans: pl.DataFrame, server: str, p: AutoExpl
                  & pl.col("item").is_in(["count", "count_serial"]))  # fmt: skip
     if pr.len() == 0 or d.is_empty():
         return None
+    if int(pr[0]) < 2:  # e.g. parallel query off on the server: the "parallel" figures describe a serial plan
+        return "count ran without parallel workers (1 process): its parallel figures are a measurement problem"
     r = paired.paired_ratios(d, [], "item", "count", "round")["ratio"]
     cores = int(m["cores"].drop_nulls().max()) if "cores" in m.columns and m["cores"].drop_nulls().len() else None
     speedup = float(np.exp(np.log(r.to_numpy()).mean())) if r.len() else None
