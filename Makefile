@@ -90,7 +90,7 @@ bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 
 	$(BIN)/python -m pglab.pg_download --bench 10 11 16 17
 
 stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h)
-	$(BIN)/python -m pglab.stability --params $(PARAMS)
+	$(BIN)/python -m pglab.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST))
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)

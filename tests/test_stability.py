@@ -31,8 +31,29 @@ def test_agreement_flips_and_severe_flips():
         ("S5", "pg18"): (stability.MISSING, "supported", False),
     }
     text = stability.report_text(c)
-    assert text.startswith("agreement: 1 of 6 verdicts the same (17%)")
+    assert text.startswith("agreement: 1 of 6 verdicts the same (16.7%)")
     assert "  SEVERE S1 speedup [pg18]: a: supported -> b: contradicted" in text
+
+
+def test_per_claim_comparison_folds_servers_as_the_report_counts():
+    """Per claim: pg15 and pg18 disagreeing in both runs is one stable undetermined claim; one server moving
+    from not run to tested changes nothing when it agrees; a claim that becomes mixed flips to undetermined."""
+    a = findings({("S2", "analyze", "pg15"): "supported", ("S2", "analyze", "pg18"): "direction only",
+                  ("S2", "timing", "pg15"): "supported", ("S2", "timing", "pg18"): "not run",
+                  ("S3", "load", "pg15"): "supported", ("S3", "load", "pg16"): "supported"})  # fmt: skip
+    b = findings({("S2", "analyze", "pg15"): "direction only", ("S2", "analyze", "pg18"): "supported",
+                  ("S2", "timing", "pg15"): "supported", ("S2", "timing", "pg18"): "supported",
+                  ("S3", "load", "pg15"): "supported", ("S3", "load", "pg16"): "contradicted"})  # fmt: skip
+    c = stability.compare_claims(a, b)
+    assert (c["claims"], c["same"]) == (3, 2)
+    assert c["flips"].select("study", "finding", "server", "verdict_a", "verdict_b", "severe").rows() == [
+        ("S3", "load", "all", "supported", "undetermined", False)
+    ]
+    per_server = stability.compare_findings(a, b)
+    assert (per_server["claims"], per_server["same"]) == (6, 2)
+    text = stability.stability_text(a, b)
+    assert "agreement: 2 of 3 claims the same (66.7%)" in text
+    assert "agreement: 2 of 6 claim-server verdicts the same (33.3%)" in text
 
 
 def test_identical_runs_agree_fully_and_empty_runs_say_so():
@@ -69,7 +90,8 @@ def test_quick_profile_twice_agrees_and_prints_its_agreement():
     a = stability.report_findings(first / "data", "quick")
     b = stability.report_findings(second / "data", "quick")
     c = stability.compare_findings(a, b)
-    print("\nquick profile twice:\n" + stability.report_text(c))
+    print("\nquick profile twice:\n" + stability.stability_text(a, b))
     assert a.height > 0 and b.height > 0 and c["claims"] >= max(a.height, b.height) // 2
-    severe = c["flips"].filter(pl.col("severe"))
-    assert severe.is_empty(), stability.report_text(c)
+    for cmp in (c, stability.compare_claims(a, b)):
+        severe = cmp["flips"].filter(pl.col("severe"))
+        assert severe.is_empty(), stability.report_text(cmp)

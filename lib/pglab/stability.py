@@ -4,10 +4,13 @@ the method, not a test: the default profile takes about an hour, params/quick.ya
     python -m pglab.stability --params params/quick.yaml [--out build/stability] [--compare-only]
 
 Each run is a fresh `python -m pglab.report` with its own data and state folders (`<out>/a/data`, `<out>/b/data`),
-so nothing is resumed or shared. The findings compared are the report's (every study's section, the table the
-report summarises; it includes what the stages store as `*_findings.csv`), one verdict per (study, finding,
-server). Printed: the agreement (share of those claims with the same verdict in both runs) and every flip; a
-flip between supported and contradicted (or today's "not supported") is severe."""
+so nothing is resumed or shared; `--first DIR` takes an existing run's data folder (e.g. the `make report` run
+that became the committed reference) as run a and measures only run b. The findings compared are the report's
+(every study's section, the table the report summarises; it includes what the stages store as
+`*_findings.csv`). Printed, per claim (one verdict per (study, finding) over its servers, as the report's
+summary counts them: `verdicts.claim_verdicts`) and then per (claim, server): the agreement (share with the same
+verdict in both runs) and every flip; a flip between supported and contradicted (or the old "not supported") is
+severe."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     Returns claims (keys in either run), same, agreement (same / claims; None without claims) and flips: a table
     study, finding, server, verdict_a, verdict_b, severe, sorted by the keys. A claim found in one run only
     is a flip to or from "(missing)"."""
+
     def side(df: pl.DataFrame, name: str) -> pl.DataFrame:
         return df.select(*KEYS, pl.col("verdict").alias(name)).unique(KEYS, keep="first")
 
@@ -46,11 +50,22 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
             "flips": flips}  # fmt: skip
 
 
-def report_text(c: dict, label_a: str = "a", label_b: str = "b") -> str:
+def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
+    """As `compare_findings`, one verdict per claim (study, finding) over its servers (`verdicts.claim_verdicts`:
+    the servers' common verdict, else undetermined); the flips' server column reads "all"."""
+    from .verdicts import claim_verdicts
+
+    def per_claim(df: pl.DataFrame) -> pl.DataFrame:
+        return claim_verdicts(df.select(*KEYS, "verdict")).with_columns(server=pl.lit("all"))
+
+    return compare_findings(per_claim(a), per_claim(b))
+
+
+def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "verdicts") -> str:
     """The comparison for reading: agreement, then every flip, severe ones marked."""
     if not c["claims"]:
         return "no findings in either run"
-    lines = [f"agreement: {c['same']} of {c['claims']} verdicts the same ({c['agreement']:.0%})",
+    lines = [f"agreement: {c['same']} of {c['claims']} {unit} the same ({c['agreement']:.1%})",
              f"flips: {c['flips'].height}, severe (supported <-> contradicted / not supported): "
              f"{c['flips']['severe'].sum()}"]  # fmt: skip
     for r in c["flips"].iter_rows(named=True):
@@ -78,6 +93,16 @@ def report_findings(data_dir: Path, profile: str) -> pl.DataFrame:
     return all_findings(profile, data_dir / "derived")
 
 
+def stability_text(a: pl.DataFrame, b: pl.DataFrame) -> str:
+    """Per claim (the figure the acceptance counts), then per claim and server."""
+    return (
+        "per claim (one verdict over its servers, as the report counts):\n"
+        + report_text(compare_claims(a, b), unit="claims")
+        + "\n\nper claim and server:\n"
+        + report_text(compare_findings(a, b), unit="claim-server verdicts")
+    )
+
+
 def run_profile(params: str, out: Path) -> int:
     """One fresh `make report` pass into `out` (notebooks), `out/data` and `out/state`."""
     shutil.rmtree(out, ignore_errors=True)  # a leftover run of the same profile would be resumed, not repeated
@@ -95,8 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--params", default="params/default.yaml")
     ap.add_argument("--out", default="build/stability")
     ap.add_argument("--compare-only", action="store_true", help="compare the two runs already in --out")
-    ap.add_argument("--from", dest="source", choices=("report", "csv"), default="report",
-                    help="the report's findings of every study (default) or the stored *_findings.csv only")
+    ap.add_argument(
+        "--first", help="run a: an existing run's data folder (e.g. data, after make report); only run b is measured"
+    )
+    ap.add_argument(
+        "--from",
+        dest="source",
+        choices=("report", "csv"),
+        default="report",
+        help="the report's findings of every study (default) or the stored *_findings.csv only",
+    )
     args = ap.parse_args(argv)
     from . import params as params_mod
 
@@ -107,15 +140,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = paths.resolve(args.out)
     runs = {name: out / name for name in ("a", "b")}
+    data = {name: folder / "data" for name, folder in runs.items()}
+    if args.first:
+        data["a"] = paths.resolve(args.first)
+        if not (data["a"] / "derived" / profile / "MANIFEST.json").exists():
+            print(f"error: --first {args.first}: no derived/{profile}/MANIFEST.json there (run make report first)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        del runs["a"]
     if not args.compare_only:
         for name, folder in runs.items():
             if run_profile(args.params, folder) != 0:
                 print(f"error: run {name} failed; see {paths.shown(folder)}", file=sys.stderr)
                 return 1
-    found = {name: (report_findings(f / "data", profile) if args.source == "report"
-                    else findings_csvs(f / "data" / "derived" / profile)) for name, f in runs.items()}  # fmt: skip
-    print(f"\nstability of profile {profile!r} ({args.source} findings), run a vs run b:")
-    print(report_text(compare_findings(found["a"], found["b"])))
+    found = {name: (report_findings(d, profile) if args.source == "report"
+                    else findings_csvs(d / "derived" / profile)) for name, d in data.items()}  # fmt: skip
+    print(
+        f"\nstability of profile {profile!r} ({args.source} findings), run a ({paths.shown(data['a'])}) vs "
+        f"run b ({paths.shown(data['b'])}):"
+    )
+    print(stability_text(found["a"], found["b"]))
     return 0
 
 
