@@ -78,3 +78,17 @@ def test_the_environment_points_reads_and_writes_at_the_working_copy(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(tmp_path / "work")
     assert (tmp_path / "work" / "p" / "t.csv").exists() and not (tmp_path / "data" / "derived").exists()
+
+
+def test_column_types_are_kept_in_the_manifest_and_restored_on_reading(tmp_path):
+    """A CSV keeps no types: version names "15", a float column of whole numbers and an all-missing string
+    column would read back as whatever inference guesses. The manifest records them; read_table restores them."""
+    df = pl.DataFrame({"server": ["15", "18"], "ms": [2.0, 3.0], "note": pl.Series([None, None], dtype=pl.String),
+                       "n": [1, 2], "ok": [True, False]})  # fmt: skip
+    derived.write_table(df, "t", "p", root=tmp_path)
+    entry = _manifest(tmp_path / "p")["t.csv"]
+    assert entry["types"] == {"server": "String", "ms": "Float64", "note": "String", "n": "Int64", "ok": "Boolean"}
+    back = derived.read_table("t", "p", root=tmp_path)
+    assert back.schema == df.schema and back.equals(df.sort(df.columns, nulls_last=True))
+    guessed = pl.read_csv(tmp_path / "p" / "t.csv")
+    assert guessed.schema["server"] == pl.Int64  # what reading without the manifest gives: the test can fail

@@ -2,7 +2,8 @@
 
 Written deterministically (the caller's column order, rows sorted on every column, CSV) so that the same
 measurements always give the same bytes, and listed with their content checksums and the run that wrote
-them in `MANIFEST.json`.
+them in `MANIFEST.json`, with each column's type as written (a CSV keeps none: a column of version names like
+"15" or of all-missing values would read back as a number or a string by guess; `read_table` restores them).
 
 A run through `make report` never leaves a profile's folder half old, half new: its notebooks write into
 a working copy (`stage`), which replaces the profile's folder only once every measuring notebook has
@@ -39,7 +40,9 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     df.write_csv(tmp, line_terminator="\n")
     os.replace(tmp, path)
-    _update_manifest(d, {path.name: {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision()}})
+    types = {c: str(t) for c, t in df.schema.items()}
+    _update_manifest(d, {path.name: {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision(),
+                                     "types": types}})  # fmt: skip
     return path
 
 
@@ -59,8 +62,26 @@ def as_written(df: pl.DataFrame, name: str = "table") -> pl.DataFrame:
                        infer_schema_length=None)  # fmt: skip
 
 
+# the flat types derived tables hold, by the name `write_table` records; others are left to CSV inference
+_TYPES = {str(t): t for t in (pl.Int64, pl.Int32, pl.UInt32, pl.UInt64, pl.Float64, pl.Float32, pl.String,
+                              pl.Boolean, pl.Date)}  # fmt: skip
+
+
+def column_types(name: str, profile: str, root: Path | None = None) -> dict[str, pl.DataType]:
+    """The types the manifest records for table `name` (empty for a table written before types were kept)."""
+    try:
+        entry = json.loads((profile_dir(profile, root) / MANIFEST).read_text()).get(f"{name}.csv", {})
+    except (OSError, ValueError):
+        return {}
+    return {c: _TYPES[t] for c, t in entry.get("types", {}).items() if t in _TYPES}
+
+
 def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:
-    return pl.read_csv(profile_dir(profile, root) / f"{name}.csv", infer_schema_length=None)
+    path = profile_dir(profile, root) / f"{name}.csv"
+    types = column_types(name, profile, root)
+    header = path.open().readline().rstrip("\n").split(",")
+    overrides = {c: t for c, t in types.items() if c in header}
+    return pl.read_csv(path, infer_schema_length=None, schema_overrides=overrides or None)
 
 
 def _sha256(path: Path) -> str:
@@ -80,7 +101,7 @@ def _update_manifest(d: Path, written: dict[str, dict]) -> None:
         rows = sum(1 for _ in p.open()) - 1
         entries[p.name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
         origin = written.get(p.name) or before.get(p.name, {})
-        entries[p.name] |= {k: origin[k] for k in ("run_id", "derived_by") if origin.get(k)}
+        entries[p.name] |= {k: origin[k] for k in ("run_id", "derived_by", "types") if origin.get(k)}
     tmp = d / f"{MANIFEST}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, d / MANIFEST)
