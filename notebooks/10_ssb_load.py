@@ -33,7 +33,7 @@ query_set = None   # pg_ssb_run | ssb_paper
 prewarm = None
 
 # %%
-from pglab import charts, derived, outcomes, session
+from pglab.core import charts, derived, outcomes, session
 from pglab.ssb import derive as ssb_derive
 from pglab.ssb import selectivity as ssb_selectivity
 from pglab.ssb import stage as ssb_stage

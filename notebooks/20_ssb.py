@@ -44,7 +44,7 @@ import os
 
 import polars as pl
 
-from pglab import charts, derived, outcomes, session
+from pglab.core import charts, derived, outcomes, session
 from pglab.ssb import charts as ssb_charts
 from pglab.ssb import derive as ssb_derive
 from pglab.ssb import experiment as ex

@@ -46,7 +46,8 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, derived, findings, outcomes, pgbench_charts, pgbench_tables, pgbench_verdicts, session
+from pglab import pgbench_charts, pgbench_tables, pgbench_verdicts
+from pglab.core import charts, derived, findings, outcomes, session
 from pglab.pgbench_stage import EXPERIMENT_NAMES, Stage
 
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters

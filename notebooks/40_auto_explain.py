@@ -67,7 +67,8 @@ from IPython.display import Markdown, display
 
 from pglab import auto_explain_charts as aec
 from pglab import auto_explain_results as aer
-from pglab import auto_explain_run, charts, derived, outcomes, session
+from pglab import auto_explain_run
+from pglab.core import charts, derived, outcomes, session
 
 charts.setup()
 s = session.begin(params_file, run_id, study="auto_explain")

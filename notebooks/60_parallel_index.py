@@ -47,11 +47,11 @@ seed = None
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, derived, outcomes, session
 from pglab import parallel_index_charts as pic
 from pglab import parallel_index_report as report
 from pglab import parallel_index_results as pires
 from pglab import parallel_index_run as pirun
+from pglab.core import charts, derived, outcomes, session
 from pglab.parallel_index_build import create_sql
 from pglab.parallel_index_study import with_overrides
 from pglab.ssb import stage as ssb_stage

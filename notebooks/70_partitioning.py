@@ -61,10 +61,11 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import charts, derived, findings, outcomes, partitioning_run, session
 from pglab import partitioning_findings as pfind
 from pglab import partitioning_results as pres
+from pglab import partitioning_run
 from pglab import partitioning_verdicts as pverd
+from pglab.core import charts, derived, findings, outcomes, session
 from pglab.partitioning_report import cores, speedup_chart, time_chart
 
 charts.setup()

@@ -24,8 +24,9 @@ params_file = "params/default.yaml"  # relative to the project root
 run_id = None
 
 # %%
-from pglab import charts, params, report_appendix, report_sections, report_summary
-from pglab.charts import table
+from pglab import params, report_appendix, report_sections, report_summary
+from pglab.core import charts
+from pglab.core.charts import table
 from pglab.environment_report import machine_table, servers_table, timer_chart
 
 p = params.load(params_file, check_servers=False)

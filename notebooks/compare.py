@@ -33,8 +33,9 @@ a = "default"  # profile, run id or folder (relative to the project root)
 b = "default"
 
 # %%
-from pglab import charts, compare
-from pglab.charts import table
+from pglab import compare
+from pglab.core import charts
+from pglab.core.charts import table
 
 charts.setup()
 A, B = compare.resolve(a), compare.resolve(b)

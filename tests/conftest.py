@@ -14,8 +14,8 @@ TEST_HOME = ROOT / "build" / "test" / "pytest"
 os.environ["PGLAB_STATE_DIR"] = str(TEST_HOME / "state")
 os.environ["PGLAB_DATA_DIR"] = str(TEST_HOME / "data")
 
-from pglab.cluster import Cluster  # noqa: E402
-from pglab.installs import discover  # noqa: E402
+from pglab.core.cluster import Cluster  # noqa: E402
+from pglab.core.installs import discover  # noqa: E402
 
 INSTALLS = discover()
 
@@ -65,7 +65,7 @@ def committed_copy(tmp_path_factory):
     committed files themselves must come out untouched."""
     import shutil
 
-    from pglab import derived
+    from pglab.core import derived
 
     committed = ROOT / "data" / "derived"
     root = tmp_path_factory.mktemp("derived")
@@ -77,7 +77,7 @@ def committed_copy(tmp_path_factory):
 @contextlib.contextmanager
 def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
     """A kit server per install with the same SSB dataset loaded, stopped however the tests end."""
-    from pglab.servers import Server
+    from pglab.core.servers import Server
     from pglab.ssb.load import load
 
     out = []

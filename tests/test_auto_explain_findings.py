@@ -8,8 +8,8 @@ import pytest
 
 from pglab import auto_explain_findings as af
 from pglab import auto_explain_results as aer
-from pglab import verdicts as v
 from pglab.auto_explain_study import STUDY_LATENCY_MS, AutoExplainParams
+from pglab.core import verdicts as v
 
 P = AutoExplainParams()
 BASE = {"limit": 0.04, "count": 4.0, "count_serial": 7.0}

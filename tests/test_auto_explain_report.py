@@ -15,9 +15,10 @@ import polars as pl
 import pytest
 
 from pglab import auto_explain_findings as af
-from pglab import auto_explain_report, derived, stats
-from pglab import findings as fs
+from pglab import auto_explain_report
 from pglab.auto_explain_study import AutoExplainParams
+from pglab.core import derived, stats
+from pglab.core import findings as fs
 
 P = AutoExplainParams()  # params/default.yaml's (tests/test_auto_explain_study.py checks they are equal)
 SPECS = {s.key: s for s in af.specs(P)}

@@ -8,10 +8,11 @@ import uuid
 import pytest
 import yaml
 
-from pglab import auto_explain_results, outcomes, params, schedule, session
+from pglab import auto_explain_results, params
 from pglab.auto_explain_run import PLAIN, PRELOAD, order_steps, run_stage
 from pglab.auto_explain_study import EXPERIMENT, AutoExplainParams
-from pglab.cluster import Cluster
+from pglab.core import outcomes, schedule, session
+from pglab.core.cluster import Cluster
 from pglab.params import ParamsError
 
 TINY_RUN = {"mode": "transactions", "transactions": {"limit": 60, "count": 3, "count_serial": 3},

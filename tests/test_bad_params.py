@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, TEST_HOME, postmasters
 
-from pglab.store import RunStore, StoreError, begin_run
+from pglab.core.store import RunStore, StoreError, begin_run
 
 CORPUS = ROOT / "tests" / "fixtures" / "bad_params"
 OWNED = r"expected a setting the kit does not set itself; it owns .*"

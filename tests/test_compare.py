@@ -4,7 +4,8 @@ each kind (a median 20 % higher, a verdict, a plan fingerprint, a setting) and n
 import polars as pl
 import pytest
 
-from pglab import compare, derived
+from pglab import compare
+from pglab.core import derived
 from pglab.report_html import external_references
 
 SERVERS, QUERIES = ("pg15", "pg18"), ("q1.1", "q4.3")

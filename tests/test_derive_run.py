@@ -19,8 +19,9 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab import derive_run, derived, raw_archive, raw_frames, studies
-from pglab.servers import NO_SERVERS_ENV, Server, ServersForbidden
+from pglab import derive_run, studies
+from pglab.core import derived, raw_archive, raw_frames
+from pglab.core.servers import NO_SERVERS_ENV, Server, ServersForbidden
 
 REUSE = ROOT / "build" / "test" / "data"  # test_report's quick pass
 OWN = ROOT / "build" / "test" / "derive-run"
@@ -53,7 +54,7 @@ def quick():
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        subprocess.run([sys.executable, "-m", "pglab.clean", "--check-orphans"], cwd=ROOT, env=env, timeout=300)
+        subprocess.run([sys.executable, "-m", "pglab.core.clean", "--check-orphans"], cwd=ROOT, env=env, timeout=300)
         run = _run_of(OWN / "data")
     assert run is not None
     return OWN / "data", run
@@ -234,7 +235,7 @@ def test_no_server_may_start_or_be_connected_to_while_forbidden(monkeypatch):
 
 
 def test_raw_frames_keep_types_and_values(tmp_path):
-    from pglab.store import RunStore
+    from pglab.core.store import RunStore
 
     df = pl.DataFrame({"a": [1, None], "b": [0.1, 1 / 3], "c": [None, None], "d": ["x", None], "e": [True, False]})
     store = RunStore("frames", root=tmp_path)

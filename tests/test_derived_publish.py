@@ -7,7 +7,7 @@ import sys
 
 import polars as pl
 
-from pglab import derived
+from pglab.core import derived
 
 
 def _manifest(d):
@@ -37,7 +37,7 @@ def test_a_failed_run_leaves_the_previous_tables_and_a_good_one_replaces_them(tm
     m = _manifest(final / "p")
     assert {n: e["run_id"] for n, e in m.items()} == {"a.csv": "run-2", "b.csv": "run-2"}
     # and the kit revision that derived them (a commit, +dirty when the checkout had changes)
-    from pglab.provenance import git_revision
+    from pglab.core.provenance import git_revision
 
     assert {e["derived_by"] for e in m.values()} == {git_revision()} and git_revision() != "unknown"
     assert derived.verify("p", final) == []

@@ -12,8 +12,9 @@ import pytest
 import yaml
 from psycopg import sql
 
-from pglab import derived, findings, params, session, stats
 from pglab import jit_operators_report as report
+from pglab import params
+from pglab.core import derived, findings, session, stats
 from pglab.jit_operators_results import RUNS_SCHEMA, summary, timed_long, write
 from pglab.jit_operators_results import tables as stage_tables
 from pglab.jit_operators_run import measure_statement, run_stage

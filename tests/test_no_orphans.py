@@ -11,16 +11,16 @@ import time
 import pytest
 from conftest import postmasters
 
-from pglab import socketdir
-from pglab.cluster import Cluster
-from pglab.cluster_procs import proc_start_ticks
-from pglab.installs import discover
+from pglab.core import socketdir
+from pglab.core.cluster import Cluster
+from pglab.core.cluster_procs import proc_start_ticks
+from pglab.core.installs import discover
 
 RUNNER = textwrap.dedent(
     """
     import sys, time
-    from pglab.cluster import Cluster
-    from pglab.installs import discover
+    from pglab.core.cluster import Cluster
+    from pglab.core.installs import discover
     inst = next(i for i in discover() if i.source == "embedded")
     c = Cluster(inst, name=sys.argv[1])
     c.start({})
@@ -112,6 +112,6 @@ def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
 
 
 def _free():
-    from pglab.cluster import _free_port
+    from pglab.core.cluster import _free_port
 
     return _free_port()

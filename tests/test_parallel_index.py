@@ -10,18 +10,18 @@ import pytest
 from conftest import ssb_servers
 from pydantic import ValidationError
 
-from pglab import findings as fnd
 from pglab import parallel_index_report as report
 from pglab import parallel_index_results as pires
 from pglab import parallel_index_run as pirun
 from pglab import params
+from pglab.core import findings as fnd
+from pglab.core.servers import DestructiveStepRefused, Server
+from pglab.core.store import RunStore
 from pglab.parallel_index_build import INDEX, build
 from pglab.parallel_index_study import ParallelIndexParams, build_memory, with_overrides
 from pglab.params import ExternalServer, ParamsError
-from pglab.servers import DestructiveStepRefused, Server
 from pglab.ssb.load import database_name
 from pglab.ssb.params import SsbParams
-from pglab.store import RunStore
 
 SSB = SsbParams(sf=0.05, seed=7, prewarm=False)
 P = ParallelIndexParams(column_counts=[1, 4], worker_counts=[0, 2], maintenance_work_mem="96MB", repetitions=2,

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from conftest import TEST_HOME
 
-from pglab import params, paths
+from pglab import params
+from pglab.core import paths
 from pglab.params import ParamsError
 
 
@@ -98,8 +99,8 @@ def test_report_refuses_bad_params_before_starting_anything(tmp_path):
 
 
 def test_the_kit_owned_settings_cover_what_the_cluster_sets(embedded):
-    from pglab.cluster import Cluster
-    from pglab.paramtypes import KIT_OWNED_SETTINGS
+    from pglab.core.cluster import Cluster
+    from pglab.core.paramtypes import KIT_OWNED_SETTINGS
 
     assert set(Cluster(embedded, name="owned")._base_settings()) <= KIT_OWNED_SETTINGS
 
@@ -155,7 +156,7 @@ def test_yaml_merge_keys_are_no_duplicates(tmp_path):
 def test_every_setting_is_checked_by_each_selected_install(tmp_path, installs):
     """A setting PostgreSQL 18 has and 15 has not: refused with pg15 named, accepted with pg18 alone; the check
     leaves no folder behind. One `postgres -C` per install with every setting of the default params."""
-    from pglab import params_checks
+    from pglab.core import params_checks
 
     if not {"pg15", "pg18"} <= {i.name for i in installs}:
         pytest.skip("needs pg15 and pg18")
@@ -180,7 +181,7 @@ def test_every_setting_is_checked_by_each_selected_install(tmp_path, installs):
 
 
 def test_the_disk_estimate_follows_the_params():
-    from pglab import params_checks
+    from pglab.core import params_checks
 
     quick = params_checks.estimate_bytes(params.load(paths.PARAMS / "quick.yaml", check_servers=False))
     default = params_checks.estimate_bytes(params.load(paths.PARAMS / "default.yaml", check_servers=False))
@@ -201,7 +202,7 @@ SETTINGS_DICTS = [  # every kind of settings dict in params, each checked by par
 
 @pytest.mark.parametrize("name", ["1abc", "a b", "a;b", ".x", "x.", "a..b", "a.b.c", "x.a$b", "$a", "a=b", "é"])
 def test_one_setting_name_rule_refuses(tmp_path, name):
-    from pglab.paramtypes import is_setting_name
+    from pglab.core.paramtypes import is_setting_name
 
     assert not is_setting_name(name)
     for text in SETTINGS_DICTS:
@@ -212,7 +213,7 @@ def test_one_setting_name_rule_refuses(tmp_path, name):
 @pytest.mark.parametrize("name", ["work_mem", "auto_explain.log_min_duration", "pg_stat_statements.track",
                                   "Work_Mem", "_x1", "my_ext.x1"])  # fmt: skip
 def test_one_setting_name_rule_accepts(tmp_path, name):
-    from pglab.paramtypes import is_setting_name
+    from pglab.core.paramtypes import is_setting_name
 
     assert is_setting_name(name)
     for text in SETTINGS_DICTS:

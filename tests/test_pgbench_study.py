@@ -6,7 +6,8 @@ import time
 import polars as pl
 import pytest
 
-from pglab import outcomes, params, pgbench_tables, schedule, session
+from pglab import params, pgbench_tables
+from pglab.core import outcomes, schedule, session
 from pglab.params import ParamsError
 from pglab.pgbench_bench import Bench, threads_for
 from pglab.pgbench_stage import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Stage
@@ -230,7 +231,7 @@ def test_client_own_without_a_pgbench_falls_back_to_the_newest_with_a_note(insta
     from dataclasses import replace
 
     from pglab import pgbench
-    from pglab.servers import Server
+    from pglab.core.servers import Server
 
     server_only = replace(installs[0], name="bare", bin_dir=tmp_path)  # a real install's folder without pgbench
     srv = Server(name="bare", install=server_only)

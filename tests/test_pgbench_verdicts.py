@@ -4,8 +4,8 @@ floor or for a flagged ceiling, not testable, not run), derived by `pgbench_pair
 
 import polars as pl
 
-from pglab import findings as fs
 from pglab import pgbench_paired, pgbench_verdicts
+from pglab.core import findings as fs
 
 ROUNDS = 6
 

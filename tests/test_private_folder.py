@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import postmasters
 
-from pglab import reach, socketdir
-from pglab.cluster import Cluster, ClusterError
-from pglab.installs import probe
+from pglab.core import reach, socketdir
+from pglab.core.cluster import Cluster, ClusterError
+from pglab.core.installs import probe
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the private-folder case is root's")
 

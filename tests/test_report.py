@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from conftest import ROOT, postmasters
 
-from pglab import derived
-from pglab.installs import discover
+from pglab.core import derived
+from pglab.core.installs import discover
 
 OUT = ROOT / "build" / "test"
 
@@ -86,7 +86,7 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
 
 
 def _findings(rows):
-    from pglab import findings
+    from pglab.core import findings
 
     base = {"claim": "B halves the time", "evidence": "Our `x`.", "study_value": None, "our_value": None,
             "our_low": None, "our_high": None, "interval": None}  # fmt: skip
@@ -143,7 +143,8 @@ def test_evidence_folds_one_details_per_claim_and_escapes():
 def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
     import json
 
-    from pglab import derived, report_appendix
+    from pglab import report_appendix
+    from pglab.core import derived
 
     derived.write_table(pl.DataFrame({"key": ["pglab_revision"], "value": ["abc123def4567890+dirty"]}),
                         "environment_machine", "p", root=tmp_path)  # fmt: skip
@@ -158,7 +159,8 @@ def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
 
 
 def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
-    from pglab import derived, report_sections
+    from pglab import report_sections
+    from pglab.core import derived
 
     assert report_sections.skipped_markdown("pgbench_report", "p", tmp_path) is None
     skips = pl.DataFrame({"server": ["lab"], "experiment": ["pgbench_init"],

@@ -6,14 +6,15 @@ import subprocess
 import sys
 import textwrap
 
-from pglab import params, paths
+from pglab import params
+from pglab.core import paths
 from pglab.report_progress import RunProgress, estimate_s
 
 
 def test_a_bar_run_by_make_report_writes_its_latest_line_to_the_driver_file(tmp_path):
     code = textwrap.dedent("""
         import time
-        from pglab.progress import bar
+        from pglab.core.progress import bar
         for _ in bar(range(3), desc="loading", mininterval=0):
             time.sleep(0.01)
     """)

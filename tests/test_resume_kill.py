@@ -22,7 +22,7 @@ import pytest
 import yaml
 from conftest import ROOT, postmasters
 
-from pglab.store import KEY
+from pglab.core.store import KEY
 
 SEED = 20261123
 KILLS = 3
@@ -140,6 +140,6 @@ def test_kill_9_and_rerun_loses_and_duplicates_nothing(work, embedded):
     for run in ("ref", "killed"):
         assert _live_postmasters(work / run) == []
         env = os.environ | {"PGLAB_STATE_DIR": str(work / run / "state"), "PGLAB_DATA_DIR": str(work / run / "data")}
-        check = subprocess.run([sys.executable, "-m", "pglab.clean", "--check-orphans"], cwd=ROOT, env=env,
+        check = subprocess.run([sys.executable, "-m", "pglab.core.clean", "--check-orphans"], cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=60)  # fmt: skip
         assert check.returncode == 0, check.stdout + check.stderr

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from pglab import serverlog
-from pglab.cluster import Cluster
+from pglab.core.cluster import Cluster
 from pglab.serverlog import LogCursor
 
 QUERY = "SELECT count(*) FROM generate_series(1, 1000) g"

@@ -6,9 +6,9 @@ import polars as pl
 import pytest
 from conftest import ssb_servers
 
+from pglab.core.store import RunStore
 from pglab.ssb import experiment as ex
 from pglab.ssb.params import SsbParams
-from pglab.store import RunStore
 
 P = SsbParams(sf=0.05, seed=7, queries=["q1.1", "q4.3"], repetitions=2, warmups=1, workers=2,
               worker_sweep=[0, 2], sweep_repetitions=1, statement_timeout_s=30)  # fmt: skip

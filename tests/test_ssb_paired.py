@@ -7,7 +7,7 @@ import math
 import numpy as np
 import polars as pl
 
-from pglab import verdicts as v
+from pglab.core import verdicts as v
 from pglab.ssb import paired_tables as pt
 
 QUERIES = ["q1.1", "q1.2", "q1.3", "q4.3"]

@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab import derived, ssb_report
-from pglab.findings import NOT_RUN, NOT_SUPPORTED, NOT_TESTABLE, UNDETERMINED, VERDICTS
+from pglab import ssb_report
+from pglab.core import derived
+from pglab.core.findings import NOT_RUN, NOT_SUPPORTED, NOT_TESTABLE, UNDETERMINED, VERDICTS
 from pglab.ssb import paired_tables as pt
 
 COMMITTED = ROOT / "data" / "derived"

@@ -10,8 +10,8 @@ import time
 import polars as pl
 import pytest
 
-from pglab import derived
-from pglab.store import RunStore, StoreError, begin_run, finish_run
+from pglab.core import derived
+from pglab.core.store import RunStore, StoreError, begin_run, finish_run
 
 
 def test_record_then_reopen_sees_what_was_recorded(tmp_path):
@@ -44,7 +44,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from pglab.store import RunStore
+    from pglab.core.store import RunStore
     s = RunStore("interrupted", root=Path(sys.argv[1]))
     for rep in range(40):
         for cond in ("a", "b"):

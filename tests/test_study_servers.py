@@ -3,9 +3,10 @@
 
 import pytest
 
-from pglab import params, pg_download, pg_registry, servers
-from pglab.installs import discover
-from pglab.pg_download import DownloadError
+from pglab import params
+from pglab.core import pg_download, pg_registry, servers
+from pglab.core.installs import discover
+from pglab.core.pg_download import DownloadError
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +55,8 @@ def test_study_versions_are_validated(tmp_path):
 def test_a_setting_an_older_major_lacks_is_left_out_and_recorded(reachable_versions):
     """One params file drives the sweep 10 … 18: max_parallel_maintenance_workers (new in 11) is left out
     for PostgreSQL 10 and said so, instead of stopping the run."""
-    from pglab.cluster import Cluster
-    from pglab.installs import downloaded
+    from pglab.core.cluster import Cluster
+    from pglab.core.installs import downloaded
 
     c = Cluster(downloaded(10), name="old-settings")
     try:

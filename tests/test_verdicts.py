@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab import noise, paired, stats
-from pglab import verdicts as vd
+from pglab.core import noise, paired, stats
+from pglab.core import verdicts as vd
 
 
 def rounds_table(effect: float, rounds: int = 12, sd: float = 0.03, seed: int = 1, drift: float = 0.0,

@@ -13,9 +13,10 @@ import os
 
 import polars as pl
 
-from . import auto_explain_findings, derived, paired
+from . import auto_explain_findings
 from .auto_explain_study import STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
-from .stats import ratio_with_interval
+from .core import derived, paired
+from .core.stats import ratio_with_interval
 
 KEY = ["server", "condition", "item"]
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import psycopg
 
 from .auto_explain_study import AutoExplainParams
-from .db import explain_json, scrub
-from .servers import DestructiveStepRefused, Server
+from .core.db import explain_json, scrub
+from .core.servers import DestructiveStepRefused, Server
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import paths
 from .compare_sources import CompareError, Dataset, available, check_comparable, measure_keys, resolve, study_of
+from .core import paths
 
 __all__ = ["CompareError", "Dataset", "available", "check_comparable", "resolve"]
 NOTEBOOK = "compare.ipynb"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from . import derived, paths, report_sections
+from . import report_sections
+from .core import derived, paths
 
 ENVIRONMENT = "environment"
 # the study a table belongs to is its name's prefix: the report sections' names, longest first

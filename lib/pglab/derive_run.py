@@ -26,10 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import derived, paths, raw_archive
-from .paramtypes import SAFE_NAME_RULE, is_safe_name
-from .servers import NO_SERVERS_ENV
-from .store import RunStore
+from .core import derived, paths, raw_archive
+from .core.paramtypes import SAFE_NAME_RULE, is_safe_name
+from .core.servers import NO_SERVERS_ENV
+from .core.store import RunStore
 from .studies import STUDIES, Study
 
 MANIFEST_VARIES = ("derived_by",)  # MANIFEST fields a re-derivation may change

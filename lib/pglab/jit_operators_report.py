@@ -15,10 +15,10 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import findings as fnd
 from . import jit_operators_verdicts as jv
-from . import stats
-from .derived import profile_dir, read_table
+from .core import findings as fnd
+from .core import stats
+from .core.derived import profile_dir, read_table
 from .jit_operators_charts import jit_time_chart, reduction_chart, times_chart
 from .jit_operators_study import GENERATOR, OPERATORS, QUALIFIED, STUDY_REDUCTION_PCT, STUDY_SUMMARY, label
 

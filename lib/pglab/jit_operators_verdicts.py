@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from . import findings as fnd
-from . import noise, paired
-from . import verdicts as vd
+from .core import findings as fnd
+from .core import noise, paired
+from .core import verdicts as vd
 from .jit_operators_study import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
 
 STUDY = "S4"

@@ -25,10 +25,10 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import findings as fnd
 from . import parallel_index_verdicts as piv
-from . import stats
-from .derived import profile_dir, read_table
+from .core import findings as fnd
+from .core import stats
+from .core.derived import profile_dir, read_table
 from .parallel_index_charts import size_chart, speedup_chart, time_chart
 from .parallel_index_results import FASTER, SLOWER
 from .parallel_index_study import CLAIMS, STUDY, columns_label

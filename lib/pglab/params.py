@@ -18,19 +18,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
-from . import paths
 from .auto_explain_study import AutoExplainParams
+from .core import paths
+from .core.paramtypes import SAFE_NAME_RULE, SafeName, Settings, Strict, check_versions, is_safe_name, version_major
 from .jit_operators_study import JitOperatorsParams
 from .parallel_index_study import ParallelIndexParams
-from .paramtypes import (
-    SAFE_NAME_RULE,
-    SafeName,
-    Settings,
-    Strict,
-    check_versions,
-    is_safe_name,
-    version_major,
-)
 from .partitioning_study import PartitioningParams
 from .pgbench_study import PgbenchParams
 from .ssb.params import SsbParams
@@ -302,7 +294,7 @@ def load(path: str | Path, check_servers: bool = True) -> Params:
         raise ParamsError("\n".join(_messages(e, shown))) from None
     _check_server_names(params, shown)
     if check_servers:
-        from .params_checks import check_machine
+        from .core.params_checks import check_machine
 
         check_machine(params, shown)
     return params

@@ -13,8 +13,8 @@ import math
 
 import polars as pl
 
-from . import findings as fnd
-from . import stats
+from .core import findings as fnd
+from .core import stats
 from .partitioning_study import (
     STUDY_ALLOWED_WORKERS,
     STUDY_AVG_PARALLEL,

@@ -9,9 +9,9 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import derived
 from . import partitioning_findings as pf
 from . import partitioning_verdicts as pv
+from .core import derived
 from .partitioning_study import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
 
 TITLE = "S5 · Hash partitioning and Parallel Append"

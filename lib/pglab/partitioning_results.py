@@ -18,8 +18,9 @@ import json
 
 import polars as pl
 
-from . import derived, outcomes, stats
 from . import partitioning_verdicts as pv
+from .core import derived, outcomes, stats
+from .core.store import RunStore
 from .explain import gather_workers, parse_plan
 from .partitioning_plans import append_workers, check, study_pages
 from .partitioning_run import load_setup, plan_path
@@ -32,7 +33,6 @@ from .partitioning_study import (
     PartitioningParams,
     condition_workers,
 )
-from .store import RunStore
 
 EXEC_TYPES = {
     "server": pl.String, "condition": pl.String, "workers": pl.Int64, "repetition": pl.Int64,

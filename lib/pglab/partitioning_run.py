@@ -13,10 +13,14 @@ import json
 import time
 from dataclasses import dataclass
 
-from . import outcomes
 from . import partitioning_setup as setup
-from .db import explain_json, plan_shape, timed_statement
-from .installs import discover
+from .core import outcomes
+from .core.db import explain_json, plan_shape, timed_statement
+from .core.installs import discover
+from .core.schedule import plan, run_steps
+from .core.servers import Connections, Server
+from .core.session import Session
+from .core.store import RunStore
 from .params import ParamsError
 from .partitioning_study import (
     EXPERIMENT,
@@ -27,10 +31,6 @@ from .partitioning_study import (
     condition_workers,
     unknown_location_servers,
 )
-from .schedule import plan, run_steps
-from .servers import Connections, Server
-from .session import Session
-from .store import RunStore
 
 
 def loadavg_1m() -> float | None:

@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from .core.servers import DestructiveStepRefused, Server
 from .partitioning_study import PartitioningParams
-from .servers import DestructiveStepRefused, Server
 
 log = logging.getLogger(__name__)
 

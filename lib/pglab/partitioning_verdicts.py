@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import findings as fnd
-from . import noise, paired
 from . import partitioning_findings as pf
-from . import verdicts as vd
+from .core import findings as fnd
+from .core import noise, paired
+from .core import verdicts as vd
 from .partitioning_study import STUDY_SPEEDUP, condition_workers
 
 STUDY = "S5"

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import pgbench, pgbench_db
-from .db import scrub
-from .installs import Install
+from .core.db import scrub
+from .core.installs import Install
+from .core.servers import Server
+from .core.store import RunStore
 from .pgbench_output import PgbenchOutputError, parse_aggregate_log
-from .servers import Server
-from .store import RunStore
 
 # Scalar figures of parse_pgbench_output kept with each measurement (the lists stay in the raw output).
 PARSED_KEYS = (

@@ -9,7 +9,8 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import derived, pgbench_charts, pgbench_findings, pgbench_paired, pgbench_verdicts
+from . import pgbench_charts, pgbench_findings, pgbench_paired, pgbench_verdicts
+from .core import derived
 
 TITLE = "S3 · pgbench across versions and scales (with S4's client scaling)"
 TABLES = (*pgbench_findings.TABLES, "pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series_summary",

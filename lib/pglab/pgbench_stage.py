@@ -27,13 +27,14 @@ import os
 import random
 import time
 
-from . import environment, outcomes, pgbench, pgbench_db, schedule
-from .db import scrub
-from .installs import Install, discover
+from . import environment, pgbench, pgbench_db
+from .core import outcomes, schedule
+from .core.db import scrub
+from .core.installs import Install, discover
+from .core.servers import Server, matches_version
+from .core.session import Session
 from .pgbench_bench import Bench, threads_for
 from .pgbench_tables import FACTS
-from .servers import Server, matches_version
-from .session import Session
 
 EXP_INIT = "pgbench_init"
 EXP_SELECT = "pgbench_select_only"

@@ -19,9 +19,10 @@ import json
 
 import polars as pl
 
-from . import derived, outcomes, pgbench_paired, stats
+from . import pgbench_paired
+from .core import derived, outcomes, stats
+from .core.store import RunStore
 from .pgbench_output import parse_aggregate_log
-from .store import RunStore
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
 EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")

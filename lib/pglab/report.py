@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import derived, paths
 from . import params as params_mod
-from .paramtypes import SAFE_NAME_RULE, is_safe_name
-from .store import begin_run, finish_run
+from .core import derived, paths
+from .core.paramtypes import SAFE_NAME_RULE, is_safe_name
+from .core.store import begin_run, finish_run
 
 KERNEL = "pglab"
 REPORT_NOTEBOOK = "99_report.ipynb"
@@ -65,7 +65,7 @@ def default_out(profile: str) -> Path:
 def _server_count(p) -> int:
     if isinstance(p.servers.use, list):
         return len(p.servers.use)
-    from .installs import discover
+    from .core.installs import discover
 
     return len(discover()) + len(p.servers.versions) + len(p.servers.external)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from jupyter_client.manager import KernelManager
 from traitlets import default
 
-from .progress import PROGRESS_ENV
+from .core.progress import PROGRESS_ENV
 
 if TYPE_CHECKING:
     from .params import Params

@@ -12,8 +12,9 @@ from types import ModuleType
 
 import polars as pl
 
-from . import derived, report_evidence, report_setups
-from . import findings as fnd
+from . import report_evidence, report_setups
+from .core import derived
+from .core import findings as fnd
 
 SECTIONS = (
     "ssb_report",  # S1 (and S4's SSB tests)

@@ -17,8 +17,8 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import derived
-from .findings import table as findings_table
+from .core import derived
+from .core.findings import table as findings_table
 from .ssb import report_text
 from .ssb.report_data import TABLES, _Data
 

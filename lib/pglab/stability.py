@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import paths
+from .core import paths
 
 KEYS = ("study", "finding", "server")
 MISSING = "(missing)"
@@ -53,7 +53,7 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     """As `compare_findings`, one verdict per claim (study, finding) over its servers (`verdicts.claim_verdicts`:
     the servers' common verdict, else undetermined); the flips' server column reads "all"."""
-    from .verdicts import claim_verdicts
+    from .core.verdicts import claim_verdicts
 
     def per_claim(df: pl.DataFrame) -> pl.DataFrame:
         return claim_verdicts(df.select(*KEYS, "verdict")).with_columns(server=pl.lit("all"))

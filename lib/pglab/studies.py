@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
+    from .core.store import RunStore
     from .params import Params
-    from .store import RunStore
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import paths
-from ..cluster import Cluster
-from ..db import timed_statement
-from ..installs import discover
-from ..servers import Server
+from ..core import paths
+from ..core.cluster import Cluster
+from ..core.db import timed_statement
+from ..core.installs import discover
+from ..core.servers import Server
 from . import COLUMNS, format_block, iter_blocks, iter_blocks_parallel, query_sql
 from .load import database_name, load
 
@@ -142,7 +142,7 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
     cancels; this machine's run-to-run noise of ±15 % would swamp a block-wise comparison). Each psql batch
     is one session whose first execution is dropped: a new backend's first scan pays for mapping the
     shared buffers into its page table, which pglab's long-lived connection paid once, long ago."""
-    from ..stats import bootstrap_ci, interval, ratio_ci
+    from ..core.stats import bootstrap_ci, interval, ratio_ci
 
     sql = query_sql("pg_ssb_run", "q1.1")
     settings = {"max_parallel_workers_per_gather": 0, "jit": False}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from .. import outcomes
+from ..core import outcomes
+from ..core.store import RunStore
 from ..params import Params
-from ..store import RunStore
 from . import experiment as ex
 from . import paired_tables, study_plans
 from . import reference as ref

@@ -18,12 +18,12 @@ import os
 
 import polars as pl
 
-from .. import stats
-from ..db import explain_json, plan_shape, timed_statement
+from ..core import stats
+from ..core.db import explain_json, plan_shape, timed_statement
+from ..core.schedule import plan, run_steps
+from ..core.servers import Connections, Server, matches_version
+from ..core.store import RunStore
 from ..explain import gather_workers, parse_plan
-from ..schedule import plan, run_steps
-from ..servers import Connections, Server, matches_version
-from ..store import RunStore
 from . import query_sql
 from .load import database_name
 from .params import JIT_MODES, SsbParams

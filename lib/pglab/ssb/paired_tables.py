@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .. import noise, paired
+from ..core import noise, paired
 from . import answers
 
 # (condition, baseline) pairs compared within rounds: speed-up, JIT at S1's thresholds, JIT forced

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..paramtypes import Settings, Strict, check_versions
+from ..core.paramtypes import Settings, Strict, check_versions
 
 # parallel_aa: the parallel mode again under a second label, the A/A control that measures the noise floor;
 # parallel_jit_forced: JIT with inlining and optimisation forced (every jit_*_above_cost = 0), beside S1's defaults

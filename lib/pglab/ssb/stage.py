@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from .. import outcomes
-from ..progress import bar as tqdm
-from ..servers import DestructiveStepRefused, Server
-from ..session import Session
-from ..store import RunStore
+from ..core import outcomes
+from ..core.progress import bar as tqdm
+from ..core.servers import DestructiveStepRefused, Server
+from ..core.session import Session
+from ..core.store import RunStore
 from . import dataset_id, order_count, row_count
 from .answers import generator_of
 from .load import LoadResult, database_name, load

@@ -9,9 +9,9 @@ import os
 
 import polars as pl
 
+from ..core.servers import Server
+from ..core.store import RunStore
 from ..explain import gather_workers, parse_plan
-from ..servers import Server
-from ..store import RunStore
 from .experiment import capture_plan_only, mode_settings, workers
 from .load import LoadResult
 from .params import SsbParams

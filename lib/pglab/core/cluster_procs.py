@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import paths, socketdir
 
-log = logging.getLogger("pglab.cluster")
+log = logging.getLogger("pglab.core.cluster")
 STOP_TIMEOUT_S = 60
 
 

@@ -15,10 +15,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from ..params import ExternalServer, Params
 from .cluster import Cluster, InitdbOptions
 from .db import connect, redact, register_secret
 from .installs import Install, discover, downloaded
-from .params import ExternalServer, Params
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .. import params as params_mod
+from ..params import Params
 from . import derived
-from . import params as params_mod
 from . import servers as servers_mod
-from .params import Params
 from .servers import Server
 from .store import RunStore, begin_run
 

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
+from ..params import Params, ParamsError
 from . import paths
-from .params import Params, ParamsError
 
 
 def check_machine(params: Params, shown) -> None:
@@ -79,7 +79,7 @@ def _selected_installs(params: Params, shown) -> list:
 
 
 def _major(v) -> int:
-    from .params import version_major
+    from ..params import version_major
 
     return version_major(v)
 

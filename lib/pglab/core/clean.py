@@ -1,7 +1,7 @@
 """`make clean`: stop and remove the kit's clusters and raw data; committed derived data is kept.
 
-    python -m pglab.clean                  # sweep orphans, then remove the kit's state and data/raw/*
-    python -m pglab.clean --check-orphans  # only report (exit 1) postgres servers of the kit still running
+    python -m pglab.core.clean                  # sweep orphans, then remove the kit's state and data/raw/*
+    python -m pglab.core.clean --check-orphans  # only report (exit 1) postgres servers of the kit still running
 
 The kit's state is `.pglab/` (or PGLAB_STATE_DIR), the folders standing in for it when the service user
 could not reach it (reach.py), the copies of this clone's server binaries in the install cache, and socket
@@ -60,7 +60,7 @@ def _binary_copies() -> list[Path]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.clean", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.core.clean", description=__doc__.splitlines()[0])
     ap.add_argument("--check-orphans", action="store_true")
     args = ap.parse_args(argv)
     if args.check_orphans:  # this state folder's servers only: a test checks its own while others run

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIB = ROOT / "lib"
 NOTEBOOKS = ROOT / "notebooks"
 PARAMS = ROOT / "params"

@@ -1,0 +1,1 @@
+"""The foundation: paths, params types, servers and clusters, the store, statistics and verdicts; knows no study."""
