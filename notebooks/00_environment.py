@@ -26,9 +26,9 @@ params_file = "params/default.yaml"  # relative to the project root
 run_id = None
 
 # %%
-from pglab import environment
 from pglab.core import charts, derived, session
 from pglab.core.installs import discover
+from pglab.pgtools import environment
 
 charts.setup()
 s = session.begin(params_file, run_id)

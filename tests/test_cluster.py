@@ -152,9 +152,9 @@ def _ticks(pid):
 def test_environment_settings_carry_no_absolute_path_of_this_clone(cluster):
     """The settings table goes into committed data and the report: a socket folder inside the clone is shown
     relative to it (the measuring machine's absolute path means nothing to a reader's clone)."""
-    from pglab import environment
     from pglab.core import paths
     from pglab.core.servers import Server
+    from pglab.pgtools import environment
 
     _, settings = environment.server(Server(name=cluster.install.name, install=cluster.install, cluster=cluster))
     by_name = {s["name"]: s["setting"] for s in settings}

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pglab.explain import (
+from pglab.pgtools.explain import (
     COLUMNS,
     JIT_KEYS,
     ExplainParseError,

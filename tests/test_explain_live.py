@@ -4,7 +4,7 @@ on stored fixtures: a new server version that changes its output shows up here."
 import polars as pl
 import pytest
 
-from pglab.explain import ExplainParseError, gather_workers, parse_plan
+from pglab.pgtools.explain import ExplainParseError, gather_workers, parse_plan
 
 SETUP = """
 DROP TABLE IF EXISTS t_explain;

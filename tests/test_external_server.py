@@ -48,7 +48,7 @@ def test_password_never_appears_in_what_is_stored(external_params):
 
 def test_pgbench_gets_the_password_through_its_environment_never_argv(external_params, cluster, tmp_path,
                                                                       monkeypatch):  # fmt: skip
-    from pglab import pgbench
+    from pglab.pgtools import pgbench
 
     lab = servers.select(external_params)[0]
     env = pgbench._env(lab, "bench", None)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from psycopg import sql
 
-from pglab import environment, params
+from pglab import params
 from pglab import partitioning_findings as pfind
 from pglab import partitioning_plans as pplans
 from pglab import partitioning_report as report
@@ -21,11 +21,12 @@ from pglab.core import derived, findings, session
 from pglab.core.osuser import server_user
 from pglab.core.servers import Server, select
 from pglab.core.store import RunStore
-from pglab.explain import parse_plan
 from pglab.params import ExternalServer, ParamsError
 from pglab.partitioning_run import DataChanged, check_locations, check_same_data, plan_path, run_stage, store_setup
 from pglab.partitioning_setup import Prepared, TablespaceRefused, layout, prepare_all
 from pglab.partitioning_study import PartitioningParams
+from pglab.pgtools import environment
+from pglab.pgtools.explain import parse_plan
 
 ROWS = 300_000  # six partitions of ~4 MB: still planned in parallel, loaded in about a second
 PROFILE = "pytest-part"

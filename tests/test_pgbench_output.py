@@ -5,7 +5,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pglab.pgbench_output import (
+from pglab.pgtools.pgbench_output import (
     AGGREGATE_LOG_COLUMNS,
     PgbenchOutputError,
     parse_aggregate_log,

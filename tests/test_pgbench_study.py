@@ -230,8 +230,8 @@ def test_client_own_without_a_pgbench_falls_back_to_the_newest_with_a_note(insta
     """A downloaded build carries the server alone: `client: own` uses the newest pgbench and says why."""
     from dataclasses import replace
 
-    from pglab import pgbench
     from pglab.core.servers import Server
+    from pglab.pgtools import pgbench
 
     server_only = replace(installs[0], name="bare", bin_dir=tmp_path)  # a real install's folder without pgbench
     srv = Server(name="bare", install=server_only)

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from pglab import serverlog
 from pglab.core.cluster import Cluster
-from pglab.serverlog import LogCursor
+from pglab.pgtools import serverlog
+from pglab.pgtools.serverlog import LogCursor
 
 QUERY = "SELECT count(*) FROM generate_series(1, 1000) g"
 

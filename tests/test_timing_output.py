@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pglab.timing_output import TimingOutputError, parse_pg_test_timing
+from pglab.pgtools.timing_output import TimingOutputError, parse_pg_test_timing
 
 FIX = Path(__file__).parent / "fixtures" / "timing"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .auto_explain_setup import ServerState
 from .auto_explain_study import Condition, LogCheckParams
-from .serverlog import LogCursor, LogEntry, LogTimeout, detect_format
+from .pgtools.serverlog import LogCursor, LogEntry, LogTimeout, detect_format
 
 PROBLEMS = ("WARNING", "ERROR", "FATAL", "PANIC")
 NOT_AVAILABLE = "not available"

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import environment, pgbench
 from .auto_explain_logcheck import LogWatch
 from .auto_explain_setup import ServerState, plan_rows
 from .auto_explain_study import EXPERIMENT, AutoExplainParams
 from .core import derived, outcomes, raw_frames, schedule
 from .core.installs import Install, discover
 from .core.session import Session
+from .pgtools import environment, pgbench
 
 PRELOAD, PLAIN = "auto_explain preloaded", "not preloaded"
 SCRIPT = "auto_explain.sql"

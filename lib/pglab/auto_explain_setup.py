@@ -191,7 +191,7 @@ class ServerState:
 
 def plan_rows(state: ServerState, item: str, plan_json: dict) -> dict:
     """The recorded plan of one item, summarised: shape, parallelism, rows processed, node calls."""
-    from .explain import parse_plan
+    from .pgtools.explain import parse_plan
 
     parsed = parse_plan(plan_json)
     n = parsed.nodes

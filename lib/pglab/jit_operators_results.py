@@ -12,9 +12,9 @@ import polars as pl
 from . import jit_operators_verdicts as jv
 from .core import derived, outcomes, stats
 from .core.store import RunStore
-from .explain import ExplainParseError, parse_plan
 from .jit_operators_run import SETUP_SCHEMA, load_plan, load_settings, runnable
 from .jit_operators_study import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsParams, label
+from .pgtools.explain import ExplainParseError, parse_plan
 
 RUNS_SCHEMA = {
     "server": pl.String, "condition": pl.String, "operator": pl.String, "repetition": pl.Int64,

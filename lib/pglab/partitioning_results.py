@@ -21,7 +21,6 @@ import polars as pl
 from . import partitioning_verdicts as pv
 from .core import derived, outcomes, stats
 from .core.store import RunStore
-from .explain import gather_workers, parse_plan
 from .partitioning_plans import append_workers, check, study_pages
 from .partitioning_run import load_setup, plan_path
 from .partitioning_setup import Prepared
@@ -33,6 +32,7 @@ from .partitioning_study import (
     PartitioningParams,
     condition_workers,
 )
+from .pgtools.explain import gather_workers, parse_plan
 
 EXEC_TYPES = {
     "server": pl.String, "condition": pl.String, "workers": pl.Int64, "repetition": pl.Int64,

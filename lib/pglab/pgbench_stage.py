@@ -27,7 +27,7 @@ import os
 import random
 import time
 
-from . import environment, pgbench, pgbench_db
+from . import pgbench_db
 from .core import outcomes, schedule
 from .core.db import scrub
 from .core.installs import Install, discover
@@ -35,6 +35,7 @@ from .core.servers import Server, matches_version
 from .core.session import Session
 from .pgbench_bench import Bench, threads_for
 from .pgbench_tables import FACTS
+from .pgtools import environment, pgbench
 
 EXP_INIT = "pgbench_init"
 EXP_SELECT = "pgbench_select_only"

@@ -22,7 +22,7 @@ import polars as pl
 from . import pgbench_paired
 from .core import derived, outcomes, stats
 from .core.store import RunStore
-from .pgbench_output import parse_aggregate_log
+from .pgtools.pgbench_output import parse_aggregate_log
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
 EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")

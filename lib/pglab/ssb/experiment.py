@@ -23,7 +23,7 @@ from ..core.db import explain_json, plan_shape, timed_statement
 from ..core.schedule import plan, run_steps
 from ..core.servers import Connections, Server, matches_version
 from ..core.store import RunStore
-from ..explain import gather_workers, parse_plan
+from ..pgtools.explain import gather_workers, parse_plan
 from . import query_sql
 from .load import database_name
 from .params import JIT_MODES, SsbParams

@@ -11,7 +11,7 @@ import polars as pl
 
 from ..core.servers import Server
 from ..core.store import RunStore
-from ..explain import gather_workers, parse_plan
+from ..pgtools.explain import gather_workers, parse_plan
 from .experiment import capture_plan_only, mode_settings, workers
 from .load import LoadResult
 from .params import SsbParams

