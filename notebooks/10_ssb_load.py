@@ -34,9 +34,9 @@ prewarm = None
 
 # %%
 from pglab.core import charts, derived, outcomes, session
-from pglab.ssb import derive as ssb_derive
-from pglab.ssb import selectivity as ssb_selectivity
-from pglab.ssb import stage as ssb_stage
+from pglab.datasets.ssb import selectivity as ssb_selectivity
+from pglab.datasets.ssb import stage as ssb_stage
+from pglab.studies.ssb import derive as ssb_derive
 
 charts.setup()
 s = session.begin(params_file, run_id, study="ssb")

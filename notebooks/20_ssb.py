@@ -45,12 +45,12 @@ import os
 import polars as pl
 
 from pglab.core import charts, derived, outcomes, session
-from pglab.ssb import charts as ssb_charts
-from pglab.ssb import derive as ssb_derive
-from pglab.ssb import experiment as ex
-from pglab.ssb import reference as ref
-from pglab.ssb import stage as ssb_stage
-from pglab.ssb import study_plans
+from pglab.datasets.ssb import stage as ssb_stage
+from pglab.studies.ssb import charts as ssb_charts
+from pglab.studies.ssb import derive as ssb_derive
+from pglab.studies.ssb import experiment as ex
+from pglab.studies.ssb import reference as ref
+from pglab.studies.ssb import study_plans
 
 charts.setup()
 s = session.begin(params_file, run_id, study="ssb")

@@ -52,9 +52,9 @@ from pglab import parallel_index_report as report
 from pglab import parallel_index_results as pires
 from pglab import parallel_index_run as pirun
 from pglab.core import charts, derived, outcomes, session
+from pglab.datasets.ssb import stage as ssb_stage
 from pglab.parallel_index_build import create_sql
 from pglab.parallel_index_study import with_overrides
-from pglab.ssb import stage as ssb_stage
 
 charts.setup()
 s = session.begin(params_file, run_id, study="parallel_index")

@@ -78,7 +78,7 @@ def committed_copy(tmp_path_factory):
 def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
     """A kit server per install with the same SSB dataset loaded, stopped however the tests end."""
     from pglab.core.servers import Server
-    from pglab.ssb.load import load
+    from pglab.datasets.ssb.load import load
 
     out = []
     try:

@@ -17,11 +17,11 @@ from pglab import params
 from pglab.core import findings as fnd
 from pglab.core.servers import DestructiveStepRefused, Server
 from pglab.core.store import RunStore
+from pglab.datasets.ssb.load import database_name
 from pglab.parallel_index_build import INDEX, build
 from pglab.parallel_index_study import ParallelIndexParams, build_memory, with_overrides
 from pglab.params import ExternalServer, ParamsError
-from pglab.ssb.load import database_name
-from pglab.ssb.params import SsbParams
+from pglab.studies.ssb.params import SsbParams
 
 SSB = SsbParams(sf=0.05, seed=7, prewarm=False)
 P = ParallelIndexParams(column_counts=[1, 4], worker_counts=[0, 2], maintenance_work_mem="96MB", repetitions=2,

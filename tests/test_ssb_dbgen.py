@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pglab import ssb
-from pglab.ssb import answers
-from pglab.ssb.dbgen import counts as dbgen_counts
-from pglab.ssb.dbgen import lineorder as dbgen_lineorder
-from pglab.ssb.dbgen import stream
+from pglab.datasets import ssb
+from pglab.datasets.ssb import answers
+from pglab.datasets.ssb.dbgen import counts as dbgen_counts
+from pglab.datasets.ssb.dbgen import lineorder as dbgen_lineorder
+from pglab.datasets.ssb.dbgen import stream
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dbgen"
 
@@ -119,7 +119,7 @@ def test_sf2_whole_files_match_dbgen():
 
 def test_fractional_sf_matches_dbgen_but_keeps_the_whole_calendar(tmp_path):
     reference = reference_sums("sf0.01")
-    result = subprocess.run([sys.executable, "-m", "pglab.ssb", "--sf", "0.01", "--out", str(tmp_path),
+    result = subprocess.run([sys.executable, "-m", "pglab.datasets.ssb", "--sf", "0.01", "--out", str(tmp_path),
                              "--processes", "2"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     for table in ("part", "supplier", "customer", "lineorder"):
@@ -176,7 +176,7 @@ def test_compare_takes_rows_as_psycopg_returns_them():
     problem = answers.compare("q2.1", rows[1:] + [(Decimal(1), 1992, "MFGR#121")])
     assert "1 expected rows missing" in problem and "1 unexpected rows" in problem
     assert answers.compare("q1.1", [(Decimal("445921715901.00"),)]) is None
-    from pglab.ssb.experiment import result_checksum
+    from pglab.studies.ssb.experiment import result_checksum
 
     assert result_checksum(rows) == answers.expected_checksum("q2.1")
 

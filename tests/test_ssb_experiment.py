@@ -7,8 +7,8 @@ import pytest
 from conftest import ssb_servers
 
 from pglab.core.store import RunStore
-from pglab.ssb import experiment as ex
-from pglab.ssb.params import SsbParams
+from pglab.studies.ssb import experiment as ex
+from pglab.studies.ssb.params import SsbParams
 
 P = SsbParams(sf=0.05, seed=7, queries=["q1.1", "q4.3"], repetitions=2, warmups=1, workers=2,
               worker_sweep=[0, 2], sweep_repetitions=1, statement_timeout_s=30)  # fmt: skip
@@ -106,7 +106,7 @@ def test_a_timeout_is_recorded_not_dropped(servers, tmp_path):
 def test_plan_only_captures_plan_without_running(servers, tmp_path):
     """The study's and the scaled plan-only EXPLAINs (both through ex.capture_plan_only): one artefact per server
     and query, planned and not executed, read back into their tables."""
-    from pglab.ssb import study_plans
+    from pglab.studies.ssb import study_plans
 
     store = RunStore("planonly", root=tmp_path)
     study = ex.capture_study_plans(servers, P, store, allowed=5)

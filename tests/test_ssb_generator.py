@@ -19,7 +19,7 @@ import time
 import polars as pl
 import pytest
 
-from pglab import ssb
+from pglab.datasets import ssb
 
 SF = 0.05  # small, but big enough that every city, order day and most brands appear
 SEED = 7
@@ -499,7 +499,7 @@ def test_generated_rows_pass_the_queries_as_often_as_expected(tables, lineorder)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pglab.ssb", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pglab.datasets.ssb", *args], capture_output=True, text=True,
                           timeout=120)
 
 

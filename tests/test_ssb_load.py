@@ -4,11 +4,12 @@ external servers, and the filter factors of the 13 queries measured on loaded da
 import psycopg
 import pytest
 
-from pglab import params, ssb
+from pglab import params
 from pglab.core import servers
 from pglab.core.servers import DestructiveStepRefused, Server
-from pglab.ssb import selectivity as ssb_selectivity
-from pglab.ssb.load import current_dataset, database_name, load
+from pglab.datasets import ssb
+from pglab.datasets.ssb import selectivity as ssb_selectivity
+from pglab.datasets.ssb.load import current_dataset, database_name, load
 
 SF = 0.01
 
@@ -129,8 +130,8 @@ def test_each_load_is_recorded_by_the_run_that_made_it_even_after_a_crash(server
     """A run killed between a server's load and its record records it on the rerun (the database keeps the
     run id with the figures); another run finding the dataset there records nothing."""
     from pglab.core.store import RunStore
-    from pglab.ssb import stage as ssb_stage
-    from pglab.ssb.params import SsbParams
+    from pglab.datasets.ssb import stage as ssb_stage
+    from pglab.studies.ssb.params import SsbParams
 
     load(server, SF, 7, prewarm=False, force=True, run_id="crashed-run")  # loaded, then killed: no record
     p = SsbParams(sf=SF, seed=7, prewarm=False)
@@ -151,8 +152,8 @@ def test_each_load_is_recorded_by_the_run_that_made_it_even_after_a_crash(server
 def test_an_external_server_that_may_not_load_is_a_recorded_skip(tmp_path, cluster, server):
     from pglab.core import outcomes
     from pglab.core.store import RunStore
-    from pglab.ssb import stage as ssb_stage
-    from pglab.ssb.params import SsbParams
+    from pglab.datasets.ssb import stage as ssb_stage
+    from pglab.studies.ssb.params import SsbParams
 
     f = tmp_path / "ext.yaml"
     f.write_text(f"servers: {{use: [ext], external: [{{name: ext, dsn: '{cluster.conninfo()}'}}]}}\n")

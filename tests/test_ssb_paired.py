@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from pglab.core import verdicts as v
-from pglab.ssb import paired_tables as pt
+from pglab.studies.ssb import paired_tables as pt
 
 QUERIES = ["q1.1", "q1.2", "q1.3", "q4.3"]
 TRUTH = {"serial": 1.6, "parallel": 1.0, "parallel_aa": 1.0, "parallel_jit": 0.75}
@@ -58,7 +58,7 @@ def test_a_wrong_answer_is_counted_where_answers_apply():
     ex = _execs(rounds=1).filter(pl.col("query") == "q1.1")
     facts = {"query_set": "pg_ssb_run", "servers": {"pg16": {"dataset": {"flavor": "dbgen", "sf": 1,
                                                                          "generator_version": "2", "seed": 1}}}}
-    from pglab.ssb import answers
+    from pglab.datasets.ssb import answers
 
     facts["servers"]["pg16"]["dataset"]["generator_version"] = answers.GENERATOR_VERSION
     t = pt.answers_table(ex, facts)

@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab import ssb_report
 from pglab.core import derived
 from pglab.core.findings import NOT_RUN, NOT_SUPPORTED, NOT_TESTABLE, UNDETERMINED, VERDICTS
-from pglab.ssb import paired_tables as pt
+from pglab.studies.ssb import paired_tables as pt
+from pglab.studies.ssb import report as ssb_report
 
 COMMITTED = ROOT / "data" / "derived"
 PROFILE = "default"

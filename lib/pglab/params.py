@@ -25,7 +25,7 @@ from .jit_operators_study import JitOperatorsParams
 from .parallel_index_study import ParallelIndexParams
 from .partitioning_study import PartitioningParams
 from .pgbench_study import PgbenchParams
-from .ssb.params import SsbParams
+from .studies.ssb.params import SsbParams
 
 
 class ParamsError(Exception):

@@ -6,13 +6,12 @@ question(), discussion(profile, root) and NOISE_TABLE override the defaults (rep
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from types import ModuleType
 
 import polars as pl
 
-from . import report_evidence, report_setups
+from . import report_evidence, report_setups, studies
 from .core import derived
 from .core import findings as fnd
 
@@ -57,7 +56,8 @@ def sources_markdown(name: str) -> str:
 
 
 def section(name: str) -> ModuleType:
-    return importlib.import_module(f"pglab.{name}")
+    """The section's module, found through the study registry (pglab.studies): the report imports no study."""
+    return studies.report_section(name)
 
 
 def missing_tables(mod: ModuleType, profile: str, root: Path | None = None) -> list[str]:

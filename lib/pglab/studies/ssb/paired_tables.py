@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..core import noise, paired
-from . import answers
+from ...core import noise, paired
+from ...datasets.ssb import answers
 
 # (condition, baseline) pairs compared within rounds: speed-up, JIT at S1's thresholds, JIT forced
 COMPARISONS = (("parallel", "serial"), ("parallel_jit", "parallel"), ("parallel_jit_forced", "parallel"))

@@ -18,14 +18,14 @@ import os
 
 import polars as pl
 
-from ..core import stats
-from ..core.db import explain_json, plan_shape, timed_statement
-from ..core.schedule import plan, run_steps
-from ..core.servers import Connections, Server, matches_version
-from ..core.store import RunStore
-from ..pgtools.explain import gather_workers, parse_plan
-from . import query_sql
-from .load import database_name
+from ...core import stats
+from ...core.db import explain_json, plan_shape, timed_statement
+from ...core.schedule import plan, run_steps
+from ...core.servers import Connections, Server, matches_version
+from ...core.store import RunStore
+from ...datasets.ssb import query_sql
+from ...datasets.ssb.load import database_name
+from ...pgtools.explain import gather_workers, parse_plan
 from .params import JIT_MODES, SsbParams
 
 EXPERIMENT = "ssb"

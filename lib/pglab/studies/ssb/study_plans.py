@@ -9,11 +9,11 @@ import os
 
 import polars as pl
 
-from ..core.servers import Server
-from ..core.store import RunStore
-from ..pgtools.explain import gather_workers, parse_plan
+from ...core.servers import Server
+from ...core.store import RunStore
+from ...datasets.ssb.load import LoadResult
+from ...pgtools.explain import gather_workers, parse_plan
 from .experiment import capture_plan_only, mode_settings, workers
-from .load import LoadResult
 from .params import SsbParams
 
 FACTS = "ssb/facts.json"

@@ -1,6 +1,6 @@
-"""Generator child process for pglab.ssb.parallel: writes framed blocks of one table to stdout.
+"""Generator child process for pglab.datasets.ssb.parallel: writes framed blocks of one table to stdout.
 
-Run as `python -m pglab.ssb.worker TABLES SF SEED FORMAT FIRST STEP PREFETCH [FLAVOR]`. TABLES is one table
+Run as `python -m pglab.datasets.ssb.worker TABLES SF SEED FORMAT FIRST STEP PREFETCH [FLAVOR]`. TABLES is one table
 or several, comma-separated; their chunks, table after table, are numbered 0, 1, ... and it makes numbers
 FIRST, FIRST + STEP, ... (FIRST may be several numbers, comma-separated: every chunk whose number mod STEP
 is among them), writing each as a header (rows, byte length: two little-endian uint64) followed by the

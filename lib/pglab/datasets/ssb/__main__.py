@@ -1,4 +1,4 @@
-"""Write SSB `.tbl` files: python -m pglab.ssb --sf 1 --out data/ssb/sf1 [--processes K] [--flavor dbgen|spec]
+"""Write SSB `.tbl` files: python -m pglab.datasets.ssb --sf 1 --out data/ssb/sf1 [--processes K] [--flavor dbgen|spec]
 
 The default flavor, dbgen, writes the files ssb-dbgen's `dbgen -s SF` writes, byte for byte (whole SF);
 --seed only applies to the spec flavor."""
@@ -17,7 +17,7 @@ from .schema import TABLES
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pglab.ssb",
+        prog="python -m pglab.datasets.ssb",
         description="Generate Star Schema Benchmark tables as dbgen-style .tbl files (| separated, "
                     "trailing |). Flavor dbgen (default) writes ssb-dbgen's files byte for byte; flavor spec "
                     "follows the SSB rules with its own random streams, chosen by --seed. The same arguments "

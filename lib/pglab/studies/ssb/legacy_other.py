@@ -7,8 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core.findings import NOT_RUN, NOT_SUPPORTED, SUPPORTED, UNDETERMINED
-from ..core.findings import table as findings_table
+from ...core.findings import NOT_RUN, NOT_SUPPORTED, SUPPORTED, UNDETERMINED
+from ...core.findings import table as findings_table
 from . import charts as ssb_charts
 from . import reference as ref
 from .legacy_parallel import _s1_parallel, _s1_versions, _s4_parallel_a, _s4_q43_flat, _s4_sweep

@@ -4,7 +4,7 @@
     for block in ssb.iter_copy_blocks("lineorder", sf=1, seed=1):   # COPY ... FROM STDIN text blocks
         ...
 
-The names below load on first use (PEP 562), so `python -m pglab.ssb` can start its generator processes
+The names below load on first use (PEP 562), so `python -m pglab.datasets.ssb` can start its generator processes
 before this process pays for importing polars.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import derived, stats
+from ...core import derived, stats
 from . import reference as ref
 
 # the tables every dataset has, old (before the paired analysis) and new

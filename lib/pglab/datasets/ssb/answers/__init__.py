@@ -4,7 +4,7 @@ The CSV files under sf1/ hold what PostgreSQL 18 returned for the `pg_ssb_run` q
 ORDER BY) on dbgen's SF 1 tables, written by `\\copy (query) TO ... (FORMAT csv, HEADER)`. Data made by
 this kit's dbgen flavor at SF 1 is byte-identical to those tables, so it must give exactly these rows.
 
-    from pglab.ssb import answers
+    from pglab.datasets.ssb import answers
     if answers.applies(dataset, "pg_ssb_run", "q2.1"):   # dataset: LoadResult.dataset / current_dataset()
         problem = answers.compare("q2.1", rows)            # rows as psycopg returns them; None when right
         right = checksum == answers.expected_checksum("q2.1")   # or via experiment.result_checksum
@@ -64,7 +64,7 @@ def expected(qid: str) -> list[tuple[str, ...]]:
 
 def expected_checksum(qid: str) -> str:
     """experiment.result_checksum of the expected rows: what the `checksum` of a right execution is."""
-    from ..experiment import result_checksum
+    from ....studies.ssb.experiment import result_checksum
 
     return result_checksum(expected(qid))
 

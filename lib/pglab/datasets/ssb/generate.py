@@ -15,14 +15,7 @@ import polars as pl
 from . import dates, dimensions, lineorder, scale
 from .dbgen import counts as dbgen_counts
 from .dbgen import frames as dbgen
-from .flavors import (  # noqa: F401 (FLAVORS, GENERATOR_VERSION: re-exported)
-    DEFAULT_FLAVOR,
-    FLAVORS,
-    FORMATS,
-    GENERATOR_VERSION,
-    check_flavor,
-    check_format,
-)
+from .flavors import DEFAULT_FLAVOR, FLAVORS, FORMATS, GENERATOR_VERSION, check_flavor, check_format  # noqa: F401 (FLAVORS, GENERATOR_VERSION: re-exported)
 from .rand import check_seed
 from .schema import BIGINT_ORDERKEY_SF, COLUMNS, TABLES
 

@@ -1,9 +1,9 @@
 """`make bench-ssb`: how fast pglab makes SSB data, and what its timing costs.
 
-    python -m pglab.ssb.bench [--sf 1] [--seed 1] [--overhead-batches 30] [--copy-paths]
+    python -m pglab.datasets.ssb.bench [--sf 1] [--seed 1] [--overhead-batches 30] [--copy-paths]
 
 Prints, for the embedded PostgreSQL (a throwaway cluster of its own):
-1. generation to .tbl files (`python -m pglab.ssb`, 2 processes) against the C ssb-dbgen, alternating
+1. generation to .tbl files (`python -m pglab.datasets.ssb`, 2 processes) against the C ssb-dbgen, alternating
    runs, with both outputs' sha256 compared; dbgen is `$PGLAB_DBGEN` or `dbgen` on PATH (its dists.dss
    from `$PGLAB_DBGEN_DISTS` or beside it); without one, our times alone;
 2. generation alone: lineorder rows/s in this process and through the child-process producer;
@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..core import paths
-from ..core.cluster import Cluster
-from ..core.db import timed_statement
-from ..core.installs import discover
-from ..core.servers import Server
+from ...core import paths
+from ...core.cluster import Cluster
+from ...core.db import timed_statement
+from ...core.installs import discover
+from ...core.servers import Server
 from . import COLUMNS, format_block, iter_blocks, iter_blocks_parallel, query_sql
 from .load import database_name, load
 
@@ -90,7 +90,7 @@ def files_vs_dbgen(sf: float, runs: int, processes: int = 2, scratch: Path | Non
                    with_dbgen: bool = True) -> dict:
     """Generation to .tbl files, ours against the C dbgen, alternating; the files deleted afterwards."""
     dbgen = find_dbgen() if with_dbgen else None
-    ours_cmd = [sys.executable, "-m", "pglab.ssb", "--sf", f"{sf:g}", "--processes", str(processes)]
+    ours_cmd = [sys.executable, "-m", "pglab.datasets.ssb", "--sf", f"{sf:g}", "--processes", str(processes)]
     times: dict[str, list[float]] = {"pglab": [], "dbgen": []}
     peak = 0.0
     with tempfile.TemporaryDirectory(prefix="pglab-ssb-bench-", dir=scratch) as tmp:
@@ -142,7 +142,7 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
     cancels; this machine's run-to-run noise of ±15 % would swamp a block-wise comparison). Each psql batch
     is one session whose first execution is dropped: a new backend's first scan pays for mapping the
     shared buffers into its page table, which pglab's long-lived connection paid once, long ago."""
-    from ..core.stats import bootstrap_ci, interval, ratio_ci
+    from ...core.stats import bootstrap_ci, interval, ratio_ci
 
     sql = query_sql("pg_ssb_run", "q1.1")
     settings = {"max_parallel_workers_per_gather": 0, "jit": False}
@@ -224,7 +224,7 @@ def copy_paths(server: Server, sf: float, seed: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.ssb.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.datasets.ssb.bench", description=__doc__.splitlines()[0])
     ap.add_argument("--sf", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--overhead-batches", type=int, default=30)

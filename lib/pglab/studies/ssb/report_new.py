@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core.stats import ratio_with_interval
+from ...core.stats import ratio_with_interval
 from .findings import optional
 from .study_plans import plan_changes
 

@@ -1,4 +1,4 @@
-"""Write SSB tables as `.tbl` files with K processes: this one and K - 1 `pglab.ssb.worker` children.
+"""Write SSB tables as `.tbl` files with K processes: this one and K - 1 `pglab.datasets.ssb.worker` children.
 
 The chunks of all the tables, table after table, are dealt in a fixed repeating pattern, this process
 taking 3 for every 5 a child takes: it also moves the children's blocks from their pipes to the files,
@@ -97,7 +97,7 @@ def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
             residues = [i for i, owner in enumerate(owners) if owner == k and i < n_tasks]
             if not residues:
                 continue
-            command = [sys.executable, "-m", "pglab.ssb.worker", ",".join(tables), repr(sf), str(seed), "tbl",
+            command = [sys.executable, "-m", "pglab.datasets.ssb.worker", ",".join(tables), repr(sf), str(seed), "tbl",
                        ",".join(map(str, residues)), str(len(owners)), str(prefetch), flavor]
             errors = tempfile.TemporaryFile()
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=0)

@@ -17,10 +17,10 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from .core import derived
-from .core.findings import table as findings_table
-from .ssb import report_text
-from .ssb.report_data import TABLES, _Data
+from ...core import derived
+from ...core.findings import table as findings_table
+from . import report_text
+from .report_data import TABLES, _Data
 
 __all__ = ["TABLES", "TITLE", "charts", "findings", "method"]
 
@@ -35,7 +35,7 @@ def paired_run(profile: str, root: Path | None = None) -> bool:
 def method(profile: str, root: Path | None = None) -> str:
     text = report_text.method(profile, root)
     if paired_run(profile, root):
-        from .ssb import report_new
+        from . import report_new
 
         text += "\n" + report_new.method_lines(profile, root)
     return text
@@ -47,9 +47,9 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     if paired_run(profile, root):
-        from .ssb import findings as new
+        from . import findings as new
 
         return findings_table(new.findings_rows(profile, root))
-    from .ssb import legacy_other
+    from . import legacy_other
 
     return findings_table(legacy_other.findings_rows(_Data(profile, root)))

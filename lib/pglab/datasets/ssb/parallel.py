@@ -1,7 +1,7 @@
 """Generate in child processes while the caller consumes (e.g. streams COPY) in its own.
 
 Chunks are dealt round-robin to the children and read back in chunk order, so the blocks are the same, in
-the same order, as the serial iterators give. Children are plain `python -m pglab.ssb.worker` processes
+the same order, as the serial iterators give. Children are plain `python -m pglab.datasets.ssb.worker` processes
 writing to a pipe rather than multiprocessing workers: that needs no `if __name__ == "__main__"` guard in
 the caller's script or notebook, and a child whose reader disappears (consumer closed, crashed or killed)
 gets a broken pipe and exits by itself.
@@ -22,7 +22,7 @@ from .flavors import DEFAULT_FLAVOR, check_format
 HEADER = struct.Struct("<QQ")
 _STOP_SECONDS = 5.0
 _PIPE_BYTES = 1 << 20
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding `pglab`
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `pglab`
 
 
 class ParallelBlocks:
@@ -53,7 +53,7 @@ class ParallelBlocks:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
         try:
             for w in range(workers):
-                command = [sys.executable, "-m", "pglab.ssb.worker", table, repr(sf), str(seed), fmt, str(w),
+                command = [sys.executable, "-m", "pglab.datasets.ssb.worker", table, repr(sf), str(seed), fmt, str(w),
                            str(workers), str(prefetch), flavor]
                 errors = tempfile.TemporaryFile()  # not a pipe: an unread stderr pipe could block the child
                 try:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..core import outcomes
-from ..core.store import RunStore
-from ..params import Params
+from ...core import outcomes
+from ...core.store import RunStore
+from ...datasets.ssb.load import LoadResult
+from ...datasets.ssb.stage import EXP_LOAD, load_rows
+from ...params import Params
 from . import experiment as ex
 from . import paired_tables, study_plans
 from . import reference as ref
-from .load import LoadResult
 from .params import SsbParams
-from .stage import EXP_LOAD, load_rows
 
 LOADS = "ssb/load"  # <server>.json: the server's rows of ssb_load, as notebook 10 loaded (or found) the data
 SELECTIVITY = "ssb/selectivity"  # <server>.json: its rows of ssb_selectivity

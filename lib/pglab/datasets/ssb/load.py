@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from ..core.servers import Server
+from ...core.servers import Server
 from . import GENERATOR_VERSION, TABLES, create_table_sql, dataset_id, iter_blocks, iter_blocks_parallel
 
 # smallest first: the dimensions are done while the lineorder generator is already running ahead

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..core import outcomes
-from ..core.progress import bar as tqdm
-from ..core.servers import DestructiveStepRefused, Server
-from ..core.session import Session
-from ..core.store import RunStore
+from ...core import outcomes
+from ...core.progress import bar as tqdm
+from ...core.servers import DestructiveStepRefused, Server
+from ...core.session import Session
+from ...core.store import RunStore
+from ...studies.ssb.params import SsbParams
 from . import dataset_id, order_count, row_count
 from .answers import generator_of
 from .load import LoadResult, database_name, load
-from .params import SsbParams
 
 
 def dataset_key(dataset: dict) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..core import stats
-from ..core.findings import NOT_RUN, NOT_SUPPORTED, SUPPORTED, UNDETERMINED
+from ...core import stats
+from ...core.findings import NOT_RUN, NOT_SUPPORTED, SUPPORTED, UNDETERMINED
 from . import charts as ssb_charts
 from . import reference as ref
 from .report_data import (

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from .core.store import RunStore
-    from .params import Params
+    from ..core.store import RunStore
+    from ..params import Params
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,12 @@ class Study:
     name: str
     notebook: str  # notebooks/<notebook>.py
     tables: tuple[str, ...]  # every table the stage may write, in the order it writes them
-    function: str  # "module:function" under pglab, imported when called (the registry imports no study)
+    function: str  # "pglab.module:function", imported when called (the registry imports no study)
+    report: str | None = None  # the study's report section module, imported when the report asks for it
 
     def derive(self, store: RunStore, params: Params) -> dict[str, pl.DataFrame]:
         module, name = self.function.split(":")
-        out = getattr(importlib.import_module(f"pglab.{module}"), name)(store, params)
+        out = getattr(importlib.import_module(module), name)(store, params)
         unknown = sorted(set(out) - set(self.tables))
         if unknown:
             raise ValueError(f"{self.name}: {self.function} returned tables the registry does not list: {unknown}")
@@ -42,31 +44,38 @@ def _names(prefix: str, *names: str) -> tuple[str, ...]:
 
 STUDIES: tuple[Study, ...] = (
     Study("environment", "00_environment",
-          _names("environment", "machine", "servers", "settings", "timing"), "environment:derive"),
-    Study("ssb_load", "10_ssb_load", ("ssb_load_skipped", "ssb_load", "ssb_selectivity"), "ssb.derive:load"),
+          _names("environment", "machine", "servers", "settings", "timing"),
+          "pglab.pgtools.environment:derive"),
+    Study("ssb_load", "10_ssb_load", ("ssb_load_skipped", "ssb_load", "ssb_selectivity"),
+          "pglab.studies.ssb.derive:load"),
     Study("ssb", "20_ssb", _names("ssb", "skipped", "executions", "summary", "speedup", "jit", "plans", "checksums",
                                   "availability", "sweep", "fingerprints", "paired", "versions_paired", "aa",
                                   "noise", "drift", "sweep_paired", "answers", "plans_study_workers",
-                                  "plans_scaled", "versions", "sweep_summary"), "ssb.derive:queries"),
+                                  "plans_scaled", "versions", "sweep_summary"),
+          "pglab.studies.ssb.derive:queries", "pglab.studies.ssb.report"),
     Study("pgbench", "30_pgbench", _names("pgbench", "skipped", "runs", "init", "init_steps", "select_only",
                                           "scaling", "series", "series_sizes", "init_summary",
                                           "select_only_summary", "scaling_summary", "series_summary",
                                           "series_trend", "versions", "timeseries", "settings", "servers", "paired",
-                                          "noise", "drift", "no_vacuum", "version_curve"), "pgbench_tables:derive"),
+                                          "noise", "drift", "no_vacuum", "version_curve"),
+          "pglab.pgbench_tables:derive", "pglab.pgbench_report"),
     Study("auto_explain", "40_auto_explain", _names("auto_explain", "skipped", "latencies", "summary", "ratios",
                                                     "study", "log_checks", "log_summary", "plans", "timer",
                                                     "servers", "noise", "drift", "findings"),
-          "auto_explain_run:derive"),
+          "pglab.auto_explain_run:derive", "pglab.auto_explain_report"),
     Study("jit_operators", "50_jit_operators", _names("jit_operators", "skipped", "setup", "conditions", "settings",
                                                       "runs", "summary", "reduction", "results", "plans",
                                                       "jit_time", "paired", "overall", "noise", "drift",
-                                                      "findings"), "jit_operators_results:derive"),
+                                                      "findings"),
+          "pglab.jit_operators_results:derive", "pglab.jit_operators_report"),
     Study("parallel_index", "60_parallel_index", _names("parallel_index", "skipped", "builds", "summary", "speedup",
                                                         "suite_speedup", "paired", "paired_suite", "size_paired",
-                                                        "noise", "drift", "setup"), "parallel_index_results:derive"),
+                                                        "noise", "drift", "setup"),
+          "pglab.parallel_index_results:derive", "pglab.parallel_index_report"),
     Study("partitioning", "70_partitioning", _names("partitioning", "skipped", "setup", "partitions", "executions",
                                                     "summary", "speedup", "results", "plans", "gathers", "planner",
-                                                    "paired", "noise", "drift"), "partitioning_results:derive"),
+                                                    "paired", "noise", "drift"),
+          "pglab.partitioning_results:derive", "pglab.partitioning_report"),
 )  # fmt: skip
 
 
@@ -79,3 +88,12 @@ def by_name(name: str) -> Study:
 
 def every_table() -> list[str]:
     return [t for s in STUDIES for t in s.tables]
+
+
+def report_section(section: str) -> ModuleType:
+    """The report section `section` ("<study>_report"): the module the study's registry entry names."""
+    for s in STUDIES:
+        if s.report and f"{s.name}_report" == section:
+            return importlib.import_module(s.report)
+    known = [f"{s.name}_report" for s in STUDIES if s.report]
+    raise KeyError(f"no report section {section!r}; expected one of {known}")

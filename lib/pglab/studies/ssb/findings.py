@@ -9,8 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import derived, noise
-from ..core import verdicts as v
+from ...core import derived, noise
+from ...core import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
 from .report_data import _Data

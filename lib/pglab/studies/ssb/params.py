@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..core.paramtypes import Settings, Strict, check_versions
+from ...core.paramtypes import Settings, Strict, check_versions
 
 # parallel_aa: the parallel mode again under a second label, the A/A control that measures the noise floor;
 # parallel_jit_forced: JIT with inlining and optimisation forced (every jit_*_above_cost = 0), beside S1's defaults
@@ -54,7 +54,7 @@ class SsbParams(Strict):
     @field_validator("queries", "sweep_queries", "jit_forced_queries")
     @classmethod
     def _known_queries(cls, v):
-        from . import QUERY_IDS
+        from ...datasets.ssb import QUERY_IDS
 
         if v != "all":
             unknown = [q for q in v if q not in QUERY_IDS]
@@ -90,7 +90,7 @@ class SsbParams(Strict):
         return {"stage_settings": self.stage_settings}
 
     def query_ids(self) -> list[str]:
-        from . import QUERY_IDS
+        from ...datasets.ssb import QUERY_IDS
 
         return list(QUERY_IDS) if self.queries == "all" else list(self.queries)
 
