@@ -46,9 +46,11 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import pgbench_charts, pgbench_tables, pgbench_verdicts
 from pglab.core import charts, derived, findings, outcomes, session
-from pglab.pgbench_stage import EXPERIMENT_NAMES, Stage
+from pglab.studies.pgbench import charts as pgbench_charts
+from pglab.studies.pgbench import derive as pgbench_tables
+from pglab.studies.pgbench import verdicts as pgbench_verdicts
+from pglab.studies.pgbench.run import EXPERIMENT_NAMES, Stage
 
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
     raise ValueError(f"only: expected names among {sorted(EXPERIMENT_NAMES)}; got {only!r}")

@@ -10,11 +10,12 @@ import shutil
 import polars as pl
 import pytest
 
-from pglab import pgbench_findings, pgbench_report
-from pglab import pgbench_verdicts as PV
 from pglab.core import derived, stats
 from pglab.core import findings as fs
 from pglab.core import verdicts as V
+from pglab.studies.pgbench import findings as pgbench_findings
+from pglab.studies.pgbench import report as pgbench_report
+from pglab.studies.pgbench import verdicts as PV
 
 
 @pytest.fixture(scope="module")

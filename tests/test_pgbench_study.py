@@ -6,12 +6,13 @@ import time
 import polars as pl
 import pytest
 
-from pglab import params, pgbench_tables
+from pglab import params
 from pglab.core import outcomes, schedule, session
 from pglab.params import ParamsError
-from pglab.pgbench_bench import Bench, threads_for
-from pglab.pgbench_stage import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Stage
-from pglab.pgbench_study import ScalingParams
+from pglab.studies.pgbench import derive as pgbench_tables
+from pglab.studies.pgbench.measure import Bench, threads_for
+from pglab.studies.pgbench.params import ScalingParams
+from pglab.studies.pgbench.run import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Stage
 
 TINY = """
 profile: pgbenchtest

@@ -4,8 +4,9 @@ floor or for a flagged ceiling, not testable, not run), derived by `pgbench_pair
 
 import polars as pl
 
-from pglab import pgbench_paired, pgbench_verdicts
 from pglab.core import findings as fs
+from pglab.studies.pgbench import paired_tables as pgbench_paired
+from pglab.studies.pgbench import verdicts as pgbench_verdicts
 
 ROUNDS = 6
 

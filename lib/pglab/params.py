@@ -24,7 +24,7 @@ from .core.paramtypes import SAFE_NAME_RULE, SafeName, Settings, Strict, check_v
 from .jit_operators_study import JitOperatorsParams
 from .parallel_index_study import ParallelIndexParams
 from .partitioning_study import PartitioningParams
-from .pgbench_study import PgbenchParams
+from .studies.pgbench.params import PgbenchParams
 from .studies.ssb.params import SsbParams
 
 

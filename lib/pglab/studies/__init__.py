@@ -58,7 +58,7 @@ STUDIES: tuple[Study, ...] = (
                                           "select_only_summary", "scaling_summary", "series_summary",
                                           "series_trend", "versions", "timeseries", "settings", "servers", "paired",
                                           "noise", "drift", "no_vacuum", "version_curve"),
-          "pglab.pgbench_tables:derive", "pglab.pgbench_report"),
+          "pglab.studies.pgbench.derive:derive", "pglab.studies.pgbench.report"),
     Study("auto_explain", "40_auto_explain", _names("auto_explain", "skipped", "latencies", "summary", "ratios",
                                                     "study", "log_checks", "log_summary", "plans", "timer",
                                                     "servers", "noise", "drift", "findings"),

@@ -14,8 +14,8 @@ import re
 
 import polars as pl
 
-from .core import findings as fs
-from .core import stats
+from ...core import findings as fs
+from ...core import stats
 
 DROP = 0.10  # "no degradation" holds when the interval excludes a loss of more than 10 %
 STUDY_SCALES = (1, 10, 100)  # the scales S3 ran; its select-only claim differs below and above the OS cache

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_serializer, field_validator, model_validator
 
-from .core.paramtypes import Strict, check_versions
+from ...core.paramtypes import Strict, check_versions
 
 EXPERIMENTS = ("load", "select_only", "scaling", "series")
 Experiment = Literal["load", "select_only", "scaling", "series"]

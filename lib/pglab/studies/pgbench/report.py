@@ -9,8 +9,19 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import pgbench_charts, pgbench_findings, pgbench_paired, pgbench_verdicts
-from .core import derived
+from ...core import derived
+from . import (
+    charts as pgbench_charts,
+)
+from . import (
+    findings as pgbench_findings,
+)
+from . import (
+    paired_tables as pgbench_paired,
+)
+from . import (
+    verdicts as pgbench_verdicts,
+)
 
 TITLE = "S3 · pgbench across versions and scales (with S4's client scaling)"
 TABLES = (*pgbench_findings.TABLES, "pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series_summary",

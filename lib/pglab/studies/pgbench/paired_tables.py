@@ -22,7 +22,7 @@ import os
 import numpy as np
 import polars as pl
 
-from .core import noise, paired
+from ...core import noise, paired
 
 ITEM, ITEM_AA = "select-only", "select-only-aa"
 COLLAPSE = 1 / 3  # a run below a third of its cell's median has collapsed (a stall, a neighbour), not varied

@@ -14,13 +14,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import pgbench_db
-from .core.db import scrub
-from .core.installs import Install
-from .core.servers import Server
-from .core.store import RunStore
-from .pgtools import pgbench
-from .pgtools.pgbench_output import PgbenchOutputError, parse_aggregate_log
+from ...core.db import scrub
+from ...core.installs import Install
+from ...core.servers import Server
+from ...core.store import RunStore
+from ...pgtools import pgbench
+from ...pgtools.pgbench_output import PgbenchOutputError, parse_aggregate_log
+from . import databases as pgbench_db
 
 # Scalar figures of parse_pgbench_output kept with each measurement (the lists stay in the raw output).
 PARSED_KEYS = (

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from .core import findings as fs
-from .core import verdicts as V
+from ...core import findings as fs
+from ...core import verdicts as V
 
 NO_CHANGE = 0.10  # "the curve no longer falls": read as no change within ±10 % over the series
 CLAIMS = {

@@ -107,7 +107,7 @@ def timeseries(ts: pl.DataFrame, experiment: str):
 def version_curve(curve: pl.DataFrame):
     """Our medians by major version relative to the oldest server (interval as whiskers) beside S3's readings
     for 7.3 … 9.1 (relative to 7.3; text labels where the study gives no figure), on one version axis."""
-    from . import pgbench_reference as ref
+    from . import reference as ref
 
     rows = []
     for (what, scale), g in curve.drop_nulls(["median", "major"]).group_by("what", "scale", maintain_order=True):

@@ -19,10 +19,10 @@ import json
 
 import polars as pl
 
-from . import pgbench_paired
-from .core import derived, outcomes, stats
-from .core.store import RunStore
-from .pgtools.pgbench_output import parse_aggregate_log
+from ...core import derived, outcomes, stats
+from ...core.store import RunStore
+from ...pgtools.pgbench_output import parse_aggregate_log
+from . import paired_tables as pgbench_paired
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
 EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")

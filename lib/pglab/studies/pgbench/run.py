@@ -27,15 +27,15 @@ import os
 import random
 import time
 
-from . import pgbench_db
-from .core import outcomes, schedule
-from .core.db import scrub
-from .core.installs import Install, discover
-from .core.servers import Server, matches_version
-from .core.session import Session
-from .pgbench_bench import Bench, threads_for
-from .pgbench_tables import FACTS
-from .pgtools import environment, pgbench
+from ...core import outcomes, schedule
+from ...core.db import scrub
+from ...core.installs import Install, discover
+from ...core.servers import Server, matches_version
+from ...core.session import Session
+from ...pgtools import environment, pgbench
+from . import databases as pgbench_db
+from .derive import FACTS
+from .measure import Bench, threads_for
 
 EXP_INIT = "pgbench_init"
 EXP_SELECT = "pgbench_select_only"
@@ -345,7 +345,7 @@ class Stage:
         return min(kit, key=lambda s: (s.install.major, int(s.install.minor) if s.install.minor.isdigit() else 0)).name
 
     def tables(self, write: bool = True) -> dict:
-        from . import pgbench_tables
+        from . import derive as pgbench_tables
 
         return pgbench_tables.build(self.store, self.session.profile, self.baseline(), write=write)
 
