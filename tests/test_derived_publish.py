@@ -71,7 +71,7 @@ def test_a_publish_killed_between_its_renames_is_recovered(tmp_path):
 
 def test_the_environment_points_reads_and_writes_at_the_working_copy(tmp_path):
     code = (
-        "import polars as pl; from pglab import derived, paths; "
+        "import polars as pl; from pglab.core import derived, paths; "
         "derived.write_table(pl.DataFrame({'x': [1]}), 't', 'p'); print(paths.derived_dir())"
     )
     env = {"PGLAB_DERIVED_DIR": str(tmp_path / "work"), "PGLAB_DATA_DIR": str(tmp_path / "data"), "PATH": "/usr/bin"}

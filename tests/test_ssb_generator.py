@@ -367,7 +367,7 @@ def test_parallel_producer_stops_its_children_when_the_consumer_stops_early():
 def test_parallel_children_exit_when_their_consumer_is_killed():
     script = textwrap.dedent("""
         import time
-        from pglab import ssb
+        from pglab.datasets import ssb
         blocks = ssb.iter_copy_blocks_parallel("lineorder", 1, 1, workers=2, prefetch=1)
         print(*[child.pid for child, _ in blocks._children], flush=True)
         time.sleep(60)
