@@ -1,6 +1,6 @@
 """Star Schema Benchmark data: a deterministic, chunked generator, the table DDL and the 13 queries.
 
-    from pglab import ssb
+    from pglab.datasets import ssb
     for block in ssb.iter_copy_blocks("lineorder", sf=1, seed=1):   # COPY ... FROM STDIN text blocks
         ...
 
