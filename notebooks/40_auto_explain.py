@@ -100,7 +100,7 @@ t0 = time.monotonic()
 result = auto_explain_run.run_stage(s)
 # a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
 # every table from the raw store alone, as `python -m pglab derive` does (the skips are written below)
-tables = auto_explain_run.derive(s.store, s.params)
+tables = aer.derive(s.store, s.params)
 written = [name for name in tables if name != "auto_explain_skipped"]
 for name in written:
     derived.write_table(tables[name], name, s.profile)

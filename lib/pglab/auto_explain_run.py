@@ -19,11 +19,11 @@ import functools
 import json
 import os
 import time
-from dataclasses import dataclass
 
 import polars as pl
 
 from .auto_explain_logcheck import LogWatch
+from .auto_explain_results import StageResult
 from .auto_explain_setup import ServerState, plan_rows
 from .auto_explain_study import EXPERIMENT, AutoExplainParams
 from .core import derived, outcomes, raw_frames, schedule
@@ -33,17 +33,6 @@ from .pgtools import environment, pgbench
 
 PRELOAD, PLAIN = "auto_explain preloaded", "not preloaded"
 SCRIPT = "auto_explain.sql"
-
-
-@dataclass
-class StageResult:
-    runs: pl.DataFrame  # every run recorded in this run id (warm-ups flagged)
-    servers: pl.DataFrame  # per server: how auto_explain was loaded, restarts, log reachable, skipped
-    plans: pl.DataFrame  # per server × item: the plan, parallelism, rows processed, node calls
-    timer: pl.DataFrame  # per server: pg_test_timing's per_loop_ns and where it came from
-    log_problems: pl.DataFrame  # warnings and errors the server logged during the stage
-    wall_s: float
-    steps_run: int
 
 
 def group_of(state: ServerState, params: AutoExplainParams, condition: str) -> str:
@@ -213,22 +202,6 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
         wall_s=time.monotonic() - t0,
         steps_run=ran,
     )  # fmt: skip
-
-
-def derive(store, params) -> dict[str, pl.DataFrame]:
-    """Notebook 40's tables from the raw store alone: the skips, and when some server was measured every
-    table of `auto_explain_results.analyse` that has columns."""
-    from . import auto_explain_results
-
-    out = {"auto_explain_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
-    seen = {name: raw_frames.read(store, f"{EXPERIMENT}/{name}.json") for name in ("servers", "plans", "timer")}
-    if any(df is None for df in seen.values()) or seen["servers"].filter(pl.col("skipped").is_null()).is_empty():
-        return out
-    runs = store.records(EXPERIMENT)
-    cores = runs["cores"].drop_nulls().head(1).to_list() if "cores" in runs.columns else []  # the measuring machine's
-    result = StageResult(runs=runs, **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
-    tables = auto_explain_results.analyse(result, params.auto_explain, cores=int(cores[0]) if cores else None)
-    return out | {n: df for n, df in tables.items() if df.width}
 
 
 def _measure_with_client(step, states, watches, params, clients, store) -> dict:
