@@ -65,10 +65,10 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import auto_explain_charts as aec
-from pglab import auto_explain_results as aer
-from pglab import auto_explain_run
 from pglab.core import charts, derived, outcomes, session
+from pglab.studies.auto_explain import charts as aec
+from pglab.studies.auto_explain import derive as aer
+from pglab.studies.auto_explain import run as auto_explain_run
 
 charts.setup()
 s = session.begin(params_file, run_id, study="auto_explain")

@@ -6,10 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab import auto_explain_findings as af
-from pglab import auto_explain_results as aer
-from pglab.auto_explain_study import STUDY_LATENCY_MS, AutoExplainParams
 from pglab.core import verdicts as v
+from pglab.studies.auto_explain import derive as aer
+from pglab.studies.auto_explain import findings as af
+from pglab.studies.auto_explain.params import STUDY_LATENCY_MS, AutoExplainParams
 
 P = AutoExplainParams()
 BASE = {"limit": 0.04, "count": 4.0, "count_serial": 7.0}

@@ -14,11 +14,11 @@ import shutil
 import polars as pl
 import pytest
 
-from pglab import auto_explain_findings as af
-from pglab import auto_explain_report
-from pglab.auto_explain_study import AutoExplainParams
 from pglab.core import derived, stats
 from pglab.core import findings as fs
+from pglab.studies.auto_explain import findings as af
+from pglab.studies.auto_explain import report as auto_explain_report
+from pglab.studies.auto_explain.params import AutoExplainParams
 
 P = AutoExplainParams()  # params/default.yaml's (tests/test_auto_explain_study.py checks they are equal)
 SPECS = {s.key: s for s in af.specs(P)}

@@ -8,12 +8,13 @@ import uuid
 import pytest
 import yaml
 
-from pglab import auto_explain_results, params
-from pglab.auto_explain_run import PLAIN, PRELOAD, order_steps, run_stage
-from pglab.auto_explain_study import EXPERIMENT, AutoExplainParams
+from pglab import params
 from pglab.core import outcomes, schedule, session
 from pglab.core.cluster import Cluster
 from pglab.params import ParamsError
+from pglab.studies.auto_explain import derive as auto_explain_results
+from pglab.studies.auto_explain.params import EXPERIMENT, AutoExplainParams
+from pglab.studies.auto_explain.run import PLAIN, PRELOAD, order_steps, run_stage
 
 TINY_RUN = {"mode": "transactions", "transactions": {"limit": 60, "count": 3, "count_serial": 3},
             "repetitions": 2, "warmups": 0, "settle_s": 0}  # fmt: skip

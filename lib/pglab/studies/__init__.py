@@ -62,7 +62,7 @@ STUDIES: tuple[Study, ...] = (
     Study("auto_explain", "40_auto_explain", _names("auto_explain", "skipped", "latencies", "summary", "ratios",
                                                     "study", "log_checks", "log_summary", "plans", "timer",
                                                     "servers", "noise", "drift", "findings"),
-          "pglab.auto_explain_results:derive", "pglab.auto_explain_report"),
+          "pglab.studies.auto_explain.derive:derive", "pglab.studies.auto_explain.report"),
     Study("jit_operators", "50_jit_operators", _names("jit_operators", "skipped", "setup", "conditions", "settings",
                                                       "runs", "summary", "reduction", "results", "plans",
                                                       "jit_time", "paired", "overall", "noise", "drift",

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import auto_explain_findings
-from .auto_explain_study import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
-from .core import derived, outcomes, paired, raw_frames
-from .core.stats import ratio_with_interval
+from ...core import derived, outcomes, paired, raw_frames
+from ...core.stats import ratio_with_interval
+from . import findings as auto_explain_findings
+from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
 
 KEY = ["server", "condition", "item"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from .auto_explain_study import AutoExplainParams
-from .core.db import explain_json, scrub
-from .core.servers import DestructiveStepRefused, Server
+from ...core.db import explain_json, scrub
+from ...core.servers import DestructiveStepRefused, Server
+from .params import AutoExplainParams
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ class ServerState:
 
 def plan_rows(state: ServerState, item: str, plan_json: dict) -> dict:
     """The recorded plan of one item, summarised: shape, parallelism, rows processed, node calls."""
-    from .pgtools.explain import parse_plan
+    from ...pgtools.explain import parse_plan
 
     parsed = parse_plan(plan_json)
     n = parsed.nodes

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .auto_explain_study import STUDY_LATENCY_MS, AutoExplainParams
-from .core import noise, paired
-from .core import verdicts as v
+from ...core import noise, paired
+from ...core import verdicts as v
+from .params import STUDY_LATENCY_MS, AutoExplainParams
 
 STUDY = "S2"
 APPROX = 0.05  # the study's "≈ 30 %" read as its ratio ± 5 %
@@ -197,6 +197,6 @@ def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p:
                 ev = evidence(m, server, s, flags)
                 verdict = v.verdict(s.claim, ev, floor_of(noise_df, server, items))
             rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
-    from .core.findings import table
+    from ...core.findings import table
 
     return table(rows)

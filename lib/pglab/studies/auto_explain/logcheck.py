@@ -16,9 +16,9 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from .auto_explain_setup import ServerState
-from .auto_explain_study import Condition, LogCheckParams
-from .pgtools.serverlog import LogCursor, LogEntry, LogTimeout, detect_format
+from ...pgtools.serverlog import LogCursor, LogEntry, LogTimeout, detect_format
+from .params import Condition, LogCheckParams
+from .prepare import ServerState
 
 PROBLEMS = ("WARNING", "ERROR", "FATAL", "PANIC")
 NOT_AVAILABLE = "not available"

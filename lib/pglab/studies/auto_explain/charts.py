@@ -7,7 +7,7 @@ import json
 import altair as alt
 import polars as pl
 
-from .auto_explain_study import AutoExplainParams
+from .params import AutoExplainParams
 
 
 def conditions_table(params: AutoExplainParams) -> pl.DataFrame:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import polars as pl
 
-from . import auto_explain_charts
-from .core import derived
-from .core import findings as fs
+from ...core import derived
+from ...core import findings as fs
+from . import charts as auto_explain_charts
 
 TITLE = "S2 · auto_explain overhead with pgbench"
 TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",

@@ -22,14 +22,14 @@ import time
 
 import polars as pl
 
-from .auto_explain_logcheck import LogWatch
-from .auto_explain_results import StageResult
-from .auto_explain_setup import ServerState, plan_rows
-from .auto_explain_study import EXPERIMENT, AutoExplainParams
-from .core import derived, outcomes, raw_frames, schedule
-from .core.installs import Install, discover
-from .core.session import Session
-from .pgtools import environment, pgbench
+from ...core import derived, outcomes, raw_frames, schedule
+from ...core.installs import Install, discover
+from ...core.session import Session
+from ...pgtools import environment, pgbench
+from .derive import StageResult
+from .logcheck import LogWatch
+from .params import EXPERIMENT, AutoExplainParams
+from .prepare import ServerState, plan_rows
 
 PRELOAD, PLAIN = "auto_explain preloaded", "not preloaded"
 SCRIPT = "auto_explain.sql"

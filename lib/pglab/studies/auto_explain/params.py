@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .core.paramtypes import Settings, SettingValue, Strict
+from ...core.paramtypes import Settings, SettingValue, Strict
 
 EXPERIMENT = "auto_explain"
 NAME = r"^[A-Za-z0-9_]+$"
