@@ -63,11 +63,11 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import jit_operators_charts as jc
-from pglab import jit_operators_report as jr
-from pglab import jit_operators_results as jres
-from pglab import jit_operators_run as jrun
 from pglab.core import charts, derived, findings, outcomes, session
+from pglab.studies.jit_operators import charts as jc
+from pglab.studies.jit_operators import derive as jres
+from pglab.studies.jit_operators import report as jr
+from pglab.studies.jit_operators import run as jrun
 
 charts.setup()
 s = session.begin(params_file, run_id, study="jit_operators")

@@ -12,14 +12,14 @@ import pytest
 import yaml
 from psycopg import sql
 
-from pglab import jit_operators_report as report
 from pglab import params
 from pglab.core import derived, findings, session, stats
-from pglab.jit_operators_results import RUNS_SCHEMA, summary, timed_long, write
-from pglab.jit_operators_results import tables as stage_tables
-from pglab.jit_operators_run import measure_statement, run_stage
-from pglab.jit_operators_study import OPERATORS, STUDY_REDUCTION_PCT
 from pglab.params import ParamsError
+from pglab.studies.jit_operators import report as report
+from pglab.studies.jit_operators.derive import RUNS_SCHEMA, summary, timed_long, write
+from pglab.studies.jit_operators.derive import tables as stage_tables
+from pglab.studies.jit_operators.params import OPERATORS, STUDY_REDUCTION_PCT
+from pglab.studies.jit_operators.run import measure_statement, run_stage
 
 ROWS = 20000
 REPS = 2
@@ -347,8 +347,8 @@ def _synthetic_runs(on_factor: float, rounds: int = 12, jitter: float = 0.02) ->
     ],
 )  # fmt: skip
 def test_paired_verdicts_on_synthetic_rounds(factor, verdict, says):
-    from pglab import jit_operators_verdicts as jv
-    from pglab.jit_operators_study import JitOperatorsParams
+    from pglab.studies.jit_operators import verdicts as jv
+    from pglab.studies.jit_operators.params import JitOperatorsParams
 
     p = JitOperatorsParams()
     t = jv.tables(_synthetic_runs(factor), p)

@@ -67,7 +67,7 @@ STUDIES: tuple[Study, ...] = (
                                                       "runs", "summary", "reduction", "results", "plans",
                                                       "jit_time", "paired", "overall", "noise", "drift",
                                                       "findings"),
-          "pglab.jit_operators_results:derive", "pglab.jit_operators_report"),
+          "pglab.studies.jit_operators.derive:derive", "pglab.studies.jit_operators.report"),
     Study("parallel_index", "60_parallel_index", _names("parallel_index", "skipped", "builds", "summary", "speedup",
                                                         "suite_speedup", "paired", "paired_suite", "size_paired",
                                                         "noise", "drift", "setup"),

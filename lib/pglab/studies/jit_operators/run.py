@@ -20,13 +20,13 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from .core import outcomes
-from .core.db import explain_json, timed_statement
-from .core.schedule import plan, run_steps
-from .core.servers import DestructiveStepRefused, Server
-from .core.session import Session
-from .core.store import RunStore
-from .jit_operators_study import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
+from ...core import outcomes
+from ...core.db import explain_json, timed_statement
+from ...core.schedule import plan, run_steps
+from ...core.servers import DestructiveStepRefused, Server
+from ...core.session import Session
+from ...core.store import RunStore
+from .params import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 
 SETUP_SCHEMA = {
     "server": pl.String, "version_string": pl.String, "version_num": pl.Int64, "install_jit": pl.Boolean,

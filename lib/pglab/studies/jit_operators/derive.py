@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import jit_operators_verdicts as jv
-from .core import derived, outcomes, stats
-from .core.store import RunStore
-from .jit_operators_run import SETUP_SCHEMA, load_plan, load_settings, runnable
-from .jit_operators_study import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsParams, label
-from .pgtools.explain import ExplainParseError, parse_plan
+from ...core import derived, outcomes, stats
+from ...core.store import RunStore
+from ...pgtools.explain import ExplainParseError, parse_plan
+from . import verdicts as jv
+from .params import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsParams, label
+from .run import SETUP_SCHEMA, load_plan, load_settings, runnable
 
 RUNS_SCHEMA = {
     "server": pl.String, "condition": pl.String, "operator": pl.String, "repetition": pl.Int64,
@@ -235,7 +235,7 @@ def setup_table(store: RunStore) -> pl.DataFrame | None:
 def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     """Notebook 50's tables from the raw store alone: the skips, and when some server could run the stage
     every table of `tables` and the findings (from the tables as written: `derived.as_written`)."""
-    from . import jit_operators_report as jr
+    from . import report as jr
 
     p = params.jit_operators
     out = {"jit_operators_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}

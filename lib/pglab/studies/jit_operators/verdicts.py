@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .core import findings as fnd
-from .core import noise, paired
-from .core import verdicts as vd
-from .jit_operators_study import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
+from ...core import findings as fnd
+from ...core import noise, paired
+from ...core import verdicts as vd
+from .params import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
 
 STUDY = "S4"
 METRIC_COLUMNS = {"wall": "ms", "cpu": "cpu_ms"}

@@ -15,12 +15,12 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import jit_operators_verdicts as jv
-from .core import findings as fnd
-from .core import stats
-from .core.derived import profile_dir, read_table
-from .jit_operators_charts import jit_time_chart, reduction_chart, times_chart
-from .jit_operators_study import GENERATOR, OPERATORS, QUALIFIED, STUDY_REDUCTION_PCT, STUDY_SUMMARY, label
+from ...core import findings as fnd
+from ...core import stats
+from ...core.derived import profile_dir, read_table
+from . import verdicts as jv
+from .charts import jit_time_chart, reduction_chart, times_chart
+from .params import GENERATOR, OPERATORS, QUALIFIED, STUDY_REDUCTION_PCT, STUDY_SUMMARY, label
 
 TITLE = "S4 · JIT per operator"
 TABLES = (

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .core.paramtypes import SettingValue, Strict, setting_name_problem
+from ...core.paramtypes import SettingValue, Strict, setting_name_problem
 
 EXPERIMENT = "jit_operators"
 SCHEMA = "public"
