@@ -47,14 +47,14 @@ seed = None
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import parallel_index_charts as pic
-from pglab import parallel_index_report as report
-from pglab import parallel_index_results as pires
-from pglab import parallel_index_run as pirun
 from pglab.core import charts, derived, outcomes, session
 from pglab.datasets.ssb import stage as ssb_stage
-from pglab.parallel_index_build import create_sql
-from pglab.parallel_index_study import with_overrides
+from pglab.studies.parallel_index import charts as pic
+from pglab.studies.parallel_index import derive as pires
+from pglab.studies.parallel_index import report as report
+from pglab.studies.parallel_index import run as pirun
+from pglab.studies.parallel_index.build import create_sql
+from pglab.studies.parallel_index.params import with_overrides
 
 charts.setup()
 s = session.begin(params_file, run_id, study="parallel_index")

@@ -10,17 +10,17 @@ import pytest
 from conftest import ssb_servers
 from pydantic import ValidationError
 
-from pglab import parallel_index_report as report
-from pglab import parallel_index_results as pires
-from pglab import parallel_index_run as pirun
 from pglab import params
 from pglab.core import findings as fnd
 from pglab.core.servers import DestructiveStepRefused, Server
 from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name
-from pglab.parallel_index_build import INDEX, build
-from pglab.parallel_index_study import ParallelIndexParams, build_memory, with_overrides
 from pglab.params import ExternalServer, ParamsError
+from pglab.studies.parallel_index import derive as pires
+from pglab.studies.parallel_index import report as report
+from pglab.studies.parallel_index import run as pirun
+from pglab.studies.parallel_index.build import INDEX, build
+from pglab.studies.parallel_index.params import ParallelIndexParams, build_memory, with_overrides
 from pglab.studies.ssb.params import SsbParams
 
 SSB = SsbParams(sf=0.05, seed=7, prewarm=False)
@@ -131,7 +131,7 @@ def test_cleanup_spares_servers_it_may_not_touch_and_keeps_the_original_error(se
         # in the order listed (no shuffle): ext's build is refused first; the cleanup leaves ext alone, cannot
         # reach gone, logs that, and the refusal is what comes out
         p = ParallelIndexParams(column_counts=[1], worker_counts=[0], repetitions=1, warmups=0, shuffle_seed=None)
-        with caplog.at_level(logging.WARNING, logger="pglab.parallel_index_run"):
+        with caplog.at_level(logging.WARNING, logger="pglab.studies.parallel_index.run"):
             with pytest.raises(DestructiveStepRefused, match="ext: refusing"):
                 pirun.run([ext, gone], SSB, p, RunStore("pidx-cleanup", root=tmp_path))
         assert len(_indexes(srv)) == 1, "the cleanup dropped an index through a server it may not touch"
@@ -230,7 +230,7 @@ def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) ->
     ],
 )  # fmt: skip
 def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size):
-    from pglab import parallel_index_verdicts as piv
+    from pglab.studies.parallel_index import verdicts as piv
 
     store = _synthetic_store(tmp_path, speedup, step)
     t = piv.tables(store)

@@ -71,7 +71,7 @@ STUDIES: tuple[Study, ...] = (
     Study("parallel_index", "60_parallel_index", _names("parallel_index", "skipped", "builds", "summary", "speedup",
                                                         "suite_speedup", "paired", "paired_suite", "size_paired",
                                                         "noise", "drift", "setup"),
-          "pglab.parallel_index_results:derive", "pglab.parallel_index_report"),
+          "pglab.studies.parallel_index.derive:derive", "pglab.studies.parallel_index.report"),
     Study("partitioning", "70_partitioning", _names("partitioning", "skipped", "setup", "partitions", "executions",
                                                     "summary", "speedup", "results", "plans", "gathers", "planner",
                                                     "paired", "noise", "drift"),

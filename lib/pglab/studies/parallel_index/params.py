@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .core.paramtypes import Strict
+from ...core.paramtypes import Strict
 
 EXPERIMENT = "parallel_index"
 STUDY = "S4"

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from .core import findings as fnd
-from .core import noise, paired
-from .core import verdicts as vd
-from .core.store import RunStore
-from .parallel_index_study import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
+from ...core import findings as fnd
+from ...core import noise, paired
+from ...core import verdicts as vd
+from ...core.store import RunStore
+from .params import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
 
 BASE = "workers=0"
 NEAR_MARGIN = 0.20  # "close to inversely proportional", read as within ±20 % of the ideal

@@ -25,13 +25,13 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import parallel_index_verdicts as piv
-from .core import findings as fnd
-from .core import stats
-from .core.derived import profile_dir, read_table
-from .parallel_index_charts import size_chart, speedup_chart, time_chart
-from .parallel_index_results import FASTER, SLOWER
-from .parallel_index_study import CLAIMS, STUDY, columns_label
+from ...core import findings as fnd
+from ...core import stats
+from ...core.derived import profile_dir, read_table
+from . import verdicts as piv
+from .charts import size_chart, speedup_chart, time_chart
+from .derive import FASTER, SLOWER
+from .params import CLAIMS, STUDY, columns_label
 
 TITLE = "S4 · Parallel B-tree index build (test C)"
 TABLES = ("parallel_index_setup", "parallel_index_builds", "parallel_index_summary", "parallel_index_speedup",

@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import polars as pl
 
-from .core import outcomes
-from .core.schedule import Step, plan, run_steps
-from .core.servers import Server
-from .core.store import RunStore
-from .datasets.ssb.load import database_name
-from .parallel_index_build import INDEX, TABLE, build, drop_index, session_settings
-from .parallel_index_study import AA_SUFFIX, EXPERIMENT, ParallelIndexParams, build_memory
-from .studies.ssb.params import SsbParams
+from ...core import outcomes
+from ...core.schedule import Step, plan, run_steps
+from ...core.servers import Server
+from ...core.store import RunStore
+from ...datasets.ssb.load import database_name
+from ..ssb.params import SsbParams
+from .build import INDEX, TABLE, build, drop_index, session_settings
+from .params import AA_SUFFIX, EXPERIMENT, ParallelIndexParams, build_memory
 
 log = logging.getLogger(__name__)
 # what is recorded as "in force" for every server (read in a build's own session, at the largest worker count)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import parallel_index_verdicts as piv
-from .core import outcomes, stats
-from .core.derived import write_table
-from .core.store import RunStore
-from .parallel_index_study import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
+from ...core import outcomes, stats
+from ...core.derived import write_table
+from ...core.store import RunStore
+from . import verdicts as piv
+from .params import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
 
 SETUP = f"{EXPERIMENT}/setup.json"  # parallel_index_run.setup: one row per server, columns in order
 
