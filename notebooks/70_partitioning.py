@@ -61,12 +61,12 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
-from pglab import partitioning_findings as pfind
-from pglab import partitioning_results as pres
-from pglab import partitioning_run
-from pglab import partitioning_verdicts as pverd
 from pglab.core import charts, derived, findings, outcomes, session
-from pglab.partitioning_report import cores, speedup_chart, time_chart
+from pglab.studies.partitioning import derive as pres
+from pglab.studies.partitioning import findings as pfind
+from pglab.studies.partitioning import run as partitioning_run
+from pglab.studies.partitioning import verdicts as pverd
+from pglab.studies.partitioning.report import cores, speedup_chart, time_chart
 
 charts.setup()
 pl.Config.set_tbl_cols(20)

@@ -13,20 +13,27 @@ import yaml
 from psycopg import sql
 
 from pglab import params
-from pglab import partitioning_findings as pfind
-from pglab import partitioning_plans as pplans
-from pglab import partitioning_report as report
-from pglab import partitioning_results as pres
 from pglab.core import derived, findings, session
 from pglab.core.osuser import server_user
 from pglab.core.servers import Server, select
 from pglab.core.store import RunStore
 from pglab.params import ExternalServer, ParamsError
-from pglab.partitioning_run import DataChanged, check_locations, check_same_data, plan_path, run_stage, store_setup
-from pglab.partitioning_setup import Prepared, TablespaceRefused, layout, prepare_all
-from pglab.partitioning_study import PartitioningParams
 from pglab.pgtools import environment
 from pglab.pgtools.explain import parse_plan
+from pglab.studies.partitioning import derive as pres
+from pglab.studies.partitioning import findings as pfind
+from pglab.studies.partitioning import plans as pplans
+from pglab.studies.partitioning import report as report
+from pglab.studies.partitioning.params import PartitioningParams
+from pglab.studies.partitioning.prepare import Prepared, TablespaceRefused, layout, prepare_all
+from pglab.studies.partitioning.run import (
+    DataChanged,
+    check_locations,
+    check_same_data,
+    plan_path,
+    run_stage,
+    store_setup,
+)
 
 ROWS = 300_000  # six partitions of ~4 MB: still planned in parallel, loaded in about a second
 PROFILE = "pytest-part"
@@ -326,7 +333,7 @@ def _synthetic_execs(parallel_factor: float, rounds: int = 12, jitter: float = 0
     ],
 )  # fmt: skip
 def test_cpu_speedup_paired_with_the_ceiling_flag(factor, cores, verdict, words):
-    from pglab import partitioning_verdicts as pv
+    from pglab.studies.partitioning import verdicts as pv
 
     t = pv.tables(_synthetic_execs(factor))
     nz = t["partitioning_noise"].row(0, named=True)

@@ -20,10 +20,10 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_va
 
 from .core import paths
 from .core.paramtypes import SAFE_NAME_RULE, SafeName, Settings, Strict, check_versions, is_safe_name, version_major
-from .partitioning_study import PartitioningParams
 from .studies.auto_explain.params import AutoExplainParams
 from .studies.jit_operators.params import JitOperatorsParams
 from .studies.parallel_index.params import ParallelIndexParams
+from .studies.partitioning.params import PartitioningParams
 from .studies.pgbench.params import PgbenchParams
 from .studies.ssb.params import SsbParams
 

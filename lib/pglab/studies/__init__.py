@@ -75,7 +75,7 @@ STUDIES: tuple[Study, ...] = (
     Study("partitioning", "70_partitioning", _names("partitioning", "skipped", "setup", "partitions", "executions",
                                                     "summary", "speedup", "results", "plans", "gathers", "planner",
                                                     "paired", "noise", "drift"),
-          "pglab.partitioning_results:derive", "pglab.partitioning_report"),
+          "pglab.studies.partitioning.derive:derive", "pglab.studies.partitioning.report"),
 )  # fmt: skip
 
 

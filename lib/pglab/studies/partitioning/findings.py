@@ -13,9 +13,9 @@ import math
 
 import polars as pl
 
-from .core import findings as fnd
-from .core import stats
-from .partitioning_study import (
+from ...core import findings as fnd
+from ...core import stats
+from .params import (
     STUDY_ALLOWED_WORKERS,
     STUDY_AVG_PARALLEL,
     STUDY_AVG_SERIAL,

@@ -18,13 +18,11 @@ import json
 
 import polars as pl
 
-from . import partitioning_verdicts as pv
-from .core import derived, outcomes, stats
-from .core.store import RunStore
-from .partitioning_plans import append_workers, check, study_pages
-from .partitioning_run import load_setup, plan_path
-from .partitioning_setup import Prepared
-from .partitioning_study import (
+from ...core import derived, outcomes, stats
+from ...core.store import RunStore
+from ...pgtools.explain import gather_workers, parse_plan
+from . import verdicts as pv
+from .params import (
     EXPERIMENT,
     STUDY_ALLOWED_WORKERS,
     STUDY_PARTITION_MB,
@@ -32,7 +30,9 @@ from .partitioning_study import (
     PartitioningParams,
     condition_workers,
 )
-from .pgtools.explain import gather_workers, parse_plan
+from .plans import append_workers, check, study_pages
+from .prepare import Prepared
+from .run import load_setup, plan_path
 
 EXEC_TYPES = {
     "server": pl.String, "condition": pl.String, "workers": pl.Int64, "repetition": pl.Int64,

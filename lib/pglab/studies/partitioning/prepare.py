@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from .core.servers import DestructiveStepRefused, Server
-from .partitioning_study import PartitioningParams
+from ...core.servers import DestructiveStepRefused, Server
+from .params import PartitioningParams
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import polars as pl
 
-from .pgtools.explain.model import GATHER_TYPES
+from ...pgtools.explain.model import GATHER_TYPES
 
 
 def _label(n: dict) -> str:

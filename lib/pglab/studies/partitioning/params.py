@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from .core.paramtypes import Settings, Strict
+from ...core.paramtypes import Settings, Strict
 
 EXPERIMENT = "partitioning"
 ITEM = "count_avg"

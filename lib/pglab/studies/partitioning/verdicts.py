@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import partitioning_findings as pf
-from .core import findings as fnd
-from .core import noise, paired
-from .core import verdicts as vd
-from .partitioning_study import STUDY_SPEEDUP, condition_workers
+from ...core import findings as fnd
+from ...core import noise, paired
+from ...core import verdicts as vd
+from . import findings as pf
+from .params import STUDY_SPEEDUP, condition_workers
 
 STUDY = "S5"
 BASELINE = "serial"

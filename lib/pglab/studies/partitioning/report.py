@@ -9,10 +9,10 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import partitioning_findings as pf
-from . import partitioning_verdicts as pv
-from .core import derived
-from .partitioning_study import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
+from ...core import derived
+from . import findings as pf
+from . import verdicts as pv
+from .params import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
 
 TITLE = "S5 · Hash partitioning and Parallel Append"
 TABLES = (
