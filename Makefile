@@ -57,7 +57,7 @@ archive: $(STAMP) ## RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id
 	$(BIN)/python -m pglab derive --archive "$(RUN_ID)" $(if $(FORCE),--force)
 
 compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
-	$(BIN)/python -m pglab.compare --a "$(A)" --b "$(B)"
+	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)"
 
 lint: $(STAMP) ## ruff on the library, tests, tools and notebook sources; every notebook in step with its .py
 	$(BIN)/ruff check lib tests tools notebooks/*.py
@@ -90,7 +90,7 @@ bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 
 	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17
 
 stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h)
-	$(BIN)/python -m pglab.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST))
+	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST))
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)

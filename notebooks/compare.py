@@ -33,9 +33,9 @@ a = "default"  # profile, run id or folder (relative to the project root)
 b = "default"
 
 # %%
-from pglab import compare
 from pglab.core import charts
 from pglab.core.charts import table
+from pglab.report import compare
 
 charts.setup()
 A, B = compare.resolve(a), compare.resolve(b)

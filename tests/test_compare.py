@@ -4,9 +4,9 @@ each kind (a median 20 % higher, a verdict, a plan fingerprint, a setting) and n
 import polars as pl
 import pytest
 
-from pglab import compare
 from pglab.core import derived
-from pglab.report_html import external_references
+from pglab.report import compare
+from pglab.report.html_export import external_references
 
 SERVERS, QUERIES = ("pg15", "pg18"), ("q1.1", "q4.3")
 

@@ -35,7 +35,7 @@ def test_every_study_has_a_citation():
 
 
 def test_report_sections_cite_known_studies():
-    from pglab import report_sections
+    from pglab.report import sections as report_sections
 
     assert set(report_sections.STUDIES) == set(STUDIES)
     for name in report_sections.SECTIONS:

@@ -61,7 +61,7 @@ def _outputs(nb_path):
 def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
     """After the quick pass: the report notebook re-rendered alone (no server, no new run) gives the same
     outputs byte for byte, and its HTML opens without the network."""
-    from pglab.report_html import external_references
+    from pglab.report.html_export import external_references
 
     first = OUT / "report" / "99_report.ipynb"
     if not first.exists():
@@ -94,7 +94,7 @@ def _findings(rows):
 
 
 def test_summary_one_row_per_claim_with_numbers_and_strip():
-    from pglab import report_summary as rs
+    from pglab.report import summary as rs
 
     f = _findings([
         {"study": "S1", "finding": "a", "server": "pg15", "verdict": "supported", "study_value": 0.5,
@@ -117,7 +117,7 @@ def test_summary_one_row_per_claim_with_numbers_and_strip():
 
 
 def test_summary_counts_the_old_word_apart_and_says_so():
-    from pglab import report_summary as rs
+    from pglab.report import summary as rs
 
     f = _findings([
         {"study": "S1", "finding": "a", "server": "pg15", "verdict": "not supported"},
@@ -130,7 +130,7 @@ def test_summary_counts_the_old_word_apart_and_says_so():
 
 
 def test_evidence_folds_one_details_per_claim_and_escapes():
-    from pglab import report_evidence as ev
+    from pglab.report import evidence as ev
 
     f = _findings([{"study": "S5", "finding": "x", "server": "pg18", "verdict": "supported",
                     "claim": "a <b>bold</b> claim"}])  # fmt: skip
@@ -143,8 +143,8 @@ def test_evidence_folds_one_details_per_claim_and_escapes():
 def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
     import json
 
-    from pglab import report_appendix
     from pglab.core import derived
+    from pglab.report import appendix as report_appendix
 
     derived.write_table(pl.DataFrame({"key": ["pglab_revision"], "value": ["abc123def4567890+dirty"]}),
                         "environment_machine", "p", root=tmp_path)  # fmt: skip
@@ -159,8 +159,8 @@ def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
 
 
 def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
-    from pglab import report_sections
     from pglab.core import derived
+    from pglab.report import sections as report_sections
 
     assert report_sections.skipped_markdown("pgbench_report", "p", tmp_path) is None
     skips = pl.DataFrame({"server": ["lab"], "experiment": ["pgbench_init"],

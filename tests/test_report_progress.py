@@ -8,7 +8,7 @@ import textwrap
 
 from pglab import params
 from pglab.core import paths
-from pglab.report_progress import RunProgress, estimate_s
+from pglab.report.progress import RunProgress, estimate_s
 
 
 def test_a_bar_run_by_make_report_writes_its_latest_line_to_the_driver_file(tmp_path):
@@ -53,7 +53,7 @@ def test_report_kernels_run_without_the_tcp_warning(tmp_path):
     nbformat.write(nb, tmp_path / "in.ipynb")
     code = textwrap.dedent(f"""
         import io, papermill
-        from pglab.report_progress import RunProgress
+        from pglab.report.progress import RunProgress
         with RunProgress(["in"], {{"in": 1.0}}, out=io.StringIO()) as p:
             papermill.execute_notebook({str(tmp_path / "in.ipynb")!r}, {str(tmp_path / "out.ipynb")!r},
                                        kernel_name="pglab", progress_bar=False,

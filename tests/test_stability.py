@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pglab import stability
+from pglab.report import stability
 
 
 def findings(verdicts: dict[tuple[str, str, str], str]) -> pl.DataFrame:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .core import derived
+from ..core import derived
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`make compare A=… B=…`: two derived datasets side by side (two machines, settings or versions).
 
-    python -m pglab.compare --a default --b quick [--out build/compare/default-vs-quick]
+    python -m pglab.report.compare --a default --b quick [--out build/compare/default-vs-quick]
 
 A and B are each a profile, a run id or a folder of derived tables (compare_sources). Every function here
 returns a tidy polars table; notebooks/compare.ipynb only calls them and shows the result.
@@ -25,7 +25,7 @@ import altair as alt
 import polars as pl
 
 from .compare_sources import CompareError, Dataset, available, check_comparable, measure_keys, resolve, study_of
-from .core import paths
+from ..core import paths
 
 __all__ = ["CompareError", "Dataset", "available", "check_comparable", "resolve"]
 NOTEBOOK = "compare.ipynb"
@@ -251,7 +251,7 @@ def _for_notebook(ds: Dataset) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.compare", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.report.compare", description=__doc__.splitlines()[0])
     ap.add_argument("--a", required=True, help="profile, run id or folder of derived tables")
     ap.add_argument("--b", required=True, help="profile, run id or folder of derived tables")
     ap.add_argument("--out", default=None, help="default: build/compare/<A>-vs-<B>/")
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import papermill  # only once the two sides are good: a refusal need not wait for it
 
-    from .report_html import write_html
+    from .html_export import write_html
 
     out = paths.resolve(args.out) if args.out else out_dir(a, b)
     out.mkdir(parents=True, exist_ok=True)

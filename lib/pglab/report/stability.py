@@ -1,7 +1,7 @@
 """`make stability PARAMS=...`: run a profile twice on this machine and compare the verdicts (a benchmark of
 the method, not a test: the default profile takes about an hour, params/quick.yaml a few minutes).
 
-    python -m pglab.stability --params params/quick.yaml [--out build/stability] [--compare-only]
+    python -m pglab.report.stability --params params/quick.yaml [--out build/stability] [--compare-only]
 
 Each run is a fresh `python -m pglab.report` with its own data and state folders (`<out>/a/data`, `<out>/b/data`),
 so nothing is resumed or shared; `--first DIR` takes an existing run's data folder (e.g. the `make report` run
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .core import paths
+from ..core import paths
 
 KEYS = ("study", "finding", "server")
 MISSING = "(missing)"
@@ -53,7 +53,7 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     """As `compare_findings`, one verdict per claim (study, finding) over its servers (`verdicts.claim_verdicts`:
     the servers' common verdict, else undetermined); the flips' server column reads "all"."""
-    from .core.verdicts import claim_verdicts
+    from ..core.verdicts import claim_verdicts
 
     def per_claim(df: pl.DataFrame) -> pl.DataFrame:
         return claim_verdicts(df.select(*KEYS, "verdict")).with_columns(server=pl.lit("all"))
@@ -88,7 +88,7 @@ def findings_csvs(folder: Path) -> pl.DataFrame:
 
 def report_findings(data_dir: Path, profile: str) -> pl.DataFrame:
     """The report's findings of every study section, read from `<data_dir>/derived/<profile>/`."""
-    from .report_sections import all_findings
+    from .sections import all_findings
 
     return all_findings(profile, data_dir / "derived")
 
@@ -116,7 +116,7 @@ def run_profile(params: str, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.stability", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.report.stability", description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params/default.yaml")
     ap.add_argument("--out", default="build/stability")
     ap.add_argument("--compare-only", action="store_true", help="compare the two runs already in --out")
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the report's findings of every study (default) or the stored *_findings.csv only",
     )
     args = ap.parse_args(argv)
-    from . import params as params_mod
+    from .. import params as params_mod
 
     try:
         profile = params_mod.load(args.params).profile

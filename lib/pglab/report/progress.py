@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 from jupyter_client.manager import KernelManager
 from traitlets import default
 
-from .core.progress import PROGRESS_ENV
+from ..core.progress import PROGRESS_ENV
 
 if TYPE_CHECKING:
-    from .params import Params
+    from ..params import Params
 
 # Seconds each notebook took in the reference run of params/default.yaml on 2 cores with two servers.
 REFERENCE_S = {"00": 11, "10": 19, "20": 490, "30": 511, "40": 273, "50": 87, "60": 207, "70": 45, "99": 10}

@@ -7,7 +7,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from .core import derived
+from ..core import derived
 
 MACHINE_KEYS = ("cpu_model", "cpu_cores", "memory_gib", "os", "kernel", "clocksource", "cpu_governor", "python",
                 "pglab_revision")  # fmt: skip

@@ -11,9 +11,10 @@ from types import ModuleType
 
 import polars as pl
 
-from . import report_evidence, report_setups, studies
-from .core import derived
-from .core import findings as fnd
+from . import evidence as report_evidence, setups as report_setups
+from .. import studies
+from ..core import derived
+from ..core import findings as fnd
 
 SECTIONS = (
     "ssb_report",  # S1 (and S4's SSB tests)

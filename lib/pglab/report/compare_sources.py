@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from . import report_sections
-from .core import derived, paths
+from . import sections as report_sections
+from ..core import derived, paths
 
 ENVIRONMENT = "environment"
 # the study a table belongs to is its name's prefix: the report sections' names, longest first
@@ -30,7 +30,7 @@ UNIT_COLUMNS = ("unit", "metric")
 
 
 class CompareError(Exception):
-    """A refusal: the message says why, naming both sides (`python -m pglab.compare` exits with 2)."""
+    """A refusal: the message says why, naming both sides (`python -m pglab.report.compare` exits with 2)."""
 
 
 def study_of(table: str) -> str:

@@ -13,10 +13,10 @@ from html import escape
 
 import polars as pl
 
-from .core import charts
-from .core import findings as fnd
-from .core import verdicts as v
-from .core.stats import ratio_with_interval
+from ..core import charts
+from ..core import findings as fnd
+from ..core import verdicts as v
+from ..core.stats import ratio_with_interval
 
 OLD = fnd.NOT_SUPPORTED
 OLD_WORD_NOTE = (

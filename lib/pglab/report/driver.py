@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import params as params_mod
-from .core import derived, paths
-from .core.paramtypes import SAFE_NAME_RULE, is_safe_name
-from .core.store import begin_run, finish_run
+from .. import params as params_mod
+from ..core import derived, paths
+from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
+from ..core.store import begin_run, finish_run
 
 KERNEL = "pglab"
 REPORT_NOTEBOOK = "99_report.ipynb"
@@ -65,7 +65,7 @@ def default_out(profile: str) -> Path:
 def _server_count(p) -> int:
     if isinstance(p.servers.use, list):
         return len(p.servers.use)
-    from .core.installs import discover
+    from ..core.installs import discover
 
     return len(discover()) + len(p.servers.versions) + len(p.servers.external)
 
@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import papermill
 
-    from .report_html import write_html  # imports nbconvert, nbformat: only once params are good
-    from .report_progress import RunProgress, estimate_s
+    from .html_export import write_html  # imports nbconvert, nbformat: only once params are good
+    from .progress import RunProgress, estimate_s
 
     out = paths.resolve(args.out) if args.out else default_out(p.profile)
     out.mkdir(parents=True, exist_ok=True)
