@@ -19,7 +19,8 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab import derive_run, studies
+from pglab import derive as derive_run
+from pglab import studies
 from pglab.core import derived, raw_archive, raw_frames
 from pglab.core.servers import NO_SERVERS_ENV, Server, ServersForbidden
 

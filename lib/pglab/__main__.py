@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {"derive": "pglab.derive_run"}
+COMMANDS = {"derive": "pglab.derive"}
 
 
 def main(argv: list[str] | None = None) -> int:
