@@ -26,12 +26,13 @@ params_file = "params/default.yaml"  # relative to the project root
 run_id = None
 
 # %%
+from pglab import params
 from pglab.core import charts, derived, session
 from pglab.core.installs import discover
 from pglab.pgtools import environment
 
 charts.setup()
-s = session.begin(params_file, run_id)
+s = session.begin(params.load(params_file), run_id)
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
 
 # %% [markdown]

@@ -33,13 +33,14 @@ query_set = None   # pg_ssb_run | ssb_paper
 prewarm = None
 
 # %%
+from pglab import params
 from pglab.core import charts, derived, outcomes, session
 from pglab.datasets.ssb import selectivity as ssb_selectivity
 from pglab.datasets.ssb import stage as ssb_stage
 from pglab.studies.ssb import derive as ssb_derive
 
 charts.setup()
-s = session.begin(params_file, run_id, study="ssb")
+s = session.begin(params.load(params_file), run_id, study="ssb")
 p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, prewarm=prewarm)
 targets = ssb_stage.servers(s, servers)
 print(f"run {s.run_id}: SSB SF {p.sf:g}, seed {p.seed}, query set {p.query_set}, on {[t.name for t in targets]}")

@@ -44,6 +44,7 @@ import os
 
 import polars as pl
 
+from pglab import params
 from pglab.core import charts, derived, outcomes, session
 from pglab.datasets.ssb import stage as ssb_stage
 from pglab.studies.ssb import charts as ssb_charts
@@ -53,7 +54,7 @@ from pglab.studies.ssb import reference as ref
 from pglab.studies.ssb import study_plans
 
 charts.setup()
-s = session.begin(params_file, run_id, study="ssb")
+s = session.begin(params.load(params_file), run_id, study="ssb")
 p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, modes=modes, repetitions=repetitions,
                          workers=workers, worker_sweep=worker_sweep)
 targets = ssb_stage.servers(s, servers)

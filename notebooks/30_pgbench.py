@@ -46,6 +46,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
+from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.pgbench import charts as pgbench_charts
 from pglab.studies.pgbench import derive as pgbench_tables
@@ -55,7 +56,7 @@ from pglab.studies.pgbench.run import EXPERIMENT_NAMES, Stage
 if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
     raise ValueError(f"only: expected names among {sorted(EXPERIMENT_NAMES)}; got {only!r}")
 charts.setup()
-s = session.begin(params_file, run_id, study="pgbench")
+s = session.begin(params.load(params_file), run_id, study="pgbench")
 st = Stage(s)
 st.skipped()
 outcomes.report_skipped(s.store, list(EXPERIMENT_NAMES.values()), "pgbench_skipped", s.profile)

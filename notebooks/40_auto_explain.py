@@ -65,13 +65,14 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
+from pglab import params
 from pglab.core import charts, derived, outcomes, session
 from pglab.studies.auto_explain import charts as aec
 from pglab.studies.auto_explain import derive as aer
 from pglab.studies.auto_explain import run as auto_explain_run
 
 charts.setup()
-s = session.begin(params_file, run_id, study="auto_explain")
+s = session.begin(params.load(params_file), run_id, study="auto_explain")
 cfg = s.params.auto_explain
 r = cfg.run
 length = f"-T {r.duration_s}" if r.mode == "time" else "-t " + ", ".join(f"{k} {v}" for k, v in r.transactions.items())

@@ -63,6 +63,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
+from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.jit_operators import charts as jc
 from pglab.studies.jit_operators import derive as jres
@@ -70,7 +71,7 @@ from pglab.studies.jit_operators import report as jr
 from pglab.studies.jit_operators import run as jrun
 
 charts.setup()
-s = session.begin(params_file, run_id, study="jit_operators")
+s = session.begin(params.load(params_file), run_id, study="jit_operators")
 p = s.params.jit_operators
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
 print(f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} repetitions after "

@@ -47,6 +47,7 @@ seed = None
 import polars as pl
 from IPython.display import Markdown, display
 
+from pglab import params
 from pglab.core import charts, derived, outcomes, session
 from pglab.datasets.ssb import stage as ssb_stage
 from pglab.studies.parallel_index import charts as pic
@@ -57,7 +58,7 @@ from pglab.studies.parallel_index.build import create_sql
 from pglab.studies.parallel_index.params import with_overrides
 
 charts.setup()
-s = session.begin(params_file, run_id, study="parallel_index")
+s = session.begin(params.load(params_file), run_id, study="parallel_index")
 p = ssb_stage.ssb_params(s, sf=sf, seed=seed)
 pi = with_overrides(s.params.parallel_index, max_workers=max_workers, repetitions=repetitions)
 targets = ssb_stage.servers(s, servers)

@@ -61,6 +61,7 @@ import time
 import polars as pl
 from IPython.display import Markdown, display
 
+from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.partitioning import derive as pres
 from pglab.studies.partitioning import findings as pfind
@@ -70,7 +71,7 @@ from pglab.studies.partitioning.report import cores, speedup_chart, time_chart
 
 charts.setup()
 pl.Config.set_tbl_cols(20)
-s = session.begin(params_file, run_id, study="partitioning")
+s = session.begin(params.load(params_file), run_id, study="partitioning")
 cfg = s.params.partitioning
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
 print(f"t: {cfg.rows:,} rows in {cfg.partitions} hash partitions, setseed({cfg.seed}); workers 0 … {cfg.max_workers}; "

@@ -38,7 +38,7 @@ def stage(tmp_path_factory):
     }  # fmt: skip
     f = _params_file(tmp_path_factory.mktemp("ae"), "pytest-ae", {"rows": 20000, "conditions": conditions,
                                                                   "run": TINY_RUN})  # fmt: skip
-    s = session.begin(str(f), run_id=f"pytest-ae-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
+    s = session.begin(params.load(str(f)), run_id=f"pytest-ae-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
     s.start()
     try:
         result = run_stage(s)
@@ -142,7 +142,7 @@ def test_session_preload_and_external_servers(tmp_path, embedded):
         servers = {"use": [embedded.name, "lab", "labw"],
                    "external": [{"name": "lab", "dsn": dsn}, {"name": "labw", "dsn": dsn, "allow_destructive": True}]}
         f = _params_file(tmp_path, "pytest-ae-session", section, servers=servers)
-        s = session.begin(str(f), run_id=f"pytest-ae-session-{uuid.uuid4().hex[:8]}")
+        s = session.begin(params.load(str(f)), run_id=f"pytest-ae-session-{uuid.uuid4().hex[:8]}")
         s.start()
         try:
             result = run_stage(s)

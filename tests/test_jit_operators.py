@@ -38,7 +38,8 @@ def stage(tmp_path_factory, installs):
         pytest.skip("no install with llvmjit on this machine")
     d = tmp_path_factory.mktemp("jit")
     f = _params_file(d, {"rows": ROWS, "repetitions": REPS, "warmups": 1})
-    s = session.begin(str(f), run_id=f"pytest-jit-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
+    # fresh: never resume an old run
+    s = session.begin(params.load(str(f)), run_id=f"pytest-jit-{uuid.uuid4().hex[:8]}")
     s.start()
     try:
         p = s.params.jit_operators

@@ -82,7 +82,8 @@ def stage(tmp_path_factory):
                             "tablespaces": {"enabled": True}}}  # fmt: skip
     f = tmp / "part.yaml"
     f.write_text(yaml.safe_dump(doc, sort_keys=False))
-    s = session.begin(str(f), run_id=f"pytest-part-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
+    # fresh: never resume an old run
+    s = session.begin(params.load(str(f)), run_id=f"pytest-part-{uuid.uuid4().hex[:8]}")
     s.start()
     root = tmp / "derived"
     try:

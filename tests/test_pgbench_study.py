@@ -32,7 +32,7 @@ def tiny(tmp_path_factory):
     f = tmp_path_factory.mktemp("pgbench") / "tiny.yaml"
     f.write_text(TINY)
     run_id = f"pgbench-test-{time.time_ns()}"
-    s = session.begin(str(f), run_id)
+    s = session.begin(params.load(str(f)), run_id)
     s.start()
     stage = Stage(s)
     ran = stage.run()
@@ -136,7 +136,7 @@ def test_derived_tables_and_summaries(tiny):
 def test_resuming_the_run_reruns_nothing(tiny):
     s = tiny["session"]
     lines = s.store.file.read_text().count("\n")
-    again = session.begin(str(tiny["file"]), s.run_id)
+    again = session.begin(params.load(str(tiny["file"])), s.run_id)
     again.servers = s.servers  # the running servers; a resumed run starts nothing new
     assert Stage(again).run() == {"load": 0, "select_only": 0, "scaling": 0, "series": 0}
     assert s.store.file.read_text().count("\n") == lines
@@ -165,7 +165,7 @@ def test_external_server_without_allow_destructive_is_refused_the_load(tiny, tmp
     f = tmp_path / "ext.yaml"
     f.write_text(TINY.replace("profile: pgbenchtest", "profile: pgbenchtest\nservers:\n  use: [lab]\n  external:\n"
                               f"    - {{name: lab, dsn: '{kit.conninfo()}'}}"))  # fmt: skip
-    ext = session.begin(str(f), f"pgbench-ext-{time.time_ns()}")
+    ext = session.begin(params.load(str(f)), f"pgbench-ext-{time.time_ns()}")
     stage = Stage(ext)
     assert stage.servers == [] and stage.skipped() == ["lab"]
     assert stage.load() == 0 and stage.select_only() == 0
@@ -220,7 +220,7 @@ def test_a_stage_that_measured_nothing_fails_naming_the_server(tiny, tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text(TINY.replace("profile: pgbenchtest", "profile: pgbenchtest\nservers:\n  use: [weak]\n  external:\n"
                               f"    - {{name: weak, dsn: '{dsn}', allow_destructive: true}}"))  # fmt: skip
-    weak = session.begin(str(f), f"pgbench-weak-{time.time_ns()}")
+    weak = session.begin(params.load(str(f)), f"pgbench-weak-{time.time_ns()}")
     with pytest.raises(outcomes.NothingMeasured, match=r"weak: all 2 pgbench_init measurements failed") as e:
         Stage(weak).load()
     assert "InsufficientPrivilege" in str(e.value) and "Pw-n0create-77" not in str(e.value)

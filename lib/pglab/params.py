@@ -8,18 +8,26 @@ disk space the run will fill (`params_checks`)."""
 
 from __future__ import annotations
 
-import os
-import re
-import types
-import typing
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar
 
-import yaml
-from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import ValidationError
 
 from .core import paths
-from .core.paramtypes import SAFE_NAME_RULE, SafeName, Settings, Strict, check_versions, is_safe_name, version_major
+from .core.config import (
+    CommonParams,
+    Environment,
+    ExternalServer,
+    Initdb,
+    InstallParam,
+    ParamsError,
+    Servers,
+    check_server_names,
+    messages,
+    read_yaml,
+    valid_keys,
+)
+from .core.paramtypes import version_major
 from .studies.auto_explain.params import AutoExplainParams
 from .studies.jit_operators.params import JitOperatorsParams
 from .studies.parallel_index.params import ParallelIndexParams
@@ -27,289 +35,51 @@ from .studies.partitioning.params import PartitioningParams
 from .studies.pgbench.params import PgbenchParams
 from .studies.ssb.params import SsbParams
 
-
-class ParamsError(Exception):
-    pass
-
-
-class InstallParam(Strict):
-    name: SafeName
-    bin_dir: str  # made absolute when loaded: a relative one is taken from the params file's folder
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _absolute(cls, v: str, info: ValidationInfo) -> str:
-        # resolved once here: papermill runs the notebooks in notebooks/, the command line elsewhere
-        base = (info.context or {}).get("params_dir", paths.ROOT)
-        return os.path.normpath(Path(base) / Path(v).expanduser())
-
-
-class ExternalServer(Strict):
-    name: SafeName
-    dsn: str = Field(repr=False)  # may hold a password: never printed or stored
-    allow_destructive: bool = False
-
-    @field_validator("dsn")
-    @classmethod
-    def _parses(cls, v: str) -> str:
-        from psycopg import ProgrammingError
-        from psycopg.conninfo import conninfo_to_dict
-
-        try:
-            conninfo_to_dict(v)
-        except ProgrammingError:
-            # not the driver's reason: it quotes the text around the fault, which may be the password
-            raise ValueError("expected a libpq connection string (key=value pairs, a value with spaces in single "
-                             "quotes) or a postgresql:// URI; it does not parse (not shown: it may hold a password)"
-                             ) from None  # fmt: skip
-        return v
-
-
-class Servers(Strict):
-    use: Literal["all"] | list[str] = "all"
-    installs: list[InstallParam] = []
-    external: list[ExternalServer] = []
-    # more PostgreSQL versions, fetched into the per-user cache: majors (16) or exact versions ("16.14")
-    versions: list[int | str] = []
-    connect_timeout_s: float = Field(default=5, gt=0, le=60)
-
-    @field_validator("use", mode="before")
-    @classmethod
-    def _use(cls, v):
-        if v == "all":
-            return v
-        if not isinstance(v, list) or not v:
-            raise ValueError("expected 'all' or a non-empty list of server names, e.g. [pg18, pg15]")
-        bad = [n for n in v if not is_safe_name(n)]
-        if bad:
-            raise ValueError(f"expected server names of {SAFE_NAME_RULE}; {bad} not")
-        if len(set(v)) != len(v):
-            raise ValueError("expected each server once")
-        return v
-
-    @field_validator("versions", mode="before")
-    @classmethod
-    def _versions(cls, v):
-        return check_versions(v)
-
-
-# the server encodings initdb accepts (PostgreSQL's pg_enc2name_tbl less the client-only ones)
-SERVER_ENCODINGS = (
-    "SQL_ASCII EUC_JP EUC_CN EUC_KR EUC_TW EUC_JIS_2004 UTF8 MULE_INTERNAL LATIN1 LATIN2 LATIN3 LATIN4 LATIN5 "
-    "LATIN6 LATIN7 LATIN8 LATIN9 LATIN10 WIN1256 WIN1258 WIN866 WIN874 KOI8R WIN1251 WIN1252 ISO_8859_5 "
-    "ISO_8859_6 ISO_8859_7 ISO_8859_8 WIN1250 WIN1253 WIN1254 WIN1255 WIN1257 KOI8U"
-).split()
-
-
-def _encoding_key(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())  # as PostgreSQL compares them: 'utf-8' is UTF8
-
-
-class Initdb(Strict):
-    encoding: str = "UTF8"
-    locale: str = "C"  # checked against the machine's locales (params_checks)
-    data_checksums: bool = False
-
-    @field_validator("encoding")
-    @classmethod
-    def _server_encoding(cls, v: str) -> str:
-        if _encoding_key(v) not in {_encoding_key(e) for e in SERVER_ENCODINGS}:
-            raise ValueError(f"expected a server encoding: {', '.join(SERVER_ENCODINGS)}")
-        return v
-
-
-class Environment(Strict):
-    pg_test_timing_seconds: int = Field(default=1, ge=1, le=60)
-
+__all__ = [
+    "SECTIONS",
+    "CommonParams",
+    "Environment",
+    "ExternalServer",
+    "Initdb",
+    "InstallParam",
+    "Params",
+    "ParamsError",
+    "Servers",
+    "load",
+    "valid_keys",
+    "version_major",
+]
 
 SECTIONS = ("ssb", "pgbench", "auto_explain", "jit_operators", "parallel_index", "partitioning")
 
 
-class Params(Strict):
-    profile: str = "default"  # names data/derived/<profile>/
-    run_id: SafeName | None = None
-    servers: Servers = Servers()
-    initdb: Initdb = Initdb()
-    settings: Settings = {}
-    environment: Environment = Environment()
+class Params(CommonParams):
+    """A run's params: the common keys (core.config.CommonParams) and one section per study."""
+
+    SECTIONS: ClassVar[tuple[str, ...]] = SECTIONS
+
     ssb: SsbParams = SsbParams()
     pgbench: PgbenchParams = PgbenchParams()
     auto_explain: AutoExplainParams = AutoExplainParams()
     jit_operators: JitOperatorsParams = JitOperatorsParams()
     parallel_index: ParallelIndexParams = ParallelIndexParams()
     partitioning: PartitioningParams = PartitioningParams()
-    source: str = Field(default="", exclude=True)  # the file these came from
-
-    @field_validator("profile")
-    @classmethod
-    def _profile(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", v):
-            raise ValueError("expected a profile name of letters, digits, '_' and '-' (at most 64)")
-        return v
-
-    def setting_dicts(self) -> dict[str, dict]:
-        """Every dict of PostgreSQL settings in params, by its key (`settings`, `ssb.stage_settings`, ...)."""
-        return {"settings": self.settings} | self._section_dicts("setting_dicts")
-
-    def session_setting_dicts(self) -> dict[str, dict]:
-        """The settings dicts among those that go with a connection, not into the server's configuration."""
-        return self._section_dicts("session_setting_dicts")
-
-    def _section_dicts(self, method: str) -> dict[str, dict]:
-        out: dict[str, dict] = {}
-        for section in SECTIONS:
-            own = getattr(getattr(self, section), method, dict)()
-            out |= {f"{section}.{k}" if k else section: d for k, d in own.items()}
-        return out
-
-
-# -- reading the file -----------------------------------------------------------------------------------------
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a key given twice in one mapping is an error, not the last one winning."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            first: dict = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # `<<: *anchor` merges: keys given beside it override them, as YAML means
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    seen = key in first
-                except TypeError:
-                    continue  # an unhashable key: the base class says so
-                if seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r} (first given at line {first[key] + 1})", key_node.start_mark
-                    )
-                first[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep)
-
-
-def _read_yaml(path: Path, shown) -> dict:
-    try:
-        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except FileNotFoundError:
-        raise ParamsError(f"{shown}: no such params file") from None
-    except IsADirectoryError:
-        raise ParamsError(f"{shown}: a folder, not a params file") from None
-    except UnicodeDecodeError as e:
-        raise ParamsError(f"{shown}: expected UTF-8 text; byte {e.start} is not") from None
-    except yaml.MarkedYAMLError as e:
-        # built from the parts, not str(e): that quotes the line, which may hold a dsn's password
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = "; ".join(x for x in (e.context, e.problem) if x)
-        raise ParamsError(f"{shown}: {where}not valid YAML: {what}") from None
-    except yaml.YAMLError as e:
-        raise ParamsError(f"{shown}: not valid YAML: {type(e).__name__}") from None
-    if raw is None or raw == {}:
-        raise ParamsError(f"{shown}: empty params file; expected at least `profile: <name>` (see params/default.yaml)")
-    if not isinstance(raw, dict):
-        raise ParamsError(f"{shown}: expected a mapping of keys at the top level; got {type(raw).__name__}")
-    return raw
-
-
-# -- error messages ---------------------------------------------------------------------------------------------
-
-_UNION_TAGS = {"str", "int", "float", "bool"}
-
-
-def _where(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if part == "[key]":  # pydantic's marker for a dict key that failed, after the key itself
-            continue
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _inner(tp, part):
-    """The type found at `part` (a field name, list index or dict key) inside type `tp`, if any."""
-    if typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        field = tp.model_fields.get(part) if isinstance(part, str) else None
-        return field.annotation if field else None
-    if origin is list and isinstance(part, int):
-        return args[0]
-    if origin is dict:
-        return args[1]
-    if origin in (typing.Union, types.UnionType):
-        return next((t for t in (_inner(a, part) for a in args) if t is not None), None)
-    return None
-
-
-def valid_keys(loc: tuple) -> list[str]:
-    """The keys a params file may give at `loc` (the mapping that holds them)."""
-    tp = Params
-    for part in loc:
-        tp = _inner(tp, part)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        tp = next((a for a in typing.get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    if not (isinstance(tp, type) and issubclass(tp, BaseModel)):
-        return []
-    return [k for k, f in tp.model_fields.items() if not f.exclude]
-
-
-def _explain(err: dict) -> str:
-    loc = err["loc"]
-    if err["type"] == "extra_forbidden":
-        keys = valid_keys(loc[:-1])
-        return "unknown key" + (f"; expected one of: {', '.join(keys)}" if keys else "")
-    if err["type"] == "missing":
-        return "required key is missing"
-    msg = err["msg"].removeprefix("Value error, ")
-    if loc[:2] == ("servers", "external") or isinstance(err.get("input"), dict):
-        return msg  # the input may hold a dsn's password; a whole mapping says nothing the key does not
-    return f"{msg}; got {err.get('input')!r}"
-
-
-def _messages(e: ValidationError, shown) -> list[str]:
-    msgs: list[str] = []
-    for err in e.errors():
-        loc = err["loc"]
-        if loc and loc[-1] in _UNION_TAGS:  # one message for a value matching no member of a union
-            msg = f"{shown}: {_where(loc[:-1])}: expected text, a number or true/false; got {err.get('input')!r}"
-        else:
-            msg = f"{shown}: {_where(loc)}: {_explain(err)}"
-        if msg not in msgs:
-            msgs.append(msg)
-    return msgs
 
 
 def load(path: str | Path, check_servers: bool = True) -> Params:
     """Read and validate a params file; ParamsError with file, key and expectation on any problem."""
     path = paths.resolve(path)
     shown = path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path
-    raw = _read_yaml(path, shown)
+    raw = read_yaml(path, shown)
     if "source" in raw:  # the model's own record of the file, not a key of the file
-        raise ParamsError(f"{shown}: source: unknown key; expected one of: {', '.join(valid_keys(()))}")
+        raise ParamsError(f"{shown}: source: unknown key; expected one of: {', '.join(valid_keys((), Params))}")
     try:
         params = Params.model_validate(raw | {"source": str(shown)}, context={"params_dir": path.parent})
     except ValidationError as e:
-        raise ParamsError("\n".join(_messages(e, shown))) from None
-    _check_server_names(params, shown)
+        raise ParamsError("\n".join(messages(e, shown, Params))) from None
+    check_server_names(params, shown)
     if check_servers:
         from .core.params_checks import check_machine
 
         check_machine(params, shown)
     return params
-
-
-def _check_server_names(params: Params, shown) -> None:
-    """Two servers of one name: one would be dropped, or both would record their data under that name."""
-    s = params.servers
-    named = [(f"servers.installs[{i}].name", x.name) for i, x in enumerate(s.installs)]
-    named += [(f"servers.external[{i}].name", x.name) for i, x in enumerate(s.external)]
-    # a version is named pg<major> when fetched (installs.downloaded); an install of that name is renamed, not
-    # dropped, but an external server of that name would hide it
-    named += [(f"servers.versions[{i}]", f"pg{version_major(v)}") for i, v in enumerate(s.versions)]
-    first: dict[str, str] = {}
-    for key, name in named:
-        if name in first and not (key.startswith("servers.versions") and first[name].startswith("servers.installs")):
-            raise ParamsError(f"{shown}: {key}: expected a name no other server has; {name!r} is also {first[name]}")
-        first.setdefault(name, key)

@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-from ..params import Params, ParamsError
 from . import paths
+from .config import CommonParams, ParamsError
 
 
-def check_machine(params: Params, shown) -> None:
+def check_machine(params: CommonParams, shown) -> None:
     """Quick local checks first; the dsns last, as an unreachable server costs its whole connect timeout."""
     selected = _selected_installs(params, shown)
     # versions are fetched only when the servers are chosen (installs.discover(versions=...)): their settings
@@ -39,7 +39,7 @@ def check_machine(params: Params, shown) -> None:
 # -- installs and names ---------------------------------------------------------------------------------------
 
 
-def _selected_installs(params: Params, shown) -> list:
+def _selected_installs(params: CommonParams, shown) -> list:
     """The installs the run will make clusters of (found ones and params' own), checked."""
     from .installs import InstallError, discover, probe
 
@@ -79,7 +79,7 @@ def _selected_installs(params: Params, shown) -> list:
 
 
 def _major(v) -> int:
-    from ..params import version_major
+    from .paramtypes import version_major
 
     return version_major(v)
 
@@ -90,7 +90,7 @@ def _locale_key(name: str) -> str:
     return lang + ("." + re.sub(r"[^a-z0-9]", "", codeset.lower()) if codeset else "")
 
 
-def _check_locale(params: Params, shown) -> None:
+def _check_locale(params: CommonParams, shown) -> None:
     """initdb --locale must name a locale this machine has (C and POSIX always exist)."""
     wanted = params.initdb.locale
     if wanted in ("C", "POSIX"):
@@ -112,7 +112,7 @@ def _setting_arg(value) -> str:
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
-def check_settings(params: Params, shown, installs: list) -> None:
+def check_settings(params: CommonParams, shown, installs: list) -> None:
     """Every setting in params against each install's own rules, with `postgres -C` (names, types, ranges,
     enum values). Settings of extensions (auto_explain.*) are only placeholders to it, any value passes:
     their own checks are in the study's params. A server is never started for this."""
@@ -148,7 +148,7 @@ def check_settings(params: Params, shown, installs: list) -> None:
 SESSION_CONTEXTS = frozenset({"user", "superuser", "backend", "superuser-backend"})
 
 
-def _check_session_contexts(params: Params, shown, installs: list, run_as) -> None:
+def _check_session_contexts(params: CommonParams, shown, installs: list, run_as) -> None:
     """Session settings (conditions, items) go into the connection's options: a server-wide one there would
     only fail when the connection is made, after the servers started. Contexts from `postgres --describe-config`;
     extension settings (not listed) are left to the extension."""
@@ -234,7 +234,7 @@ PARTITION_ROW = 84.5
 CLUSTER_OVERHEAD = 500 * MB
 
 
-def estimate_bytes(params: Params) -> dict[str, float]:
+def estimate_bytes(params: CommonParams) -> dict[str, float]:
     """What one kit server will hold after a full run, by the params key that decides it."""
     p = params
     out = {"(each cluster: initdb and WAL)": CLUSTER_OVERHEAD}
@@ -280,7 +280,7 @@ def _clusters_folder() -> Path:
     return used or wanted
 
 
-def check_disk(params: Params, shown, servers: list[str]) -> None:
+def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
     """Refuse a run whose data would not fit into the free space where the kit's clusters go. What a server's
     cluster already holds (a resumed run, a later notebook of the same run) counts as there."""
     if not servers:
@@ -323,7 +323,7 @@ def _without_password(text: str, dsn: str) -> str:
     return text
 
 
-def _check_dsns(params: Params, shown) -> None:
+def _check_dsns(params: CommonParams, shown) -> None:
     from .db import connect, redact
 
     for i, ext in enumerate(params.servers.external):

@@ -15,8 +15,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from ..params import ExternalServer, Params
 from .cluster import Cluster, InitdbOptions
+from .config import CommonParams, ExternalServer
 from .db import connect, redact, register_secret
 from .installs import Install, discover, downloaded
 
@@ -133,7 +133,7 @@ class Server:
         return rec
 
 
-def select(params: Params, installs: list[Install] | None = None) -> list[Server]:
+def select(params: CommonParams, installs: list[Install] | None = None) -> list[Server]:
     """The servers params choose (default: every install found plus every external server), not started."""
     if installs is None:
         # servers.versions: more majors, downloaded into the install cache when not there yet
@@ -150,10 +150,6 @@ def select(params: Params, installs: list[Install] | None = None) -> list[Server
     return servers
 
 
-# the study sections that name the versions they compare (params: `<section>.versions`)
-STUDY_VERSIONS = {"ssb": lambda p: p.ssb.versions, "pgbench": lambda p: p.pgbench.versions}
-
-
 def matches_version(inst: Install, spec: int | str) -> bool:
     """Whether `inst` is the version a params `versions` entry names: a major (16) or an exact one (\"16.14\")."""
     if isinstance(spec, int):
@@ -161,7 +157,7 @@ def matches_version(inst: Install, spec: int | str) -> bool:
     return f"{inst.major}.{inst.minor}" == spec
 
 
-def for_study(params: Params, study: str | None, base: list[Server] | None = None) -> list[Server]:
+def for_study(params: CommonParams, study: str | None, base: list[Server] | None = None) -> list[Server]:
     """The servers a study runs on: the run's servers (`select`), or, when the study's params section names
     versions, a server of each (one of the run's when it matches, else a downloaded build), plus for SSB every
     install with JIT (the parallel_jit mode needs one) and the external servers. `study=None`: every server
@@ -171,10 +167,12 @@ def for_study(params: Params, study: str | None, base: list[Server] | None = Non
     base = select(params) if base is None else base
     if study is None:
         out = {s.name: s for s in base}
-        for name in STUDY_VERSIONS:
+        for name in type(params).SECTIONS:
             out |= {s.name: s for s in for_study(params, name, base)}
         return list(out.values())
-    versions = STUDY_VERSIONS[study](params) if study in STUDY_VERSIONS else None
+    # a study section that names the versions it compares (params: `<section>.versions`: ssb, pgbench)
+    section = getattr(params, study, None)
+    versions = getattr(section, "versions", None)
     if not versions:
         return base
     kit = [s for s in base if s.install]
@@ -190,7 +188,7 @@ def for_study(params: Params, study: str | None, base: list[Server] | None = Non
                            settings=dict(params.settings))
         if match is not None:
             chosen[match.name] = match
-    if study == "ssb" and params.ssb.jit_installs:
+    if getattr(section, "jit_installs", False):  # ssb: the parallel_jit mode needs an install with JIT
         chosen |= {s.name: s for s in kit if s.install.jit and s.name not in chosen}
     chosen |= {s.name: s for s in base if s.external}
     return list(chosen.values())

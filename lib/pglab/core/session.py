@@ -1,6 +1,6 @@
 """What every notebook does first: read params, pick the run id, choose the servers.
 
-`s = session.begin(params_file, run_id)` gives the validated params, the run's raw store and the
+`s = session.begin(params.load(params_file), run_id)` gives the validated params, the run's raw store and the
 servers (not started yet); `s.start()` starts the kit's servers, `s.close()` stops them (they are also
 stopped when the kernel exits)."""
 
@@ -9,17 +9,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .. import params as params_mod
-from ..params import Params
 from . import derived
 from . import servers as servers_mod
+from .config import CommonParams
 from .servers import Server
 from .store import RunStore, begin_run
 
 
 @dataclass
 class Session:
-    params: Params
+    params: CommonParams  # pglab.params.Params: the common keys and every study's section
     store: RunStore
     servers: list[Server] = field(default_factory=list)
 
@@ -44,10 +43,10 @@ class Session:
         self.close()
 
 
-def begin(params_file: str, run_id: str | None = None, study: str | None = None) -> Session:
-    """`study`: the params section of the notebook's study ("ssb", "pgbench", ...): its servers are the run's,
-    or the versions that section names (servers.for_study); None: every server of the run (the environment)."""
-    p = params_mod.load(params_file)
+def begin(p: CommonParams, run_id: str | None = None, study: str | None = None) -> Session:
+    """`p`: the run's params, as `pglab.params.load` read them. `study`: the params section of the notebook's
+    study ("ssb", "pgbench", ...): its servers are the run's, or the versions that section names
+    (servers.for_study); None: every server of the run (the environment)."""
     rid = begin_run(p.profile, run_id or p.run_id)
     os.environ[derived.RUN_ID_ENV] = rid  # derived tables written in this kernel name the run they came from
     store = RunStore(rid)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
+    from ..core.config import CommonParams
     from ..core.store import RunStore
-    from ..params import Params
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Study:
     function: str  # "pglab.module:function", imported when called (the registry imports no study)
     report: str | None = None  # the study's report section module, imported when the report asks for it
 
-    def derive(self, store: RunStore, params: Params) -> dict[str, pl.DataFrame]:
+    def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
         module, name = self.function.split(":")
         out = getattr(importlib.import_module(module), name)(store, params)
         unknown = sorted(set(out) - set(self.tables))

@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass
 
 from ...core import outcomes
+from ...core.config import ParamsError
 from ...core.db import explain_json, plan_shape, timed_statement
 from ...core.installs import discover
 from ...core.schedule import plan, run_steps
 from ...core.servers import Connections, Server
 from ...core.session import Session
 from ...core.store import RunStore
-from ...params import ParamsError
 from . import prepare as setup
 from .params import (
     EXPERIMENT,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import polars as pl
 
 from ...core import outcomes
+from ...core.config import CommonParams
 from ...core.store import RunStore
 from ...datasets.ssb.load import LoadResult
 from ...datasets.ssb.stage import EXP_LOAD, load_rows
-from ...params import Params
 from . import experiment as ex
 from . import paired_tables, study_plans
 from . import reference as ref
@@ -46,7 +46,7 @@ def skipped(store: RunStore, experiments: list[str]) -> pl.DataFrame:
     return outcomes.skipped(store, experiments).sort("experiment", "server")
 
 
-def load(store: RunStore, params: Params | None = None) -> dict[str, pl.DataFrame]:
+def load(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
     """Notebook 10's tables: the skips, and (when a server holds the dataset) the loads and the selectivity."""
     out = {"ssb_load_skipped": skipped(store, [EXP_LOAD])}
     loads = [row for rows in _per_server(store, LOADS) for row in rows]
@@ -59,7 +59,7 @@ def load(store: RunStore, params: Params | None = None) -> dict[str, pl.DataFram
     return out
 
 
-def ssb_params(facts: dict, params: Params | None) -> SsbParams:
+def ssb_params(facts: dict, params: CommonParams | None) -> SsbParams:
     """The SSB params notebook 20 ran with (its overrides applied), else the run's."""
     if "ssb_params" in facts:
         return SsbParams(**facts["ssb_params"])
@@ -76,7 +76,7 @@ def sweep_summary(sweep: pl.DataFrame) -> pl.DataFrame:
         "server", "query", "workers")  # fmt: skip
 
 
-def queries(store: RunStore, params: Params | None = None) -> dict[str, pl.DataFrame]:
+def queries(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
     """Notebook 20's tables; only the skips when no server held the dataset (nothing was run)."""
     out = {"ssb_skipped": skipped(store, [ex.EXPERIMENT])}
     facts = study_plans.read_facts(store)
