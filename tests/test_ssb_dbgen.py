@@ -176,7 +176,7 @@ def test_compare_takes_rows_as_psycopg_returns_them():
     problem = answers.compare("q2.1", rows[1:] + [(Decimal(1), 1992, "MFGR#121")])
     assert "1 expected rows missing" in problem and "1 unexpected rows" in problem
     assert answers.compare("q1.1", [(Decimal("445921715901.00"),)]) is None
-    from pglab.studies.ssb.experiment import result_checksum
+    from pglab.datasets.ssb.answers import result_checksum
 
     assert result_checksum(rows) == answers.expected_checksum("q2.1")
 

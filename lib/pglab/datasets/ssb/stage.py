@@ -10,9 +10,9 @@ from ...core.progress import bar as tqdm
 from ...core.servers import DestructiveStepRefused, Server
 from ...core.session import Session
 from ...core.store import RunStore
-from ...studies.ssb.params import SsbParams
 from . import dataset_id, order_count, row_count
 from .answers import generator_of
+from .dataset import SsbDataset
 from .load import LoadResult, database_name, load
 
 
@@ -21,10 +21,12 @@ def dataset_key(dataset: dict) -> str:
     return ",".join(f"{k}={dataset[k]}" for k in sorted(dataset))
 
 
-def ssb_params(s: Session, **overrides) -> SsbParams:
-    """The params' `ssb:` section with the notebook's non-None parameters on top, validated again."""
+def ssb_params(s: Session, **overrides):
+    """The params' `ssb:` section with the notebook's non-None parameters on top, validated again (by the
+    section's own type, studies.ssb.params.SsbParams)."""
     given = {k: v for k, v in overrides.items() if v is not None}
-    return SsbParams(**(s.params.ssb.model_dump() | given))
+    section = s.params.ssb
+    return type(section).model_validate(section.model_dump() | given)
 
 
 def servers(s: Session, names: list[str] | None) -> list[Server]:
@@ -37,7 +39,7 @@ def servers(s: Session, names: list[str] | None) -> list[Server]:
     return [known[n] for n in names]
 
 
-def prepare(servers: list[Server], p: SsbParams) -> list[dict]:
+def prepare(servers: list[Server], p: SsbDataset) -> list[dict]:
     """Start the servers with the SSB stage's settings; returns what each configure did."""
     out = []
     for srv in servers:
@@ -49,7 +51,7 @@ def prepare(servers: list[Server], p: SsbParams) -> list[dict]:
 EXP_LOAD = "ssb_load"
 
 
-def load_all(servers: list[Server], p: SsbParams, store: RunStore | None = None) -> list[LoadResult]:
+def load_all(servers: list[Server], p: SsbDataset, store: RunStore | None = None) -> list[LoadResult]:
     """Make every server hold SSB (sf, seed), with one progress bar per server. With `store`, each server's
     load is recorded as soon as it is done (not after all of them), and a server that may not hold the
     dataset (an external one without allow_destructive that lacks it) is a recorded skip."""

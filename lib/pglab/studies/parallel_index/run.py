@@ -14,8 +14,8 @@ from ...core import outcomes
 from ...core.schedule import Step, plan, run_steps
 from ...core.servers import Server
 from ...core.store import RunStore
+from ...datasets.ssb.dataset import SsbDataset
 from ...datasets.ssb.load import database_name
-from ..ssb.params import SsbParams
 from .build import INDEX, TABLE, build, drop_index, session_settings
 from .params import AA_SUFFIX, EXPERIMENT, ParallelIndexParams, build_memory
 
@@ -26,7 +26,7 @@ IN_FORCE = ("server_version", "server_version_num", "max_worker_processes", "max
             "min_parallel_table_scan_size", "shared_buffers", "wal_level", "trace_sort")  # fmt: skip
 
 
-def server_settings(server: Server, ssb: SsbParams, p: ParallelIndexParams) -> dict:
+def server_settings(server: Server, ssb: SsbDataset, p: ParallelIndexParams) -> dict:
     """Server-level settings for the stage: the SSB stage's own (kept, so no restart between the SSB notebooks)
     plus enough worker slots for N parallel workers. maintenance_work_mem and the worker count are per session."""
     n = p.n_workers()
@@ -51,7 +51,7 @@ def usable(store: RunStore, servers: list[Server]) -> list[Server]:
     return out
 
 
-def prepare(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams) -> list[dict]:
+def prepare(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams) -> list[dict]:
     """Refuse what params do not allow before anything changes, then configure every server."""
     for srv in servers:
         srv.require_destructive(f"create and drop index {INDEX} on {TABLE}")
@@ -91,7 +91,7 @@ def parse_cell(condition: str, item: str) -> tuple[int, int]:
     return int(condition.split("=", 1)[1].removesuffix(AA_SUFFIX)), int(item.split("=", 1)[1])
 
 
-def run(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: RunStore) -> int:
+def run(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams, store: RunStore) -> int:
     """Build every cell (warm-ups first, then round robin); returns how many builds ran now. The kit's index
     is gone afterwards from every server the kit may drop things on, whatever happened (see drop_all)."""
     dbname = database_name(ssb.sf)
@@ -129,7 +129,7 @@ def drop_all(servers: list[Server], dbname: str) -> None:
             log.warning("%s: could not drop index %s after the run: %s", srv.name, INDEX, str(e).strip())
 
 
-def setup(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: RunStore) -> pl.DataFrame:
+def setup(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams, store: RunStore) -> pl.DataFrame:
     """prepare, then one row per server of what the builds run under (derived table parallel_index_setup)."""
     status = {r["server"]: r for r in prepare(servers, ssb, p)}
     dbname = database_name(ssb.sf)
@@ -149,6 +149,6 @@ def setup(servers: list[Server], ssb: SsbParams, p: ParallelIndexParams, store: 
     return pl.from_dicts(store.load_json(f"{EXPERIMENT}/setup.json"), infer_schema_length=None)
 
 
-def finish(servers: list[Server], ssb: SsbParams) -> list[dict]:
+def finish(servers: list[Server], ssb: SsbDataset) -> list[dict]:
     """Back to the SSB stage's settings (a reload unless the stage raised a restart-only setting)."""
     return [{"server": s.name} | s.configure(dict(ssb.stage_settings)) for s in servers]

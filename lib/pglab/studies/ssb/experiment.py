@@ -12,7 +12,6 @@ Where each thing happens:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -24,6 +23,7 @@ from ...core.schedule import plan, run_steps
 from ...core.servers import Connections, Server, matches_version
 from ...core.store import RunStore
 from ...datasets.ssb import query_sql
+from ...datasets.ssb.answers import result_checksum
 from ...datasets.ssb.load import database_name
 from ...pgtools.explain import gather_workers, parse_plan
 from .params import JIT_MODES, SsbParams
@@ -82,12 +82,6 @@ def availability(server: Server, modes: list[str], p: SsbParams | None = None,
     if "parallel_aa" in modes and not aa_here:
         out["parallel_aa"] = "the A/A control runs on the first server only (ssb.aa_servers: first)"
     return out
-
-
-def result_checksum(rows: list[tuple]) -> str:
-    """Order-independent checksum of a result: ties in ORDER BY may legally come back in any order."""
-    canon = sorted(json.dumps([str(v) for v in r]) for r in rows)
-    return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 
 
 def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, repetitions, settings_of, desc):
