@@ -59,9 +59,10 @@ archive: $(STAMP) ## RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id
 compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
 	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)"
 
-lint: $(STAMP) ## ruff on the library, tests, tools and notebook sources; every notebook in step with its .py
+lint: $(STAMP) ## ruff on the library, tests, tools and notebook sources; every notebook in step with its .py; the layers
 	$(BIN)/ruff check lib tests tools notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
+	$(BIN)/lint-imports
 
 # notebooks/NN_*.py (jupytext py:percent) are the sources; papermill runs the paired .ipynb (jupytext.toml)
 notebooks: $(STAMP) ## after editing notebooks/*.py: update the paired .ipynb (jupytext --sync; JupyterLab syncs on save)
