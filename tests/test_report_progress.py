@@ -1,14 +1,22 @@
-"""What `make report` prints: one progress line with the time left, the notebooks' bars mirrored onto it
-(and kept out of the executed notebooks), and kernels on IPC sockets (no TCP warning per notebook)."""
+"""What `make report` prints: one progress line with the time left (estimated per notebook from the params and
+the servers each study runs on), the notebooks' bars mirrored onto it (and kept out of the executed notebooks),
+and kernels on IPC sockets (no TCP warning per notebook)."""
 
 import io
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 from pglab import params
 from pglab.core import paths
-from pglab.report.progress import RunProgress, estimate_s
+from pglab.core.installs import Install
+from pglab.core.servers import for_study
+from pglab.report.estimate import estimate_s, estimates, stand_in
+from pglab.report.progress import RunProgress
 
 
 def test_a_bar_run_by_make_report_writes_its_latest_line_to_the_driver_file(tmp_path):
@@ -36,12 +44,119 @@ def test_the_time_left_follows_how_the_finished_notebooks_went():
     assert p.line().startswith("[1/3]")
 
 
-def test_estimates_grow_with_the_params_sizes():
-    quick = params.load(paths.PARAMS / "quick.yaml", check_servers=False)
-    default = params.load(paths.PARAMS / "default.yaml", check_servers=False)
-    for nb in ("10_ssb_load", "20_ssb", "30_pgbench", "40_auto_explain", "70_partitioning"):
-        assert estimate_s(nb, quick, 2) < estimate_s(nb, default, 2)
-    assert estimate_s("20_ssb", default, 4) == 2 * estimate_s("20_ssb", default, 2)
+# Measured on the reference machine (2 cores; the wheel's 18, Debian's 15 with JIT, downloads 10 … 17 without):
+# seconds per notebook of two default runs (low, high), and of two whole quick runs.
+MEASURED_DEFAULT = {
+    "00": (20, 20),
+    "10": (63, 63),
+    "20": (742, 753),
+    "30": (815, 828),
+    "40": (462, 614),
+    "50": (94, 94),
+    "60": (233, 233),
+    "70": (56, 56),
+    "99": (9, 9),
+}
+MEASURED_DEFAULT_TOTAL = (2499, 2650)
+MEASURED_QUICK_TOTAL = (153, 166)
+NOTEBOOKS = [
+    "00_environment.ipynb",
+    "10_ssb_load.ipynb",
+    "20_ssb.ipynb",
+    "30_pgbench.ipynb",
+    "40_auto_explain.ipynb",
+    "50_jit_operators.ipynb",
+    "60_parallel_index.ipynb",
+    "70_partitioning.ipynb",
+    "99_report.ipynb",
+]
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """The reference machine's servers and cores, whatever machine the test runs on; nothing may be downloaded."""
+    from pglab import servers
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(servers, "downloaded", lambda spec: pytest.fail(f"the estimate downloaded {spec}"))
+
+    def install(name, major, jit, source):
+        d = Path("/nonexistent") / name
+        return Install(
+            name=name,
+            source=source,
+            bin_dir=d / "bin",
+            lib_dir=d / "lib",
+            share_dir=d / "share",
+            version="",
+            major=major,
+            minor="0",
+            jit=jit,
+        )
+
+    installs = [install("pg18", 18, False, "embedded"), install("pg15", 15, True, "debian")]
+    return lambda p: servers.select(p, installs)
+
+
+def _load(name):
+    return params.load(paths.PARAMS / f"{name}.yaml", check_servers=False)
+
+
+def test_the_studies_servers_are_counted_as_the_studies_choose_them(machine):
+    p = _load("default")
+    base = machine(p)
+    # pgbench.versions: 10 … 18 (two of them installed, seven stand-ins); ssb.versions 16, 17 + the JIT install
+    assert len(for_study(p, "pgbench", base, fetch=stand_in)) == len(p.pgbench.versions) == 9
+    assert sorted(s.name for s in for_study(p, "ssb", base, fetch=stand_in)) == ["pg15", "pg16", "pg17"]
+    assert len(for_study(p, None, base, fetch=stand_in)) == 9
+
+
+def test_the_default_estimate_is_near_the_measured_runs(machine):
+    p = _load("default")
+    est = estimates(NOTEBOOKS, p, machine(p))
+    for nb in NOTEBOOKS:
+        low, high = MEASURED_DEFAULT[nb[:2]]
+        assert 0.85 * low <= est[nb] <= 1.15 * high, (nb, est[nb])
+    low, high = MEASURED_DEFAULT_TOTAL
+    assert 0.85 * low <= sum(est.values()) <= 1.15 * high
+
+
+def test_the_quick_estimate_is_near_the_measured_runs(machine):
+    p = _load("quick")
+    low, high = MEASURED_QUICK_TOTAL
+    assert 0.7 * low <= sum(estimates(NOTEBOOKS, p, machine(p)).values()) <= 1.3 * high
+
+
+def test_estimates_grow_with_the_params_sizes(machine):
+    quick, default = _load("quick"), _load("default")
+    q, d = estimates(NOTEBOOKS, quick, machine(quick)), estimates(NOTEBOOKS, default, machine(default))
+    for nb in NOTEBOOKS[1:-1]:
+        assert q[nb] < d[nb], nb
+
+    def with_(p, section, **changes):
+        return p.model_copy(update={section: getattr(p, section).model_copy(update=changes)})
+
+    def est(p, nb):
+        return estimate_s(nb, p, machine(p))
+
+    fewer = with_(default, "pgbench", versions=[16, 17, 18])  # more versions: more servers
+    assert est(fewer, "30_pgbench.ipynb") < est(default, "30_pgbench.ipynb")
+    assert est(fewer, "00_environment.ipynb") < est(default, "00_environment.ipynb")
+    for section, rounds, nb in [
+        ("ssb", "repetitions", "20_ssb.ipynb"),
+        ("jit_operators", "repetitions", "50_jit_operators.ipynb"),
+        ("parallel_index", "repetitions", "60_parallel_index.ipynb"),
+        ("partitioning", "repetitions", "70_partitioning.ipynb"),
+    ]:
+        more = with_(default, section, **{rounds: getattr(getattr(default, section), rounds) + 2})
+        assert est(more, nb) > est(default, nb), nb
+    more = with_(default, "auto_explain", run=default.auto_explain.run.model_copy(update={"repetitions": 9}))
+    assert est(more, "40_auto_explain.ipynb") > est(default, "40_auto_explain.ipynb")
+    longer = with_(default, "pgbench", series=default.pgbench.series.model_copy(update={"runs": 6}))
+    assert est(longer, "30_pgbench.ipynb") > est(default, "30_pgbench.ipynb")
+    bigger = with_(default, "ssb", sf=2.0)
+    for nb in ("10_ssb_load.ipynb", "20_ssb.ipynb", "60_parallel_index.ipynb"):
+        assert est(bigger, nb) > est(default, nb), nb
 
 
 def test_report_kernels_run_without_the_tcp_warning(tmp_path):

@@ -2,7 +2,7 @@
 (stderr is not a terminal) rarely, so the executed notebook keeps a few progress lines, not hundreds.
 
 When `make report` runs the notebook (PGLAB_PROGRESS_FILE is set), a bar writes its latest state to that
-file instead, which the driver shows on its terminal line (report_progress.py): the executed notebook then
+file instead, which the driver shows on its terminal line (report/progress.py): the executed notebook then
 keeps no progress output at all."""
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import polars as pl
@@ -157,18 +158,26 @@ def matches_version(inst: Install, spec: int | str) -> bool:
     return f"{inst.major}.{inst.minor}" == spec
 
 
-def for_study(params: CommonParams, study: str | None, base: list[Server] | None = None) -> list[Server]:
+def for_study(
+    params: CommonParams,
+    study: str | None,
+    base: list[Server] | None = None,
+    fetch: Callable[[int | str], Install] | None = None,
+) -> list[Server]:
     """The servers a study runs on: the run's servers (`select`), or, when the study's params section names
     versions, a server of each (one of the run's when it matches, else a downloaded build), plus for SSB every
     install with JIT (the parallel_jit mode needs one) and the external servers. `study=None`: every server
     any study of the run uses, for the environment notebook.
 
-    When `servers.use` is a list, that list is the whole set: versions are picked among those servers only."""
+    When `servers.use` is a list, that list is the whole set: versions are picked among those servers only.
+    `fetch` gives the install of a version the run lacks (None: `downloaded` into the cache); the time
+    estimate of `make report` passes one that downloads nothing, to count the servers the same way."""
     base = select(params) if base is None else base
+    fetch = fetch or downloaded
     if study is None:
         out = {s.name: s for s in base}
         for name in type(params).SECTIONS:
-            out |= {s.name: s for s in for_study(params, name, base)}
+            out |= {s.name: s for s in for_study(params, name, base, fetch)}
         return list(out.values())
     # a study section that names the versions it compares (params: `<section>.versions`: ssb, pgbench)
     section = getattr(params, study, None)
@@ -181,11 +190,12 @@ def for_study(params: CommonParams, study: str | None, base: list[Server] | None
     for spec in versions:
         match = next((s for s in kit if matches_version(s.install, spec)), None)
         if match is None and params.servers.use == "all":
-            inst = downloaded(spec)
+            inst = fetch(spec)
             name = inst.name if inst.name not in {s.name for s in base} else f"pg{inst.major}.{inst.minor}"
             inst = replace(inst, name=name)
-            match = Server(name=name, install=inst, cluster=Cluster(inst, initdb=initdb),
-                           settings=dict(params.settings))
+            match = Server(
+                name=name, install=inst, cluster=Cluster(inst, initdb=initdb), settings=dict(params.settings)
+            )
         if match is not None:
             chosen[match.name] = match
     if getattr(section, "jit_installs", False):  # ssb: the parallel_jit mode needs an install with JIT

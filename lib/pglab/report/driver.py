@@ -62,14 +62,6 @@ def default_out(profile: str) -> Path:
     return paths.REPORT if profile == "default" else paths.ROOT / "build" / f"report-{profile}"
 
 
-def _server_count(p) -> int:
-    if isinstance(p.servers.use, list):
-        return len(p.servers.use)
-    from ..core.installs import discover
-
-    return len(discover()) + len(p.servers.versions) + len(p.servers.external)
-
-
 def _publish(profile: str, staged: Path, final_root: Path) -> None:
     os.environ.pop("PGLAB_DERIVED_DIR", None)
     print(f"  derived tables -> {derived.publish(profile, staged, final_root)}", flush=True)
@@ -86,8 +78,11 @@ def _run_id(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report", description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params/default.yaml")
-    ap.add_argument("--out", default=None,
-                    help="default: report/ for the reference profile (default), build/report-<profile>/ otherwise")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="default: report/ for the reference profile (default), build/report-<profile>/ otherwise",
+    )
     ap.add_argument("--run-id", default=None, type=_run_id)
     ap.add_argument("--only", action="append", help="run only notebooks whose name starts with this")
     args = ap.parse_args(argv)
@@ -99,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import papermill
 
+    from .estimate import estimates as estimate_all
     from .html_export import write_html  # imports nbconvert, nbformat: only once params are good
-    from .progress import RunProgress, estimate_s
+    from .progress import RunProgress
 
     out = paths.resolve(args.out) if args.out else default_out(p.profile)
     out.mkdir(parents=True, exist_ok=True)
@@ -120,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         derived.stage(p.profile, staged, final_root)
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
-    servers = _server_count(p)
-    estimates = {nb.name: estimate_s(nb.name, p, servers) for nb in todo}
+    estimates = estimate_all([nb.name for nb in todo], p)  # servers counted as the studies choose them
     with RunProgress([nb.name for nb in todo], estimates) as progress:
         for nb in todo:
             if staged and nb.name == REPORT_NOTEBOOK:
@@ -140,8 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             except papermill.PapermillExecutionError as e:
                 progress.finish(nb.name)
                 print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
-                print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}",
-                      file=sys.stderr)
+                print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
                 return 1
             _stable_injected_id(out / nb.name)
             took = progress.finish(nb.name)

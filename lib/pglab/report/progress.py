@@ -1,8 +1,9 @@
 """What `make report` shows in the terminal while it runs, and how its kernels talk to it.
 
 - One progress line for the whole run: notebook k of n, elapsed, and an estimate of the time left. The
-  estimate starts from each notebook's time in the reference run, scaled by the params' sizes, and is
-  corrected by how fast the notebooks done so far went compared with their estimates.
+  estimate starts from each notebook's modelled time (pglab.report.estimate: the params' sizes and the
+  servers each study will run on) and is corrected by how fast the notebooks done so far went compared with
+  their estimates.
 - The notebooks' own progress bars (pglab.progress) are mirrored onto that line: the driver points
   `PGLAB_PROGRESS_FILE` at a file, the kernel's bars write their latest state there instead of into the
   notebook's output, and a thread here shows it.
@@ -19,18 +20,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from jupyter_client.manager import KernelManager
 from traitlets import default
 
 from ..core.progress import PROGRESS_ENV
-
-if TYPE_CHECKING:
-    from ..params import Params
-
-# Seconds each notebook took in the reference run of params/default.yaml on 2 cores with two servers.
-REFERENCE_S = {"00": 11, "10": 19, "20": 490, "30": 511, "40": 273, "50": 87, "60": 207, "70": 45, "99": 10}
 
 
 def ipc_kernel_manager(folder: Path) -> type[KernelManager]:
@@ -46,24 +40,6 @@ def ipc_kernel_manager(folder: Path) -> type[KernelManager]:
             return str(folder / "kernel")
 
     return IpcKernelManager
-
-
-def estimate_s(notebook: str, p: Params, servers: int) -> float:
-    """A rough time for one notebook from the params' sizes, relative to the reference run."""
-    nn = notebook[:2]
-    base = REFERENCE_S.get(nn, 60)
-    if nn in ("00", "99"):
-        return base
-    scale = {
-        "10": p.ssb.sf,
-        "20": p.ssb.sf * (p.ssb.repetitions + p.ssb.warmups) / 6,
-        "30": len(p.pgbench.scales) / 2 * p.pgbench.select_only.duration_s / 10,
-        "40": p.auto_explain.rows / 1e6 * p.auto_explain.run.repetitions / 6,
-        "50": p.jit_operators.rows / 3e6 * p.jit_operators.repetitions / 10,
-        "60": p.ssb.sf * p.parallel_index.repetitions / 3,
-        "70": p.partitioning.rows / 3e6 * p.partitioning.repetitions / 10,
-    }.get(nn, 1.0)
-    return max(5.0, base * max(scale, 0.05) * max(servers, 1) / 2)
 
 
 def _clock(s: float) -> str:

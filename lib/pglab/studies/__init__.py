@@ -28,6 +28,7 @@ class Study:
     tables: tuple[str, ...]  # every table the stage may write, in the order it writes them
     function: str  # "pglab.module:function", imported when called (the registry imports no study)
     report: str | None = None  # the study's report section module, imported when the report asks for it
+    estimate: str | None = None  # the study's part of make report's time estimate (pglab.report.estimate)
 
     def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
         module, name = self.function.split(":")
@@ -52,7 +53,7 @@ STUDIES: tuple[Study, ...] = (
                                   "availability", "sweep", "fingerprints", "paired", "versions_paired", "aa",
                                   "noise", "drift", "sweep_paired", "answers", "plans_study_workers",
                                   "plans_scaled", "versions", "sweep_summary"),
-          "pglab.studies.ssb.derive:queries", "pglab.studies.ssb.report"),
+          "pglab.studies.ssb.derive:queries", "pglab.studies.ssb.report", "pglab.studies.ssb.estimate"),
     Study("pgbench", "30_pgbench", _names("pgbench", "skipped", "runs", "init", "init_steps", "select_only",
                                           "scaling", "series", "series_sizes", "init_summary",
                                           "select_only_summary", "scaling_summary", "series_summary",
@@ -97,3 +98,11 @@ def report_section(section: str) -> ModuleType:
             return importlib.import_module(s.report)
     known = [f"{s.name}_report" for s in STUDIES if s.report]
     raise KeyError(f"no report section {section!r}; expected one of {known}")
+
+
+def estimate_module(name: str) -> ModuleType:
+    """Study `name`'s estimate module (Study.estimate), for the report's time estimate."""
+    study = by_name(name)
+    if study.estimate is None:
+        raise KeyError(f"study {name!r} has no estimate module")
+    return importlib.import_module(study.estimate)
