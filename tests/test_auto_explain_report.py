@@ -1,10 +1,10 @@
 """The report's auto_explain section (S2) on the committed default data, read from a copy so that nothing
-can write to data/derived/default. The committed data is scored by the one rule (`pglab.verdicts`, with an
+can write to data/derived/default. The committed data is scored by the one rule (`pglab.core.verdicts`, with an
 `auto_explain_noise` table): every claim of `auto_explain_findings.specs` per server in the findings schema,
 the study's figures in the claim, our ratio with its interval in the numbers and the evidence; the findings,
 noise floor and drift recomputed from the committed runs (what notebook 40 does) equal the stored ones; charts
 that serialise, a method that names every server, condition and command and describes pairing, noise floor and
-drift, and the same output twice. And the old path (data derived before pglab.verdicts, no noise table), on
+drift, and the same output twice. And the old path (data derived before pglab.core.verdicts, no noise table), on
 data the test builds from a copy: the old claims and the old statistics text."""
 
 import json
@@ -137,7 +137,7 @@ def test_method_names_servers_conditions_and_the_command(root):
 
 
 def test_the_old_path_on_data_without_a_noise_table(root, tmp_path):
-    """Data derived before pglab.verdicts (built here from a copy: no `auto_explain_noise`, findings under the
+    """Data derived before pglab.core.verdicts (built here from a copy: no `auto_explain_noise`, findings under the
     old keys with no numbers): the old claims replace the stored ones, and the method's statistics are the old
     ratio of medians, not the pairing."""
     old = tmp_path / "derived"

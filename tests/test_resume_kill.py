@@ -3,7 +3,7 @@
 A run of the SSB load, pgbench and auto_explain notebooks is killed (SIGKILL to its whole process group) at
 seeded random moments, rerun with the same run id after each kill and finally run to its end. Its set of
 measurement keys (server, experiment, condition, item, repetition, warm-up: what identifies a measurement in
-`pglab.store`) must equal that of an uninterrupted run of the same params, with no key recorded twice; no
+`pglab.core.store`) must equal that of an uninterrupted run of the same params, with no key recorded twice; no
 postmaster of the kit may outlive the process that started it. About three minutes on an idle 2-core machine."""
 
 import json

@@ -1,4 +1,4 @@
-"""pglab.serverlog reads what real servers write: auto_explain entries (text and JSON plans), errors with
+"""pglab.pgtools.serverlog reads what real servers write: auto_explain entries (text and JSON plans), errors with
 their STATEMENT, in jsonlog, csvlog and the text log alike, across a rotation, never half an entry."""
 
 import json

@@ -188,7 +188,7 @@ def test_compare_missing_baseline_and_single_repetition():
 
 
 def test_one_resampler_for_both_bootstraps():
-    """pglab.paired resamples through stats.resample: the same generator stream gives the same replicates."""
+    """pglab.core.paired resamples through stats.resample: the same generator stream gives the same replicates."""
     from pglab.core import paired
 
     x = np.random.default_rng(3).normal(0, 0.1, 12)

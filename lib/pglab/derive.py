@@ -10,7 +10,7 @@ server is started or connected to (servers.NO_SERVERS_ENV). The folder is replac
 written (derived.stage / publish). `--check DIR`: then compare with the tables of run ID in DIR (what the
 notebooks wrote): exit 1 on any difference.
 
-`--archive`: writes data/raw-archive/ID.tar.xz from data/raw/ID/ (pglab.raw_archive) and prints its size.
+`--archive`: writes data/raw-archive/ID.tar.xz from data/raw/ID/ (pglab.core.raw_archive) and prints its size.
 
 The tables are byte for byte the notebooks'; in MANIFEST.json sha256, rows, columns and run_id are the
 same, and `derived_by` (the kit revision that derived the table, `+dirty` with uncommitted changes) may differ:

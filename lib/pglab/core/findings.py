@@ -7,11 +7,11 @@ import polars as pl
 
 from . import verdicts as _v
 
-# the one vocabulary of pglab.verdicts (docs/verdicts.md)
+# the one vocabulary of pglab.core.verdicts (docs/verdicts.md)
 SUPPORTED, CONTRADICTED, DIRECTION_ONLY = _v.SUPPORTED, _v.CONTRADICTED, _v.DIRECTION_ONLY
 UNDETERMINED, NOT_TESTABLE, NOT_RUN = _v.UNDETERMINED, _v.NOT_TESTABLE, _v.NOT_RUN
 # "not supported" was the old word for what is now contradicted or direction only: kept so that a dataset
-# derived before the change still reads; no study writes it any more once it uses pglab.verdicts
+# derived before the change still reads; no study writes it any more once it uses pglab.core.verdicts
 NOT_SUPPORTED = "not supported"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, *_v.VERDICTS[1:])  # the old word where it stood, for the old tables
 

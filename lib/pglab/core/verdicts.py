@@ -220,7 +220,7 @@ def tally(claims: pl.DataFrame) -> pl.DataFrame:
 
 def finding_row(study: str, finding: str, claim: Claim, server: str, v: Verdict,
                 evidence: Evidence | None = None) -> dict:
-    """A row in `pglab.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
+    """A row in `pglab.core.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
     and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart."""
     e = evidence or Evidence(None, None, None)
     return {"study": study, "finding": finding, "claim": claim.statement, "server": server, "verdict": v.label,

@@ -58,7 +58,7 @@ class AutoExplainEntry:
     format: str  # "text" | "json"
 
     def parse(self):
-        """The plan through pglab.explain (ExplainParseError when it does not parse)."""
+        """The plan through pglab.pgtools.explain (ExplainParseError when it does not parse)."""
         from .explain import parse_plan
 
         return parse_plan(self.plan)

@@ -4,7 +4,7 @@
   estimate starts from each notebook's modelled time (pglab.report.estimate: the params' sizes and the
   servers each study will run on) and is corrected by how fast the notebooks done so far went compared with
   their estimates.
-- The notebooks' own progress bars (pglab.progress) are mirrored onto that line: the driver points
+- The notebooks' own progress bars (pglab.core.progress) are mirrored onto that line: the driver points
   `PGLAB_PROGRESS_FILE` at a file, the kernel's bars write their latest state there instead of into the
   notebook's output, and a thread here shows it.
 - Kernels run over IPC sockets in a private temporary folder, not TCP on localhost: nothing to encrypt,

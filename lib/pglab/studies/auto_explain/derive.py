@@ -1,7 +1,7 @@
 """From the stage's raw runs to the report: summaries, paired overhead ratios, the study's table beside ours,
 the log proof and the timer explanation; the findings, noise floor and drift are `auto_explain_findings`'.
 
-Ratios are paired within rounds (`pglab.paired`): per round a condition's latency over the baseline's
+Ratios are paired within rounds (`pglab.core.paired`): per round a condition's latency over the baseline's
 ("loaded, disabled") on the same server and item, their geometric mean, and an interval over the rounds
 (min–max, labelled so, below 10 rounds). The cost of writing the log is the ratio of a logged condition to
 its nothing-logged counterpart (same settings, log_min_duration apart). A median's interval is

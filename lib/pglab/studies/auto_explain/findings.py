@@ -1,4 +1,4 @@
-"""Study S2's claims scored with the one rule (`pglab.verdicts`), from the raw runs alone.
+"""Study S2's claims scored with the one rule (`pglab.core.verdicts`), from the raw runs alone.
 
 Every comparison is paired within rounds (`paired.paired_compare`, the schedule's round as the block): the
 stage runs every condition in every round, so a round's ratio B / A cancels whatever the machine did during it.
@@ -181,7 +181,7 @@ def _needs(s: Spec, p: AutoExplainParams) -> list[str]:
 
 
 def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
-    """One row per (claim, server) in `pglab.findings`' shape, with the numbers behind each verdict."""
+    """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict."""
     m = measured(runs)
     rows = []
     servers = sorted(m["server"].unique().to_list()) if m.height else []

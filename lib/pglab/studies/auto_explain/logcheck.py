@@ -4,7 +4,7 @@ One `LogWatch` per server follows its log for the whole stage. After a run it lo
 reads the log up to it (the logging collector writes asynchronously, so the marker says the run's
 entries are all in). In that window it counts auto_explain entries of the study's database and checks:
 a plan per transaction where one must be logged (within a tolerance), none where none may be; a sample
-of the plans parsed with `pglab.explain` (the right query; actual rows under ANALYZE; per-node times only
+of the plans parsed with `pglab.pgtools.explain` (the right query; actual rows under ANALYZE; per-node times only
 with log_timing on); bytes written per transaction. Warnings and errors in the log, during runs or
 between them (restarts), are kept as well.
 

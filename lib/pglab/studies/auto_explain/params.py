@@ -220,7 +220,7 @@ class LogCheckParams(Strict):
     enabled: bool = True
     tolerance: float = Field(default=0.001, ge=0, le=0.5)  # relative difference of plans vs transactions
     tolerance_abs: int = Field(default=2, ge=0)  # plus this many (the run's last transaction at -T's end)
-    parse_sample: int = Field(default=20, ge=1, le=100_000)  # plans per run parsed with pglab.explain
+    parse_sample: int = Field(default=20, ge=1, le=100_000)  # plans per run parsed with pglab.pgtools.explain
     wait_s: float = Field(default=30, gt=0, le=600)  # for the logging collector to catch up after a run
     prune: bool = True  # delete log files this stage filled once read (logged runs write ~0.5 kB a plan)
 

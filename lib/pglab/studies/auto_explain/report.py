@@ -1,7 +1,7 @@
 """The report's section for study S2 (what auto_explain costs): method, charts and findings from the derived
 tables of notebook 40 alone (`data/derived/<profile>/auto_explain_*.csv` and `environment_servers`); no
 server, no raw store. The findings are the stage's own (`auto_explain_results.findings`, stored as
-`auto_explain_findings`), put into `pglab.findings`' schema with the study's claims and numbers."""
+`auto_explain_findings`), put into `pglab.core.findings`' schema with the study's claims and numbers."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ TITLE = "S2 · auto_explain overhead with pgbench"
 TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
           "auto_explain_plans", "auto_explain_servers", "environment_servers")  # fmt: skip
 STUDY = "S2"
-NOISE = "auto_explain_noise"  # written by runs scored with pglab.verdicts; absent from data derived before
+NOISE = "auto_explain_noise"  # written by runs scored with pglab.core.verdicts; absent from data derived before
 
-# the claims as data derived before pglab.verdicts stored them (read with that data only)
+# the claims as data derived before pglab.core.verdicts stored them (read with that data only)
 _OLD_CLAIMS = {
     "loading": "Loading auto_explain (disabled) costs nothing: limit 0.110 ms not loaded, 0.111 ms loaded "
                "and disabled (1.01×).",
@@ -90,7 +90,7 @@ def _scored(profile: str, root: Path | None) -> bool:
 
 
 def _statistics_paired(profile: str, root: Path | None, baseline: str) -> str:
-    """The statistics bullet of a run scored with pglab.verdicts: pairing, A/A noise floor, drift."""
+    """The statistics bullet of a run scored with pglab.core.verdicts: pairing, A/A noise floor, drift."""
     noise = _read(NOISE, profile, root)
     drift = _optional("auto_explain_drift", profile, root)
     every = noise.filter(pl.col("server") == "all")

@@ -2,7 +2,7 @@
 
 `derive(store, params)` returns them keyed by name, the findings too (notebook 50 and `python -m pglab derive`
 call it); `tables(store, p, setup)` the stage's tables without the findings; `write(tables, profile)` writes
-them with `pglab.derived`. Times are in ms. The reduction is the study's figure, 1 - t(JIT) / t(no JIT), from the
+them with `pglab.core.derived`. Times are in ms. The reduction is the study's figure, 1 - t(JIT) / t(no JIT), from the
 medians, with the 95 % interval of the ratio (`pglab.stats.compare`) turned into percent."""
 
 from __future__ import annotations

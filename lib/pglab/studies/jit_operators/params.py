@@ -89,7 +89,7 @@ class JitOperatorsParams(Strict):
     conditions: dict[str, dict[str, SettingValue]] = Field(default_factory=default_conditions)
     baseline: str = "off"  # reductions are 1 - condition / baseline
     # A/A control: the baseline measured a second time under its own label (`<baseline>_aa`), interleaved like
-    # every condition; how far it strays from the baseline is this machine's noise floor (pglab.noise)
+    # every condition; how far it strays from the baseline is this machine's noise floor (pglab.core.noise)
     aa_control: bool = True
     study_condition: str = "on"  # the condition set beside the study's percentages in the findings
     # the time the findings and the where-the-time-goes view use: wall = client wall time as psql's \timing

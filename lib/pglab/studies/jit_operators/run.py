@@ -4,7 +4,7 @@ Per server: JIT available or not (the install ships llvmjit and `pg_jit_availabl
 `jit = on`); a server without it is recorded as "not available" with the reason and takes no further part.
 On the others: a kit-owned database with the generated table (re-used when its comment says it holds the
 same rows), VACUUM (FREEZE, ANALYZE), pg_prewarm. Then every (server, condition, operator) cell, warm-up
-round first, then interleaved rounds (`pglab.schedule`), each run timed from the client as psql's \\timing
+round first, then interleaved rounds (`pglab.core.schedule`), each run timed from the client as psql's \\timing
 would (one connection per server and condition, its settings given at connection start), with the backend's
 own CPU time beside it (kit servers: the process is local; null for a run that failed), its one-value result
 kept to check that JIT off and on agree. The table is always named `public.jit_ops`, never through
@@ -149,7 +149,7 @@ def backend_cpu_ns(pid: int | None) -> int | None:
 
 
 def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> dict:
-    """One timed run of `statement` as `pglab.schedule` records it: wall time (value, s), the backend's CPU
+    """One timed run of `statement` as `pglab.core.schedule` records it: wall time (value, s), the backend's CPU
     time over it (cpu_ms, when the server is `local`) and the one value it returned; or the error, with no
     time at all (a statement timeout's CPU time is not a sample of the query)."""
     pid = conn.info.backend_pid if local else None

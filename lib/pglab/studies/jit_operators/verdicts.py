@@ -1,6 +1,6 @@
-"""S4 test 1 (JIT per operator) under the one verdict rule (`pglab.verdicts`, issue 16): JIT on vs off compared
-within each round (`pglab.paired`), the machine's noise floor from the A/A control (the baseline measured twice
-per round under two labels, `pglab.noise`), and the findings from those.
+"""S4 test 1 (JIT per operator) under the one verdict rule (`pglab.core.verdicts`, issue 16): JIT on vs off compared
+within each round (`pglab.core.paired`), the machine's noise floor from the A/A control (the baseline measured twice
+per round under two labels, `pglab.core.noise`), and the findings from those.
 
 Why paired: the baseline itself was bimodal on this VM (count(*) 106–196 ms with JIT off, in runs minutes
 apart); an unpaired interval over all runs mixes those modes into both conditions and flips verdicts. Within a

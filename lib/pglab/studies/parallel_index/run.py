@@ -1,5 +1,5 @@
 """The parallel index build stage (study S4 test C): settings that let the builds run in parallel, then every
-(server, key columns, workers) cell built with warm-up and interleaved repetitions (pglab.schedule), each build
+(server, key columns, workers) cell built with warm-up and interleaved repetitions (pglab.core.schedule), each build
 recorded in the run's store with the workers the server planned and launched for it."""
 
 from __future__ import annotations

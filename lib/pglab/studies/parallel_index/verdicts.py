@@ -1,8 +1,8 @@
-"""S4 test C (parallel B-tree build) under the one verdict rule (`pglab.verdicts`, issue 16).
+"""S4 test C (parallel B-tree build) under the one verdict rule (`pglab.core.verdicts`, issue 16).
 
-Every comparison is paired within rounds (`pglab.paired`): a round built every (key, workers) cell of a server
+Every comparison is paired within rounds (`pglab.core.paired`): a round built every (key, workers) cell of a server
 within a minute or two, so drift of the machine cancels. An A/A control — each key's serial build twice per
-round, "workers=0" and "workers=0_aa" — gives the noise floor (`pglab.noise`).
+round, "workers=0" and "workers=0_aa" — gives the noise floor (`pglab.core.noise`).
 
 * "Time falls as workers are added": the time to build every key once (a round's builds summed), at the most
   workers against serial, direction only.

@@ -1,4 +1,4 @@
-"""The plans of study S5, read with `pglab.explain`: their shape, the checks the study's claims need, and
+"""The plans of study S5, read with `pglab.pgtools.explain`: their shape, the checks the study's claims need, and
 the planner's rule for the workers of a Parallel Append.
 
 The study showed two shapes: serially `Aggregate > Append > 6 × Seq Scan`; in parallel

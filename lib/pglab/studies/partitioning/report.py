@@ -1,4 +1,4 @@
-"""Study S5's section of the report (contract: `pglab.report_sections`): hash partitioning and Parallel
+"""Study S5's section of the report (contract: `pglab.report.sections`): hash partitioning and Parallel
 Append, read from data/derived/<profile>/ only. The experiment notebook (70_partitioning) shows the same
 charts through these functions."""
 

@@ -1,7 +1,7 @@
 """Running study S5 on every server: the timed query at each worker count, then the plans.
 
 Cells are (server, condition) with conditions `serial` (max_parallel_workers_per_gather = 0) and
-`workers=k` for k = 1 … max_workers; warm-up rounds, then interleaved rounds (`pglab.schedule`), each
+`workers=k` for k = 1 … max_workers; warm-up rounds, then interleaved rounds (`pglab.core.schedule`), each
 execution recorded with its result (count, avg) so that agreement between modes and servers is checked.
 Time is the client's wall time over the Unix socket, from sending the query to the last row fetched; one
 connection per cell, opened once. The plans come after, untimed: EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)

@@ -1,9 +1,9 @@
-"""S5 (hash partitioning and Parallel Append) under the one verdict rule (`pglab.verdicts`, issue 16).
+"""S5 (hash partitioning and Parallel Append) under the one verdict rule (`pglab.core.verdicts`, issue 16).
 
 * The study's 5.7× came from reading three NVMe drives at once with a cold cache; we run warm on one disk, so
   that claim (and the I/O one) is *not testable here*, with what would make it testable.
 * Our own CPU-parallel speed-up is scored against the study's direction only ("Parallel Append made the query
-  faster"): every worker count against serial within each round (`pglab.paired`), the most workers allowed as
+  faster"): every worker count against serial within each round (`pglab.core.paired`), the most workers allowed as
   the study allowed many, flagged above the physical ceiling min(workers planned + 1, cores).
 * The plan-shape, worker-count, spread and result claims are checked on the parsed plans and tables as before
   (`partitioning_findings`); their old word "not supported" becomes "contradicted" (the check fails outright).

@@ -1,4 +1,4 @@
-"""What our pgbench data says next to what studies S3 and S4 reported, as `pglab.findings` rows computed
+"""What our pgbench data says next to what studies S3 and S4 reported, as `pglab.core.findings` rows computed
 from the stage's tables (notebook 30 and the report's section share them).
 
 One row per (finding, server): the study's claim with its numbers, a verdict from the fixed vocabulary and
@@ -367,7 +367,7 @@ def _row(study: str, finding: str, claim: str, server: str, verdict: str, eviden
 
 
 def findings(tables: dict[str, pl.DataFrame], versions: dict[str, str] | None = None) -> pl.DataFrame:
-    """The findings of S3 and S4's scale-up on the stage's tables (TABLES), in `pglab.findings`' schema.
+    """The findings of S3 and S4's scale-up on the stage's tables (TABLES), in `pglab.core.findings`' schema.
     `versions`: server → its version text (`postgres --version` or `version()`), to tell HOT from pre-HOT."""
     versions = versions or {}
     rows = (_series_rows(tables, versions) + _select_only_rows(tables) + _load_rows(tables)

@@ -1,4 +1,4 @@
-"""S3's claims and S4's scale-up scored with the one rule (`pglab.verdicts`, docs/verdicts.md), from the paired
+"""S3's claims and S4's scale-up scored with the one rule (`pglab.core.verdicts`, docs/verdicts.md), from the paired
 tables of `pgbench_paired` and the A/A noise floor: one findings row per (claim, server).
 
 Claims are quoted as docs/studies.md states them. What S3 only charted (the cluster's `du` after the series:

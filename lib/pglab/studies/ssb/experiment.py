@@ -2,10 +2,10 @@
 every server, a worker sweep, and the plans that explain the times.
 
 Where each thing happens:
-- `run_modes` times every (server, mode, query) with warm-up and interleaved repetitions (pglab.schedule);
+- `run_modes` times every (server, mode, query) with warm-up and interleaved repetitions (pglab.core.schedule);
   each execution's result rows are checksummed, so a wrong answer anywhere shows up as a disagreement.
 - `capture_plans` takes one untimed EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) and one
-  EXPLAIN (COSTS OFF) per (server, mode, query), kept raw in the run's store and parsed with pglab.explain.
+  EXPLAIN (COSTS OFF) per (server, mode, query), kept raw in the run's store and parsed with pglab.pgtools.explain.
 - `run_sweep` times each query at max_parallel_workers_per_gather = 0 … N (S4, test B).
 - `executions`, `plans_table`, `checksum_agreement`, `derive` turn the raw store into the tidy tables of
   data/derived/<profile>/ssb_*.csv."""

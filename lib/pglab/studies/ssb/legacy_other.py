@@ -1,4 +1,4 @@
-"""Findings of the SSB section under the rule used before pglab.verdicts: JIT, q4.3's workers and the
+"""Findings of the SSB section under the rule used before pglab.core.verdicts: JIT, q4.3's workers and the
 answers (see legacy_parallel)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Findings of the SSB section under the rule used before pglab.verdicts (ratios of medians against 2/3 of
+"""Findings of the SSB section under the rule used before pglab.core.verdicts (ratios of medians against 2/3 of
 the ceiling, "not supported"): parallel query and versions. Kept so that datasets derived before the paired
 analysis (no ssb_noise table) read exactly as they did."""
 
