@@ -75,7 +75,7 @@ NOTEBOOKS = [
 @pytest.fixture
 def machine(monkeypatch):
     """The reference machine's servers and cores, whatever machine the test runs on; nothing may be downloaded."""
-    from pglab import servers
+    from pglab.core import servers
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(servers, "downloaded", lambda spec: pytest.fail(f"the estimate downloaded {spec}"))
