@@ -235,18 +235,12 @@ CLUSTER_OVERHEAD = 500 * MB
 
 
 def estimate_bytes(params: CommonParams) -> dict[str, float]:
-    """What one kit server will hold after a full run, by the params key that decides it."""
-    p = params
+    """What one kit server will hold after a full run, by the params key that decides it: each study section's
+    `disk_bytes()` (sizes from the table above), in the order of params.SECTIONS."""
     out = {"(each cluster: initdb and WAL)": CLUSTER_OVERHEAD}
-    out["ssb.sf"] = EMPTY_DB + SSB_PER_SF * p.ssb.sf + SSB_INDEX_PER_SF * p.ssb.sf
-    b = p.pgbench
-    scales = set(b.scales) | {b.scaling_scale} if {"load", "select_only", "scaling"} & set(b.experiments) else set()
-    series = set(b.series_scales) if "series" in b.experiments else set()
-    out["pgbench.scales"] = sum(EMPTY_DB + PGBENCH_PER_SCALE * s for s in [*scales, *series])
-    out["auto_explain.rows"] = EMPTY_DB + INT_ROW * p.auto_explain.rows
-    row = INT_ROW if p.jit_operators.column_type == "integer" else WIDE_ROW
-    out["jit_operators.rows"] = EMPTY_DB + row * p.jit_operators.rows
-    out["partitioning.rows"] = EMPTY_DB + PARTITION_ROW * p.partitioning.rows
+    for section in type(params).SECTIONS:
+        own = getattr(getattr(params, section), "disk_bytes", dict)()
+        out |= {f"{section}.{k}": v for k, v in own.items()}
     return out
 
 

@@ -328,3 +328,9 @@ class AutoExplainParams(Strict):
     def cells(self) -> list[tuple[str, str]]:
         """(condition, item) pairs the stage measures, in the order the params list them."""
         return [(c, i) for c in self.conditions for i in self.items_of(c)]
+
+    def disk_bytes(self) -> dict[str, float]:
+        """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
+        from ...core.params_checks import EMPTY_DB, INT_ROW
+
+        return {"rows": EMPTY_DB + INT_ROW * self.rows}

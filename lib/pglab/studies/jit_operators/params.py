@@ -195,6 +195,13 @@ class JitOperatorsParams(Strict):
     def jit_conditions(self) -> list[str]:
         return [c for c, s in self.conditions.items() if s["jit"]]
 
+    def disk_bytes(self) -> dict[str, float]:
+        """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
+        from ...core.params_checks import EMPTY_DB, INT_ROW, WIDE_ROW
+
+        row = INT_ROW if self.column_type == "integer" else WIDE_ROW
+        return {"rows": EMPTY_DB + row * self.rows}
+
 
 def label(operator: str) -> str:
     return OPERATORS[operator][1]

@@ -116,6 +116,12 @@ class PartitioningParams(Strict):
         """The conditions the schedule times: `conditions()` and the A/A copy of serial (no plan of its own)."""
         return self.conditions() + ([("serial_aa", 0)] if self.aa_control else [])
 
+    def disk_bytes(self) -> dict[str, float]:
+        """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
+        from ...core.params_checks import EMPTY_DB, PARTITION_ROW
+
+        return {"rows": EMPTY_DB + PARTITION_ROW * self.rows}
+
 
 def unknown_location_servers(p: PartitioningParams, known: list[str]) -> list[str]:
     """Server names under tablespaces.locations that name no server (a typo would otherwise fall back to the

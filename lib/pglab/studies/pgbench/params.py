@@ -160,3 +160,12 @@ class PgbenchParams(Strict):
     @property
     def scaling_scale(self) -> int:
         return self.scaling.scale or max(self.scales)
+
+    def disk_bytes(self) -> dict[str, float]:
+        """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
+        from ...core.params_checks import EMPTY_DB, PGBENCH_PER_SCALE
+
+        b = self
+        scales = set(b.scales) | {b.scaling_scale} if {"load", "select_only", "scaling"} & set(b.experiments) else set()
+        series = set(b.series_scales) if "series" in b.experiments else set()
+        return {"scales": sum(EMPTY_DB + PGBENCH_PER_SCALE * s for s in [*scales, *series])}

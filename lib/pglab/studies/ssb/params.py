@@ -102,3 +102,9 @@ class SsbParams(Strict):
         if mode == "parallel_jit_forced" and self.jit_forced_queries != "all":
             return [q for q in self.query_ids() if q in self.jit_forced_queries]
         return self.query_ids()
+
+    def disk_bytes(self) -> dict[str, float]:
+        """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
+        from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
+
+        return {"sf": EMPTY_DB + SSB_PER_SF * self.sf + SSB_INDEX_PER_SF * self.sf}
