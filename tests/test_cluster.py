@@ -162,3 +162,20 @@ def test_environment_settings_carry_no_absolute_path_of_this_clone(cluster):
     sockets = by_name["unix_socket_directories"].split(",")
     assert all(not s.startswith(str(paths.ROOT)) for s in sockets)
     assert any(s == paths.shown(cluster.socket_dir) for s in sockets), (sockets, cluster.socket_dir)
+
+
+def test_environment_servers_show_folders_inside_the_clone_relative():
+    """The servers table (committed data) shows the wheel's install in .venv and the kit's clusters relative to
+    the clone, as the settings are; a shared install outside it (the download cache) keeps its path."""
+    import polars as pl
+
+    from pglab.core import paths
+    from pglab.pgtools import environment
+
+    inside = str(paths.ROOT / ".venv" / "lib" / "pginstall" / "bin")
+    cluster = str(paths.ROOT / ".pglab" / "clusters" / "pg18")
+    df = pl.DataFrame({"server": ["pg18", "pg10"], "bin_dir": [inside, "/var/cache/pglab/postgres/10/bin"],
+                       "cluster_dir": [cluster, None], "major": [18, 10]})  # fmt: skip
+    out = environment._shown_folders(df)
+    assert out["bin_dir"].to_list() == [".venv/lib/pginstall/bin", "/var/cache/pglab/postgres/10/bin"]
+    assert out["cluster_dir"].to_list() == [".pglab/clusters/pg18", None] and out["major"].to_list() == [18, 10]

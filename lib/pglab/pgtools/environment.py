@@ -177,4 +177,16 @@ def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
     frames = {name: raw_frames.read(store, f"environment/{name}.json") for name in TABLES}
     if any(df is None for df in frames.values()):
         return {}
-    return frames | {"environment_servers": with_external_versions(frames["environment_servers"])}
+    servers = _shown_folders(with_external_versions(frames["environment_servers"]))
+    return frames | {"environment_servers": servers}
+
+
+# a server's folders: inside the project (the wheel's install in .venv, the kit's clusters) shown relative to it,
+# as the path-valued settings are; a shared install elsewhere (/usr/lib/postgresql, the download cache) stays
+FOLDER_COLUMNS = ("bin_dir", "lib_dir", "share_dir", "server_bin_dir", "cluster_dir", "cluster_dir_wanted",
+                  "socket_dir")  # fmt: skip
+
+
+def _shown_folders(df: pl.DataFrame) -> pl.DataFrame:
+    cols = [c for c in FOLDER_COLUMNS if c in df.columns and df.schema[c] == pl.String]
+    return df.with_columns(pl.col(c).map_elements(paths.shown, return_dtype=pl.String) for c in cols)
