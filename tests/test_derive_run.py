@@ -244,3 +244,21 @@ def test_raw_frames_keep_types_and_values(tmp_path):
     assert kept.equals(df) and kept.schema == df.schema
     # the first record of a run is kept
     assert raw_frames.keep(store, "t/frame.json", df.head(1)).equals(df)
+
+
+def test_compare_ignores_manifest_keys_an_older_run_lacks(tmp_path):
+    """A run written before the manifest kept column types re-derives as identical when its tables are; a
+    changed value or a changed recorded type still differs."""
+    got, want = tmp_path / "got", tmp_path / "want"
+    for d in (got, want):
+        d.mkdir()
+        (d / "t.csv").write_text("x\n1\n")
+    entry = {"sha256": "s", "rows": 1, "columns": ["x"], "run_id": "r1"}
+    (want / derived.MANIFEST).write_text(json.dumps({"t.csv": entry}))
+    (got / derived.MANIFEST).write_text(json.dumps({"t.csv": entry | {"types": {"x": "Int64"}}}))
+    assert derive_run.compare(got, want, "r1")["identical"] == ["t.csv"]
+    (want / derived.MANIFEST).write_text(json.dumps({"t.csv": entry | {"types": {"x": "String"}}}))
+    assert derive_run.compare(got, want, "r1")["different"] == ["t.csv"]
+    (want / derived.MANIFEST).write_text(json.dumps({"t.csv": entry}))
+    (got / "t.csv").write_text("x\n2\n")
+    assert derive_run.compare(got, want, "r1")["different"] == ["t.csv"]
