@@ -82,9 +82,6 @@ def test_stored_verdicts_are_those_of_the_stage(root):
         stored.select("finding", "server", "verdict", "evidence"))  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="the committed reference (default-20261123-081129) ran S2's count serially "
-                   "and its stored evidence predates the ceiling slack and the serial-count flag; a new default "
-                   "reference (issue 16) makes this pass, and strict xfail then says to remove this mark")
 def test_scored_data_from_the_committed_runs(root):
     """The committed runs re-scored the way notebook 40 does (paired by round, the A/A control's noise floor):
     the same findings, noise floor and drift as stored, and the report reads them with their numbers."""
