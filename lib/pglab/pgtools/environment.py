@@ -187,6 +187,14 @@ FOLDER_COLUMNS = ("bin_dir", "lib_dir", "share_dir", "server_bin_dir", "cluster_
                   "socket_dir")  # fmt: skip
 
 
+def _shown_folder(path: str) -> str:
+    """paths.shown, and the kit's own environment from `.venv/` on: it is always <clone>/.venv (the Makefile
+    makes it), so a run derived in another clone than the one that measured shows the same text."""
+    shown = paths.shown(path)
+    cut = shown.find("/.venv/")
+    return shown[cut + 1 :] if shown.startswith("/") and cut >= 0 else shown
+
+
 def _shown_folders(df: pl.DataFrame) -> pl.DataFrame:
     cols = [c for c in FOLDER_COLUMNS if c in df.columns and df.schema[c] == pl.String]
-    return df.with_columns(pl.col(c).map_elements(paths.shown, return_dtype=pl.String) for c in cols)
+    return df.with_columns(pl.col(c).map_elements(_shown_folder, return_dtype=pl.String) for c in cols)
