@@ -14,6 +14,7 @@ from conftest import ROOT
 
 from pglab.core import derived
 from pglab.core.findings import NOT_RUN, NOT_SUPPORTED, NOT_TESTABLE, UNDETERMINED, VERDICTS
+from pglab.core.stats import ratio_with_interval
 from pglab.studies.ssb import paired_tables as pt
 from pglab.studies.ssb import report as ssb_report
 
@@ -56,8 +57,7 @@ def _evidence(f, finding, server):
 
 def _ours(r):
     """The evidence's own figure for a paired-table row: ratio [low–high], as `verdicts.Evidence.text` writes it."""
-    d = 2 if r["high"] - r["low"] >= 0.02 else 3
-    return f"Our {r['ratio']:.{d}f}× [{r['low']:.{d}f}–{r['high']:.{d}f}]"
+    return f"Our {ratio_with_interval(r['ratio'], r['low'], r['high'])}"
 
 
 def _floor(server):
