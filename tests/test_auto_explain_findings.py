@@ -11,7 +11,7 @@ from pglab.studies.auto_explain import derive as aer
 from pglab.studies.auto_explain import findings as af
 from pglab.studies.auto_explain.params import STUDY_LATENCY_MS, AutoExplainParams
 
-P = AutoExplainParams()
+P = AutoExplainParams(rows=1_000_000)  # the study's table: every claim testable
 BASE = {"limit": 0.04, "count": 4.0, "count_serial": 7.0}
 
 
@@ -94,6 +94,23 @@ def test_a_speed_up_above_the_cores_flags_the_parallel_claims():
     got = _verdicts(_runs(t))
     assert got["analyze_count"] == got["analyze_serial_vs_parallel"] == got["timing_count"] == v.UNDETERMINED
     assert got["analyze_count_serial"] == v.SUPPORTED  # serial only: not flagged
+
+
+def test_below_the_studys_rows_the_parallel_count_magnitudes_are_not_testable():
+    # 1e5 rows (the default): the parallel count is slower than the serial one (worker start-up) -> its ANALYZE
+    # ratios say nothing of the study's; the serial count's claims are still scored
+    small = AutoExplainParams()
+    t = _truth()
+    for c in ("loaded_disabled", "loaded_disabled_aa", "explain", "analyze", "analyze_no_timing"):
+        t[(c, "count")] = t[(c, "count")] * 2.0
+    runs = _runs(t)
+    f = af.findings(runs, PLANS, af.noise_table(af.measured(runs), small), small)
+    got = dict(zip(f["finding"], f["verdict"], strict=True))
+    assert {k for k, x in got.items() if x == v.NOT_TESTABLE} == set(af.PARALLEL_MAGNITUDE)
+    assert got["analyze_count_serial"] == got["timing_count_serial"] == v.SUPPORTED
+    why = f.filter(pl.col("finding") == "analyze_count")["evidence"][0]
+    assert "100,000 rows" in why and "needs rows ≥ 1,000,000" in why and "8.0 ms against the serial 7.0 ms" in why
+    assert f.filter(pl.col("finding") == "analyze_count")["our_value"][0] is not None  # shown, not scored
 
 
 def test_conditions_missing_from_the_matrix_are_not_run():
