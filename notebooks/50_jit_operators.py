@@ -38,7 +38,9 @@
 # (`max_parallel_workers_per_gather = 0`): each parallel worker compiles its own code, which would mix the
 # worker count into the comparison. Only servers with JIT take part (`pg_jit_available()` with `jit = on`);
 # the others are recorded as *not available*. Every run is kept: a warm-up round, then interleaved rounds
-# (every condition and operator in every round, shuffled with a recorded seed), timed from the client as psql's
+# (every condition and operator in every round, shuffled with a recorded seed; an operator's conditions run
+# together, `executions` passes over them, and the round's value of a cell is its fastest execution, since
+# bursts of other load on a shared VM only ever add time), timed from the client as psql's
 # `\timing` does, with the backend's own CPU time over the same statement beside it (`/proc/<pid>/schedstat`
 # of the server process, on the kit's local servers). That is the time the backend spent on a CPU, JIT
 # compilation included; it leaves out time spent waiting for a CPU, but it is not immune to other load: on
@@ -74,7 +76,8 @@ charts.setup()
 s = session.begin(params.load(params_file), run_id, study="jit_operators")
 p = s.params.jit_operators
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
-print(f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} repetitions after "
+print(f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} rounds of "
+      f"{p.executions} execution(s) per cell (round value: {p.round_value}) after "
       f"{p.warmups} warm-up round(s), shuffle seed {p.shuffle_seed}; baseline {p.baseline!r}, "
       f"study condition {p.study_condition!r}; findings in {p.metric} time")
 jres.conditions(p)
@@ -198,9 +201,10 @@ plans.sort("server", "condition", "label").select(
 # %% [markdown]
 # ## Paired by round, and this machine's noise floor
 #
-# Each round ran every condition and operator within seconds, so JIT on vs off is compared *within* each round:
-# the ratio JIT / off per round, their geometric mean, and its interval (95 % bootstrap over rounds from 10
-# rounds, else min–max of the round ratios, labelled so). An A/A control — the baseline measured twice per round
+# Each round ran every condition of an operator within a second or two, so JIT on vs off is compared *within*
+# each round: the ratio of the round's fastest executions JIT / off, their geometric mean, and its interval
+# (95 % bootstrap over rounds from 10 rounds, else min–max of the round ratios, labelled so). An A/A
+# control — the baseline measured twice per round
 # under two labels — shows how far two identical conditions stray here: its false-difference rate and the noise
 # floor every verdict uses. Drift: the baseline's second half of rounds over its first.
 

@@ -6,6 +6,12 @@ versions run one block after the other puts any drift of the machine on one side
 runs before repetition r+1 of any, so that drift (clock scaling, a neighbour's load) spreads over all
 cells. Within a round the order can be shuffled with a seed that is recorded with the data.
 
+`plan_blocked` keeps the cells of one block (e.g. one server's query under every condition) together within
+a round and runs each block's conditions `executions` times over, each pass in its own shuffled order: paired
+runs are then seconds apart, not a round apart, and a short burst of a neighbour's load rarely covers every
+execution of one condition but none of the other's (the round's value of a cell is then its fastest or median
+execution, which the study chooses).
+
 `run_steps` executes a plan against the raw store: steps already recorded (an interrupted run started
 again) are skipped, the rest run under a progress bar and are recorded as they finish."""
 
@@ -45,6 +51,40 @@ def plan(
         if rng is not None:
             rng.shuffle(order)
         steps += [Step(s, c, i, rep, warm, n) for s, c, i in order]
+    return steps
+
+
+def plan_blocked(
+    cells: Iterable[tuple[Hashable, Hashable, Hashable]],
+    repetitions: int,
+    warmups: int = 1,
+    shuffle_seed: int | None = None,
+    executions: int = 1,
+) -> list[Step]:
+    """Like `plan`, but per round the cells are grouped into blocks of one (server, item), blocks in shuffled
+    order, and each block runs its conditions `executions` times (each pass shuffled). Timed executions get
+    repetition = timed round × executions + pass (unique keys for the store); all carry the round. Warm-up
+    rounds run every cell once."""
+    if executions < 1:
+        raise ValueError(f"executions must be ≥ 1, not {executions}")
+    cells = [(str(s), str(c), str(i)) for s, c, i in cells]
+    blocks: dict[tuple[str, str], list[str]] = {}
+    for s, c, i in cells:
+        blocks.setdefault((s, i), []).append(c)
+    rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
+    steps: list[Step] = []
+    rounds = [(r, True) for r in range(warmups)] + [(r, False) for r in range(repetitions)]
+    for n, (rep, warm) in enumerate(rounds):
+        order = list(blocks)
+        if rng is not None:
+            rng.shuffle(order)
+        passes = 1 if warm else executions
+        for s, i in order:
+            for k in range(passes):
+                conds = list(blocks[(s, i)])
+                if rng is not None:
+                    rng.shuffle(conds)
+                steps += [Step(s, c, i, rep if warm else rep * executions + k, warm, n) for c in conds]
     return steps
 
 

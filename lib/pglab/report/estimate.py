@@ -184,7 +184,7 @@ def _jit_operators(p: Params, base: list[Server]) -> float:
     per_exec = sum(j.rows * COST["jit_row"] + (COST["jit_compile"] if _on(j.session_settings(c).get("jit")) else 0)
                    for c in j.measured_conditions()) * len(j.operators)  # fmt: skip
     # the timed rounds, and about one more for the plans and the result checks
-    per_server = j.rows * COST["jit_table_row"] + per_exec * (j.repetitions + j.warmups + 1)
+    per_server = j.rows * COST["jit_table_row"] + per_exec * (j.repetitions * j.executions + j.warmups + 1)
     return COST["server"] * len(servers) + per_server * len(jit)
 
 

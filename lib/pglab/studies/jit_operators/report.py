@@ -33,6 +33,16 @@ TABLES = (
 STUDY = "S4"
 
 
+def _executions_text(first: dict) -> str:
+    """How many executions a cell had per round and which one counts (older runs: one, not recorded)."""
+    k = first.get("executions")
+    if not k or k == 1:
+        return ""
+    pick = "the fastest" if first.get("round_value", "min") == "min" else "their median"
+    return (f", each operator's conditions together and {k} passes over them per round ({pick} counts: bursts "
+            "of other load only add time)")
+
+
 def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     return read_table(name, profile, root=root)
 
@@ -87,9 +97,9 @@ def method(profile: str, root: Path | None = None) -> str:
         f"the time it spent on a CPU, without time waiting for one; on this shared VM it still moves with other "
         f"load); the "
         f"findings use {METRIC_WORDS[first['metric']]}; failed runs count as missing, in both. "
-        f"{first['repetitions']} repetitions after "
+        f"{first['repetitions']} rounds after "
         f"{first['warmups']} warm-up round(s), "
-        f"interleaved across conditions and operators"
+        f"interleaved across conditions and operators{_executions_text(first)}"
         f"{f' (order shuffled within rounds, seed {seed})' if seed is not None else ''}. "
         "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
         "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",

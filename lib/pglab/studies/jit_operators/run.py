@@ -4,7 +4,8 @@ Per server: JIT available or not (the install ships llvmjit and `pg_jit_availabl
 `jit = on`); a server without it is recorded as "not available" with the reason and takes no further part.
 On the others: a kit-owned database with the generated table (re-used when its comment says it holds the
 same rows), VACUUM (FREEZE, ANALYZE), pg_prewarm. Then every (server, condition, operator) cell, warm-up
-round first, then interleaved rounds (`pglab.core.schedule`), each run timed from the client as psql's \\timing
+round first, then interleaved rounds, each operator's conditions together and `executions` times over
+(`pglab.core.schedule.plan_blocked`), each run timed from the client as psql's \\timing
 would (one connection per server and condition, its settings given at connection start), with the backend's
 own CPU time beside it (kit servers: the process is local; null for a run that failed), its one-value result
 kept to check that JIT off and on agree. The table is always named `public.jit_ops`, never through
@@ -22,7 +23,7 @@ from psycopg import sql
 
 from ...core import outcomes
 from ...core.db import explain_json, timed_statement
-from ...core.schedule import plan, run_steps
+from ...core.schedule import plan_blocked, run_steps
 from ...core.servers import DestructiveStepRefused, Server
 from ...core.session import Session
 from ...core.store import RunStore
@@ -32,7 +33,8 @@ SETUP_SCHEMA = {
     "server": pl.String, "version_string": pl.String, "version_num": pl.Int64, "install_jit": pl.Boolean,
     "jit_available": pl.Boolean, "reason": pl.String, "rows": pl.Int64, "column_type": pl.String,
     "generator": pl.String, "table_bytes": pl.Int64, "prewarmed_blocks": pl.Int64, "prewarm_error": pl.String,
-    "max_parallel_workers_per_gather": pl.Int64, "repetitions": pl.Int64, "warmups": pl.Int64,
+    "max_parallel_workers_per_gather": pl.Int64, "repetitions": pl.Int64, "executions": pl.Int64,
+    "round_value": pl.String, "warmups": pl.Int64,
     "shuffle_seed": pl.Int64, "metric": pl.String,
 }  # fmt: skip
 
@@ -108,7 +110,8 @@ def prepare(server: Server, p: JitOperatorsParams) -> dict:
     row = {"server": server.name, **info, "jit_available": available, "reason": reason, "rows": p.rows,
            "column_type": p.column_type, "generator": GENERATOR,
            "max_parallel_workers_per_gather": p.max_parallel_workers_per_gather, "repetitions": p.repetitions,
-           "warmups": p.warmups, "shuffle_seed": p.shuffle_seed, "metric": p.metric}  # fmt: skip
+           "executions": p.executions, "round_value": p.round_value, "warmups": p.warmups,
+           "shuffle_seed": p.shuffle_seed, "metric": p.metric}  # fmt: skip
     if not available:
         return row
     try:
@@ -165,7 +168,7 @@ def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> 
 
 def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> int:
     cells = [(s, c, op) for s in servers for c in p.measured_conditions() for op in p.operators]
-    steps = plan(cells, p.repetitions, p.warmups, p.shuffle_seed)
+    steps = plan_blocked(cells, p.repetitions, p.warmups, p.shuffle_seed, p.executions)
     conns: dict[tuple[str, str], psycopg.Connection] = {}
 
     def measure(step):

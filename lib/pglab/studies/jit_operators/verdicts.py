@@ -2,6 +2,9 @@
 within each round (`pglab.core.paired`), the machine's noise floor from the A/A control (the baseline measured twice
 per round under two labels, `pglab.core.noise`), and the findings from those.
 
+Each round gives one value per cell: the fastest of its back-to-back executions (params `executions`,
+`round_value`), since on a shared VM bursts of other load only ever add time.
+
 Why paired: the baseline itself was bimodal on this VM (count(*) 106–196 ms with JIT off, in runs minutes
 apart); an unpaired interval over all runs mixes those modes into both conditions and flips verdicts. Within a
 round both conditions ran seconds apart, so such a shift cancels.
@@ -34,8 +37,9 @@ def operator_claim(operator: str) -> vd.Claim:
     return vd.Claim(f"JIT cut the time of {label(operator)} by {pct:.1f} %", vd.LOWER, 1 - pct / 100)
 
 
-def timed(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """Timed, successful runs in the findings' metric (per server: wall time where it gives no CPU time)."""
+def timed(runs: pl.DataFrame, metric: str, round_value: str = "min") -> pl.DataFrame:
+    """Timed, successful runs in the findings' metric (per server: wall time where it gives no CPU time), one
+    value per cell and round: the fastest of the round's executions (round_value min) or their median."""
     ok = runs.filter(~pl.col("warmup") & pl.col("error").is_null())
     col = METRIC_COLUMNS[metric]
     has = ok.group_by("server").agg(pl.col(col).is_not_null().any().alias("_has"))
@@ -43,7 +47,9 @@ def timed(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
     use = pl.when(pl.col("_has")).then(pl.lit(metric)).otherwise(pl.lit("wall"))
     return ok.with_columns(metric=use).with_columns(
         value=pl.when(pl.col("metric") == "cpu").then(pl.col("cpu_ms")).otherwise(pl.col("ms"))
-    ).select("server", "metric", "condition", "operator", "round", "value")
+    ).select("server", "metric", "condition", "operator", "round", "value").group_by(
+        "server", "metric", "condition", "operator", "round", maintain_order=True
+    ).agg(pl.col("value").min() if round_value == "min" else pl.col("value").median())
 
 
 def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
@@ -73,7 +79,7 @@ def noise_table(t: pl.DataFrame, baseline: str, aa: str) -> pl.DataFrame:
 
 
 def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]:
-    t = timed(runs, p.metric)
+    t = timed(runs, p.metric, p.round_value)
     by = ["server", "metric", "operator"]
     return {
         "jit_operators_paired": paired.paired_compare(t, by, "condition", p.baseline, "round", "value"),
