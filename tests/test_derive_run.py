@@ -164,6 +164,10 @@ def test_every_table_is_registered_and_each_stage_writes_its_own(quick):
         tables = study.derive(store, params)
         assert set(tables) <= set(study.tables)
         assert all(t.startswith(study.name.split("_")[0]) for t in tables), study.name
+        if study.name not in ("environment", "ssb_load"):  # each study's measurements in the one shared shape
+            m = tables[f"{study.name}_measurements"]
+            assert m.columns[:8] == ["run", "server", "study", "condition", "round", "metric", "value", "unit"]
+            assert set(m["study"]) == {study.name} and set(m["run"]) == {run} and m.height > 0
 
 
 def test_archive_round_trip_through_make_derive(quick, tmp_path):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ...core import derived, outcomes, paired, raw_frames
+from ...core import derived, measurements, outcomes, paired, raw_frames
 from ...core.stats import ratio_with_interval
 from . import findings as auto_explain_findings
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
@@ -44,7 +44,10 @@ def derive(store, params) -> dict[str, pl.DataFrame]:
     cores = runs["cores"].drop_nulls().head(1).to_list() if "cores" in runs.columns else []  # the measuring machine's
     result = StageResult(runs=runs, **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
     tables = analyse(result, params.auto_explain, cores=int(cores[0]) if cores else None)
-    return out | {n: df for n, df in tables.items() if df.width}
+    out |= {n: df for n, df in tables.items() if df.width}
+    if (m := measurements.table(store, "auto_explain", [EXPERIMENT])) is not None:
+        out["auto_explain_measurements"] = m
+    return out
 
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import derived, outcomes, stats
+from ...core import derived, measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.explain import ExplainParseError, parse_plan
 from . import verdicts as jv
@@ -248,4 +248,6 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
             for n in ("setup", "conditions", "paired", "overall", "noise")}  # fmt: skip
     out["jit_operators_findings"] = jv.findings_from(read["setup"], read["paired"], read["overall"], read["noise"],
                                                      jr._study_condition(read["conditions"]))  # fmt: skip
+    if (m := measurements.table(store, "jit_operators", [EXPERIMENT])) is not None:
+        out["jit_operators_measurements"] = m
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import outcomes, stats
+from ...core import measurements, outcomes, stats
 from ...core.derived import write_table
 from ...core.store import RunStore
 from . import verdicts as piv
@@ -127,7 +127,10 @@ def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
     if not rows:
         return out
     setup = pl.from_dicts(rows, infer_schema_length=None)
-    return out | tables(store, int(setup["cores"][0])) | {"parallel_index_setup": setup}
+    out |= tables(store, int(setup["cores"][0])) | {"parallel_index_setup": setup}
+    if (m := measurements.table(store, "parallel_index", [EXPERIMENT])) is not None:
+        out["parallel_index_measurements"] = m
+    return out
 
 
 def tables(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:

@@ -18,7 +18,7 @@ import json
 
 import polars as pl
 
-from ...core import derived, outcomes, stats
+from ...core import derived, measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.explain import gather_workers, parse_plan
 from . import verdicts as pv
@@ -190,7 +190,12 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
                          min_parallel_table_scan_size_blocks=r["min_parallel_table_scan_size_blocks"])
              for n, r in recs.items()}  # fmt: skip
     active = [n for n, r in recs.items() if r["skipped"] is None]
-    return (out | tables(store, params.partitioning, active, preps)) if active else out
+    if not active:
+        return out
+    out |= tables(store, params.partitioning, active, preps)
+    if (m := measurements.table(store, "partitioning", [EXPERIMENT])) is not None:
+        out["partitioning_measurements"] = m
+    return out
 
 
 def tables(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]

@@ -19,7 +19,7 @@ import json
 
 import polars as pl
 
-from ...core import derived, outcomes, stats
+from ...core import derived, measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.pgbench_output import parse_aggregate_log
 from . import paired_tables as pgbench_paired
@@ -282,6 +282,8 @@ def build(store: RunStore, profile: str, baseline: str | None, write: bool = Tru
     t["pgbench_settings"] = settings(store)
     t["pgbench_servers"] = servers(store)
     t |= pgbench_paired.tables(t, baseline, cores)  # paired version comparisons, A/A noise floor, drift, trends
+    if (m := measurements.table(store, "pgbench", EXPERIMENTS)) is not None:
+        t["pgbench_measurements"] = m
     if write:
         for name, table in t.items():
             derived.write_table(table, name, profile)

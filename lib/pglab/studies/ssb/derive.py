@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import outcomes
+from ...core import measurements, outcomes
 from ...core.config import CommonParams
 from ...core.store import RunStore
 from ...datasets.ssb.load import LoadResult
@@ -76,6 +76,11 @@ def sweep_summary(sweep: pl.DataFrame) -> pl.DataFrame:
         "server", "query", "workers")  # fmt: skip
 
 
+def _measurements(store: RunStore, study: str, experiments: list[str]) -> dict[str, pl.DataFrame]:
+    m = measurements.table(store, study, experiments)
+    return {} if m is None else {f"{study}_measurements": m}
+
+
 def queries(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
     """Notebook 20's tables; only the skips when no server held the dataset (nothing was run)."""
     out = {"ssb_skipped": skipped(store, [ex.EXPERIMENT])}
@@ -102,4 +107,4 @@ def queries(store: RunStore, params: CommonParams | None = None) -> dict[str, pl
         out["ssb_versions"] = vr.select("mode", "query", "server", "baseline", "ratio", "ci_low", "ci_high",
                                         ex.readable(pl.col("verdict")).alias("verdict"))  # fmt: skip
     out["ssb_sweep_summary"] = sweep_summary(sweep)
-    return out
+    return out | _measurements(store, "ssb", [EXP_LOAD, ex.EXPERIMENT, ex.SWEEP])
