@@ -85,6 +85,8 @@ CASES = {
     "worker_sweep_negative.yaml": r"ssb\.worker_sweep: expected null or a non-empty list of distinct worker counts "
     r"from 0 to 64; got \[0, -2\]",
     "ssb_modes_empty.yaml": r"ssb\.modes: expected a non-empty list of distinct modes",
+    "ssb_sf_not_whole.yaml": r"ssb\.sf: expected a whole number from 1 on with flavor dbgen \(1, 2, 10 \.\.\.\), or a "
+    r"fraction below 1, or flavor: spec; got 1\.5$",
     "use_empty.yaml": r"servers\.use: expected 'all' or a non-empty list of server names",
     "use_not_all.yaml": r"servers\.use: expected 'all' or a non-empty list of server names.*; got 'pg18'",
     "use_unknown.yaml": r"servers\.use: expected 'all' or names among \[.*'pg18'.*\]; got unknown \['pg99'\]",

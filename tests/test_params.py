@@ -218,3 +218,83 @@ def test_one_setting_name_rule_accepts(tmp_path, name):
     assert is_setting_name(name)
     for text in SETTINGS_DICTS:
         _load(tmp_path, text.format(name=name), check_servers=False)
+
+
+# -- ssb.flavor: which generator makes the SSB data, and the scale factors each one makes -----------------------
+
+
+@pytest.mark.parametrize("text", ["ssb: {sf: 1.5}\n", "ssb: {sf: 2.5, flavor: dbgen}\n", "ssb: {sf: 10.01}\n"])
+def test_a_dbgen_scale_factor_from_1_on_must_be_whole(tmp_path, text):
+    expected = (r"p\.yaml: ssb\.sf: expected a whole number from 1 on with flavor dbgen \(1, 2, 10 \.\.\.\), or a "
+                r"fraction below 1, or flavor: spec; got \d+\.\d+$")  # fmt: skip
+    with pytest.raises(ParamsError, match=expected):
+        _load(tmp_path, text, check_servers=False)
+
+
+def test_each_flavor_takes_the_scale_factors_its_generator_makes(tmp_path):
+    from pglab.datasets import ssb
+
+    for text, sf, flavor in [("ssb: {sf: 1.5, flavor: spec}\n", 1.5, "spec"), ("ssb: {sf: 0.05}\n", 0.05, "dbgen"),
+                             ("ssb: {sf: 2}\n", 2.0, "dbgen"), ("ssb: {sf: 0.5, flavor: spec}\n", 0.5, "spec")]:
+        p = _load(tmp_path, text, check_servers=False).ssb
+        assert (p.sf, p.flavor) == (sf, flavor)
+        assert ssb.order_count(p.sf, flavor=p.flavor) > 0  # the generator takes what the params took
+    with pytest.raises(ParamsError, match=r"ssb\.flavor: .*'dbgen' or 'spec'; got 'tpch'"):
+        _load(tmp_path, "ssb: {flavor: tpch}\n", check_servers=False)
+
+
+def test_the_flavors_of_the_params_are_the_generators():
+    import typing
+
+    from pglab.datasets import ssb
+    from pglab.studies.ssb.params import SsbParams
+
+    assert typing.get_args(SsbParams.model_fields["flavor"].annotation) == ssb.FLAVORS
+    assert SsbParams().flavor == ssb.DEFAULT_FLAVOR
+    assert params.load(paths.PARAMS / "default.yaml", check_servers=False).ssb.flavor == "dbgen"
+
+
+def test_the_flavor_reaches_the_load_and_its_generator(monkeypatch):
+    """ssb.flavor from the params to stage.load_all, load.load, the reuse check and the generator (no server)."""
+    from types import SimpleNamespace
+
+    from pglab.datasets import ssb
+    from pglab.datasets.ssb import load as ssb_load
+    from pglab.datasets.ssb import stage
+    from pglab.studies.ssb.params import SsbParams
+
+    fake = SimpleNamespace(name="fake")  # load_all and load only name it once the database work is faked away
+    calls = []
+
+    def fake_load(srv, sf, seed, flavor, **kw):
+        calls.append((sf, seed, flavor))
+        return ssb_load.LoadResult(srv.name, "db", ssb.dataset_id(sf, seed, flavor), skipped=True)
+
+    monkeypatch.setattr(stage, "load", fake_load)
+    stage.load_all([fake], SsbParams(sf=1.5, seed=3, flavor="spec"))  # spec's row counts for the progress bar
+    assert calls == [(1.5, 3, "spec")]
+
+    # the reuse check: a database holding the same (sf, seed) made by the other flavor is loaded anew
+    held = ssb_load.DatasetState(ssb.dataset_id(0.01, 3, "dbgen"), True, {"tables": []})
+    loaded = []
+
+    def fake_load_now(server, dbname, wanted, sf, seed, flavor, *rest):
+        loaded.append(flavor)
+        return ssb_load.LoadResult(server.name, dbname, wanted, skipped=False)
+
+    monkeypatch.setattr(ssb_load, "dataset_state", lambda server, dbname: held)
+    monkeypatch.setattr(ssb_load, "_sizes", lambda server, dbname: ({}, 0))
+    monkeypatch.setattr(ssb_load, "_load_now", fake_load_now)
+    assert ssb_load.load(fake, 0.01, 3, prewarm=False).skipped and not loaded  # dbgen, the default: the one held
+    again = ssb_load.load(fake, 0.01, 3, prewarm=False, flavor="spec")
+    assert loaded == ["spec"] and not again.skipped and again.dataset["flavor"] == "spec"
+
+    # the blocks the load sends are the flavor's (lineorder's from a generator process), and the flavors differ
+    for flavor in ssb.FLAVORS:
+        sources = ssb_load.block_sources(0.001, 3, flavor)
+        try:
+            for table in ssb.TABLES:
+                assert list(sources[table]) == list(ssb.iter_blocks(table, 0.001, 3, flavor=flavor)), (flavor, table)
+        finally:
+            sources["lineorder"].close()
+    assert list(ssb.iter_blocks("lineorder", 0.001, 3, flavor="spec")) != list(ssb.iter_blocks("lineorder", 0.001, 3))

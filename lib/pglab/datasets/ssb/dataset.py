@@ -8,7 +8,8 @@ from typing import Protocol
 
 class SsbDataset(Protocol):
     sf: float  # scale factor
-    seed: int  # the generator's seed
+    seed: int  # the generator's seed (flavor spec; dbgen's streams are fixed)
+    flavor: str  # the generator's flavor: "dbgen" or "spec" (flavors.FLAVORS)
     prewarm: bool  # pg_prewarm every table after loading
     load_method: str  # "copy_freeze" or "copy"
     stage_settings: dict  # server settings while the SSB stages run (wal_level, ...)

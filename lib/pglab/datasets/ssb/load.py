@@ -7,8 +7,8 @@ the loading transaction skips WAL altogether. Generation runs in a child process
 while this process relays its blocks to the server, so the two cores work side by side.
 
 The database records which dataset it holds (`pglab_dataset`): loading the same (SF, seed, generator
-version) again is skipped; a different one replaces it, only in a database the kit may destroy. The record
-is written in two steps, each after what it vouches for: once every table is loaded (with the rows each
+version, flavor) again is skipped; a different one replaces it, only in a database the kit may destroy. The
+record is written in two steps, each after what it vouches for: once every table is loaded (with the rows each
 COPY reported, its seconds and the run that measured them), and marked complete only after `VACUUM
 (ANALYZE)`. A load cut short before the first step starts over; one cut short between the two is only
 analysed, and keeps the times its COPYs took."""
@@ -23,6 +23,7 @@ import psycopg
 
 from ...core.servers import Server
 from . import GENERATOR_VERSION, TABLES, create_table_sql, dataset_id, iter_blocks, iter_blocks_parallel
+from .flavors import DEFAULT_FLAVOR, check_flavor
 
 # smallest first: the dimensions are done while the lineorder generator is already running ahead
 LOAD_ORDER = ("date", "supplier", "customer", "part", "lineorder")
@@ -92,13 +93,15 @@ def load(
     force: bool = False,
     progress=None,
     run_id: str | None = None,
+    flavor: str = DEFAULT_FLAVOR,
 ) -> LoadResult:
-    """Make `server` hold SSB (sf, seed). `progress(table, rows_done)` is called as rows stream in; `run_id`
-    is kept with the load's figures, so that a rerun of that run can still record them."""
+    """Make `server` hold SSB (sf, seed, flavor: the generator's, see generate.py). `progress(table, rows_done)`
+    is called as rows stream in; `run_id` is kept with the load's figures, so that a rerun of that run can still
+    record them. A database holding another flavor (or seed, SF, generator version) is loaded anew."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     dbname = database_name(sf)
-    wanted = dataset_id(sf, seed)
+    wanted = dataset_id(sf, seed, check_flavor(flavor))  # the reuse check below compares all of it
     state = None if force else dataset_state(server, dbname)
     if state is not None and state.dataset == wanted:
         res = _from_state(server.name, dbname, state)
@@ -107,7 +110,7 @@ def load(
             res.analyze_s = _analyze_and_complete(server, dbname)
             res.total_s = state.load["copy_s"] + res.analyze_s
     else:
-        res = _load_now(server, dbname, wanted, sf, seed, method, progress, run_id)
+        res = _load_now(server, dbname, wanted, sf, seed, flavor, method, progress, run_id)
     if prewarm:
         res.prewarm_s = _prewarm(server, dbname)
     by_table, res.database_bytes = _sizes(server, dbname)
@@ -124,15 +127,12 @@ def _from_state(server: str, dbname: str, state: DatasetState) -> LoadResult:
                       run_id=ld.get("run_id"))  # fmt: skip
 
 
-def _load_now(server: Server, dbname: str, wanted: dict, sf: float, seed: int, method: str, progress,
+def _load_now(server: Server, dbname: str, wanted: dict, sf: float, seed: int, flavor: str, method: str, progress,
               run_id: str | None) -> LoadResult:  # fmt: skip
     t_all = time.perf_counter()
     server.recreate_database(dbname)
     res = LoadResult(server.name, dbname, wanted, skipped=False, method=method, run_id=run_id)
-    # lineorder's generator process starts first and runs ahead (bounded) while the small dimension
-    # tables, generated here in this process, load; one extra process, not five, on a two-core machine
-    sources = {"lineorder": iter_blocks_parallel("lineorder", sf, seed, "copy", workers=1, prefetch=4)}
-    sources |= {t: iter_blocks(t, sf, seed, "copy") for t in LOAD_ORDER if t != "lineorder"}
+    sources = block_sources(sf, seed, flavor)
     try:
         with server.connect(dbname, autocommit=False) as conn:
             for table in LOAD_ORDER:
@@ -149,6 +149,15 @@ def _load_now(server: Server, dbname: str, wanted: dict, sf: float, seed: int, m
     res.analyze_s = _analyze_and_complete(server, dbname)
     res.total_s = time.perf_counter() - t_all
     return res
+
+
+def block_sources(sf: float, seed: int, flavor: str = DEFAULT_FLAVOR) -> dict:
+    """Each table's (rows, COPY text) blocks, as the load sends them. lineorder's generator process starts
+    here, first, and runs ahead (bounded) while the small dimension tables, generated in this process, load; one
+    extra process, not five, on a two-core machine. Close sources["lineorder"] when done."""
+    sources = {"lineorder": iter_blocks_parallel("lineorder", sf, seed, "copy", workers=1, prefetch=4, flavor=flavor)}
+    sources |= {t: iter_blocks(t, sf, seed, "copy", flavor=flavor) for t in LOAD_ORDER if t != "lineorder"}
+    return sources
 
 
 def _analyze_and_complete(server: Server, dbname: str) -> float:
@@ -215,5 +224,6 @@ def _sizes(server: Server, dbname: str) -> tuple[dict[str, int], int]:
 
 
 __all__ = [
-    "GENERATOR_VERSION", "DatasetState", "LoadResult", "current_dataset", "database_name", "dataset_state", "load",
+    "GENERATOR_VERSION", "DatasetState", "LoadResult", "block_sources", "current_dataset", "database_name",
+    "dataset_state", "load",
 ]

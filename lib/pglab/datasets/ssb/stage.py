@@ -52,18 +52,20 @@ EXP_LOAD = "ssb_load"
 
 
 def load_all(servers: list[Server], p: SsbDataset, store: RunStore | None = None) -> list[LoadResult]:
-    """Make every server hold SSB (sf, seed), with one progress bar per server. With `store`, each server's
-    load is recorded as soon as it is done (not after all of them), and a server that may not hold the
+    """Make every server hold SSB (sf, seed, flavor), with one progress bar per server. With `store`, each
+    server's load is recorded as soon as it is done (not after all of them), and a server that may not hold the
     dataset (an external one without allow_destructive that lacks it) is a recorded skip."""
-    expected = sum(row_count(t, p.sf) for t in ("date", "supplier", "customer", "part")) + 4 * order_count(p.sf)
+    expected = sum(row_count(t, p.sf, flavor=p.flavor) for t in ("date", "supplier", "customer", "part")) \
+        + 4 * order_count(p.sf, flavor=p.flavor)
     results = []
     for srv in servers:
         with tqdm(total=expected, desc=f"SSB SF {p.sf:g} -> {srv.name}", unit="row", unit_scale=True) as bar:
             try:
-                res = load(srv, p.sf, p.seed, prewarm=p.prewarm, method=p.load_method,
+                res = load(srv, p.sf, p.seed, prewarm=p.prewarm, method=p.load_method, flavor=p.flavor,
                            progress=lambda table, n: bar.update(n), run_id=store.run_id if store else None)  # fmt: skip
             except DestructiveStepRefused as e:
-                res = LoadResult(srv.name, database_name(p.sf), dataset_id(p.sf, p.seed), skipped=True, refused=str(e))
+                res = LoadResult(srv.name, database_name(p.sf), dataset_id(p.sf, p.seed, p.flavor), skipped=True,
+                                 refused=str(e))
             bar.update(max(0, expected - bar.n))
         if store is not None:
             if res.refused:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ...core.paramtypes import Settings, Strict, check_versions
 
@@ -17,7 +18,10 @@ Mode = Literal["serial", "parallel", "parallel_aa", "parallel_jit", "parallel_ji
 
 class SsbParams(Strict):
     sf: float = Field(default=1.0, gt=0, le=1000)
-    seed: int = Field(default=1, ge=0, lt=2**63)
+    seed: int = Field(default=1, ge=0, lt=2**63)  # flavor spec's streams; dbgen's are fixed (recorded all the same)
+    # the generator (datasets.ssb.flavors): dbgen makes ssb-dbgen's data byte for byte (whole SF from 1 on, any
+    # fraction below 1); spec follows the SSB rules with streams of its own, chosen by seed, at any SF
+    flavor: Literal["dbgen", "spec"] = "dbgen"
     query_set: Literal["pg_ssb_run", "ssb_paper"] = "pg_ssb_run"
     queries: list[str] | Literal["all"] = "all"
     prewarm: bool = True  # pg_prewarm every table after loading, as study S1 did
@@ -84,6 +88,20 @@ class SsbParams(Strict):
             raise ValueError("expected null or a non-empty list of distinct worker counts from 0 to 64")
         return v
 
+    @model_validator(mode="after")
+    def _generator_takes_sf(self):
+        # refuse here what the generator would refuse at the load, by its own rule (dbgen.counts): ssb-dbgen
+        # truncates 1.5 to 1, so the dbgen flavor makes whole SF from 1 on only (spec: any SF > 0)
+        from ...datasets.ssb.dbgen.counts import counts
+
+        if self.flavor == "dbgen":
+            try:
+                counts(self.sf)
+            except ValueError:
+                raise _key_error("sf", self.sf, "expected a whole number from 1 on with flavor dbgen (1, 2, 10 ...), "
+                                 "or a fraction below 1, or flavor: spec") from None
+        return self
+
     def setting_dicts(self) -> dict[str, dict]:
         """Every settings dict of this section by its key under the section (checked with each server's own
         rules before any server starts)."""
@@ -108,3 +126,10 @@ class SsbParams(Strict):
         from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
 
         return {"sf": EMPTY_DB + SSB_PER_SF * self.sf + SSB_INDEX_PER_SF * self.sf}
+
+
+def _key_error(key: str, value, expected: str) -> ValidationError:
+    """A validation error at `key` of this section (not at the section itself, as a model validator's ValueError
+    is), so that the params error names it: `ssb.sf: expected ...; got 1.5`."""
+    return ValidationError.from_exception_data(SsbParams.__name__, [
+        InitErrorDetails(type=PydanticCustomError("ssb_params", expected), loc=(key,), input=value)])
