@@ -254,40 +254,10 @@ def test_the_flavors_of_the_params_are_the_generators():
     assert params.load(paths.PARAMS / "default.yaml", check_servers=False).ssb.flavor == "dbgen"
 
 
-def test_the_flavor_reaches_the_load_and_its_generator(monkeypatch):
-    """ssb.flavor from the params to stage.load_all, load.load, the reuse check and the generator (no server)."""
-    from types import SimpleNamespace
-
+def test_the_load_sends_the_flavors_blocks():
+    """load.block_sources gives the generator's blocks of the flavor asked for (test_ssb_load: on a server)."""
     from pglab.datasets import ssb
     from pglab.datasets.ssb import load as ssb_load
-    from pglab.datasets.ssb import stage
-    from pglab.studies.ssb.params import SsbParams
-
-    fake = SimpleNamespace(name="fake")  # load_all and load only name it once the database work is faked away
-    calls = []
-
-    def fake_load(srv, sf, seed, flavor, **kw):
-        calls.append((sf, seed, flavor))
-        return ssb_load.LoadResult(srv.name, "db", ssb.dataset_id(sf, seed, flavor), skipped=True)
-
-    monkeypatch.setattr(stage, "load", fake_load)
-    stage.load_all([fake], SsbParams(sf=1.5, seed=3, flavor="spec"))  # spec's row counts for the progress bar
-    assert calls == [(1.5, 3, "spec")]
-
-    # the reuse check: a database holding the same (sf, seed) made by the other flavor is loaded anew
-    held = ssb_load.DatasetState(ssb.dataset_id(0.01, 3, "dbgen"), True, {"tables": []})
-    loaded = []
-
-    def fake_load_now(server, dbname, wanted, sf, seed, flavor, *rest):
-        loaded.append(flavor)
-        return ssb_load.LoadResult(server.name, dbname, wanted, skipped=False)
-
-    monkeypatch.setattr(ssb_load, "dataset_state", lambda server, dbname: held)
-    monkeypatch.setattr(ssb_load, "_sizes", lambda server, dbname: ({}, 0))
-    monkeypatch.setattr(ssb_load, "_load_now", fake_load_now)
-    assert ssb_load.load(fake, 0.01, 3, prewarm=False).skipped and not loaded  # dbgen, the default: the one held
-    again = ssb_load.load(fake, 0.01, 3, prewarm=False, flavor="spec")
-    assert loaded == ["spec"] and not again.skipped and again.dataset["flavor"] == "spec"
 
     # the blocks the load sends are the flavor's (lineorder's from a generator process), and the flavors differ
     for flavor in ssb.FLAVORS:

@@ -66,6 +66,29 @@ def test_same_dataset_is_skipped_and_another_replaces_it(server):
     load(server, SF, 7, prewarm=False)  # back, for the other tests of this module
 
 
+def _rows_and_revenue(blocks) -> tuple[int, int]:
+    """Rows and sum(lo_revenue), the 13th column, of generated COPY text blocks."""
+    lines = [ln for _, b in blocks for ln in b.splitlines()]
+    return len(lines), sum(int(ln.split(b"\t")[12]) for ln in lines)
+
+
+def test_the_flavor_is_part_of_the_dataset_and_another_flavor_replaces_it(server):
+    spec = load(server, SF, 7, prewarm=False, flavor="spec")  # same SF and seed, the other generator
+    assert not spec.skipped and current_dataset(server, database_name(SF)) == ssb.dataset_id(SF, 7, "spec")
+    want = {f: _rows_and_revenue(ssb.iter_blocks("lineorder", SF, 7, flavor=f)) for f in ssb.FLAVORS}
+    assert want["spec"] != want["dbgen"]
+
+    def held() -> tuple[int, int]:
+        with server.connect(database_name(SF)) as conn:
+            return tuple(conn.execute("SELECT count(*), sum(lo_revenue) FROM lineorder").fetchone())
+
+    assert held() == want["spec"]  # what the spec generator makes, not dbgen's rows
+    assert load(server, SF, 7, prewarm=False, flavor="spec").skipped
+    back = load(server, SF, 7, prewarm=False)  # dbgen, the default: loaded anew, for the other tests
+    assert not back.skipped and current_dataset(server, database_name(SF)) == ssb.dataset_id(SF, 7)
+    assert held() == want["dbgen"]
+
+
 def test_external_server_needs_allow_destructive(tmp_path, cluster, server):
     f = tmp_path / "ext.yaml"
     f.write_text(f"servers: {{use: [ext], external: [{{name: ext, dsn: '{cluster.conninfo()}'}}]}}\n")
