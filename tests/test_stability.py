@@ -33,6 +33,10 @@ def test_agreement_flips_and_severe_flips():
     text = stability.report_text(c)
     assert text.startswith("agreement: 1 of 6 verdicts the same (16.7%)")
     assert "  SEVERE S1 speedup [pg18]: a: supported -> b: contradicted" in text
+    assert "…" not in text  # evidence only when asked for
+    a = a.with_columns(evidence=pl.format("{} said {}", "server", "verdict"))
+    shown = stability.report_text(stability.compare_findings(a, b), why=12)
+    assert "           a: pg18 said su…\n           b: …" in shown  # each flip's evidence in both runs, cut
 
 
 def test_per_claim_comparison_folds_servers_as_the_report_counts():

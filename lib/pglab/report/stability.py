@@ -38,16 +38,19 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     is a flip to or from "(missing)"."""
 
     def side(df: pl.DataFrame, name: str) -> pl.DataFrame:
-        return df.select(*KEYS, pl.col("verdict").alias(name)).unique(KEYS, keep="first")
+        why = pl.col("evidence").cast(pl.String) if "evidence" in df.columns else pl.lit(None, dtype=pl.String)
+        return df.select(*KEYS, pl.col("verdict").alias(f"verdict_{name}"), why.alias(f"evidence_{name}")).unique(
+            KEYS, keep="first")  # fmt: skip
 
-    j = side(a, "verdict_a").join(side(b, "verdict_b"), on=list(KEYS), how="full", coalesce=True, nulls_equal=True)
+    j = side(a, "a").join(side(b, "b"), on=list(KEYS), how="full", coalesce=True, nulls_equal=True)
     j = j.with_columns(pl.col("verdict_a", "verdict_b").fill_null(MISSING)).sort(KEYS)
     pair = pl.concat_list("verdict_a", "verdict_b")
     severe = pl.any_horizontal([pair.list.set_intersection(list(s)).list.len() == 2 for s in SEVERE])
     flips = j.filter(pl.col("verdict_a") != pl.col("verdict_b")).with_columns(severe.alias("severe"))
     n = j.height
     return {"claims": n, "same": n - flips.height, "agreement": (n - flips.height) / n if n else None,
-            "flips": flips}  # fmt: skip
+            "flips": flips.select("study", "finding", "server", "verdict_a", "verdict_b", "severe", "evidence_a",
+                                  "evidence_b")}  # fmt: skip
 
 
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
@@ -55,14 +58,16 @@ def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     the servers' common verdict, else undetermined); the flips' server column reads "all"."""
     from ..core.verdicts import claim_verdicts
 
-    def per_claim(df: pl.DataFrame) -> pl.DataFrame:
-        return claim_verdicts(df.select(*KEYS, "verdict")).with_columns(server=pl.lit("all"))
+    def per_claim(df: pl.DataFrame) -> pl.DataFrame:  # the per-server breakdown stands as its evidence
+        c = claim_verdicts(df.select(*KEYS, "verdict"))
+        return c.with_columns(server=pl.lit("all"), evidence=pl.col("breakdown"))
 
     return compare_findings(per_claim(a), per_claim(b))
 
 
-def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "verdicts") -> str:
-    """The comparison for reading: agreement, then every flip, severe ones marked."""
+def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "verdicts", why: int = 0) -> str:
+    """The comparison for reading: agreement, then every flip, severe ones marked; with `why` > 0 each flip's
+    evidence in both runs under it (cut to `why` characters): what the verdicts rested on."""
     if not c["claims"]:
         return "no findings in either run"
     lines = [f"agreement: {c['same']} of {c['claims']} {unit} the same ({c['agreement']:.1%})",
@@ -72,6 +77,9 @@ def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "ve
         mark = "SEVERE " if r["severe"] else "       "
         lines.append(f"  {mark}{r['study']} {r['finding']} [{r['server']}]: "
                      f"{label_a}: {r['verdict_a']} -> {label_b}: {r['verdict_b']}")  # fmt: skip
+        for label, ev in ((label_a, r["evidence_a"]), (label_b, r["evidence_b"])):
+            if why and ev:
+                lines.append(f"           {label}: {ev[:why]}{'…' if len(ev) > why else ''}")
     return "\n".join(lines)
 
 
@@ -98,8 +106,8 @@ def stability_text(a: pl.DataFrame, b: pl.DataFrame) -> str:
     return (
         "per claim (one verdict over its servers, as the report counts):\n"
         + report_text(compare_claims(a, b), unit="claims")
-        + "\n\nper claim and server:\n"
-        + report_text(compare_findings(a, b), unit="claim-server verdicts")
+        + "\n\nper claim and server (with what each verdict rested on):\n"
+        + report_text(compare_findings(a, b), unit="claim-server verdicts", why=220)
     )
 
 
