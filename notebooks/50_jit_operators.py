@@ -38,9 +38,9 @@
 # (`max_parallel_workers_per_gather = 0`): each parallel worker compiles its own code, which would mix the
 # worker count into the comparison. Only servers with JIT take part (`pg_jit_available()` with `jit = on`);
 # the others are recorded as *not available*. Every run is kept: a warm-up round, then interleaved rounds
-# (every condition and operator in every round, shuffled with a recorded seed; an operator's conditions run
-# together, `executions` passes over them, and the round's value of a cell is its fastest execution, since
-# bursts of other load on a shared VM only ever add time), timed from the client as psql's
+# (every condition and operator in every round, shuffled with a recorded seed; `executions` passes per round,
+# each over every operator with an operator's conditions together, and the round's value of a cell is its
+# fastest execution, since bursts of other load on a shared VM only ever add time), timed from the client as psql's
 # `\timing` does, with the backend's own CPU time over the same statement beside it (`/proc/<pid>/schedstat`
 # of the server process, on the kit's local servers). That is the time the backend spent on a CPU, JIT
 # compilation included; it leaves out time spent waiting for a CPU, but it is not immune to other load: on

@@ -3,6 +3,7 @@ log proof (a plan per transaction where one must be logged, none elsewhere; ANAL
 rows, log_timing = off plans without times), servers reset afterwards; per-connection loading without a
 restart; external servers; and the params section's errors."""
 
+import statistics
 import uuid
 
 import polars as pl
@@ -60,8 +61,15 @@ def test_every_cell_is_recorded(stage):
     assert got == want
     assert runs["error"].null_count() == runs.height and runs["value"].null_count() == 0
     assert (runs["transactions"] == runs["item"].replace_strict(cfg.run.transactions)).all()
-    # the value is pgbench's latency average (1000 / tps with one client) before its rounding to 3 decimals
-    assert ((runs["value"] - runs["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
+    # the mean is pgbench's latency average (1000 / tps with one client) before its rounding to 3 decimals
+    assert ((runs["latency_mean_ms"] - runs["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
+    # the value is the median of the run's transactions' latencies, every one of them kept as a raw artefact
+    assert (runs["value_is"] == "median").all()
+    for r in runs.iter_rows(named=True):
+        tag = f"{r['server']}/{r['condition']}_{r['item']}_r{r['repetition']}"
+        lat = [int(x) for x in s.store.artifact_path(f"auto_explain/latencies/{tag}.txt").read_text().split()]
+        assert len(lat) == r["transactions"]
+        assert r["value"] == pytest.approx(statistics.median(lat) / 1000) == r["latency_median_ms"]
     # auto_explain was in shared_preload_libraries exactly for the loaded conditions
     assert (runs["preloaded"] == (runs["condition"] != "not_loaded")).all()
     assert (result.servers["restarts"] >= 2).all()  # a switch per round, not per cell

@@ -31,6 +31,26 @@ def test_blocked_rounds_keep_each_block_together_and_run_every_condition_k_times
     assert len(orders) > 1
 
 
+def test_spread_over_the_round_puts_a_cells_executions_a_whole_pass_apart():
+    steps = plan_blocked(CELLS, repetitions=4, warmups=1, shuffle_seed=7, executions=3, spread="round")
+    timed_steps = [s for s in steps if not s.warmup]
+    keys = [(s.server, s.condition, s.item, s.repetition, s.warmup) for s in steps]
+    assert len(set(keys)) == len(keys) and len(timed_steps) == len(CELLS) * 4 * 3
+    per_pass = len(CELLS)  # one pass over every block of the round
+    for rnd in {s.round for s in timed_steps}:
+        r = [s for s in timed_steps if s.round == rnd]
+        assert Counter((s.server, s.condition, s.item) for s in r) == Counter({c: 3 for c in CELLS})
+        for k in range(3):
+            chunk = r[k * per_pass:(k + 1) * per_pass]
+            assert Counter((s.server, s.condition, s.item) for s in chunk) == Counter(CELLS)  # pass k: each cell once
+            assert {s.repetition % 3 for s in chunk} == {k}
+            blocks = [(s.server, s.item) for s in chunk]
+            assert len([b for j, b in enumerate(blocks) if j == 0 or blocks[j - 1] != b]) == 6  # blocks together
+    assert plan_blocked(CELLS, 4, 1, 7, 3, "round") == steps
+    with pytest.raises(ValueError, match="spread must be"):
+        plan_blocked(CELLS, 3, 0, None, 2, "operator")
+
+
 def test_one_execution_is_plan_with_blocks_and_bad_counts_are_refused():
     one = plan_blocked(CELLS, 3, 0, None, 1)
     assert Counter((s.server, s.condition, s.item, s.repetition) for s in one) == Counter(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from .progress import bar as tqdm
 from .store import RunStore
@@ -60,31 +61,40 @@ def plan_blocked(
     warmups: int = 1,
     shuffle_seed: int | None = None,
     executions: int = 1,
+    spread: Literal["block", "round"] = "block",
 ) -> list[Step]:
     """Like `plan`, but per round the cells are grouped into blocks of one (server, item), blocks in shuffled
-    order, and each block runs its conditions `executions` times (each pass shuffled). Timed executions get
-    repetition = timed round × executions + pass (unique keys for the store); all carry the round. Warm-up
-    rounds run every cell once."""
+    order, and each block's conditions run `executions` times (each pass shuffled). spread "block": a block's
+    passes back to back; "round": each pass goes over every block of the round, so one cell's executions are
+    a whole pass apart (a burst of load seconds long then rarely covers all of them) while a block's
+    conditions stay together within each pass. Timed executions get repetition = timed round × executions +
+    pass (unique keys for the store); all carry the round. Warm-up rounds run every cell once."""
     if executions < 1:
         raise ValueError(f"executions must be ≥ 1, not {executions}")
+    if spread not in ("block", "round"):
+        raise ValueError(f"spread must be 'block' or 'round', not {spread!r}")
     cells = [(str(s), str(c), str(i)) for s, c, i in cells]
     blocks: dict[tuple[str, str], list[str]] = {}
     for s, c, i in cells:
         blocks.setdefault((s, i), []).append(c)
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
+
+    def shuffled(xs: list) -> list:
+        xs = list(xs)
+        if rng is not None:
+            rng.shuffle(xs)
+        return xs
+
     steps: list[Step] = []
     rounds = [(r, True) for r in range(warmups)] + [(r, False) for r in range(repetitions)]
     for n, (rep, warm) in enumerate(rounds):
-        order = list(blocks)
-        if rng is not None:
-            rng.shuffle(order)
         passes = 1 if warm else executions
-        for s, i in order:
-            for k in range(passes):
-                conds = list(blocks[(s, i)])
-                if rng is not None:
-                    rng.shuffle(conds)
-                steps += [Step(s, c, i, rep if warm else rep * executions + k, warm, n) for c in conds]
+        order = shuffled(blocks)
+        # (block, pass) in run order: a block's passes together, or pass k over every block before pass k+1
+        visits = ([(b, k) for b in order for k in range(passes)] if spread == "block"
+                  else [(b, k) for k in range(passes) for b in (order if k == 0 else shuffled(blocks))])
+        for (s, i), k in visits:
+            steps += [Step(s, c, i, rep if warm else rep * executions + k, warm, n) for c in shuffled(blocks[(s, i)])]
     return steps
 
 

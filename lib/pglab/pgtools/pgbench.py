@@ -156,3 +156,16 @@ def _text(b) -> str:
     if b is None:
         return ""
     return b.decode(errors="replace") if isinstance(b, bytes) else b
+
+
+def transaction_latencies_us(logdir: Path | str) -> list[int]:
+    """Every transaction's latency (µs, in log order) from the per-transaction logs (`-l`, no aggregate
+    interval) pgbench wrote into `logdir`: the third field of `client_id transaction_no time script_no
+    time_epoch time_us [...]`. Failed or skipped transactions (a word in that field) are left out."""
+    out: list[int] = []
+    for path in sorted(Path(logdir).iterdir()):
+        for line in path.read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 6 and fields[2].isdigit():
+                out.append(int(fields[2]))
+    return out

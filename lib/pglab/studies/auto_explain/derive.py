@@ -57,7 +57,8 @@ def measured(runs: pl.DataFrame) -> pl.DataFrame:
 
 def latencies(runs: pl.DataFrame) -> pl.DataFrame:
     """Every run, warm-ups included and flagged: the derived table of raw latencies."""
-    cols = ["server", "condition", "item", "repetition", "warmup", "round", "value", "latency_avg_ms",
+    cols = ["server", "condition", "item", "repetition", "warmup", "round", "value", "value_is", "latency_median_ms",
+            "latency_mean_ms", "latency_avg_ms",
             "transactions", "tps", "cores",
             "elapsed_s", "loading", "preloaded", "restarted_before", "restarts", "error", "command",
             "client_version", "session_settings", "ts"]  # fmt: skip

@@ -204,6 +204,10 @@ class RunParams(Strict):
     settle_s: int = Field(default=1, ge=0, le=600)
     shuffle_seed: int | None = 1  # order within a round (recorded with the data); null: the listed order
     timeout_s: float | None = Field(default=None, gt=0)  # per pgbench run; default: duration + 120 s
+    # a run's value: "median" = the median of its transactions' latencies (pgbench -l), robust to a burst of
+    # other load covering part of the run; "mean" = 1000 / tps, pgbench's latency average (the study's).
+    # Both are recorded with every run.
+    latency: Literal["median", "mean"] = "median"
 
     @field_validator("transactions")
     @classmethod

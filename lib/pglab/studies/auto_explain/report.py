@@ -89,7 +89,7 @@ def _scored(profile: str, root: Path | None) -> bool:
     return (derived.profile_dir(profile, root) / f"{NOISE}.csv").exists()
 
 
-def _statistics_paired(profile: str, root: Path | None, baseline: str) -> str:
+def _statistics_paired(profile: str, root: Path | None, baseline: str, per_run: str) -> str:
     """The statistics bullet of a run scored with pglab.core.verdicts: pairing, A/A noise floor, drift."""
     noise = _read(NOISE, profile, root)
     drift = _optional("auto_explain_drift", profile, root)
@@ -105,14 +105,22 @@ def _statistics_paired(profile: str, root: Path | None, baseline: str) -> str:
         moved = (f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
                  "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared.")
     return (
-        "- **Statistics**: each run's latency = 1000 / tps (pgbench's `latency average` before its rounding to "
-        f"3 decimals). Every comparison is paired within rounds: per round a condition's latency over *{baseline}*'s "
-        "(or a logged condition's over its nothing-logged twin), the geometric mean of the round ratios, and an "
-        "interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap from 10. "
-        "Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); \"costs nothing\" claims as no change "
-        f"within ±5 %. **Noise floor** from an A/A control (the baseline twice, interleaved): {floors or 'none'}; "
-        f"intervals excluding 1: {fdr}. An effect below the floor decides nothing.{moved}"
+        f"- **Statistics**: {per_run}. Every comparison is paired within rounds: per round a condition's latency "
+        f"over *{baseline}*'s (or a logged condition's over its nothing-logged twin), the geometric mean of the "
+        "round ratios, and an interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap "
+        "from 10. Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); \"costs nothing\" claims as no "
+        f"change within ±5 %. **Noise floor** from an A/A control (the baseline twice, interleaved): "
+        f"{floors or 'none'}; intervals excluding 1: {fdr}. An effect below the floor decides nothing.{moved}"
     )  # fmt: skip
+
+
+def _per_run_text(lat: pl.DataFrame) -> str:
+    """What one run's latency is: the median of its transactions' (runs that logged them) or 1000 / tps."""
+    mean = "1000 / tps (pgbench's `latency average` before its rounding to 3 decimals)"
+    if "value_is" in lat.columns and set(lat["value_is"].drop_nulls()) == {"median"}:
+        return (f"each run's latency = the median of its transactions' latencies (`pgbench -l`, every one kept), "
+                f"robust to a burst of other load over part of a run; the mean, {mean}, is kept beside it")
+    return f"each run's latency = {mean}"
 
 
 def method(profile: str, root: Path | None = None) -> str:
@@ -144,12 +152,12 @@ def method(profile: str, root: Path | None = None) -> str:
         runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
         proof = (f" Every run's server log was checked against what its condition must log (a plan per transaction "
                  f"or none): {passed} of {runs} runs passed.")  # fmt: skip
-    statistics = ("- **Statistics**: each run's latency = 1000 / tps (pgbench's `latency average` before its "
-                  f"rounding to 3 decimals); medians with min–max; every condition against *{baseline}* as a ratio "
+    per_run = _per_run_text(lat)
+    statistics = (f"- **Statistics**: {per_run}; medians with min–max; every condition against *{baseline}* as a ratio "
                   "of medians with a 95 % bootstrap interval; an interval containing 1 is "
                   "\"no detectable difference\".")
     if _scored(profile, root):
-        statistics = _statistics_paired(profile, root, baseline)
+        statistics = _statistics_paired(profile, root, baseline, per_run)
     return "\n".join([
         f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
         f"{size or 'the params’ rows'}.",

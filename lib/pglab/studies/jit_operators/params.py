@@ -104,6 +104,10 @@ class JitOperatorsParams(Strict):
     # fastest of 3 back-to-back executions is the query's own cost, where one execution was 30 % burst
     executions: int = Field(default=1, ge=1, le=20)
     round_value: Literal["min", "median"] = "min"
+    # where the passes go: "round" = pass k over every operator before pass k+1, so one cell's executions are
+    # ~10 s apart and a burst rarely covers all three; "block" = an operator's passes back to back (1-2 s apart:
+    # one burst often slowed every execution of one condition, and the fastest was still burst)
+    spread: Literal["round", "block"] = "round"
     warmups: int = Field(default=1, ge=0)
     shuffle_seed: int | None = 1
     statement_timeout_s: float = Field(default=300, gt=0)

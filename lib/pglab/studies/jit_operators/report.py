@@ -39,6 +39,10 @@ def _executions_text(first: dict) -> str:
     if not k or k == 1:
         return ""
     pick = "the fastest" if first.get("round_value", "min") == "min" else "their median"
+    if first.get("spread") == "round":  # runs before the field existed ran their passes back to back
+        return (f", {k} passes per round over every operator, each operator's conditions together within a pass "
+                f"({pick} of a cell's {k} counts: bursts of other load only add time, and its executions are a "
+                "whole pass apart)")
     return (f", each operator's conditions together and {k} passes over them per round ({pick} counts: bursts "
             "of other load only add time)")
 

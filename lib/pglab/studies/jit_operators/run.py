@@ -4,11 +4,11 @@ Per server: JIT available or not (the install ships llvmjit and `pg_jit_availabl
 `jit = on`); a server without it is recorded as "not available" with the reason and takes no further part.
 On the others: a kit-owned database with the generated table (re-used when its comment says it holds the
 same rows), VACUUM (FREEZE, ANALYZE), pg_prewarm. Then every (server, condition, operator) cell, warm-up
-round first, then interleaved rounds, each operator's conditions together and `executions` times over
-(`pglab.core.schedule.plan_blocked`), each run timed from the client as psql's \\timing
-would (one connection per server and condition, its settings given at connection start), with the backend's
-own CPU time beside it (kit servers: the process is local; null for a run that failed), its one-value result
-kept to check that JIT off and on agree. The table is always named `public.jit_ops`, never through
+round first, then interleaved rounds, `executions` passes per round, each operator's conditions together
+within a pass (`pglab.core.schedule.plan_blocked`, spread over the round), each run timed from the client as
+psql's \\timing would (one connection per server and condition, its settings given at connection start), with
+the backend's own CPU time beside it (kit servers: the process is local; null for a run that failed), its
+one-value result kept to check that JIT off and on agree. The table is always named `public.jit_ops`, never through
 search_path. Last, one untimed EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
 per cell and the JIT settings in force, stored as artefacts of the run."""
 
@@ -34,7 +34,7 @@ SETUP_SCHEMA = {
     "jit_available": pl.Boolean, "reason": pl.String, "rows": pl.Int64, "column_type": pl.String,
     "generator": pl.String, "table_bytes": pl.Int64, "prewarmed_blocks": pl.Int64, "prewarm_error": pl.String,
     "max_parallel_workers_per_gather": pl.Int64, "repetitions": pl.Int64, "executions": pl.Int64,
-    "round_value": pl.String, "warmups": pl.Int64,
+    "round_value": pl.String, "spread": pl.String, "warmups": pl.Int64,
     "shuffle_seed": pl.Int64, "metric": pl.String,
 }  # fmt: skip
 
@@ -110,7 +110,8 @@ def prepare(server: Server, p: JitOperatorsParams) -> dict:
     row = {"server": server.name, **info, "jit_available": available, "reason": reason, "rows": p.rows,
            "column_type": p.column_type, "generator": GENERATOR,
            "max_parallel_workers_per_gather": p.max_parallel_workers_per_gather, "repetitions": p.repetitions,
-           "executions": p.executions, "round_value": p.round_value, "warmups": p.warmups,
+           "executions": p.executions, "round_value": p.round_value, "spread": p.spread,
+           "warmups": p.warmups,
            "shuffle_seed": p.shuffle_seed, "metric": p.metric}  # fmt: skip
     if not available:
         return row
@@ -168,7 +169,7 @@ def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> 
 
 def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> int:
     cells = [(s, c, op) for s in servers for c in p.measured_conditions() for op in p.operators]
-    steps = plan_blocked(cells, p.repetitions, p.warmups, p.shuffle_seed, p.executions)
+    steps = plan_blocked(cells, p.repetitions, p.warmups, p.shuffle_seed, p.executions, p.spread)
     conns: dict[tuple[str, str], psycopg.Connection] = {}
 
     def measure(step):
