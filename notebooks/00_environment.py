@@ -52,8 +52,7 @@ installs.select("name", "source", "version", "jit", "has_auto_explain", "has_pg_
 s.start()
 environment.record(s.store, *environment.capture(s.servers, s.params.environment.pg_test_timing_seconds))
 tables = environment.derive(s.store, s.params)  # from the raw store alone, as `python -m pglab derive` does
-for name, df in tables.items():
-    derived.write_table(df, name, s.profile)
+derived.write(tables, s.profile)
 
 # %%
 # NBVAL_CHECK_OUTPUT

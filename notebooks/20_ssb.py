@@ -86,8 +86,7 @@ available
 # %%
 # every table of this notebook, from the raw store alone (as `python -m pglab derive` does)
 tables = ssb_derive.queries(s.store, s.params)
-for name, df in tables.items():
-    derived.write_table(df, name, s.profile)
+derived.write(tables, s.profile)
 execs, sweep, plans = tables["ssb_executions"], tables["ssb_sweep"], tables["ssb_plans"]
 checks, fingerprints = tables["ssb_checksums"], tables["ssb_fingerprints"]
 study, scaled = tables["ssb_plans_study_workers"], tables["ssb_plans_scaled"]

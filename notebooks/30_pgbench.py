@@ -161,8 +161,7 @@ if only is None or "series" in only:
     st.series()
 wall["series"] = time.monotonic() - t0
 tables = pgbench_tables.derive(s.store, s.params)  # the final tables, from the raw store alone (as derive does)
-for name, df in tables.items():
-    derived.write_table(df, name, s.profile)
+derived.write(tables, s.profile)
 pgbench_charts.degradation(tables["pgbench_series_summary"], tables["pgbench_series"])
 
 # %% [markdown]

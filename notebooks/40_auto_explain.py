@@ -102,9 +102,7 @@ result = auto_explain_run.run_stage(s)
 # a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
 # every table from the raw store alone, as `python -m pglab derive` does (the skips are written below)
 tables = aer.derive(s.store, s.params)
-written = [name for name in tables if name != "auto_explain_skipped"]
-for name in written:
-    derived.write_table(tables[name], name, s.profile)
+written = derived.write(tables, s.profile, skip=("auto_explain_skipped",))
 print(f"stage: {result.steps_run} pgbench runs now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [auto_explain_run.EXPERIMENT], "auto_explain_skipped", s.profile)
 result.servers

@@ -95,9 +95,7 @@ result = jrun.run_stage(s)
 # every table (the findings too) from the raw store alone, as `python -m pglab derive` does; a stage that
 # measured on no server leaves no tables: the report then says it was not run (skips: below)
 tables = jres.derive(s.store, s.params)
-written = [name for name in tables if name != "jit_operators_skipped"]
-for name in written:
-    derived.write_table(tables[name], name, s.profile)
+written = derived.write(tables, s.profile, skip=("jit_operators_skipped",))  # the skips: report_skipped below
 runs = tables.get("jit_operators_runs", pl.DataFrame(schema=jres.RUNS_SCHEMA))
 errors = runs.filter(pl.col("error").is_not_null())
 print(f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "

@@ -105,9 +105,7 @@ setup.select("server", "server_version", "cores", "lineorder_rows", (pl.col("lin
 ran = pirun.run(targets, p, pi, s.store)
 # every table (the setup too) from the raw store alone, as `python -m pglab derive` does; the skips are above
 tables = pires.derive(s.store, s.params)
-for name, df in tables.items():
-    if name != "parallel_index_skipped":
-        derived.write_table(df, name, s.profile)
+derived.write(tables, s.profile, skip=("parallel_index_skipped",))  # the skips: report_skipped above
 b = tables["parallel_index_builds"]
 failed = b.filter(pl.col("error").is_not_null())
 print(f"{ran} builds now; {b.height} recorded ({b.filter('warmup').height} warm-up), {failed.height} failed")

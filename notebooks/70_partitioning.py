@@ -91,9 +91,7 @@ result = partitioning_run.run_stage(s)
 # every table from the raw store alone, as `python -m pglab derive` does; a stage that measured on no server
 # leaves no tables: the report then says it was not run (skips: below)
 tables = pres.derive(s.store, s.params)
-written = [name for name in tables if name != "partitioning_skipped"]
-for name in written:
-    derived.write_table(tables[name], name, s.profile)
+written = derived.write(tables, s.profile, skip=("partitioning_skipped",))
 print(f"stage: {result.steps_run} timed executions now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [partitioning_run.EXPERIMENT], "partitioning_skipped", s.profile)
 tables["partitioning_setup"].select(

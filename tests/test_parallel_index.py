@@ -11,6 +11,7 @@ from conftest import ssb_servers
 from pydantic import ValidationError
 
 from pglab import params
+from pglab.core import derived
 from pglab.core import findings as fnd
 from pglab.core.servers import DestructiveStepRefused, Server
 from pglab.core.store import RunStore
@@ -179,7 +180,7 @@ def test_params_name_the_file_the_key_and_the_expectation(tmp_path):
 def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     store, setup, _ = run
     tables = pires.tables(store, cores=2)
-    pires.write(tables, setup, "t", root=tmp_path)
+    derived.write(tables | {"parallel_index_setup": setup}, "t", root=tmp_path)
     spd = tables["parallel_index_speedup"]
     summ = tables["parallel_index_summary"]
     # the speed-up is the ratio of the medians the summary holds

@@ -90,8 +90,7 @@ def write_all(tables: dict, run_id: str, out: Path) -> Path:
     shutil.rmtree(work, ignore_errors=True)
     try:
         derived.stage(out.name, work, out.parent)
-        for name, df in tables.items():
-            derived.write_table(df, name, out.name, root=work)
+        derived.write(tables, out.name, root=work)
         return derived.publish(out.name, work, out.parent)
     finally:
         shutil.rmtree(work, ignore_errors=True)

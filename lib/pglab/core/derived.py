@@ -46,6 +46,15 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     return path
 
 
+def write(tables: dict[str, pl.DataFrame], profile: str, root: Path | None = None,
+          skip: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
+    """Write every table (`write_table`) but those named in `skip`; the names written."""
+    written = [name for name in tables if name not in skip]
+    for name in written:
+        write_table(tables[name], name, profile, root=root)
+    return written
+
+
 def _rows_sorted(df: pl.DataFrame, name: str) -> pl.DataFrame:
     if not df.width:
         return df

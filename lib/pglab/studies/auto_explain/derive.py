@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ...core import derived, measurements, outcomes, paired, raw_frames
+from ...core import measurements, outcomes, paired, raw_frames
 from ...core.stats import ratio_with_interval
 from . import findings as auto_explain_findings
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
@@ -291,12 +291,3 @@ def analyse(result, params: AutoExplainParams, cores: int | None = None) -> dict
         "auto_explain_drift": auto_explain_findings.drift_table(m, params),
         "auto_explain_findings": auto_explain_findings.findings(runs, result.plans, noise_df, params),
     }
-
-
-def write(tables: dict[str, pl.DataFrame], profile: str) -> list[str]:
-    written = []
-    for name, df in tables.items():
-        if df.width:
-            derived.write_table(df, name, profile)
-            written.append(name)
-    return written

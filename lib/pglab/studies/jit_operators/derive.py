@@ -220,12 +220,6 @@ def tables(store: RunStore, p: JitOperatorsParams, setup: pl.DataFrame) -> dict[
     }
 
 
-def write(tables: dict[str, pl.DataFrame], profile: str, root=None) -> list[str]:
-    for name, df in tables.items():
-        derived.write_table(df, name, profile, root=root)
-    return list(tables)
-
-
 def setup_table(store: RunStore) -> pl.DataFrame | None:
     """The setup the stage recorded at its first start in the run (jit_operators_run.run_stage)."""
     rows = store.load_json(f"{EXPERIMENT}/setup.json")

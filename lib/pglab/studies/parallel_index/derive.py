@@ -16,7 +16,6 @@ from __future__ import annotations
 import polars as pl
 
 from ...core import measurements, outcomes, stats
-from ...core.derived import write_table
 from ...core.store import RunStore
 from . import verdicts as piv
 from .params import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
@@ -138,13 +137,6 @@ def tables(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
     return {"parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
             "parallel_index_summary": summary(b, cores), "parallel_index_speedup": speedup(b, cores),
             "parallel_index_suite_speedup": suite_speedup(b, cores), **piv.tables(store)}  # fmt: skip
-
-
-def write(tables: dict[str, pl.DataFrame], setup: pl.DataFrame, profile: str, root=None) -> list[str]:
-    out = tables | {"parallel_index_setup": setup}
-    for name, df in out.items():
-        write_table(df, name, profile, root=root)
-    return sorted(out)
 
 
 def workers_check(b: pl.DataFrame) -> pl.DataFrame:

@@ -18,7 +18,7 @@ import json
 
 import polars as pl
 
-from ...core import derived, measurements, outcomes, stats
+from ...core import measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.explain import gather_workers, parse_plan
 from . import verdicts as pv
@@ -215,9 +215,3 @@ def tables(store: RunStore, p: PartitioningParams, servers: list[str], preps: di
         "partitioning_planner": planner_table(store, servers, p.partitions),
         **pv.tables(execs),
     }
-
-
-def write(tables: dict[str, pl.DataFrame], profile: str, root=None) -> list[str]:
-    for name, df in tables.items():
-        derived.write_table(df, name, profile, root=root)
-    return list(tables)

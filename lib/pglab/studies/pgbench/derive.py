@@ -285,8 +285,7 @@ def build(store: RunStore, profile: str, baseline: str | None, write: bool = Tru
     if (m := measurements.table(store, "pgbench", EXPERIMENTS)) is not None:
         t["pgbench_measurements"] = m
     if write:
-        for name, table in t.items():
-            derived.write_table(table, name, profile)
+        derived.write(t, profile)
     return t
 
 
