@@ -16,7 +16,7 @@ from pglab import params
 from pglab.core import derived, findings, session, stats
 from pglab.params import ParamsError
 from pglab.studies.jit_operators import report as report
-from pglab.studies.jit_operators.derive import RUNS_SCHEMA, summary, timed_long, write
+from pglab.studies.jit_operators.derive import RUNS_SCHEMA, summary, timed_long
 from pglab.studies.jit_operators.derive import tables as stage_tables
 from pglab.studies.jit_operators.params import OPERATORS, STUDY_REDUCTION_PCT
 from pglab.studies.jit_operators.run import measure_statement, run_stage
@@ -49,7 +49,7 @@ def stage(tmp_path_factory, installs):
         result = run_stage(s)
         tables = stage_tables(s.store, s.params.jit_operators, result.setup)
         root = d / "derived"
-        write(tables, s.profile, root=root)
+        derived.write(tables, s.profile, root=root)
         fnd = report.findings_from(tables["jit_operators_setup"], tables["jit_operators_reduction"], p.study_condition)
         derived.write_table(fnd, "jit_operators_findings", s.profile, root=root)
         yield s, result, tables, root  # servers still up for the tests that talk to them

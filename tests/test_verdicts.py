@@ -192,3 +192,49 @@ def test_evidence_text_keeps_a_third_digit_for_narrow_intervals():
     assert vd.Evidence(0.98, 0.975, 0.985, 20, 0.95, "m").text() == "0.980× [0.975–0.985] (m)"
     assert vd.Evidence(0.5, 0.4, 0.6, 5, 0.94, "min–max, n=5").text() == "0.50× [0.40–0.60] (min–max, n=5)"
     assert vd.Evidence(None, None, None).text() == "no data"
+
+
+def slowed_rounds(effect: float, rounds: int = 10, executions: int = 5, slow: float = 0.6, seed: int = 5,
+                  sd: float = 0.02) -> pl.DataFrame:
+    """Executions of A and B, B = A × effect (truth), each condition's whole round ~2× slow with probability
+    `slow` (a neighbour's load over the round on a shared VM), lognormal noise of `sd` per execution."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(rounds):
+        for cond, truth in (("A", 1.0), ("B", effect)):
+            mode = 2.0 if rng.random() < slow else 1.0
+            rows += [{"server": "pg15", "round": r, "condition": cond,
+                      "value": 100.0 * truth * mode * float(np.exp(rng.normal(0, sd)))} for _ in range(executions)]
+    return pl.DataFrame(rows)
+
+
+def test_fast_mode_recovers_an_effect_that_whole_slowed_rounds_hide_from_per_round_ratios():
+    df = slowed_rounds(0.9)
+    fast = paired.fast_compare(df, ["server"], "condition", "A").row(0, named=True)
+    assert fast["n_rounds"] == 10 and fast["method"].startswith("fast mode: 10 % quantile of every execution")
+    assert fast["low"] <= 0.9 <= fast["high"] and abs(fast["ratio"] - 0.9) < 0.03
+    assert vd.verdict(FASTER_10, vd.Evidence.from_row(fast)).label == vd.SUPPORTED
+    # the same data round by round (each round's fastest): a round with one side slowed is a 2x ratio
+    per_round = df.group_by("server", "round", "condition").agg(pl.col("value").min())
+    paired_row = paired.paired_compare(per_round, ["server"], "condition", "A").row(0, named=True)
+    assert paired_row["high"] - paired_row["low"] > 3 * (fast["high"] - fast["low"])
+    # an A/A control with a third of the rounds slowed stays near 1: a narrow floor. When most rounds are slowed
+    # the bootstrap often resamples none unslowed, and the floor widens: the machine then decides little
+    def aa_floor(slow: float) -> float:
+        df = pl.concat([slowed_rounds(1.0, seed=s, slow=slow).with_columns(query=pl.lit(s)) for s in range(8)])
+        aa = noise.aa_comparisons(df, ["query"], "condition", "A", "B", compare=paired.fast_compare)
+        return noise.noise_floor(aa)["floor"]
+
+    assert aa_floor(0.3) < 0.05 < 0.15 < aa_floor(0.6)
+
+
+def test_fast_mode_aa_false_difference_rate_over_1000_simulated_studies():
+    """1,000 A/A studies of 10 rounds × 3 executions, i.i.d. lognormal noise: about 5 % false differences."""
+    n = 1000
+    vals = np.exp(np.random.default_rng(11).normal(0, 0.1, (n, 10, 2, 3)))  # study, round, condition, execution
+    df = pl.DataFrame({"study": np.repeat(np.arange(n), 60), "round": np.tile(np.repeat(np.arange(10), 6), n),
+                       "condition": np.tile(np.repeat(["A", "A2"], 3), n * 10), "value": vals.ravel()})  # fmt: skip
+    aa = paired.fast_compare(df, ["study"], "condition", "A", n_boot=1000)
+    rate = float(((aa["low"] > 1) | (aa["high"] < 1)).mean())
+    print(f"fast mode A/A false-difference rate {rate:.3f} over {n} studies")
+    assert aa.height == n and 0.02 <= rate <= 0.08

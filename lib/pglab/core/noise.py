@@ -26,10 +26,11 @@ from . import paired
 
 
 def aa_comparisons(df: pl.DataFrame, by, condition_col: str, a, a_prime, round_col: str = "round",
-                   value: str = "value", **kw) -> pl.DataFrame:
-    """The A/A comparisons (a_prime over a within rounds), one row per group, as `paired.paired_compare`."""
+                   value: str = "value", compare=paired.paired_compare, **kw) -> pl.DataFrame:
+    """The A/A comparisons (a_prime over a), one row per group, by the study's own comparison (`compare`:
+    `paired.paired_compare` within rounds, or `paired.fast_compare`), so the floor is that comparison's."""
     aa = df.filter(pl.col(condition_col).is_in([a, a_prime]))
-    return paired.paired_compare(aa, by, condition_col, a, round_col, value, **kw)
+    return compare(aa, by, condition_col, a, round_col, value, **kw)
 
 
 def noise_floor(aa: pl.DataFrame) -> dict:

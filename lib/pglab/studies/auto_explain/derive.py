@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from ...core import measurements, outcomes, paired, raw_frames
@@ -43,11 +44,33 @@ def derive(store, params) -> dict[str, pl.DataFrame]:
     runs = store.records(EXPERIMENT)
     cores = runs["cores"].drop_nulls().head(1).to_list() if "cores" in runs.columns else []  # the measuring machine's
     result = StageResult(runs=runs, **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
-    tables = analyse(result, params.auto_explain, cores=int(cores[0]) if cores else None)
+    txns = transactions(store, runs) if params.auto_explain.estimate == "fast" else None
+    tables = analyse(result, params.auto_explain, cores=int(cores[0]) if cores else None, txns=txns)
     out |= {n: df for n, df in tables.items() if df.width}
     if (m := measurements.table(store, "auto_explain", [EXPERIMENT])) is not None:
         out["auto_explain_measurements"] = m
     return out
+
+
+TXNS_PER_RUN = 200  # a run's transactions kept for the fast mode, evenly spaced (limit runs 20,000: bootstrap cost)
+
+
+def transactions(store, runs: pl.DataFrame) -> pl.DataFrame | None:
+    """Every measured run's transaction latencies (ms; at most TXNS_PER_RUN, evenly spaced over the run) from the
+    raw artefacts `run` keeps; None when some measured run has none (runs recorded before they were kept)."""
+    m = measured(runs)
+    if m.is_empty() or "value_is" not in m.columns:
+        return None
+    parts = []
+    for r in m.filter(pl.col("value").is_not_null()).iter_rows(named=True):
+        rel = f"{EXPERIMENT}/latencies/{r['server']}/{r['condition']}_{r['item']}_r{r['repetition']}.txt"
+        if not store.has_artifact(rel):
+            return None
+        us = np.loadtxt(store.artifact_path(rel), dtype=float, ndmin=1)
+        us = us[np.linspace(0, us.size - 1, min(us.size, TXNS_PER_RUN)).round().astype(int)]
+        parts.append(pl.DataFrame({"server": r["server"], "condition": r["condition"], "item": r["item"],
+                                   "round": r["round"], "value": us / 1000.0}))  # fmt: skip
+    return pl.concat(parts) if parts else None
 
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
@@ -119,10 +142,14 @@ def counterparts(params: AutoExplainParams) -> dict[str, str]:
     return out
 
 
-def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.DataFrame) -> pl.DataFrame:
-    """cond over base per server and item, paired by round; the columns the charts and tables read."""
-    d = m.filter(pl.col("condition").is_in([cond, base]))
-    pc = paired.paired_compare(d, ["server", "item"], "condition", base, "round")
+def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.DataFrame,
+            txns: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
+    """cond over base per server and item, paired by round (with `txns`: in the fast mode, as the findings);
+    the columns the charts and tables read."""
+    src = txns if txns is not None else m
+    d = src.filter(pl.col("condition").is_in([cond, base]))
+    compare = paired.fast_compare if txns is not None else paired.paired_compare
+    pc = compare(d, ["server", "item"], "condition", base, "round")
     if pc.is_empty():
         return pl.DataFrame()
     lo, hi = pl.col("ci_low"), pl.col("ci_high")
@@ -135,13 +162,13 @@ def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.Data
               how="left"))  # fmt: skip
 
 
-def ratios(runs: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame:
+def ratios(runs: pl.DataFrame, params: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
     """Overhead ratios paired by round: every condition / baseline (comparison "overhead"), and every logged
     condition / its nothing-logged counterpart ("logging"). Study ratios beside, where the study has them."""
     m = measured(runs)
     med = m.group_by(KEY).agg(pl.col("value").median().alias("median"))
-    parts = [_paired(m, c, params.baseline, "overhead", med) for c in params.conditions if c != params.baseline]
-    parts += [_paired(m, logged, quiet, "logging", med) for logged, quiet in counterparts(params).items()]
+    parts = [_paired(m, c, params.baseline, "overhead", med, txns) for c in params.conditions if c != params.baseline]
+    parts += [_paired(m, logged, quiet, "logging", med, txns) for logged, quiet in counterparts(params).items()]
     parts = [p for p in parts if p.width]
     if not parts:
         return pl.DataFrame()
@@ -268,15 +295,17 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
 # -- everything at once -------------------------------------------------------------------------------------------
 
 
-def analyse(result, params: AutoExplainParams, cores: int | None = None) -> dict[str, pl.DataFrame]:
-    """All derived tables of the stage, keyed by their derived-table name."""
+def analyse(result, params: AutoExplainParams, cores: int | None = None,
+            txns: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
+    """All derived tables of the stage, keyed by their derived-table name; with `txns` (`transactions`) every
+    comparison in the fast mode."""
     runs = result.runs
     summ = summary(runs, params)
-    rat = ratios(runs, params)
+    rat = ratios(runs, params, txns)
     checks = log_checks(runs)
     tim = timer(summ, result.plans, result.timer, params, cores=cores)
     m = measured(runs)
-    noise_df = auto_explain_findings.noise_table(m, params)
+    noise_df = auto_explain_findings.noise_table(m, params, txns)
     return {
         "auto_explain_latencies": latencies(runs),
         "auto_explain_summary": summ,
@@ -289,5 +318,5 @@ def analyse(result, params: AutoExplainParams, cores: int | None = None) -> dict
         "auto_explain_servers": result.servers,
         "auto_explain_noise": noise_df,
         "auto_explain_drift": auto_explain_findings.drift_table(m, params),
-        "auto_explain_findings": auto_explain_findings.findings(runs, result.plans, noise_df, params),
+        "auto_explain_findings": auto_explain_findings.findings(runs, result.plans, noise_df, params, txns),
     }

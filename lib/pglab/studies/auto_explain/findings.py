@@ -105,8 +105,19 @@ def _pair(m: pl.DataFrame, server: str, item: str, cond: str, base: str) -> pl.D
     return paired.paired_ratios(d, [], "condition", base, "round").select("round", "ratio")
 
 
-def evidence(m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = ()) -> v.Evidence:
-    """Our paired ratio for a spec: geometric mean of the round ratios, interval over rounds (min–max < 10)."""
+def evidence(m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = (),
+             txns: pl.DataFrame | None = None) -> v.Evidence:  # fmt: skip
+    """Our ratio for a spec. With the runs' transactions (`txns`): in the fast mode (`paired.fast_compare`, every
+    transaction of every round); else the geometric mean of the round ratios, interval over rounds (min–max < 10).
+    A ratio of two items' ratios (`versus`) is always taken round by round."""
+    if txns is not None and s.versus is None:
+        d = txns.filter((pl.col("server") == server) & (pl.col("item") == s.item)
+                        & pl.col("condition").is_in([s.condition, s.baseline]))  # fmt: skip
+        fc = paired.fast_compare(d, [], "condition", s.baseline, "round")
+        if fc.height:
+            row = fc.row(0, named=True)
+            return v.Evidence(row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"],
+                              flags)  # fmt: skip
     r = _pair(m, server, s.item, s.condition, s.baseline)
     if s.versus is not None:  # ratio of ratios, round by round: both items measured in the same round
         o = _pair(m, server, s.versus, s.condition, s.baseline).rename({"ratio": "other"})
@@ -119,19 +130,22 @@ def evidence(m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = ())
 # -- the noise floor, drift and the ceiling ----------------------------------------------------------------------
 
 
-def noise_table(m: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
-    """A/A (aa_condition over the baseline, within rounds) per server and item, per server over its items, and
-    over everything: n_pairs, false-difference rate, floor (relative)."""
+def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
+    """A/A (aa_condition over the baseline, within rounds; in the fast mode with `txns`, as `evidence`) per
+    server and item, per server over its items, and over everything: n_pairs, false-difference rate, floor."""
     if not p.aa_condition or m.is_empty():
         return pl.DataFrame(schema=NOISE_SCHEMA)
-    aa = noise.aa_comparisons(m, ["server", "item"], "condition", p.baseline, p.aa_condition)
+    fast = txns is not None
+    aa = noise.aa_comparisons(txns if fast else m, ["server", "item"], "condition", p.baseline, p.aa_condition,
+                              compare=paired.fast_compare if fast else paired.paired_compare)  # fmt: skip
+    how = "in the fast mode" if fast else "paired by round"
     rows = []
 
     def add(server: str, metric: str, g: pl.DataFrame) -> None:
         f = noise.noise_floor(g)
         rows.append({"study": STUDY, "server": server, "metric": metric, "n_pairs": f["n_pairs"],
                      "false_difference_rate": f["false_difference_rate"], "floor": f["floor"],
-                     "method": f"{p.aa_condition} / {p.baseline}, paired by round: {f['method']}"})  # fmt: skip
+                     "method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})  # fmt: skip
 
     for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
         for r in g.iter_rows(named=True):
@@ -202,7 +216,8 @@ def parallel_scale(m: pl.DataFrame, server: str, p: AutoExplainParams) -> v.Verd
         f"needs rows ≥ {STUDY_ROWS:,}; the serial count's claims test the mechanism at any size")  # fmt: skip
 
 
-def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
+def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p: AutoExplainParams,
+             txns: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
     """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict."""
     m = measured(runs)
     rows = []
@@ -214,12 +229,12 @@ def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p:
             if missing:
                 verdict, ev = v.not_run(f"not in this profile's matrix: {', '.join(missing)}"), None
             elif s.key in PARALLEL_MAGNITUDE and (scale := parallel_scale(m, server, p)) is not None:
-                ev = evidence(m, server, s)  # still shown beside the verdict
+                ev = evidence(m, server, s, txns=txns)  # still shown beside the verdict
                 verdict = scale
             else:
                 items = [s.item] + ([s.versus] if s.versus else [])
                 flags = (flag,) if flag and "count" in items else ()
-                ev = evidence(m, server, s, flags)
+                ev = evidence(m, server, s, flags, txns)
                 verdict = v.verdict(s.claim, ev, floor_of(noise_df, server, items))
             rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
     from ...core.findings import table

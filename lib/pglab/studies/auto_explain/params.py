@@ -241,6 +241,11 @@ class AutoExplainParams(Strict):
     items: dict[str, Item] = Field(default_factory=_study_items)
     conditions: dict[str, Condition] = Field(default_factory=_study_conditions)
     baseline: str = STUDY_BASELINE
+    # how conditions are compared: "fast" = the 10 % quantile of every transaction of a cell (all rounds, from
+    # the latencies each run keeps) over the baseline's, rounds resampled together (`paired.fast_compare`): on
+    # this VM whole 1-s runs went ~2x slow, which no per-run value survives (A/A floors ±40-75 %); "round" = one
+    # value per run (run.latency), ratios paired within rounds. Runs that kept no latencies use "round".
+    estimate: Literal["fast", "round"] = "fast"
     # the A/A control: a condition with the baseline's settings, compared with it like any other (noise floor);
     # null: no control, and no floor
     aa_condition: str | None = "loaded_disabled_aa"

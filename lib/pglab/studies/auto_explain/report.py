@@ -13,6 +13,7 @@ import polars as pl
 from ...core import derived
 from ...core import findings as fs
 from . import charts as auto_explain_charts
+from .derive import TXNS_PER_RUN
 
 TITLE = "S2 · auto_explain overhead with pgbench"
 TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
@@ -104,13 +105,19 @@ def _statistics_paired(profile: str, root: Path | None, baseline: str, per_run: 
         d = drift["drift"].drop_nulls()
         moved = (f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
                  "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared.")
+    fast = _read("auto_explain_ratios", profile, root)["method"].cast(pl.String).str.starts_with("fast mode").any()
+    how = ("Every comparison is made in the machine's fast mode: the 10 % quantile of every transaction of a cell "
+           f"(all rounds, at most {TXNS_PER_RUN} per run, evenly spaced) over *{baseline}*'s (or a logged "
+           "condition's over its nothing-logged twin), the interval from resampling the rounds (both sides alike): "
+           "on this VM whole 1-s runs went ~2× slow, which no per-run value survives" if fast else
+           f"Every comparison is paired within rounds: per round a condition's latency over *{baseline}*'s (or a "
+           "logged condition's over its nothing-logged twin), the geometric mean of the round ratios, and an "
+           "interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap from 10")  # fmt: skip
     return (
-        f"- **Statistics**: {per_run}. Every comparison is paired within rounds: per round a condition's latency "
-        f"over *{baseline}*'s (or a logged condition's over its nothing-logged twin), the geometric mean of the "
-        "round ratios, and an interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap "
-        "from 10. Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); \"costs nothing\" claims as no "
-        f"change within ±5 %. **Noise floor** from an A/A control (the baseline twice, interleaved): "
-        f"{floors or 'none'}; intervals excluding 1: {fdr}. An effect below the floor decides nothing.{moved}"
+        f"- **Statistics**: {per_run}. {how}. Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); "
+        "\"costs nothing\" claims as no change within ±5 %. **Noise floor** from an A/A control (the baseline "
+        f"twice, interleaved): {floors or 'none'}; intervals excluding 1: {fdr}. An effect below the floor decides "
+        f"nothing.{moved}"
     )  # fmt: skip
 
 

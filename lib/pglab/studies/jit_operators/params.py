@@ -108,6 +108,10 @@ class JitOperatorsParams(Strict):
     # ~10 s apart and a burst rarely covers all three; "block" = an operator's passes back to back (1-2 s apart:
     # one burst often slowed every execution of one condition, and the fastest was still burst)
     spread: Literal["round", "block"] = "round"
+    # how on / off are compared: "fast" = the 10 % quantile of every execution of a cell (all rounds) over the
+    # baseline's, rounds resampled together (`paired.fast_compare`): on this VM whole rounds of one condition ran
+    # ~2x slow, which no per-round value survives; "round" = one value per round, ratios paired within rounds
+    estimate: Literal["fast", "round"] = "fast"
     warmups: int = Field(default=1, ge=0)
     shuffle_seed: int | None = 1
     statement_timeout_s: float = Field(default=300, gt=0)

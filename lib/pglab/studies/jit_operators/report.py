@@ -51,6 +51,12 @@ def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     return read_table(name, profile, root=root)
 
 
+def _fast(profile: str, root: Path | None) -> bool:
+    """Whether the comparisons were made in the fast mode (`paired.fast_compare`), not round by round."""
+    m = _read("jit_operators_paired", profile, root)["method"]
+    return bool(m.cast(pl.String).str.starts_with("fast mode").any())
+
+
 def _paired(profile: str, root: Path | None) -> bool:
     """Whether the run derived the paired tables (newer runs); the committed older data has none."""
     return (profile_dir(profile, root) / "jit_operators_noise.csv").exists()
@@ -108,7 +114,7 @@ def method(profile: str, root: Path | None = None) -> str:
         "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
         "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",
         *([jv.noise_markdown(_read("jit_operators_noise", profile, root), _read("jit_operators_drift", profile, root),
-                             conds.filter(pl.col("role") == "baseline")["condition"][0])]
+                             conds.filter(pl.col("role") == "baseline")["condition"][0], _fast(profile, root))]
           if _paired(profile, root) else []),
     ])  # fmt: skip
 

@@ -37,17 +37,21 @@ def operator_claim(operator: str) -> vd.Claim:
     return vd.Claim(f"JIT cut the time of {label(operator)} by {pct:.1f} %", vd.LOWER, 1 - pct / 100)
 
 
-def timed(runs: pl.DataFrame, metric: str, round_value: str = "min") -> pl.DataFrame:
+def timed(runs: pl.DataFrame, metric: str, round_value: str | None = "min") -> pl.DataFrame:
     """Timed, successful runs in the findings' metric (per server: wall time where it gives no CPU time), one
-    value per cell and round: the fastest of the round's executions (round_value min) or their median."""
+    value per cell and round: the fastest of the round's executions (round_value min) or their median; None:
+    every execution."""
     ok = runs.filter(~pl.col("warmup") & pl.col("error").is_null())
     col = METRIC_COLUMNS[metric]
     has = ok.group_by("server").agg(pl.col(col).is_not_null().any().alias("_has"))
     ok = ok.join(has, on="server", how="left")
     use = pl.when(pl.col("_has")).then(pl.lit(metric)).otherwise(pl.lit("wall"))
-    return ok.with_columns(metric=use).with_columns(
+    every = ok.with_columns(metric=use).with_columns(
         value=pl.when(pl.col("metric") == "cpu").then(pl.col("cpu_ms")).otherwise(pl.col("ms"))
-    ).select("server", "metric", "condition", "operator", "round", "value").group_by(
+    ).select("server", "metric", "condition", "operator", "round", "value")
+    if round_value is None:
+        return every
+    return every.group_by(
         "server", "metric", "condition", "operator", "round", maintain_order=True
     ).agg(pl.col("value").min() if round_value == "min" else pl.col("value").median())
 
@@ -67,9 +71,21 @@ def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema).sort("server", "condition") if rows else pl.DataFrame(schema=schema)
 
 
-def noise_table(t: pl.DataFrame, baseline: str, aa: str) -> pl.DataFrame:
-    """Per server and metric: the A/A comparisons over the operators, their false-difference rate and floor."""
-    cmp = noise.aa_comparisons(t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value")
+def overall_fast(every: pl.DataFrame, baseline: str) -> pl.DataFrame:
+    """All operators pooled in the fast mode: each execution over its operator's baseline quantile (so every
+    operator weighs alike), then `paired.fast_compare` per server, metric and condition."""
+    keys = ["server", "metric", "operator"]
+    ref = every.filter(pl.col("condition") == baseline).group_by(keys).agg(
+        pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("_ref"))
+    norm = every.join(ref, on=keys).with_columns(pl.col("value") / pl.col("_ref")).drop("_ref")
+    return paired.fast_compare(norm, ["server", "metric"], "condition", baseline, "round", "value")
+
+
+def noise_table(t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare) -> pl.DataFrame:
+    """Per server and metric: the A/A comparisons over the operators (by the study's `compare`), their
+    false-difference rate and floor."""
+    cmp = noise.aa_comparisons(t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value",
+                               compare=compare)  # fmt: skip
     rows = []
     for (server, metric), g in cmp.group_by("server", "metric", maintain_order=True):
         nf = noise.noise_floor(g)
@@ -81,11 +97,15 @@ def noise_table(t: pl.DataFrame, baseline: str, aa: str) -> pl.DataFrame:
 def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]:
     t = timed(runs, p.metric, p.round_value)
     by = ["server", "metric", "operator"]
+    # fast: every execution of a cell, its fast-mode quantile (paired.fast_compare); round: one value per round
+    every, compare = (timed(runs, p.metric, None), paired.fast_compare) if p.estimate == "fast" else (
+        t, paired.paired_compare)
     return {
-        "jit_operators_paired": paired.paired_compare(t, by, "condition", p.baseline, "round", "value"),
-        "jit_operators_overall": overall(t.filter(pl.col("condition") != p.aa_condition), p.baseline),
+        "jit_operators_paired": compare(every, by, "condition", p.baseline, "round", "value"),
+        "jit_operators_overall": (overall_fast if p.estimate == "fast" else overall)(
+            (every if p.estimate == "fast" else t).filter(pl.col("condition") != p.aa_condition), p.baseline),
         "jit_operators_drift": paired.drift(t, by, "condition", p.baseline, "round", "value"),
-        "jit_operators_noise": noise_table(t, p.baseline, p.aa_condition),
+        "jit_operators_noise": noise_table(every, p.baseline, p.aa_condition, compare),
     }
 
 
@@ -124,7 +144,8 @@ def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame,
             r = src.row(0, named=True)
             ev = vd.Evidence.from_row(r)
             v = vd.verdict(claim, ev, floor)
-            tail = f" ({r['metric']} time, JIT {study_condition} / off paired within rounds"
+            how = "in the fast mode" if str(r.get("method", "")).startswith("fast mode") else "paired within rounds"
+            tail = f" ({r['metric']} time, JIT {study_condition} / off {how}"
             if "noise floor" not in v.reason:
                 tail += f"; noise floor ±{floor:.1%}".replace("%", " %") if floor is not None else "; no A/A floor"
             v = vd.Verdict(v.label, v.reason + tail + ")", v.needs)
@@ -132,7 +153,7 @@ def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame,
     return fnd.table(rows)
 
 
-def noise_markdown(noise_tab: pl.DataFrame, drift: pl.DataFrame, baseline: str) -> str:
+def noise_markdown(noise_tab: pl.DataFrame, drift: pl.DataFrame, baseline: str, fast: bool = False) -> str:
     """The noise floor and drift, in a sentence per server, for the method text."""
     parts = []
     for r in noise_tab.iter_rows(named=True):
@@ -145,6 +166,10 @@ def noise_markdown(noise_tab: pl.DataFrame, drift: pl.DataFrame, baseline: str) 
         parts.append(f"{r['server']} ({r['metric']} time): noise floor ±{r['floor']:.1%}, A/A false-difference "
                      f"rate {r['false_difference_rate']:.0%} of {r['n_pairs']} operator pairs{dtext}".replace("%",
                                                                                                           " %"))
-    return (f"- **Paired, with a noise floor**: JIT on vs off compared within each round (geometric mean of the "
-            f"round ratios; min–max below 10 rounds, labelled so); an A/A control ({baseline!r} measured twice "
-            "per round under two labels) gives the noise floor every verdict uses. " + "; ".join(parts) + ".")
+    how = ("JIT on vs off in the machine's fast mode: the 10 % quantile of every execution of a cell (all rounds) "
+           "over the baseline's, the interval from resampling the rounds (both sides alike), since on this VM "
+           "whole rounds of one condition ran ~2× slow, which no per-round ratio survives" if fast else
+           "JIT on vs off compared within each round (geometric mean of the round ratios; min–max below 10 rounds, "
+           "labelled so)")  # fmt: skip
+    return (f"- **Paired, with a noise floor**: {how}; an A/A control ({baseline!r} measured twice per round under "
+            "two labels, compared the same way) gives the noise floor every verdict uses. " + "; ".join(parts) + ".")
