@@ -71,7 +71,7 @@ notebooks: $(STAMP) ## after editing notebooks/*.py: update the paired .ipynb (j
 
 test: lint ## lint, tests on real servers, a quick report pass, nbval on its notebooks and on the committed report
 	rm -rf $(TEST_DIR)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=12
 	# the committed report re-run on the committed derived data: every output must reproduce
 	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg report/99_report.ipynb
