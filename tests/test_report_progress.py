@@ -51,8 +51,9 @@ MEASURED_DEFAULT = {
     "10": (63, 63),
     "20": (742, 753),
     "30": (815, 828),
-    "40": (462, 614),
-    "50": (244, 303),  # 3 passes a round since 6116b5a (runs default-20261123-184110 and -193008)
+    "40": (462, 680),  # 606 and 680 s in the partial runs of 46d6afd (a slower hour of this VM)
+    "50": (546, 561),  # 6 passes a round since 46d6afd (runs default-20261123-222406 and -224501, notebooks
+                       # 00, 40, 50 only); 3 passes took 244 and 303 s
     "60": (233, 233),
     "70": (56, 56),
     "99": (9, 9),
