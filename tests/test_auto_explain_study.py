@@ -68,6 +68,8 @@ def test_every_cell_is_recorded(stage):
     assert ((runs["latency_mean_ms"] - runs["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
     # the value is the median of the run's transactions' latencies, every one of them kept as a raw artefact
     assert (runs["value_is"] == "median").all()
+    assert runs["command"].str.contains("--log-prefix=TXLOG/txn").all()
+    assert not runs["command"].str.contains("/tmp").any()  # no temporary folder in the recorded command
     for r in runs.iter_rows(named=True):
         tag = f"{r['server']}/{r['condition']}_{r['item']}_r{r['repetition']}"
         lat = [int(x) for x in s.store.artifact_path(f"auto_explain/latencies/{tag}.txt").read_text().split()]

@@ -95,6 +95,7 @@ def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExpla
             scripts={SCRIPT: item.sql.strip() + "\n"}, settings=settings, timeout_s=timeout,
         )  # fmt: skip
         lat_us = pgbench.transaction_latencies_us(logdir) if txlog else []
+        run.command = run.command.replace(logdir, "TXLOG")  # the recorded command names no temporary folder
     store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
     if lat_us:  # the raw measurement behind the run's median, one µs figure per transaction in run order
         store.save_text(f"auto_explain/latencies/{tag}.txt", "\n".join(map(str, lat_us)) + "\n")
