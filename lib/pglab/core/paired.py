@@ -135,6 +135,13 @@ def paired_compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, base
 
 FAST_QUANTILE = 0.1
 FAST_N_BOOT = 2_000
+FAST_METHOD = "fast mode"  # how `fast_compare` labels its rows' method, which `is_fast` reads back
+
+
+def is_fast(methods) -> bool:
+    """Whether a comparison table's `method` values (or one value) come from `fast_compare`."""
+    values = [methods] if isinstance(methods, str) or methods is None else list(methods)
+    return any(str(m).startswith(FAST_METHOD) for m in values if m is not None)
 
 
 def _row_quantiles(x: np.ndarray, q: float) -> np.ndarray:
@@ -198,7 +205,7 @@ def fast_compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseli
                 # (1.4 % false differences over 1,000 i.i.d. A/A studies, 3.9 % without)
                 lo, hi = percentile_interval(boot, (1 - confidence) / 2)
                 out |= {"low": lo, "high": hi, "coverage": confidence,
-                        "method": f"fast mode: {q:.0%} quantile of every execution, {confidence:.0%} bootstrap "
+                        "method": f"{FAST_METHOD}: {q:.0%} quantile of every execution, {confidence:.0%} bootstrap "
                                   f"over rounds, n={n}".replace("%", " %")}  # fmt: skip
             rows.append(out)
     schema = {**{c: df.schema[c] for c in [*by, condition_col]}, "baseline": df.schema[condition_col], **PAIRED_SCHEMA}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import derived
+from ...core import derived, paired
 from ...core import findings as fs
 from . import charts as auto_explain_charts
 from .derive import TXNS_PER_RUN
@@ -105,7 +105,7 @@ def _statistics_paired(profile: str, root: Path | None, baseline: str, per_run: 
         d = drift["drift"].drop_nulls()
         moved = (f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
                  "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared.")
-    fast = _read("auto_explain_ratios", profile, root)["method"].cast(pl.String).str.starts_with("fast mode").any()
+    fast = paired.is_fast(_read("auto_explain_ratios", profile, root)["method"])
     how = ("Every comparison is made in the machine's fast mode: the 10 % quantile of every transaction of a cell "
            f"(all rounds, at most {TXNS_PER_RUN} per run, evenly spaced) over *{baseline}*'s (or a logged "
            "condition's over its nothing-logged twin), the interval from resampling the rounds (both sides alike): "

@@ -16,7 +16,7 @@ import altair as alt
 import polars as pl
 
 from ...core import findings as fnd
-from ...core import stats
+from ...core import paired, stats
 from ...core.derived import profile_dir, read_table
 from . import verdicts as jv
 from .charts import jit_time_chart, reduction_chart, times_chart
@@ -53,8 +53,7 @@ def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
 
 def _fast(profile: str, root: Path | None) -> bool:
     """Whether the comparisons were made in the fast mode (`paired.fast_compare`), not round by round."""
-    m = _read("jit_operators_paired", profile, root)["method"]
-    return bool(m.cast(pl.String).str.starts_with("fast mode").any())
+    return paired.is_fast(_read("jit_operators_paired", profile, root)["method"])
 
 
 def _paired(profile: str, root: Path | None) -> bool:

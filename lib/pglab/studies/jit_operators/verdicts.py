@@ -144,7 +144,7 @@ def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame,
             r = src.row(0, named=True)
             ev = vd.Evidence.from_row(r)
             v = vd.verdict(claim, ev, floor)
-            how = "in the fast mode" if str(r.get("method", "")).startswith("fast mode") else "paired within rounds"
+            how = "in the fast mode" if paired.is_fast(r.get("method")) else "paired within rounds"
             tail = f" ({r['metric']} time, JIT {study_condition} / off {how}"
             if "noise floor" not in v.reason:
                 tail += f"; noise floor ±{floor:.1%}".replace("%", " %") if floor is not None else "; no A/A floor"
