@@ -98,12 +98,13 @@ def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]
     t = timed(runs, p.metric, p.round_value)
     by = ["server", "metric", "operator"]
     # fast: every execution of a cell, its fast-mode quantile (paired.fast_compare); round: one value per round
-    every, compare = (timed(runs, p.metric, None), paired.fast_compare) if p.estimate == "fast" else (
-        t, paired.paired_compare)
+    if p.estimate == "fast":
+        every, compare, pooled = timed(runs, p.metric, None), paired.fast_compare, overall_fast
+    else:
+        every, compare, pooled = t, paired.paired_compare, overall
     return {
         "jit_operators_paired": compare(every, by, "condition", p.baseline, "round", "value"),
-        "jit_operators_overall": (overall_fast if p.estimate == "fast" else overall)(
-            (every if p.estimate == "fast" else t).filter(pl.col("condition") != p.aa_condition), p.baseline),
+        "jit_operators_overall": pooled(every.filter(pl.col("condition") != p.aa_condition), p.baseline),
         "jit_operators_drift": paired.drift(t, by, "condition", p.baseline, "round", "value"),
         "jit_operators_noise": noise_table(every, p.baseline, p.aa_condition, compare),
     }
