@@ -137,7 +137,7 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) 
     if not (ev.ratio > 0 and ev.low > 0 and ev.high > 0):  # a zero time or tps: a failed run, not an effect
         return Verdict(UNDETERMINED, f"no positive ratio to judge ({ev.text()})")
     if (ev.coverage or 0) < MIN_COVERAGE:
-        return Verdict(UNDETERMINED, f"{ev.method} covers only {ev.coverage:.0%}".replace("%", " %"),
+        return Verdict(UNDETERMINED, f"{ev.method} covers only " + f"{ev.coverage:.0%}".replace("%", " %"),
                        "needs ≥ 5 rounds")  # fmt: skip
     floor = math.log1p(noise_floor) if noise_floor else 0.0
     sign = -1.0 if claim.direction == LOWER else 1.0  # orient: the claimed direction is positive
