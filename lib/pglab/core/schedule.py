@@ -36,6 +36,24 @@ class Step:
     round: int  # position in the overall order of rounds (warm-up rounds first)
 
 
+def _shuffler(seed: int | None) -> Callable[[Iterable], list]:
+    """A list of the items, shuffled by one generator seeded once per plan (unshuffled without a seed)."""
+    rng = random.Random(seed) if seed is not None else None
+
+    def shuffled(xs: Iterable) -> list:
+        xs = list(xs)
+        if rng is not None:
+            rng.shuffle(xs)
+        return xs
+
+    return shuffled
+
+
+def _rounds(warmups: int, repetitions: int) -> list[tuple[int, bool]]:
+    """(round, is warm-up) in run order: the warm-up rounds first."""
+    return [(r, True) for r in range(warmups)] + [(r, False) for r in range(repetitions)]
+
+
 def plan(
     cells: Iterable[tuple[Hashable, Hashable, Hashable]],
     repetitions: int,
@@ -44,15 +62,9 @@ def plan(
 ) -> list[Step]:
     """Steps for every (server, condition, item) cell, warm-up rounds first, then interleaved rounds."""
     cells = [(str(s), str(c), str(i)) for s, c, i in cells]
-    rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
-    steps: list[Step] = []
-    rounds = [(r, True) for r in range(warmups)] + [(r, False) for r in range(repetitions)]
-    for n, (rep, warm) in enumerate(rounds):
-        order = list(cells)
-        if rng is not None:
-            rng.shuffle(order)
-        steps += [Step(s, c, i, rep, warm, n) for s, c, i in order]
-    return steps
+    shuffled = _shuffler(shuffle_seed)
+    return [Step(s, c, i, rep, warm, n) for n, (rep, warm) in enumerate(_rounds(warmups, repetitions))
+            for s, c, i in shuffled(cells)]  # fmt: skip
 
 
 def plan_blocked(
@@ -77,17 +89,9 @@ def plan_blocked(
     blocks: dict[tuple[str, str], list[str]] = {}
     for s, c, i in cells:
         blocks.setdefault((s, i), []).append(c)
-    rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
-
-    def shuffled(xs: list) -> list:
-        xs = list(xs)
-        if rng is not None:
-            rng.shuffle(xs)
-        return xs
-
+    shuffled = _shuffler(shuffle_seed)
     steps: list[Step] = []
-    rounds = [(r, True) for r in range(warmups)] + [(r, False) for r in range(repetitions)]
-    for n, (rep, warm) in enumerate(rounds):
+    for n, (rep, warm) in enumerate(_rounds(warmups, repetitions)):
         passes = 1 if warm else executions
         order = shuffled(blocks)
         # (block, pass) in run order: a block's passes together, or pass k over every block before pass k+1
