@@ -232,8 +232,8 @@ dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "hi
 # *supported* when our interval shows less time and holds the study's ratio; *direction only* when it shows less
 # time but excludes it; *contradicted* when it excludes it and shows no gain (or a loss); *undetermined* when
 # too wide, too few rounds, or below the noise floor. The summary ("roughly 20–30 %") is judged on all operators
-# pooled (each round's operator ratios averaged) against 0.70–0.80×. A server without JIT cannot test the claims:
-# *not testable here* (needs a build with JIT).
+# pooled (the geometric mean of the operators' ratios: every operator weighs alike) against 0.70–0.80×. A server
+# without JIT cannot test the claims: *not testable here* (needs a build with JIT).
 
 # %%
 f = tables["jit_operators_findings"]

@@ -249,8 +249,26 @@ def test_fast_mode_with_few_rounds_states_their_coverage_and_decides_nothing_bel
                                    "A").row(0, named=True)
 
     two, five, ten = row(2), row(5), row(10)
-    assert two["coverage"] == 0.5 and "95 %" not in two["method"] and "n=2 rounds" in two["method"]
+    assert two["coverage"] == 0.5 and two["method"].endswith("50 % bootstrap over rounds, n=2")
     assert vd.verdict(FASTER_2X, vd.Evidence.from_row(two)).label == vd.UNDETERMINED
-    assert five["coverage"] == paired.minmax_coverage(5)
+    assert five["coverage"] == paired.minmax_coverage(5) and "94 % bootstrap over rounds, n=5" in five["method"]
     assert vd.verdict(FASTER_2X, vd.Evidence.from_row(five)).label == vd.SUPPORTED
     assert ten["coverage"] == 0.95 and "95 % bootstrap over rounds, n=10" in ten["method"]
+
+
+def test_fast_mode_pools_items_as_a_geometric_mean_and_a_cell_keeps_its_interval_in_any_grouping():
+    """Half the operators 2× faster, half unchanged: pooled, each operator weighs alike (0.71×), where a low
+    quantile of all executions pooled would follow the faster half (0.5×). And one comparison gets the same
+    interval whether it is compared alone or among other groups (its generator is seeded by its own keys)."""
+    frames = []
+    for k, effect in enumerate([0.5, 0.5, 1.0, 1.0]):
+        frames.append(slowed_rounds(effect, slow=0.0, seed=k).with_columns(operator=pl.lit(f"op{k}")))
+    df = pl.concat(frames)
+    pooled = paired.fast_compare(df, ["server"], "condition", "A", item_col="operator").row(0, named=True)
+    assert pooled["ratio"] == pytest.approx(0.5**0.5, rel=0.03) and pooled["low"] < 0.5**0.5 < pooled["high"]
+    assert pooled["method"].startswith("fast mode") and pooled["n_rounds"] == 10
+    alone = paired.fast_compare(df.filter(pl.col("operator") == "op2"), ["operator"], "condition", "A")
+    among = paired.fast_compare(df, ["operator"], "condition", "A").filter(pl.col("operator") == "op2")
+    assert alone.select("ratio", "low", "high").equals(among.select("ratio", "low", "high"))
+    one = paired.fast_compare(df.filter(pl.col("round") == 0), ["operator"], "condition", "A")
+    assert set(one["method"]) == {"fast mode: one round, no interval"}

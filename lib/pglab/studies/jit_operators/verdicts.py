@@ -72,13 +72,10 @@ def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
 
 
 def overall_fast(every: pl.DataFrame, baseline: str) -> pl.DataFrame:
-    """All operators pooled in the fast mode: each execution over its operator's baseline quantile (so every
-    operator weighs alike), then `paired.fast_compare` per server, metric and condition."""
-    keys = ["server", "metric", "operator"]
-    ref = every.filter(pl.col("condition") == baseline).group_by(keys).agg(
-        pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("_ref"))
-    norm = every.join(ref, on=keys).with_columns(pl.col("value") / pl.col("_ref")).drop("_ref")
-    return paired.fast_compare(norm, ["server", "metric"], "condition", baseline, "round", "value")
+    """All operators pooled in the fast mode, per server, metric and condition: the geometric mean of the
+    operators' fast-mode ratios (every operator weighs alike), the rounds resampled together for all of them."""
+    return paired.fast_compare(every, ["server", "metric"], "condition", baseline, "round", "value",
+                               item_col="operator")
 
 
 def noise_table(t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare) -> pl.DataFrame:
