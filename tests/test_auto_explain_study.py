@@ -113,7 +113,10 @@ def test_analysis_and_reset(stage):
     overhead = ratios.filter(ratios["comparison"] == "overhead")
     want = {(srv.name, c, i) for srv in s.servers for c, i in cfg.cells() if c != cfg.baseline}
     assert set(zip(overhead["server"], overhead["condition"], overhead["item"], strict=True)) == want
-    assert overhead["ci_low"].null_count() == 0  # two repetitions each: every ratio has an interval
+    # two repetitions each: every ratio has an interval (on failure: which, and the runs' errors, to tell why)
+    assert overhead["ci_low"].null_count() == 0, (overhead.filter(pl.col("ci_low").is_null()).to_dicts(),
+                                                  result.runs.filter(pl.col("error").is_not_null())
+                                                  .select("server", "condition", "item", "round", "error").to_dicts())
     logging = ratios.filter(ratios["comparison"] == "logging")
     assert set(zip(logging["condition"], logging["baseline"], strict=True)) == {
         ("explain_logged", "explain"), ("analyze_logged", "analyze"), ("analyze_no_timing_logged", "analyze_no_timing")}

@@ -48,15 +48,17 @@ def _y(d: pl.DataFrame) -> alt.Y:
 
 
 def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.FacetChart:
-    """Ratio to the baseline with its 95 % CI per condition, one colour per server, one panel per item;
-    the study's own ratio as a black tick."""
-    d = ratios.filter((pl.col("comparison") == comparison) & pl.col("ratio").is_not_null()).select(
-        "server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "study_ratio", "verdict"
-    )
+    """Ratio to the baseline with its interval per condition (95 % where the rounds allow it, else what they
+    cover), one colour per server, one panel per item; the study's own ratio as a black tick."""
+    d = ratios.filter((pl.col("comparison") == comparison) & pl.col("ratio").is_not_null())
+    cover = d["coverage"].drop_nulls() if "coverage" in d.columns else pl.Series([], dtype=pl.Float64)
+    what = f"{cover.min():.0%} interval" if cover.len() and cover.min() == cover.max() else "interval: see its method"
+    d = d.select("server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "study_ratio", "verdict")
     y = _y(d)
     one = alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(x=alt.datum(1.0))
     bars = alt.Chart().mark_rule(strokeWidth=2).encode(
-        x=alt.X("ci_low:Q", title="latency ratio to baseline (95 % CI)", scale=alt.Scale(zero=False)),
+        x=alt.X("ci_low:Q", title=f"latency ratio to baseline ({what})".replace("%", " %"),
+                scale=alt.Scale(zero=False)),
         x2="ci_high:Q", y=y, yOffset="server:N", color=alt.Color("server:N", title="server"),
     )  # fmt: skip
     points = alt.Chart().mark_point(filled=True, size=45).encode(

@@ -10,6 +10,7 @@ its nothing-logged counterpart (same settings, log_min_duration apart). A median
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ import polars as pl
 
 from ...core import measurements, outcomes, paired, raw_frames
 from ...core.stats import ratio_with_interval
+from ...core.verdicts import MIN_COVERAGE
 from . import findings as auto_explain_findings
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
 
@@ -57,19 +59,27 @@ TXNS_PER_RUN = 200  # a run's transactions kept for the fast mode, evenly spaced
 
 def transactions(store, runs: pl.DataFrame) -> pl.DataFrame | None:
     """Every measured run's transaction latencies (ms; at most TXNS_PER_RUN, evenly spaced over the run) from the
-    raw artefacts `run` keeps; None when some measured run has none (runs recorded before they were kept)."""
+    raw artefacts `run` keeps; None when no measured run has any (runs recorded before they were kept). A run
+    without its file (it logged none) is left out with a warning: its cell keeps its other rounds' transactions."""
     m = measured(runs)
     if m.is_empty() or "value_is" not in m.columns:
         return None
-    parts = []
+    parts, missing = [], []
     for r in m.filter(pl.col("value").is_not_null()).iter_rows(named=True):
         rel = f"{EXPERIMENT}/latencies/{r['server']}/{r['condition']}_{r['item']}_r{r['repetition']}.txt"
         if not store.has_artifact(rel):
-            return None
+            missing.append(rel)
+            continue
         us = np.loadtxt(store.artifact_path(rel), dtype=float, ndmin=1)
+        if not us.size:
+            missing.append(rel)
+            continue
         us = us[np.linspace(0, us.size - 1, min(us.size, TXNS_PER_RUN)).round().astype(int)]
         parts.append(pl.DataFrame({"server": r["server"], "condition": r["condition"], "item": r["item"],
                                    "round": r["round"], "value": us / 1000.0}))  # fmt: skip
+    if parts and missing:
+        warnings.warn(f"{len(missing)} of {len(missing) + len(parts)} measured runs kept no transactions (left out "
+                      f"of the fast mode): {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}", stacklevel=2)
     return pl.concat(parts) if parts else None
 
 
@@ -153,9 +163,11 @@ def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.Data
     if pc.is_empty():
         return pl.DataFrame()
     lo, hi = pl.col("ci_low"), pl.col("ci_high")
+    few = pl.col("coverage").fill_null(0) < MIN_COVERAGE  # e.g. min–max of 2 rounds: 50 %, it tells no direction
     return (pc.rename({"low": "ci_low", "high": "ci_high"}).with_columns(
-        pl.when(lo > 1).then(pl.lit("higher")).when(hi < 1).then(pl.lit("lower"))
-        .when(lo.is_null()).then(pl.lit("no interval")).otherwise(pl.lit("no detectable difference"))
+        pl.when(lo.is_null()).then(pl.lit("no interval")).when(few).then(pl.lit("too few rounds"))
+        .when(lo > 1).then(pl.lit("higher")).when(hi < 1).then(pl.lit("lower"))
+        .otherwise(pl.lit("no detectable difference"))
         .alias("verdict"), pl.lit(comparison).alias("comparison"))
         .join(med, on=["server", "condition", "item"], how="left")
         .join(med.rename({"condition": "baseline", "median": "median_baseline"}), on=["server", "baseline", "item"],

@@ -220,6 +220,8 @@ def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p:
              txns: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
     """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict."""
     m = measured(runs)
+    # a ratio of two items' ratios is taken round by round even in the fast mode: its floor must be too
+    round_noise = noise_table(m, p) if txns is not None and any(s.versus for s in specs(p)) else noise_df
     rows = []
     servers = sorted(m["server"].unique().to_list()) if m.height else []
     for server in servers:
@@ -235,7 +237,7 @@ def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p:
                 items = [s.item] + ([s.versus] if s.versus else [])
                 flags = (flag,) if flag and "count" in items else ()
                 ev = evidence(m, server, s, flags, txns)
-                verdict = v.verdict(s.claim, ev, floor_of(noise_df, server, items))
+                verdict = v.verdict(s.claim, ev, floor_of(round_noise if s.versus else noise_df, server, items))
             rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
     from ...core.findings import table
 

@@ -125,8 +125,9 @@ def _per_run_text(lat: pl.DataFrame) -> str:
     """What one run's latency is: the median of its transactions' (runs that logged them) or 1000 / tps."""
     mean = "1000 / tps (pgbench's `latency average` before its rounding to 3 decimals)"
     if "value_is" in lat.columns and set(lat["value_is"].drop_nulls()) == {"median"}:
-        return (f"each run's latency = the median of its transactions' latencies (`pgbench -l`, every one kept), "
-                f"robust to a burst of other load over part of a run; the mean, {mean}, is kept beside it")
+        return (f"each run's latency = the median of its transactions' latencies (`pgbench -l`; a random sample "
+                f"of about 1,000 kept where a run has more), robust to a burst of other load over part of a run; "
+                f"the mean, {mean}, is kept beside it")
     return f"each run's latency = {mean}"
 
 
