@@ -107,4 +107,9 @@ def queries(store: RunStore, params: CommonParams | None = None) -> dict[str, pl
         out["ssb_versions"] = vr.select("mode", "query", "server", "baseline", "ratio", "ci_low", "ci_high",
                                         ex.readable(pl.col("verdict")).alias("verdict"))  # fmt: skip
     out["ssb_sweep_summary"] = sweep_summary(sweep)
-    return out | _measurements(store, "ssb", [EXP_LOAD, ex.EXPERIMENT, ex.SWEEP])
+    m = _measurements(store, "ssb", [EXP_LOAD, ex.EXPERIMENT, ex.SWEEP])
+    # the loads of notebook 10's servers only: a later study may load SSB into another server (its own set-up),
+    # after notebook 20 wrote this table, and `pglab derive` must give what the notebook wrote
+    loaded = sorted({row["server"] for rows in _per_server(store, LOADS) for row in rows})
+    return out | {k: t.filter((pl.col("experiment") != EXP_LOAD) | pl.col("server").is_in(loaded))
+                  for k, t in m.items()}  # fmt: skip
