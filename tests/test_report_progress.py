@@ -46,19 +46,19 @@ def test_the_time_left_follows_how_the_finished_notebooks_went():
 
 # Measured on the reference machine (2 cores; the wheel's 18, Debian's 15 with JIT, downloads 10 … 17 without):
 # seconds per notebook of two default runs (low, high), and of two whole quick runs.
-MEASURED_DEFAULT = {
-    "00": (20, 20),
-    "10": (63, 63),
+MEASURED_DEFAULT = {  # ranges over the runs measured on this 2-core VM, quiet hours and noisy ones
+    "00": (18, 21),
+    "10": (56, 67),
     "20": (742, 753),
-    "30": (815, 828),
-    "40": (462, 680),  # 606 and 680 s in the partial runs of 46d6afd (a slower hour of this VM)
-    "50": (546, 561),  # 6 passes a round since 46d6afd (runs default-20261123-222406 and -224501, notebooks
-                       # 00, 40, 50 only); 3 passes took 244 and 303 s
-    "60": (233, 233),
-    "70": (56, 56),
+    "30": (811, 828),
+    "40": (415, 680),  # 415 and 419 s in the stability pair of 11619d3 (a quiet hour), 606 and 680 s in a slow one
+    "50": (345, 561),  # 6 passes a round since 46d6afd: 345 and 350 s (quiet), 546 and 561 s (noisy); 3 passes
+                       # took 244 and 303 s
+    "60": (192, 233),
+    "70": (47, 56),
     "99": (9, 9),
 }
-MEASURED_DEFAULT_TOTAL = (2499, 2650)
+MEASURED_DEFAULT_TOTAL = (2499, 2671)  # the stability pair of 11619d3: 2671 and 2648 s
 MEASURED_QUICK_TOTAL = (153, 166)
 NOTEBOOKS = [
     "00_environment.ipynb",

@@ -272,3 +272,14 @@ def test_fast_mode_pools_items_as_a_geometric_mean_and_a_cell_keeps_its_interval
     assert alone.select("ratio", "low", "high").equals(among.select("ratio", "low", "high"))
     one = paired.fast_compare(df.filter(pl.col("round") == 0), ["operator"], "condition", "A")
     assert set(one["method"]) == {"fast mode: one round, no interval"}
+
+
+def test_a_floor_is_never_below_the_values_resolution():
+    """pgbench logs whole microseconds: a 42 µs transaction's A/A quantiles round to the same step, ratio 1 with
+    the interval [1, 1], a floor of exactly 0 that any 1 µs step would pass. With the resolution: ±2.4 %."""
+    aa = pl.DataFrame({"ratio": [1.0], "low": [1.0], "high": [1.0]})
+    assert noise.noise_floor(aa)["floor"] == 0.0
+    f = noise.noise_floor(aa, resolution=1 / 42)
+    assert f["floor"] == pytest.approx(1 / 42) and "resolution ±2.4 %" in f["method"]
+    wide = pl.DataFrame({"ratio": [1.1], "low": [1.0], "high": [1.2]})  # noisier than the step: the step adds nothing
+    assert noise.noise_floor(wide, resolution=1 / 42)["floor"] == noise.noise_floor(wide)["floor"]

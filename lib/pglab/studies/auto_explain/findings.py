@@ -130,6 +130,9 @@ def evidence(m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = (),
 # -- the noise floor, drift and the ceiling ----------------------------------------------------------------------
 
 
+TXN_RESOLUTION_MS = 0.001  # pgbench's per-transaction log: latencies in whole microseconds
+
+
 def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
     """A/A (aa_condition over the baseline, within rounds; in the fast mode with `txns`, as `evidence`) per
     server and item, per server over its items, and over everything: n_pairs, false-difference rate, floor."""
@@ -140,9 +143,14 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
                               compare=paired.fast_compare if fast else paired.paired_compare)  # fmt: skip
     how = "in the fast mode" if fast else "paired by round"
     rows = []
+    # pgbench -l logs whole microseconds: a fast-mode quantile moves in steps of 1 µs over the baseline's value
+    res = {} if not fast else {(r["server"], r["item"]): TXN_RESOLUTION_MS / r["q"] for r in txns.filter(
+        pl.col("condition") == p.baseline).group_by("server", "item").agg(
+        pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("q")).iter_rows(named=True) if r["q"]}
 
     def add(server: str, metric: str, g: pl.DataFrame) -> None:
-        f = noise.noise_floor(g)
+        steps = [res[(sv, it)] for sv, it in zip(g["server"], g["item"], strict=True) if (sv, it) in res]
+        f = noise.noise_floor(g, max(steps) if steps else None)
         rows.append({"study": STUDY, "server": server, "metric": metric, "n_pairs": f["n_pairs"],
                      "false_difference_rate": f["false_difference_rate"], "floor": f["floor"],
                      "method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})  # fmt: skip
