@@ -283,3 +283,12 @@ def test_a_floor_is_never_below_the_values_resolution():
     assert f["floor"] == pytest.approx(1 / 42) and "resolution ±2.4 %" in f["method"]
     wide = pl.DataFrame({"ratio": [1.1], "low": [1.0], "high": [1.2]})  # noisier than the step: the step adds nothing
     assert noise.noise_floor(wide, resolution=1 / 42)["floor"] == noise.noise_floor(wide)["floor"]
+
+
+def test_no_change_is_not_supported_where_the_noise_floor_is_wider_than_its_margin():
+    """S1's "no winner between 16 and 17" (±5 %) on a machine whose A/A comparisons stray ±12 %: a narrow
+    interval inside ±5 % is luck there (one run said supported, its twin undetermined); a quiet floor decides."""
+    ev = vd.Evidence(0.963, 0.958, 0.970, 10, 0.95, "95 % bootstrap over rounds, n=10")
+    loud = vd.verdict(NO_CHANGE, ev, noise_floor=0.123)
+    assert loud.label == vd.UNDETERMINED and "wider than the claim's ±5.0 %" in loud.reason
+    assert vd.verdict(NO_CHANGE, ev, noise_floor=0.03).label == vd.SUPPORTED

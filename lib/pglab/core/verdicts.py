@@ -6,7 +6,8 @@ with an equivalence margin ("roughly"), or "no change within ±x %". The evidenc
 interval (`paired.paired_compare`). In log terms, oriented so that the claimed direction is positive:
 
 * **supported** — the interval lies wholly on the claimed side of 1 and contains the study's magnitude (or
-  reaches into its margin). A "no change within ±x %" claim: the interval lies inside ±x %.
+  reaches into its margin). A "no change within ±x %" claim: the interval lies inside ±x %, and the machine's
+  noise floor is no wider than ±x % (where A/A comparisons stray further, a narrow interval inside it is luck).
 * **contradicted** — the interval excludes the study's magnitude and does not show the claimed direction
   (it contains 1, or lies on the opposite side). A "no change" claim: the interval lies wholly outside ±x %.
 * **direction only** — the interval shows the claimed direction but excludes the magnitude (smaller or larger).
@@ -147,6 +148,9 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) 
     ours = f"our {ev.text()}"
     if claim.direction == SAME:
         m = math.log1p(claim.margin)
+        if floor > m:
+            return Verdict(UNDETERMINED, f"{ours}: the noise floor {_pct(floor)} is wider than the claim's "
+                                         f"{_pct(m)}", "a quieter machine or a steadier measurement")  # fmt: skip
         if -m <= lo and hi <= m:
             return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
         if (hi < -m or lo > m) and not small:
