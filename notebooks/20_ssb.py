@@ -120,11 +120,12 @@ checks
 # %% [markdown]
 # ## Paired comparisons and the noise floor
 #
-# Every comparison is made within rounds (the schedule interleaves servers, modes and queries; a round holds one
-# run of each): the geometric mean of the per-round ratios with a 95 % bootstrap interval over rounds (min–max
-# below 10 rounds). The A/A control (parallel measured twice per round, as `parallel` and `parallel_aa`) gives the
-# false-difference rate and the noise floor; the drift is the parallel suite time's second half of rounds over
-# its first.
+# The schedule interleaves servers, modes and queries; a round holds one run of each. By default
+# (`ssb.estimate: fast`) a comparison takes the 10 % quantile of each cell's executions over all rounds, i.e. what
+# a query costs when the VM is not slowed, with a bootstrap interval that resamples the rounds for both sides
+# together; `estimate: round` takes one ratio per round instead. The A/A control (parallel measured twice per
+# round, as `parallel` and `parallel_aa`), compared the same way, gives the false-difference rate and the noise
+# floor; the drift is the parallel suite time's second half of rounds over its first.
 
 # %%
 print(tables["ssb_noise"])

@@ -99,7 +99,7 @@ def queries(store: RunStore, params: CommonParams | None = None) -> dict[str, pl
     out |= {"ssb_executions": execs, "ssb_summary": tables["summary"], "ssb_speedup": tables["speedup"],
             "ssb_jit": tables["jit"], "ssb_plans": plans, "ssb_checksums": checks, "ssb_availability": available,
             "ssb_sweep": sweep, "ssb_fingerprints": study_plans.fingerprints(plans, facts),
-            **paired_tables.derive(execs, sweep, facts)}  # fmt: skip
+            **paired_tables.derive(execs, sweep, facts, p.estimate)}  # fmt: skip
     out["ssb_plans_study_workers"] = ex.study_plans_table(store, names, p.query_ids(), ref.S1_ALLOWED_WORKERS)
     out["ssb_plans_scaled"] = study_plans.scaled_plans_table(store, names, p, ref.S1_ALLOWED_WORKERS)
     if len(names) > 1:  # each server against the last one

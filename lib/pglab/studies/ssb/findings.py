@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import derived, noise
+from ...core import derived, noise, paired
 from ...core import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
@@ -54,6 +54,12 @@ class Paired:
                                  pl.col("baseline") == baseline)  # fmt: skip
 
 
+def _how(cmp: pl.DataFrame) -> str:
+    """How a paired-table row compared its conditions, for the evidence text."""
+    fast = "method" in cmp.columns and paired.is_fast(cmp["method"])
+    return "in the fast mode (rounds resampled)" if fast else "paired by round"
+
+
 def _row(study, finding, claim, server, verdict, evidence=None, extra: str = "") -> dict:
     r = v.finding_row(study, finding, claim, server, verdict, evidence)
     r["evidence"] += extra
@@ -88,7 +94,7 @@ def _speedups(p: Paired) -> list[dict]:
         per_q = p.modes.filter(pl.col("server") == s, pl.col("mode") == "parallel", pl.col("baseline") == "serial",
                                ~pl.col("query").is_in([SUITE, SUITE_Q1])).sort("query")  # fmt: skip
         each = "; ".join(f"{r['query']} {1 / r['ratio']:.2f}×" for r in per_q.iter_rows(named=True))
-        extra = (f" Suite time (sum of the queries per round), parallel over serial, paired by round; speed-up "
+        extra = (f" Suite time (sum of the queries per round), parallel over serial, {_how(cmp)}; speed-up "
                  f"{1 / ev.ratio:.2f}×, ceiling min({procs} processes, {p.d.cores} cores). Per query: {each}.")
         ceiling = min(procs, p.d.cores or procs)
         if ceiling < 1 / (s1.ratio * (1 + s1.margin)):
@@ -122,7 +128,7 @@ def _versions(p: Paired) -> list[dict]:
         floor = max(filter(None, [p.floor(new), p.floor(old)]), default=None)
         each = "; ".join(f"{r['query']} {r['ratio']:.2f}×" for r in
                          cmp.filter(pl.col("query") != SUITE).sort("query").iter_rows(named=True))  # fmt: skip
-        extra = f" {new} over {old}, time ratio paired by round; per query: {each}."
+        extra = f" {new} over {old}, time ratio {_how(suite)}; per query: {each}."
         rows.append(_row("S1", f"newer_version_{mode}", claim, f"{new} vs {old}", v.verdict(claim, ev, floor), ev,
                          extra))
     return rows
@@ -165,7 +171,7 @@ def _jit(p: Paired) -> list[dict]:
                     continue
                 ev = p.evidence(cmp)
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
-                extra = f" JIT ({label}) over parallel, paired by round." + _jit_share(p, s, mode, qs)
+                extra = f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, mode, qs)
                 rows.append(_row(study, finding + suffix, claim, s, v.verdict(claim, ev, p.floor(s)), ev, extra))
     return rows
 
@@ -217,7 +223,7 @@ def _sweep(p: Paired) -> list[dict]:
             c = V(claim_b.statement, v.LOWER, 1 / (k + 1), 0.15)
             ev = v.Evidence.from_row(r, [noise.ceiling_check(1 / r["ratio"], k + 1, p.d.cores)])
             rows.append(_row("S4", "parallel_b", c, s, v.verdict(c, ev, p.floor(s)), ev,
-                             f" {k} workers over 0, the sweep's queries' summed time paired by round."))
+                             f" {k} workers over 0, the sweep's queries' summed time {_how(fit)}."))
         rows.append(_row("S4", "parallel_b_q4.3", claim_f, s, v.not_testable(
             f"q4.3 levels off only beyond {flat} workers; this machine has {p.d.cores} cores",
             f"needs ≥ {flat + 2} cores")))

@@ -1,7 +1,8 @@
 """Paired, blocked derivation of the SSB runs (issue 16), from the raw store's tables alone: every comparison
-is made within the schedule's rounds (`paired.paired_compare`, round_col "round"), the A/A control gives the
-noise floor, the baseline's drift between the halves of the run is kept, and each server's answers are checked
-against dbgen's expected rows where the data is dbgen's at SF 1."""
+resamples the schedule's rounds, in the fast mode (`paired.fast_compare`, params `ssb.estimate: fast`) or one
+ratio per round (`paired.paired_compare`); the A/A control gives the noise floor of the same comparison, the
+baseline's drift between the halves of the run is kept, and each server's answers are checked against dbgen's
+expected rows where the data is dbgen's at SF 1."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from ...datasets.ssb import answers
 COMPARISONS = (("parallel", "serial"), ("parallel_jit", "parallel"), ("parallel_jit_forced", "parallel"))
 SUITE, SUITE_Q1 = "all", "q1.x"  # items: the sum of every query's time in a round, of q1.1–q1.3's
 S1_VERSIONS = (16, 17)
+FAST, ROUND = "fast", "round"  # params ssb.estimate
+
+
+def comparison(estimate: str = FAST):
+    """The comparison every SSB table makes: `paired.fast_compare` ("fast") or `paired.paired_compare` ("round")."""
+    if estimate not in (FAST, ROUND):
+        raise ValueError(f"ssb.estimate: expected 'fast' or 'round', got {estimate!r}")
+    return paired.fast_compare if estimate == FAST else paired.paired_compare
 
 
 def ok_timed(execs: pl.DataFrame) -> pl.DataFrame:
@@ -33,14 +42,14 @@ def with_suites(timed: pl.DataFrame, cond: str = "mode") -> pl.DataFrame:
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def mode_comparisons(execs: pl.DataFrame) -> pl.DataFrame:
-    """Per server, query (and suite) and comparison: the paired ratio condition / baseline over rounds."""
+def mode_comparisons(execs: pl.DataFrame, estimate: str = FAST) -> pl.DataFrame:
+    """Per server, query (and suite) and comparison: the ratio condition / baseline, rounds resampled."""
     t = with_suites(ok_timed(execs))
     frames = []
     for cond, base in COMPARISONS:
         sub = t.filter(pl.col("mode").is_in([cond, base]))
         if set(sub["mode"]) == {cond, base}:
-            frames.append(paired.paired_compare(sub, ["server", "query"], "mode", base, "round", "seconds"))
+            frames.append(comparison(estimate)(sub, ["server", "query"], "mode", base, "round", "seconds"))
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
@@ -53,21 +62,22 @@ def version_servers(facts: dict) -> dict[int, str] | None:
     return by_major if set(by_major) == set(S1_VERSIONS) else None
 
 
-def version_comparisons(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
-    """17 over 16 per mode and query (and suite), paired by round; empty when the run lacks 16 or 17."""
+def version_comparisons(execs: pl.DataFrame, facts: dict, estimate: str = FAST) -> pl.DataFrame:
+    """17 over 16 per mode and query (and suite), rounds resampled; empty when the run lacks 16 or 17."""
     vs = version_servers(facts)
     if vs is None:
         return pl.DataFrame()
     t = with_suites(ok_timed(execs).filter(pl.col("server").is_in(list(vs.values()))))
     t = t.filter(pl.col("mode").is_in(["serial", "parallel"]))
-    return paired.paired_compare(t, ["mode", "query"], "server", vs[16], "round", "seconds")
+    return comparison(estimate)(t, ["mode", "query"], "server", vs[16], "round", "seconds")
 
 
-def noise_table(execs: pl.DataFrame, study: str = "S1") -> tuple[pl.DataFrame, pl.DataFrame]:
+def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The A/A comparisons (parallel_aa over parallel per server and query) and the noise floor per server and
     over all servers ("all"): columns study, server, metric, n_pairs, false_difference_rate, floor, method."""
     t = ok_timed(execs)
-    aa = noise.aa_comparisons(t, ["server", "query"], "mode", "parallel", "parallel_aa", "round", "seconds")
+    aa = noise.aa_comparisons(t, ["server", "query"], "mode", "parallel", "parallel_aa", "round", "seconds",
+                              compare=comparison(estimate))
     rows = []
     if not aa.is_empty():
         groups = [(s, aa.filter(pl.col("server") == s)) for s in sorted(set(aa["server"]))] + [("all", aa)]
@@ -86,12 +96,12 @@ def drift_table(execs: pl.DataFrame) -> pl.DataFrame:
     return paired.drift(t, ["server"], "mode", "parallel", "round", "seconds")
 
 
-def sweep_comparisons(sweep: pl.DataFrame) -> pl.DataFrame:
-    """Each worker count over 0 workers per server and query, paired by the sweep's rounds."""
+def sweep_comparisons(sweep: pl.DataFrame, estimate: str = FAST) -> pl.DataFrame:
+    """Each worker count over 0 workers per server and query, the sweep's rounds resampled."""
     t = ok_timed(sweep)
     if t.is_empty() or 0 not in set(t["workers"]):
         return pl.DataFrame()
-    return paired.paired_compare(with_suites(t, "workers"), ["server", "query"], "workers", 0, "round", "seconds")
+    return comparison(estimate)(with_suites(t, "workers"), ["server", "query"], "workers", 0, "round", "seconds")
 
 
 def answers_table(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
@@ -112,9 +122,10 @@ def answers_table(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema).sort("server", "query") if rows else pl.DataFrame(schema=schema)
 
 
-def derive(execs: pl.DataFrame, sweep: pl.DataFrame, facts: dict) -> dict[str, pl.DataFrame]:
+def derive(execs: pl.DataFrame, sweep: pl.DataFrame, facts: dict, estimate: str = FAST) -> dict[str, pl.DataFrame]:
     """The new tables of the paired analysis, by their derived-table names."""
-    aa, floor = noise_table(execs)
-    return {"ssb_paired": mode_comparisons(execs), "ssb_versions_paired": version_comparisons(execs, facts),
-            "ssb_aa": aa, "ssb_noise": floor, "ssb_drift": drift_table(execs),
-            "ssb_sweep_paired": sweep_comparisons(sweep), "ssb_answers": answers_table(execs, facts)}  # fmt: skip
+    aa, floor = noise_table(execs, estimate=estimate)
+    return {"ssb_paired": mode_comparisons(execs, estimate),
+            "ssb_versions_paired": version_comparisons(execs, facts, estimate), "ssb_aa": aa, "ssb_noise": floor,
+            "ssb_drift": drift_table(execs), "ssb_sweep_paired": sweep_comparisons(sweep, estimate),
+            "ssb_answers": answers_table(execs, facts)}  # fmt: skip

@@ -41,6 +41,11 @@ class SsbParams(Strict):
     # S4 test B: each query at max_parallel_workers_per_gather = each of these (None: 0 … workers)
     worker_sweep: list[int] | None = None
     sweep_repetitions: int = Field(default=3, ge=1, le=1000)
+    # how modes, versions and worker counts are compared: "fast" = the 10 % quantile of a cell's executions
+    # (all rounds) over the baseline's, rounds resampled together (`paired.fast_compare`): a query of 50-500 ms
+    # that a burst of the VM slowed ~2x in one round breaks that round's ratio (A/A floor ±10-12 % round by round,
+    # ±3.5-7 % fast); "round" = one ratio per round, their geometric mean (`paired.paired_compare`)
+    estimate: Literal["fast", "round"] = "fast"
     sweep_queries: list[str] | Literal["all"] = "all"
     # parallel_jit_forced compiles with inlining and optimisation, about a second per query whatever the SF:
     # only the queries of S1's JIT claims (q1.x clearly, q3.1 and q4.3 a little) by default

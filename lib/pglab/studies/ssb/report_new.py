@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ...core import paired
 from ...core.stats import ratio_with_interval
 from .findings import optional
 from .study_plans import plan_changes
@@ -20,10 +21,17 @@ def _pct(x) -> str:
 def method_lines(profile: str, root: Path | None = None) -> str:
     t = {n: optional(n, profile, root) for n in ("ssb_noise", "ssb_drift", "ssb_answers", "ssb_fingerprints",
                                                  "ssb_load", "ssb_plans_scaled")}
-    lines = ["- **Paired analysis**: every comparison (parallel over serial, JIT over parallel, 17 over 16) is made "
-             "within the schedule's rounds: per round one ratio, their geometric mean with a 95 % bootstrap "
-             "interval over rounds (min–max below 10 rounds, labelled so); suite figures sum the queries of a round. "
-             "Verdicts follow docs/verdicts.md."]
+    pr = optional("ssb_paired", profile, root)
+    if "method" in pr.columns and paired.is_fast(pr["method"]):
+        how = ("in the fast mode: the 10 % quantile of a cell's executions over all rounds, against the "
+               "baseline's, i.e. what a query costs when the machine is not slowed; the interval resamples the "
+               "rounds, the same for both sides (its coverage stated, at most what min–max of the rounds covers)")
+    else:
+        how = ("within the schedule's rounds: per round one ratio, their geometric mean with a 95 % bootstrap "
+               "interval over rounds (min–max below 10 rounds, labelled so)")
+    lines = ["- **Paired analysis**: every comparison (parallel over serial, JIT over parallel, 17 over 16, "
+             f"workers over none) is made {how}; suite figures sum the queries of a round. Verdicts follow "
+             "docs/verdicts.md."]
     nz = t["ssb_noise"]
     if nz.height:
         parts = [f"{r['server']}: floor ±{_pct(r['floor'])}, false-difference rate {_pct(r['false_difference_rate'])}"
