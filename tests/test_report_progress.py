@@ -49,16 +49,16 @@ def test_the_time_left_follows_how_the_finished_notebooks_went():
 MEASURED_DEFAULT = {  # ranges over the runs measured on this 2-core VM, quiet hours and noisy ones
     "00": (18, 21),
     "10": (56, 67),
-    "20": (742, 753),
+    "20": (690, 753),  # 690 s in run default-20261124-033657 (2a63b92)
     "30": (811, 828),
-    "40": (415, 680),  # 415 and 419 s in the stability pair of 11619d3 (a quiet hour), 606 and 680 s in a slow one
+    "40": (415, 680),  # 415, 419, 459 s in the three runs of 11619d3 / 2a63b92 (quiet hours), 606, 680 s in a slow one
     "50": (345, 561),  # 6 passes a round since 46d6afd: 345 and 350 s (quiet), 546 and 561 s (noisy); 3 passes
                        # took 244 and 303 s
     "60": (192, 233),
     "70": (47, 56),
     "99": (9, 9),
 }
-MEASURED_DEFAULT_TOTAL = (2499, 2671)  # the stability pair of 11619d3: 2671 and 2648 s
+MEASURED_DEFAULT_TOTAL = (2499, 2671)  # the stability pair of 11619d3: 2671 and 2648 s; 2657 s at 2a63b92
 MEASURED_QUICK_TOTAL = (153, 166)
 NOTEBOOKS = [
     "00_environment.ipynb",
