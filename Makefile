@@ -23,7 +23,7 @@ help: ## list the targets
 	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=<default: report/ for the default profile, build/report-<profile>/ otherwise>"
 	@echo "             RUN_ID=<resume a run> ONLY=<notebook numbers> UPGRADE=<packages make lock may move>"
 	@echo "             OUT=<make derive: folder for the tables> FORCE=1 <make archive: over the size limit too>"
-	@echo "             FIRST=<make stability: an existing run as run a> ARCHIVES=\"<run ids>\" <re-score recorded runs>"
+	@echo "             FIRST=<make stability: the data folder of an existing run, as run a> ARCHIVES=\"<run ids>\" <re-score recorded runs>"
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -54,7 +54,8 @@ report_summary.show_glance(everything)
 # Times are medians of interleaved, warmed-up repetitions. Every comparison is a ratio B / A measured in pairs,
 # with its interval: a 95 % bootstrap interval from 10 rounds on, else the min–max of the rounds, labelled so.
 # SSB, S2 and the JIT operators compare in the machine's *fast mode*: the 10 % quantile of every execution of a
-# condition over the baseline's (what it costs when this shared VM is not slowed), the rounds resampled. A
+# condition over the baseline's (what it costs when this shared VM is not slowed), the rounds resampled, its
+# coverage stated (at most what min–max of the rounds covers). A
 # verdict puts the study's claim beside that interval (`docs/verdicts.md`): **supported** (our interval shows the
 # direction and contains the study's size), **contradicted** (it excludes the size and does not show the
 # direction), **direction only** (right direction, other size), **undetermined** (too wide, too few rounds, below

@@ -36,7 +36,7 @@ ESTIMATES = pytest.mark.parametrize("estimate", [pt.FAST, pt.ROUND])
 
 
 @ESTIMATES
-def test_ratios_within_rounds_recover_the_truth(estimate):
+def test_paired_ratios_recover_the_truth(estimate):
     cmp = pt.mode_comparisons(_execs(), estimate)
     suite = cmp.filter(pl.col("query") == pt.SUITE, pl.col("server") == "pg16")
     par = suite.filter(mode="parallel").row(0, named=True)

@@ -128,7 +128,7 @@ def test_q43_sentence_names_the_planned_and_allowed_counts(section, servers):
 
 
 def test_version_ratios_agree_with_the_notebooks_own_table(section):
-    """ssb_versions_paired (time of the newer / time of the older, paired by round, written by notebook 20)."""
+    """ssb_versions_paired (time of the newer / time of the older over the same rounds, written by notebook 20)."""
     versions = _table("ssb_versions_paired")
     f = section["findings"]
     for mode in ("parallel", "serial"):
@@ -266,3 +266,28 @@ def test_one_server_has_no_version_comparison(tmp_path):
         assert row["verdict"] == NOT_TESTABLE and "16" in row["evidence"] and "17" in row["evidence"], row
     assert set(f.filter(pl.col("finding").is_in(PER_SERVER))["server"]) == {keep}
     assert keep in ssb_report.method("t", root)
+
+
+def test_the_comparison_method_is_named_as_the_tables_made_it(section, tmp_path):
+    """The committed run compares in the fast mode (params ssb.estimate, default fast): the evidence and the method
+    text say so; the same executions compared round by round (estimate: round) say 'paired by round'."""
+    from pglab.core import paired
+
+    def compared(f):
+        return f.filter(pl.col("evidence").str.contains("over parallel, |parallel over serial, |over pg16"))
+
+    assert paired.is_fast(_table("ssb_paired")["method"])
+    fast = compared(section["findings"])
+    assert fast.height
+    assert fast.filter(~pl.col("evidence").str.contains("in the fast mode (rounds resampled)")).is_empty()
+    assert "is made in the fast mode: the 10 % quantile" in section["method"]
+    root = _copy(tmp_path)
+    execs = _table("ssb_executions")
+    env = _table("environment_servers")
+    facts = {"servers": {r["server"]: {"major": r["major"]} for r in env.iter_rows(named=True)}}
+    derived.write_table(pt.mode_comparisons(execs, pt.ROUND), "ssb_paired", "t", root=root)
+    derived.write_table(pt.version_comparisons(execs, facts, pt.ROUND), "ssb_versions_paired", "t", root=root)
+    by_round = compared(ssb_report.findings("t", root))
+    assert by_round.height == fast.height
+    assert by_round.filter(~pl.col("evidence").str.contains("paired by round")).is_empty()
+    assert "is made within the schedule's rounds" in ssb_report.method("t", root)

@@ -104,7 +104,7 @@ def test_quick_profile_twice_agrees_and_prints_its_agreement(capsys):
 
 def test_every_pair_of_several_runs_and_the_pooled_figure():
     """Three runs: a and b agree, c flips one claim severely (supported -> contradicted on pg18, so the claim's
-    verdict goes to undetermined) and another mildly; pooled over the three pairs: 2 + 1 + 1 of 6 claims."""
+    verdict goes to undetermined) and another mildly; pooled over the three pairs: 2 + 0 + 0 of 6 claims."""
     a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
                   ("S2", "analyze", "pg15"): "undetermined"})  # fmt: skip
     c = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
@@ -113,13 +113,15 @@ def test_every_pair_of_several_runs_and_the_pooled_figure():
     assert "a vs b, per claim:\nagreement: 2 of 2 claims the same (100.0%)" in text
     assert "a vs c, per claim:\nagreement: 0 of 2 claims the same (0.0%)" in text
     assert "S1 speedup [all]: a: supported -> c: undetermined" in text
-    assert "  per claim and server: 1 of 3 the same (33.3%), severe 1" in text
-    assert text.endswith("over the 3 pairs: 2 of 6 claims the same (33.3%), 5 of 9 claim-server verdicts (55.6%), "
-                         "severe flips: 2")  # fmt: skip
+    assert "  per claim and server: 1 of 3 the same (33.3%), severe claim-server flips 1" in text
+    assert text.endswith("over the 3 pairs: 2 of 6 claims the same (33.3%), severe claim flips: 0; 5 of 9 "
+                         "claim-server verdicts (55.6%), severe claim-server flips: 2")  # fmt: skip
+    assert "over the one pair: 2 of 2 claims" in stability.pairwise_text({"a": a, "b": a})
 
 
 def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
-    """`--archives`: two committed reference-machine runs derived anew (no server) and compared; one id is refused."""
+    """`--archives`: two committed reference-machine runs derived anew (no server) and compared; refused: one id,
+    with --first, an unsafe id (before anything is removed), runs of another profile than --params'."""
     import json
     import shutil
 
@@ -133,9 +135,15 @@ def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path / "data"))
     ids = [a.name.removesuffix(".tar.xz") for a in archives]
     assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", ids[0]]) == 2
+    assert stability.main(["--params", "params/default.yaml", "--first", "data", "--archives", *ids]) == 2
+    # a run id names a folder that is replaced: '..' under --out x would be this test's data folder
+    assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path / "x"), "--archives", "..",
+                           ids[0]]) == 1 and len(list((tmp_path / "data" / "raw-archive").iterdir())) == 2  # fmt: skip
+    assert stability.main(["--params", "params/quick.yaml", "--out", str(tmp_path), "--archives", *ids]) == 1
+    assert f"error: run {ids[0]} is of profile 'default', not 'quick'" in capsys.readouterr().err
     assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", *ids[-2:]]) == 0
     out = capsys.readouterr().out
-    assert f"{ids[-2]} vs {ids[-1]}, per claim:\nagreement: " in out and "over the 1 pairs: " in out
+    assert f"{ids[-2]} vs {ids[-1]}, per claim:\nagreement: " in out and "over the one pair: " in out
     for run_id in ids[-2:]:
         manifest = json.loads((tmp_path / run_id / "data" / "derived" / "default" / "MANIFEST.json").read_text())
         assert {t["run_id"] for t in manifest.values()} == {run_id}

@@ -1,5 +1,5 @@
 """`make stability PARAMS=...`: run a profile twice on this machine and compare the verdicts (a benchmark of
-the method, not a test: the default profile takes about an hour, params/quick.yaml a few minutes).
+the method, not a test: the default profile takes about 1.5 hours, params/quick.yaml a few minutes).
 
     python -m pglab.report.stability --params params/quick.yaml [--out build/stability] [--compare-only]
     python -m pglab.report.stability --params params/default.yaml --archives ID ID [ID ...]
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from ..core import paths
+from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
 
 KEYS = ("study", "finding", "server")
 MISSING = "(missing)"
@@ -131,29 +133,43 @@ def run_profile(params: str, out: Path) -> int:
 
 def derive_run(run_id: str, profile: str, out: Path) -> Path | None:
     """Run `run_id`'s tables derived anew by this checkout into `<out>/<run_id>/data/derived/<profile>/` (a
-    subprocess: the report layer does not import the derive step); its data folder, or None when it failed."""
+    subprocess: the report layer does not import the derive step; it unpacks an archived run into data/raw/ as
+    `make derive` does); its data folder, or None when it failed or the run is of another profile."""
+    if not is_safe_name(run_id):  # it names a folder that is replaced
+        print(f"error: run id {run_id!r}: expected {SAFE_NAME_RULE}", file=sys.stderr)
+        return None
     data = out / run_id / "data"
     shutil.rmtree(data, ignore_errors=True)
     cmd = [sys.executable, "-m", "pglab", "derive", "--run-id", run_id, "--out", str(data / "derived" / profile)]
     print(f"$ python {' '.join(cmd[1:])}", flush=True)
-    return data if subprocess.run(cmd, cwd=paths.ROOT).returncode == 0 else None
+    if subprocess.run(cmd, cwd=paths.ROOT).returncode != 0:
+        return None
+    recorded = json.loads((paths.raw_dir() / run_id / "params.json").read_text()).get("profile")
+    if recorded != profile:
+        print(f"error: run {run_id} is of profile {recorded!r}, not {profile!r} (--params)", file=sys.stderr)
+        return None
+    return data
 
 
 def pairwise_text(found: dict[str, pl.DataFrame]) -> str:
     """Every pair of runs compared per claim (its flips listed) and per claim and server, then the pairs pooled:
     claims the same over all pairs, and the severe flips of any pair."""
-    lines, same, total, same_s, total_s, severe = [], 0, 0, 0, 0, 0
+    lines, same, total, same_s, total_s, severe, severe_claims = [], 0, 0, 0, 0, 0, 0
     pairs = list(itertools.combinations(found, 2))
     for x, y in pairs:
         c, s = compare_claims(found[x], found[y]), compare_findings(found[x], found[y])
         same, total, same_s, total_s = same + c["same"], total + c["claims"], same_s + s["same"], total_s + s["claims"]
         severe += int(s["flips"]["severe"].sum())
+        severe_claims += int(c["flips"]["severe"].sum())
         lines += [f"{x} vs {y}, per claim:", report_text(c, x, y, unit="claims"),
                   f"  per claim and server: {s['same']} of {s['claims']} the same"
-                  + (f" ({s['agreement']:.1%})" if s["claims"] else "") + f", severe {s['flips']['severe'].sum()}", ""]
+                  + (f" ({s['agreement']:.1%})" if s["claims"] else "")
+                  + f", severe claim-server flips {s['flips']['severe'].sum()}", ""]
     if total:
-        lines.append(f"over the {len(pairs)} pairs: {same} of {total} claims the same ({same / total:.1%}), "
-                     f"{same_s} of {total_s} claim-server verdicts ({same_s / total_s:.1%}), severe flips: {severe}")
+        n = f"the {len(pairs)} pairs" if len(pairs) > 1 else "the one pair"
+        lines.append(f"over {n}: {same} of {total} claims the same ({same / total:.1%}), severe claim flips: "
+                     f"{severe_claims}; {same_s} of {total_s} claim-server verdicts ({same_s / total_s:.1%}), "
+                     f"severe claim-server flips: {severe}")
     return "\n".join(lines)
 
 
@@ -173,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the report's findings of every study (default) or the stored *_findings.csv only",
     )
     ap.add_argument("--archives", nargs="+", metavar="RUN_ID",
-                    help="measure nothing: derive these recorded runs anew (no server) and compare every pair")
+                    help="measure nothing: derive these recorded runs anew (no server) and compare every pair; "
+                    "not with --first, --compare-only or --from csv")
     args = ap.parse_args(argv)
     from .. import params as params_mod
 
@@ -184,14 +201,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = paths.resolve(args.out)
     if args.archives:
+        if args.first or args.compare_only or args.source != "report":
+            print("error: --archives compares recorded runs only: not with --first, --compare-only or --from csv",
+                  file=sys.stderr)  # fmt: skip
+            return 2
         if len(set(args.archives)) < 2:
             print("error: --archives needs two different run ids or more", file=sys.stderr)
             return 2
-        data = {run_id: derive_run(run_id, profile, out) for run_id in dict.fromkeys(args.archives)}
-        failed = [run_id for run_id, d in data.items() if d is None]
-        if failed:
-            print(f"error: could not derive {', '.join(failed)} (see above)", file=sys.stderr)
-            return 1
+        data = {}
+        for run_id in dict.fromkeys(args.archives):
+            data[run_id] = derive_run(run_id, profile, out)
+            if data[run_id] is None:
+                print(f"error: could not derive run {run_id} (see above)", file=sys.stderr)
+                return 1
         found = {run_id: report_findings(d, profile) for run_id, d in data.items()}
         print(f"\nstability of profile {profile!r}, {len(found)} recorded runs scored by this checkout:\n")
         print(pairwise_text(found))

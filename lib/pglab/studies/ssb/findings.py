@@ -1,5 +1,5 @@
 """Findings of the SSB section (S1, S4's SSB tests) under the one rule of `pglab.core.verdicts`, from the tables of
-the paired analysis (`paired_tables`): ratios within rounds, the A/A noise floor of each server, the ceiling
+the paired analysis (`paired_tables`): ratios over the rounds, the A/A noise floor of each server, the ceiling
 flag on parallel speed-ups. Version claims are scored on S1's own versions only (16 against 17)."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import polars as pl
 from ...core import noise, paired
 from ...datasets.ssb import answers
 
-# (condition, baseline) pairs compared within rounds: speed-up, JIT at S1's thresholds, JIT forced
+# (condition, baseline) pairs compared over the same rounds: speed-up, JIT at S1's thresholds, JIT forced
 COMPARISONS = (("parallel", "serial"), ("parallel_jit", "parallel"), ("parallel_jit_forced", "parallel"))
 SUITE, SUITE_Q1 = "all", "q1.x"  # items: the sum of every query's time in a round, of q1.1–q1.3's
 S1_VERSIONS = (16, 17)

@@ -44,7 +44,7 @@ class SsbParams(Strict):
     # how modes, versions and worker counts are compared: "fast" = the 10 % quantile of a cell's executions
     # (all rounds) over the baseline's, rounds resampled together (`paired.fast_compare`): a query of 50-500 ms
     # that a burst of the VM slowed ~2x in one round breaks that round's ratio (A/A floor ±10-12 % round by round,
-    # ±3.5-7 % fast); "round" = one ratio per round, their geometric mean (`paired.paired_compare`)
+    # ±1.1-7 % fast in three runs); "round" = one ratio per round, their geometric mean (`paired.paired_compare`)
     estimate: Literal["fast", "round"] = "fast"
     sweep_queries: list[str] | Literal["all"] = "all"
     # parallel_jit_forced compiles with inlining and optimisation, about a second per query whatever the SF:

@@ -4,7 +4,8 @@ parallel query tests A and B), computed from the derived tables only: no server,
 Two kinds of dataset are read:
 
 * Runs with the paired analysis (a `ssb_noise` table, issue 16): every claim goes through the one rule of
-  `pglab.core.verdicts` with paired, per-round ratios, the A/A noise floor and the ceiling flag
+  `pglab.core.verdicts` with paired ratios (the fast mode by default, else per round), the A/A noise floor and the
+  ceiling flag
   (`pglab.studies.ssb.findings`, `pglab.studies.ssb.report_new`).
 * Datasets derived before it (no `ssb_noise`): read exactly as they were, by the rule of that time
   (`pglab.studies.ssb.legacy_parallel`, `pglab.studies.ssb.legacy_other`), so that a committed report still reproduces.
