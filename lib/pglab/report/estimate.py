@@ -4,8 +4,9 @@ Per notebook a small model of what it runs, from the params' sizes: the servers 
 `servers.for_study` itself, with a stand-in for every version the run would download, so nothing is fetched or
 started), times the rounds, runs, rows and SF of its section, times a per-unit cost. The costs (`COST`) are
 fitted to measured runs on the reference machine (2 cores; installs: the wheel's 18, Debian's 15 with JIT;
-downloads 10 … 17 without): the default profile took 00 20 s, 10 63 s, 20 742-753 s, 30 815-828 s,
-40 462-614 s, 50 94 s, 60 233 s, 70 56 s, 99 9 s (2499-2650 s in all); the quick profile 153-166 s in all.
+downloads 10 … 17 without): the default profile (SSB 15 rounds, S2 10) took 00 13-18 s, 10 57 s, 20 946-949 s,
+30 812-821 s, 40 592-594 s, 50 343-356 s, 60 190-202 s, 70 39-48 s, 99 9 s (2983 and 3041 s in all, two runs of
+2026-11-24 in a quiet hour); the quick profile 153-166 s in all.
 
 What the model leaves out: downloads and initdb on a machine's first run, loads skipped because a cluster
 still holds the dataset, and a busier or faster machine. The progress line corrects for all of them by how
@@ -39,14 +40,14 @@ COST = {
     "pgbench_load_fixed": 0.3,  # pgbench -i, whatever the scale (CHECKPOINT, sizes)
     "pgbench_run": 0.1,  # a -T run beyond its -T: pgbench start, the clients' connections, sizes
     # auto_explain (40): pgbench -c 1 runs of one-statement scripts on tab1
-    "ae_txn": 0.07e-3,  # a transaction of a statement that reads one row (LIMIT 1)
-    "ae_row": 8.8e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
+    "ae_txn": 0.056e-3,  # a transaction of a statement that reads one row (LIMIT 1)
+    "ae_row": 7.0e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
     "ae_logged_plan": 30e-6,  # a plan logged by auto_explain, written and then checked in the log
     "ae_run": 0.03,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
     "ae_restart": 0.3,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
     "ae_setup": 1.0,  # per server: database, tab1, plans and timer capture
     # JIT per operator (50), serial aggregates over jit_ops
-    "jit_row": 7.6e-8,  # one execution, per row (6 passes a round: 546 and 561 s measured at 3e6 rows)
+    "jit_row": 4.8e-8,  # one execution, per row (6 passes a round at 3e6 rows: 343-361 s quiet, 546-561 s noisy)
     "jit_compile": 0.02,  # + one execution with jit on: generation and emission
     "jit_table_row": 1.5e-6,  # creating, analysing and prewarming jit_ops, per row
     # parallel index build (60), on SSB lineorder
