@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab.core import derived, raw_archive, stats
+from pglab.core import derived, paired, raw_archive, stats
 from pglab.core import findings as fs
 from pglab.studies.auto_explain import findings as af
 from pglab.studies.auto_explain import report as auto_explain_report
@@ -67,10 +67,11 @@ def test_every_finding_of_the_study_for_every_server(root):
     assert "0.146 ms" in claims["logging_explain"] and "1.90×" in claims["analyze_count_serial"]
     # our ratio with its interval: in the numbers for every row, and in the evidence wherever a ratio is quoted
     n = _rounds(root)
-    # round by round: min–max of n rounds; in the fast mode its bootstrap over them (a ratio of two items' ratios
-    # stays round by round)
-    fast = {f"fast mode: 10 % quantile of every execution, 95 % bootstrap over rounds, n={n}", f"min–max, n={n}"}
-    assert f["our_value"].is_not_null().all() and set(f["interval"]) in ({f"min–max, n={n}"}, fast)
+    # round by round: min–max below MIN_BOOTSTRAP rounds, else a bootstrap; in the fast mode a bootstrap over the
+    # rounds (a ratio of two items' ratios stays round by round)
+    by_round = f"min–max, n={n}" if n < paired.MIN_BOOTSTRAP else f"95 % bootstrap over rounds, n={n}"
+    fast = {f"fast mode: 10 % quantile of every execution, 95 % bootstrap over rounds, n={n}", by_round}
+    assert f["our_value"].is_not_null().all() and set(f["interval"]) in ({by_round}, fast)
     assert ((f["our_low"] <= f["our_value"]) & (f["our_value"] <= f["our_high"])).all()
     for r in f.iter_rows(named=True):
         assert _ratios_without_interval(r["evidence"]) == [], (r["finding"], r["server"], r["evidence"])
