@@ -71,6 +71,7 @@ def transactions(store, runs: pl.DataFrame) -> pl.DataFrame | None:
             missing.append(rel)
             continue
         us = np.loadtxt(store.artifact_path(rel), dtype=float, ndmin=1)
+        us = us[us > 0]  # pgbench's 0 µs entries are no latency (pgbench.timed)
         if not us.size:
             missing.append(rel)
             continue

@@ -105,7 +105,8 @@ def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExpla
     # latency here. The same figure from tps (printed with 6) keeps the resolution.
     tps = p.get("tps")
     mean_ms = 1000.0 / tps if tps else p.get("latency_avg_ms")
-    median_ms = statistics.median(lat_us) / 1000.0 if lat_us else None
+    timed = pgbench.timed(lat_us)  # the raw file keeps what pgbench logged, its 0 µs entries included
+    median_ms = statistics.median(timed) / 1000.0 if timed else None
     value_is = "median" if run_cfg.latency == "median" and median_ms is not None else "mean"
     rec = base | {
         "value": (median_ms if value_is == "median" else mean_ms) if run.ok else None,
