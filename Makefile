@@ -101,6 +101,6 @@ LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
 lab: $(STAMP) ## JupyterLab on the project (notebooks/, report/) with its kernel; prints the URL with its token
 	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_EXTRA)
 
-clean: $(STAMP) ## stop and remove the kit's clusters, raw data and build output (keeps data/derived)
-	$(BIN)/python -m pglab.core.clean
+clean: $(STAMP) ## stop and remove the kit's clusters, archived raw data and build output (keeps data/derived and unarchived runs; FORCE=1 deletes those too)
+	$(BIN)/python -m pglab.core.clean $(if $(FORCE),--force)
 	rm -rf build

@@ -55,6 +55,9 @@ CASES = {
     "run_id_dotdot.yaml": rf"run_id: {NAME}.*; got '\.\.'",
     "run_id_path.yaml": rf"run_id: {NAME}.*; got '\.\./\.\./x'",
     "profile_path.yaml": r"profile: expected a profile name of letters, digits, '_' and '-'",
+    "copied_default_profile.yaml": r"profile: default: that profile writes the committed reference \(report/ and "
+    r"data/derived/default/\), and only params/default\.yaml does; give this file its own name",
+    "no_profile.yaml": r"profile: not set, so 'default': that profile writes the committed reference",
     "ssb_sf_1000.yaml": rf"ssb\.sf: {FITS}",
     "pgbench_scale_huge.yaml": rf"pgbench\.scales: {FITS}",
     "relative_bin_dir.yaml": r"servers\.installs\[0\]\.bin_dir: expected a folder with PostgreSQL's postgres, initdb "

@@ -1,7 +1,11 @@
 """`make clean`: stop and remove the kit's clusters and raw data; committed derived data is kept.
 
     python -m pglab.core.clean                  # sweep orphans, then remove the kit's state and data/raw/*
+    python -m pglab.core.clean --force          # ... including raw runs that have no archive (their only copy)
     python -m pglab.core.clean --check-orphans  # only report (exit 1) postgres servers of the kit still running
+
+A raw run with measurements and no archive in data/raw-archive/ is the only copy of what it measured: it is kept
+(and named, with the command that archives it) unless --force (`make clean FORCE=1`).
 
 The kit's state is `.pglab/` (or PGLAB_STATE_DIR), the folders standing in for it when the service user
 could not reach it (reach.py), the copies of this clone's server binaries in the install cache, and socket
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from . import paths, reach, socketdir
 from .cluster_procs import pid_alive, postmaster_pid, proc_start_ticks, sweep_orphans
+from .paramtypes import is_safe_name
 
 
 def cluster_roots(whole_clone: bool = True) -> list[Path]:
@@ -62,6 +67,7 @@ def _binary_copies() -> list[Path]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.core.clean", description=__doc__.splitlines()[0])
     ap.add_argument("--check-orphans", action="store_true")
+    ap.add_argument("--force", action="store_true", help="also delete raw runs that have no archive")
     args = ap.parse_args(argv)
     if args.check_orphans:  # this state folder's servers only: a test checks its own while others run
         left = running_servers(whole_clone=False)
@@ -86,13 +92,53 @@ def main(argv=None) -> int:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(str(d))
     shutil.rmtree(paths.state_dir(), ignore_errors=True)
-    for p in paths.raw_dir().glob("*"):
-        if p.name != ".gitkeep":
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    kept = remove_raw_runs(force=args.force)
     print(f"removed {paths.state_dir()} and {paths.raw_dir()}/* (data/derived kept)")
     for d in removed:
         print(f"removed {d}")
+    print(kept_message(kept), end="")
     return 0
+
+
+def remove_raw_runs(force: bool = False) -> list[Path]:
+    """Empty data/raw/ but for the runs that have no archive (unless `force`) and their resume markers; returns
+    the runs kept."""
+    kept = [] if force else unarchived_runs()
+    keep = {p.name for p in kept} | {f".current-{_profile_of(p)}" for p in kept}
+    for p in paths.raw_dir().glob("*"):
+        if p.name != ".gitkeep" and p.name not in keep:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    return kept
+
+
+def kept_message(kept: list[Path]) -> str:
+    if not kept:
+        return ""
+    lines = [f"kept {len(kept)} raw run(s) with no archive, the only copy of their measurements:"]
+    lines += [f"  {paths.shown(p)}: make archive RUN_ID={p.name} keeps it in data/raw-archive/ (then make clean "
+              f"removes the folder); make clean FORCE=1 deletes it" for p in kept]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def unarchived_runs() -> list[Path]:
+    """Raw runs that hold measurements and have no archive in data/raw-archive/."""
+    from .raw_archive import archive_path
+
+    out = []
+    for p in sorted(paths.raw_dir().glob("*")):
+        jsonl = p / "measurements.jsonl"
+        if is_safe_name(p.name) and p.is_dir() and jsonl.is_file() and jsonl.stat().st_size \
+                and not archive_path(p.name).is_file():
+            out.append(p)
+    return out
+
+
+def _profile_of(run_dir: Path) -> str:
+    """The profile whose interrupted run this is (its resume marker names it), else ''."""
+    for marker in run_dir.parent.glob(".current-*"):
+        if marker.read_text().strip() == run_dir.name:
+            return marker.name.removeprefix(".current-")
+    return ""
 
 
 if __name__ == "__main__":

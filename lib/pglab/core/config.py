@@ -125,6 +125,8 @@ class CommonParams(Strict):
     initdb: Initdb = Initdb()
     settings: Settings = {}
     environment: Environment = Environment()
+    # true: this file may write profile default, the committed reference (params/default.yaml always may)
+    reference: bool = Field(default=False, exclude=True)
     source: str = Field(default="", exclude=True)  # the file these came from
 
     @field_validator("profile")
@@ -266,6 +268,25 @@ def messages(e: ValidationError, shown, model: type[BaseModel]) -> list[str]:
         if msg not in msgs:
             msgs.append(msg)
     return msgs
+
+
+REFERENCE_PROFILE = "default"  # its report is report/ and its tables data/derived/default/: both committed
+
+
+def check_reference(params: CommonParams) -> None:
+    """Only params/default.yaml, or a file that says `reference: true`, writes the committed reference: a copy
+    that kept `profile: default` (or names no profile) would overwrite it with other settings. Checked where a
+    run begins (`make report`, a notebook's session), before any server."""
+    path = paths.resolve(params.source) if params.source else None
+    if params.profile != REFERENCE_PROFILE or params.reference or path == paths.PARAMS / "default.yaml":
+        return
+    said = "profile: default" if "profile" in params.model_fields_set else "profile: not set, so 'default'"
+    raise ParamsError(
+        f"{params.source or 'params'}: {said}: that profile writes the committed reference (report/ and "
+        f"data/derived/default/), and only params/default.yaml does; give this file its own name, e.g. "
+        f"`profile: mine` (its report goes to build/report-mine/), or add `reference: true` to replace the "
+        f"reference on purpose"
+    )
 
 
 def check_server_names(params: CommonParams, shown) -> None:

@@ -6,12 +6,13 @@ stopped when the kernel exits)."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
-from . import derived
+from . import derived, paths
 from . import servers as servers_mod
-from .config import CommonParams
+from .config import CommonParams, ParamsError, check_reference
 from .servers import Server
 from .store import RunStore, begin_run
 
@@ -47,9 +48,75 @@ def begin(p: CommonParams, run_id: str | None = None, study: str | None = None) 
     """`p`: the run's params, as `pglab.params.load` read them. `study`: the params section of the notebook's
     study ("ssb", "pgbench", ...): its servers are the run's, or the versions that section names
     (servers.for_study); None: every server of the run (the environment)."""
+    check_reference(p)
     rid = begin_run(p.profile, run_id or p.run_id)
     os.environ[derived.RUN_ID_ENV] = rid  # derived tables written in this kernel name the run they came from
+    check_resume(rid, p)
     store = RunStore(rid)
+    store.save_json(DIGEST, {"params": effective_params(p)})  # the first notebook's; a resume was checked against it
     # in the params' own order (auto_explain.conditions, items: the order is the tables'), read back by pglab derive
     store.save_json("params.json", {"file": p.source} | p.model_dump(mode="json", exclude={"servers"}), keep_order=True)
     return Session(params=p, store=store, servers=servers_mod.for_study(p, study))
+
+
+# -- resuming a run only with the params it was measured with -------------------------------------------------------
+
+DIGEST = "params-digest.json"
+_NOT_MEASURED = {"run_id", "reference", "servers.connect_timeout_s"}  # keys that do not change what is measured
+
+
+def _flatten(doc, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in doc.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out |= _flatten(v, key + ".")
+        else:
+            out[key] = v
+    return out
+
+
+def effective_params(p: CommonParams) -> dict[str, object]:
+    """Every key that shapes what a run measures, flattened ('auto_explain.run.repetitions': 10): the servers
+    without their DSNs (a password never reaches data/), the file's path and the run id left out."""
+    doc = p.model_dump(mode="json", exclude={"servers"})
+    doc["servers"] = p.servers.model_dump(mode="json", exclude={"external"}) | {
+        "external": [{"name": e.name, "allow_destructive": e.allow_destructive} for e in p.servers.external]
+    }
+    return {k: v for k, v in _flatten(doc).items() if k not in _NOT_MEASURED}
+
+
+def _recorded(run_dir) -> dict[str, object] | None:
+    digest, first = run_dir / DIGEST, run_dir / "params.json"
+    if digest.is_file():
+        return json.loads(digest.read_text())["params"]
+    if first.is_file():  # a run recorded before the digest: its params.json has no servers
+        doc = {k: v for k, v in json.loads(first.read_text()).items() if k != "file"}
+        return {k: v for k, v in _flatten(doc).items() if k not in _NOT_MEASURED}
+    return None
+
+
+def check_resume(run_id: str, p: CommonParams) -> int | None:
+    """None for a new run; for one already begun (a notebook recorded its params), how many measurements it holds,
+    or ParamsError naming every key that differs when it was begun with other params: resuming would mix two
+    settings in one run."""
+    run_dir = paths.raw_dir() / run_id
+    then = _recorded(run_dir)
+    if then is None:
+        return None
+    jsonl = run_dir / "measurements.jsonl"
+    kept = sum(1 for _ in jsonl.open()) if jsonl.is_file() else 0
+    now = effective_params(p)
+    if not any(k.startswith("servers.") for k in then):  # an old record: compare what it kept
+        now = {k: v for k, v in now.items() if not k.startswith("servers.")}
+    unset = "(not set)"
+    differ = sorted(k for k in then.keys() | now.keys() if then.get(k, unset) != now.get(k, unset))
+    if not differ:
+        return kept
+    shown = "; ".join(f"{k}: {then.get(k, unset)!r} then, {now.get(k, unset)!r} now" for k in differ[:8])
+    more = f"; and {len(differ) - 8} more" if len(differ) > 8 else ""
+    raise ParamsError(
+        f"{p.source or 'params'}: run {run_id} was begun with other params ({kept} measurements kept): {shown}{more}. "
+        f"Either put those keys back as they were to resume it, or start a new run: "
+        f"make report PARAMS={p.source or '<file>'} RUN_ID={p.profile}-<new name>"
+    )

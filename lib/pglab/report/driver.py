@@ -23,6 +23,8 @@ from pathlib import Path
 from .. import params as params_mod
 from ..core import derived, paths
 from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
+from ..core.config import check_reference
+from ..core.session import check_resume
 from ..core.store import begin_run, finish_run
 
 KERNEL = "pglab"
@@ -57,6 +59,10 @@ def strip_run_metadata(nb) -> None:
         cell.metadata.pop("execution", None)
 
 
+def _todo(only: list[str] | None) -> list[Path]:
+    return [nb for nb in notebooks() if not only or any(nb.name.startswith(o) for o in only)]
+
+
 def default_out(profile: str) -> Path:
     """The reference profile's report is the committed one; any other profile writes beside it, never over it."""
     return paths.REPORT if profile == "default" else paths.ROOT / "build" / f"report-{profile}"
@@ -89,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         p = params_mod.load(args.params)
+        check_reference(p)  # a copy of default.yaml would write the committed report/ and data/derived/default/
     except params_mod.ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -103,12 +110,21 @@ def main(argv: list[str] | None = None) -> int:
     params_path = paths.resolve(args.params)
     if params_path.is_relative_to(paths.ROOT):
         params_path = params_path.relative_to(paths.ROOT)
-    todo = [nb for nb in notebooks() if not args.only or any(nb.name.startswith(o) for o in args.only)]
+    todo = _todo(args.only)
     # the report notebook alone reads data/derived/ only: it needs no run (and must not start one)
     measuring = any(nb.name != REPORT_NOTEBOOK for nb in todo)
     run_id = begin_run(p.profile, args.run_id or p.run_id) if measuring else args.run_id
+    kept = None
+    if measuring:
+        try:  # before any server: a resume with other params would mix two settings in one run
+            kept = check_resume(run_id, p)
+        except params_mod.ParamsError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     shown = run_id or "none (the report reads data/derived only)"
     print(f"pglab report: profile {p.profile}, run {shown}, {len(todo)} notebooks -> {out}", flush=True)
+    if kept is not None:
+        print(f"  resuming run {run_id}: {kept} measurements kept (taken with the same params)", flush=True)
     final_root = paths.derived_dir()
     staged = None
     if measuring:
