@@ -25,12 +25,14 @@
 # conservative, wider than a bootstrap interval of the ratio. A ratio counts as a change only when that
 # interval excludes 1. Whether higher is better depends on the table: times (`ssb`, `auto_explain`,
 # `jit_operators`, `parallel_index`, `partitioning`, `pgbench_init`) are better lower, tps (`pgbench_*`)
-# higher.
+# higher; the tables and the chart say *B better* or *B worse* in that sense, *no change* where the interval
+# holds 1.
 
 # %% tags=["parameters"]
 # Parameters (papermill injects its own values after this cell)
 a = "default"  # profile, run id or folder (relative to the project root)
 b = "default"
+force = False  # true: compare runs of other workloads too (make compare with FORCE set)
 
 # %%
 from pglab.core import charts
@@ -39,12 +41,25 @@ from pglab.report import compare
 
 charts.setup()
 A, B = compare.resolve(a), compare.resolve(b)
-studies = compare.check_comparable(A, B)
+studies = compare.check_comparable(A, B, force=force)
+params_diff = compare.params_differences(A, B)
 env = compare.environment_differences(A, B)
 verdicts = compare.verdict_changes(A, B)
 plans = compare.plan_changes(A, B)
 ratios = compare.ratios(A, B)
 print(f"A: {A.shown()}\nB: {B.shown()}\nstudies in both: {', '.join(studies)}")
+if force and params_diff.filter(kind="workload").height:
+    print("FORCED: these runs measured other workloads (below); their medians are not comparable as measurements")
+
+# %% [markdown]
+# ## Params
+#
+# Every key of the two runs' params files that differs: *workload* keys (a study's sizes and rounds) change what is
+# measured, so such runs are refused unless forced; *settings* (server settings, servers, initdb) are what a
+# comparison is usually about. Empty where a side's raw data is not here (only its derived tables).
+
+# %%
+table(params_diff) if params_diff.height else print("no params difference (or a side's raw data is not here)")
 
 # %% [markdown]
 # ## What changed
@@ -52,7 +67,7 @@ print(f"A: {A.shown()}\nB: {B.shown()}\nstudies in both: {', '.join(studies)}")
 # How many differences of each kind, then the largest changes of a median beyond its interval.
 
 # %%
-table(compare.what_changed(env, verdicts, plans, ratios))
+table(compare.what_changed(env, verdicts, plans, ratios, params_diff))
 
 # %%
 largest = compare.largest_changes(ratios, k=10)
@@ -61,9 +76,9 @@ table(largest) if largest.height else print("no median moved beyond its interval
 # %% [markdown]
 # ## Environment
 #
-# Machine, servers as they describe themselves, and settings that differ (a dash: absent on that side). The
-# port and socket folder the kit picks for each cluster are left out, and so are server properties only one side
-# records (a newer kit records more, the server is the same).
+# Machine, servers as they describe themselves, and settings that differ (a dash: absent on that side). What the
+# kit picks per cluster or clone (port, socket and cluster folders, install paths) and the capture time are left
+# out, and so are server properties only one side records (a newer kit records more, the server is the same).
 
 # %%
 table(env) if env.height else print("no difference in machine, servers or settings")
@@ -100,7 +115,7 @@ table(plans) if plans.height else print("no plan changed")
 # %% [markdown]
 # ## Every ratio
 #
-# All medians both runs hold, B / A with its interval (`change`: whether that interval excludes 1).
+# All medians both runs hold (in their unit), B / A with its interval and what it means for B.
 
 # %%
-table(ratios.drop("study"))
+table(ratios.with_columns(compare.outcome()).drop("study", "change", "better"))

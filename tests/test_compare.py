@@ -47,9 +47,11 @@ def _findings(changed: bool) -> pl.DataFrame:
 
 def _environment(changed: bool) -> dict[str, pl.DataFrame]:
     return {
-        "environment_machine": pl.DataFrame({"key": ["cpu_cores", "os"], "value": ["2", "Debian 12"]}),
+        "environment_machine": pl.DataFrame({"key": ["cpu_cores", "os", "captured_utc"],
+                                             "value": ["2", "Debian 12", f"2026-11-2{int(changed)} 05:00 UTC"]}),
         "environment_servers": pl.DataFrame({"server": list(SERVERS), "version": ["15.18", "18.6"],
-                                             "jit": [True, False]}),
+                                             "jit": [True, False],
+                                             "bin_dir": [f"/clone{int(changed)}/bin", "/usr/lib/postgresql/15"]}),
         "environment_settings": pl.DataFrame({
             "server": ["pg15", "pg15", "pg18", "pg18"], "name": ["work_mem", "port"] * 2,
             "setting": ["64MB" if not changed else "128MB", "5432" if changed else "5433", "64MB", "5434"],
@@ -87,12 +89,14 @@ def test_finds_exactly_the_known_changes(data):
     assert r.height == len(SERVERS) * len(QUERIES) + 1  # every median both hold, the jit one too
     moved = r.filter(pl.col("change").is_in(compare.BEYOND))
     assert moved.select("metric", "server", "item", "change").to_dicts() == [
-        {"metric": "ssb", "server": "pg18", "item": "mode=parallel query=q4.3", "change": "B higher"}
+        {"metric": "ssb", "server": "pg18", "item": "parallel · q4.3", "change": "B higher"}
     ]
     assert moved["ratio"][0] == pytest.approx(1.2)
     # ratio of bounds: low_B / high_A … high_B / low_A
     assert (moved["ratio_low"][0], moved["ratio_high"][0]) == pytest.approx((1.14 / 1.05, 1.26 / 0.95))
-    assert compare.largest_changes(r)["ratio"].to_list() == pytest.approx([1.2])
+    largest = compare.largest_changes(r)
+    assert largest["ratio"].to_list() == pytest.approx([1.2])
+    assert largest.select("a_median", "b_median", "outcome").row(0) == ("1.0 s", "1.2 s", "B worse")  # a time
 
     v = compare.verdict_changes(a, b)
     assert v.select("study", "finding", "server", "verdict_a", "verdict_b").rows() == [
@@ -100,12 +104,12 @@ def test_finds_exactly_the_known_changes(data):
     ]
     p = compare.plan_changes(a, b)  # planning_ms is a time, not the plan's shape
     assert p.select("server", "item", "column", "a", "b").rows() == [
-        ("pg18", "mode=parallel query=q4.3", "fingerprint", "a" * 16, "b" * 16)
+        ("pg18", "parallel · q4.3", "fingerprint", "a" * 16, "b" * 16)
     ]
     env = compare.environment_differences(a, b)  # the port the kit picked is no difference
     assert env.rows() == [("setting", "pg15", "work_mem", "64MB", "128MB")]
     summary = dict(compare.what_changed(env, v, p, r).rows())
-    assert list(summary.values()) == [1, 1, 1, 5, 1]
+    assert list(summary.values()) == [0, 0, 1, 1, 1, 5, 1, 0, 1]
 
 
 def test_run_ids_resolve_to_the_tables_that_run_wrote(data, tmp_path, monkeypatch):
@@ -151,3 +155,41 @@ def test_notebook_runs_through_papermill_and_writes_a_self_contained_html(data, 
     assert (
         "B higher" in html and "not supported" in html and "128MB" in html and "data:image/svg+xml" in html
     )  # the chart, inline
+
+
+def _run_params(tmp_path, run_id: str, sf: float, work_mem: str) -> None:
+    import json
+
+    raw = tmp_path / "data" / "raw" / run_id
+    raw.mkdir(parents=True)
+    (raw / "params.json").write_text(json.dumps({"file": "p.yaml", "profile": "x", "settings": {"work_mem": work_mem},
+                                                 "ssb": {"sf": sf, "repetitions": 15}}))  # fmt: skip
+
+
+def test_refuses_runs_of_other_workloads_unless_forced_and_lists_params_first(data, tmp_path, capsys):
+    """default vs quick: SSB at SF 1 against SF 0.05 measures another workload: refused, naming the key; FORCE=1
+    compares anyway. A setting that differs is what a comparison is for: listed, not refused."""
+    _run_params(tmp_path, "before-1", 1.0, "64MB")
+    _run_params(tmp_path, "after-1", 0.05, "128MB")
+    assert compare.main(["--a", "before", "--b", "after"]) == 2
+    err = capsys.readouterr().err
+    assert "measured other workloads (1 params differ):\n  ssb.sf: 1.0 in A, 0.05 in B" in err and "FORCE=1" in err
+    a, b = compare.resolve("before"), compare.resolve("after")
+    assert compare.check_comparable(a, b, force=True) == ["jit_operators", "ssb"]
+    diff = compare.params_differences(a, b)
+    assert diff.rows() == [("workload", "ssb.sf", "1.0", "0.05"), ("settings", "settings.work_mem", '"64MB"',
+                                                                  '"128MB"')]  # fmt: skip
+    summary = compare.what_changed(compare.environment_differences(a, b), compare.verdict_changes(a, b),
+                                   compare.plan_changes(a, b), compare.ratios(a, b), diff)  # fmt: skip
+    assert summary.head(2)["count"].to_list() == [1, 1]
+
+
+def test_the_chart_is_symmetric_about_one_and_coloured_by_better_or_worse(data):
+    r = compare.ratios(compare.resolve("before"), compare.resolve("after"))
+    spec = compare.ratio_chart(r).to_dict()
+    low, high = spec["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    # the largest ratio (1.2) sets the reach, not the widest interval (JIT's 0.6-1.67, clipped): ±5-50 % changes
+    # fill the axis
+    assert low == pytest.approx(1 / high) and high == pytest.approx(1.2 * 1.25)
+    colours = spec["layer"][0]["encoding"]["color"]["scale"]
+    assert dict(zip(colours["domain"], colours["range"], strict=True))["B worse"] == "#d73027"

@@ -65,12 +65,12 @@ DIGEST = "params-digest.json"
 _NOT_MEASURED = {"run_id", "reference", "servers.connect_timeout_s"}  # keys that do not change what is measured
 
 
-def _flatten(doc, prefix: str = "") -> dict[str, object]:
+def flatten(doc, prefix: str = "") -> dict[str, object]:
     out: dict[str, object] = {}
     for k, v in doc.items():
         key = f"{prefix}{k}"
         if isinstance(v, dict) and v:
-            out |= _flatten(v, key + ".")
+            out |= flatten(v, key + ".")
         else:
             out[key] = v
     return out
@@ -83,7 +83,7 @@ def effective_params(p: CommonParams) -> dict[str, object]:
     doc["servers"] = p.servers.model_dump(mode="json", exclude={"external"}) | {
         "external": [{"name": e.name, "allow_destructive": e.allow_destructive} for e in p.servers.external]
     }
-    return {k: v for k, v in _flatten(doc).items() if k not in _NOT_MEASURED}
+    return {k: v for k, v in flatten(doc).items() if k not in _NOT_MEASURED}
 
 
 def _recorded(run_dir) -> dict[str, object] | None:
@@ -92,7 +92,7 @@ def _recorded(run_dir) -> dict[str, object] | None:
         return json.loads(digest.read_text())["params"]
     if first.is_file():  # a run recorded before the digest: its params.json has no servers
         doc = {k: v for k, v in json.loads(first.read_text()).items() if k != "file"}
-        return {k: v for k, v in _flatten(doc).items() if k not in _NOT_MEASURED}
+        return {k: v for k, v in flatten(doc).items() if k not in _NOT_MEASURED}
     return None
 
 

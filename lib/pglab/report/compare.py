@@ -17,38 +17,68 @@ returns a tidy polars table; notebooks/compare.ipynb only calls them and shows t
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import altair as alt
 import polars as pl
 
-from .compare_sources import CompareError, Dataset, available, check_comparable, measure_keys, resolve, study_of
+from .compare_sources import (
+    CompareError,
+    Dataset,
+    available,
+    check_comparable,
+    measure_keys,
+    params_differences,
+    resolve,
+    study_of,
+)
 from ..core import paths
 
-__all__ = ["CompareError", "Dataset", "available", "check_comparable", "resolve"]
+__all__ = ["CompareError", "Dataset", "available", "check_comparable", "params_differences", "resolve"]
 NOTEBOOK = "compare.ipynb"
 KERNEL = "pglab"
 PLAN_KEYS = ("server", "mode", "query", "item", "condition", "operator", "workers", "key_columns")
 PLAN_SHAPE = ("fingerprint", "nodes", "shape", "node_type", "leftmost_node_type", "leftmost_relation",
               "workers_planned", "nodes_below", "gathers", "parallel_append_under_gather")  # fmt: skip
-# chosen afresh by the kit for every cluster it starts: a difference there says nothing about the runs
-RUN_LOCAL = ("port", "unix_socket_directories", "socket_dir")
+# chosen afresh by the kit for every cluster or run, or where this clone lies: a difference says nothing of the runs
+RUN_LOCAL = ("port", "unix_socket_directories", "socket_dir", "bin_dir", "lib_dir", "share_dir", "server_bin_dir",
+             "cluster_dir", "cluster_dir_wanted", "data_directory", "config_file", "hba_file", "ident_file",
+             "external_pid_file", "log_directory", "captured_utc")  # fmt: skip
+# what a table's medians measure: (unit, which way is better)
+UNITS = {"auto_explain": ("ms", "lower"), "jit_operators": ("ms", "lower"), "parallel_index": ("s", "lower"),
+         "partitioning": ("s", "lower"), "pgbench_init": ("s", "lower"), "ssb": ("s", "lower"),
+         "ssb_sweep": ("s", "lower"), "pgbench_scaling": ("tps", "higher"), "pgbench_select_only": ("tps", "higher"),
+         "pgbench_series": ("tps", "higher")}  # fmt: skip
 RATIO_SCHEMA = {
     "study": pl.String, "metric": pl.String, "server": pl.String, "item": pl.String,
     "a_median": pl.Float64, "a_low": pl.Float64, "a_high": pl.Float64,
     "b_median": pl.Float64, "b_low": pl.Float64, "b_high": pl.Float64,
     "ratio": pl.Float64, "ratio_low": pl.Float64, "ratio_high": pl.Float64, "interval": pl.String, "change": pl.String,
+    "unit": pl.String, "better": pl.String,
 }  # fmt: skip
 BEYOND = ("B higher", "B lower")  # `change` values of a ratio whose interval excludes 1
 
 
+_PLAIN = {"workers": "{} workers", "clients": "{} clients", "scale": "scale {}", "key_columns": "{} key columns",
+          "run": "run {}"}  # fmt: skip
+
+
 def _item(keys: list[str]) -> pl.Expr:
-    """The key columns other than server as one readable string, e.g. 'mode=parallel query=q1.1'."""
+    """The key columns other than server as plain words, e.g. 'parallel · q1.1' or 'scale 10 · 4 clients'."""
     if not keys:
         return pl.lit("")
-    return pl.concat_str([pl.lit(f"{k}=") + pl.col(k).fill_null("—") for k in keys], separator=" ")
+    parts = []
+    for k in keys:
+        v = pl.col(k).cast(pl.String).fill_null("—")
+        if k in _PLAIN:
+            before, after = _PLAIN[k].split("{}")
+            v = pl.lit(before) + v + pl.lit(after)
+        parts.append(v)
+    return pl.concat_str(parts, separator=" · ")
 
 
 def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -77,11 +107,13 @@ def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str])
         .when(pl.col("ratio_high") < 1).then(pl.lit(BEYOND[1]))
         .otherwise(pl.lit("inside interval"))
     )  # fmt: skip
+    unit, better = UNITS.get(base, ("", "lower"))
     return j.select(
         pl.lit(study_of(table)).alias("study"), metric.alias("metric"),
         (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
         *[c for c in RATIO_SCHEMA if c[:2] in ("a_", "b_") or c.startswith("ratio")],
-        pl.lit(interval).alias("interval"), change.alias("change"),
+        pl.lit(interval).alias("interval"), change.alias("change"), pl.lit(unit).alias("unit"),
+        pl.lit(better).alias("better"),
     ).cast(RATIO_SCHEMA)  # fmt: skip
 
 
@@ -99,7 +131,30 @@ def largest_changes(r: pl.DataFrame, k: int = 10) -> pl.DataFrame:
     """The K ratios furthest from 1 (in either direction) among those whose interval excludes 1."""
     return (
         r.filter(pl.col("change").is_in(BEYOND)).sort(pl.col("ratio").log().abs(), descending=True).head(k)
-        .select("study", "metric", "server", "item", "a_median", "b_median", "ratio", "ratio_low", "ratio_high")
+        .with_columns(outcome(), *[_with_unit(c) for c in ("a_median", "b_median")])
+        .select("study", "metric", "server", "item", "a_median", "b_median", "ratio", "ratio_low", "ratio_high",
+                "outcome")
+    )  # fmt: skip
+
+
+def _with_unit(col: str) -> pl.Expr:
+    """A median as text with its unit, e.g. '0.340 s', '23,742 tps'."""
+    v = pl.col(col)
+    text = pl.when(v.abs() >= 100).then(v.round(0).cast(pl.Int64).cast(pl.String)).otherwise(
+        v.round_sig_figs(3).cast(pl.String))
+    return (text + pl.lit(" ") + pl.col("unit")).str.strip_chars().alias(col)
+
+
+def outcome() -> pl.Expr:
+    """B against A in the reader's terms: better, worse (beyond the interval, in the table's own sense of
+    better: times lower, tps higher) or no change; 'no interval' where there is none."""
+    up = pl.col("change") == BEYOND[0]
+    return (
+        pl.when(pl.col("change").is_in(BEYOND))
+        .then(pl.when(up == (pl.col("better") == "higher")).then(pl.lit("B better")).otherwise(pl.lit("B worse")))
+        .when(pl.col("change") == "no interval").then(pl.lit("no interval"))
+        .otherwise(pl.lit("no change"))
+        .alias("outcome")
     )  # fmt: skip
 
 
@@ -152,8 +207,9 @@ def _environment(ds: Dataset) -> pl.DataFrame:
     """Machine keys, server descriptions and settings as (section, server, item, value) text."""
     frames = [pl.DataFrame(schema=dict.fromkeys(("section", "server", "item", "value"), pl.String))]
     if (m := ds.read("environment_machine")) is not None:
-        frames.append(m.select(pl.lit("machine").alias("section"), pl.lit("").alias("server"),
-                               pl.col("key").alias("item"), pl.col("value").cast(pl.String)))  # fmt: skip
+        frames.append(m.filter(~pl.col("key").is_in(RUN_LOCAL)).select(
+            pl.lit("machine").alias("section"), pl.lit("").alias("server"), pl.col("key").alias("item"),
+            pl.col("value").cast(pl.String)))  # fmt: skip
     if (s := ds.read("environment_servers")) is not None:
         long = s.select(pl.all().cast(pl.String)).unpivot(index="server", variable_name="item", value_name="value")
         long = long.filter(~pl.col("item").is_in(RUN_LOCAL))
@@ -198,10 +254,15 @@ def by_study(r: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame) -> pl
     return out.with_columns(pl.col(pl.UInt32).fill_null(0)).sort("study")
 
 
-def what_changed(env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame, r: pl.DataFrame) -> pl.DataFrame:
-    """The one-screen summary: how many of each kind of difference."""
+def what_changed(env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame, r: pl.DataFrame,
+                 params: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
+    """The one-screen summary: how many of each kind of difference, the params first."""
+    params = params if params is not None else pl.DataFrame(schema={"kind": pl.String})
+    judged = r.with_columns(outcome())["outcome"]
     rows = [
-        ("environment differences (machine, servers, settings)", env.height),
+        ("params differences: workload (what is measured)", params.filter(pl.col("kind") == "workload").height),
+        ("params differences: settings, servers, initdb", params.filter(pl.col("kind") == "settings").height),
+        ("environment differences (machine, servers, settings; paths left out)", env.height),
         ("verdict changes", verdicts.height),
         (
             "plan changes (plans with a differing fingerprint or shape)",
@@ -209,32 +270,45 @@ def what_changed(env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame,
         ),
         ("medians compared (B / A)", r.height),
         ("… beyond their interval (the interval of B / A excludes 1)", r.filter(pl.col("change").is_in(BEYOND)).height),
+        ("… of those, B better (times lower, tps higher)", (judged == "B better").sum()),
+        ("… of those, B worse", (judged == "B worse").sum()),
     ]
     return pl.DataFrame(rows, schema={"what": pl.String, "count": pl.Int64}, orient="row")
 
 
+OUTCOME_COLOURS = {"B better": "#1a9850", "B worse": "#d73027", "no change": "#8c8c8c", "no interval": "#c7c7c7"}
+
+
 def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
-    """B / A with its interval on a log scale, a rule at 1: the K ratios furthest from 1, at most `per_metric`
-    of each metric so that one table's many rows do not hide the others."""
+    """B / A with its interval on a log scale symmetric about 1 (a 20 % change is as wide either way, and ±5-50 %
+    stay visible), a rule at 1, green where B is better, red where worse, grey where the interval holds 1: the K
+    ratios furthest from 1, at most `per_metric` of each metric so that one table's many rows do not hide the
+    others."""
     distance = pl.col("ratio").log().abs()
     data = (
         r.drop_nulls("ratio").filter(pl.col("ratio") > 0).sort(distance, descending=True)
         .filter(pl.int_range(pl.len()).over("metric") < per_metric).head(k)
         .with_columns(
+            outcome(),
             label=pl.concat_str(["metric", "server", "item"], separator=" · ").str.strip_chars(" ·"),
             lo=pl.coalesce(pl.when(pl.col("ratio_low") > 0).then("ratio_low"), "ratio"),
             hi=pl.coalesce("ratio_high", "ratio"),
         )
     )  # fmt: skip
+    # the reach of the ratios themselves (an interval wider than that is clipped at the edge): one wide interval
+    # must not squeeze every ±20 % change into a few pixels
+    reach = min(max([1.1, *(max(x, 1 / x) for x in data["ratio"].to_list())]) * 1.25, 10.0)
     y = alt.Y("label:N", sort=alt.EncodingSortField("ratio", order="descending"), title=None,
               axis=alt.Axis(labelLimit=420))  # fmt: skip
-    x = alt.X("lo:Q", scale=alt.Scale(type="log"), title="B / A of the medians (interval: ratio of bounds)")
-    color = alt.Color("change:N", title="change", scale=alt.Scale(domain=[*BEYOND, "inside interval", "no interval"]))
+    scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)  # nice: powers of 10
+    x = alt.X("lo:Q", scale=scale, title="B / A of the medians (interval: ratio of bounds; log scale)")
+    color = alt.Color("outcome:N", title="B against A",
+                      scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())))  # fmt: skip
     base = alt.Chart(data).encode(y=y, color=color)
     interval = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi:Q")
     point = base.mark_point(filled=True, size=50).encode(
-        x="ratio:Q", tooltip=["study", "metric", "server", "item", "a_median", "b_median", "ratio", "lo", "hi"]
-    )
+        x="ratio:Q", tooltip=["study", "metric", "server", "item", "unit", "better", "a_median", "b_median", "ratio",
+                              "lo", "hi", "outcome"])  # fmt: skip
     one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
     return alt.layer(interval, point, one).properties(
         width=420, title=f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)"
@@ -255,30 +329,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--a", required=True, help="profile, run id or folder of derived tables")
     ap.add_argument("--b", required=True, help="profile, run id or folder of derived tables")
     ap.add_argument("--out", default=None, help="default: build/compare/<A>-vs-<B>/")
+    ap.add_argument("--force", action="store_true", help="compare runs of other workloads too (shown as such)")
     args = ap.parse_args(argv)
     try:
         a, b = resolve(args.a), resolve(args.b)
-        studies = check_comparable(a, b)
+        studies = check_comparable(a, b, force=args.force)
     except CompareError as e:
         print(f"error: cannot compare A {args.a!r} with B {args.b!r}: {e}", file=sys.stderr)
         return 2
     import papermill  # only once the two sides are good: a refusal need not wait for it
 
     from .html_export import write_html
+    from .progress import ipc_kernel_manager
 
     out = paths.resolve(args.out) if args.out else out_dir(a, b)
     out.mkdir(parents=True, exist_ok=True)
     print(f"pglab compare: A {a.shown()} vs B {b.shown()}; studies {', '.join(studies)} -> {out}", flush=True)
     t0 = time.monotonic()
+    folder = Path(tempfile.mkdtemp(prefix="pglab-compare-"))  # the kernel's IPC sockets: private, no TCP warning
     try:
         papermill.execute_notebook(
             str(paths.NOTEBOOKS / NOTEBOOK), str(out / NOTEBOOK),
-            parameters={"a": _for_notebook(a), "b": _for_notebook(b)},
+            parameters={"a": _for_notebook(a), "b": _for_notebook(b), "force": args.force},
             kernel_name=KERNEL, cwd=str(paths.NOTEBOOKS), progress_bar=False,
+            kernel_manager_class=ipc_kernel_manager(folder),
         )  # fmt: skip
     except papermill.PapermillExecutionError as e:
         print(f"error: {NOTEBOOK} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
         return 1
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     html = write_html(out / NOTEBOOK, out / "compare.html")
     print(f"pglab compare: {paths.shown(html)} in {time.monotonic() - t0:.1f} s", flush=True)
     return 0

@@ -6,8 +6,9 @@
   run wrote, so older tables carried over from another run are never passed off as this run's;
 - a folder path (absolute, or relative to the current folder or to the project root) holding the CSVs.
 
-`check_comparable` refuses (CompareError, exit 2) two datasets that share no study or measure a shared table
-differently (other key or value columns, or units/metrics with no value in common)."""
+`check_comparable` refuses (CompareError, exit 2) two datasets that share no study, measure a shared table
+differently (other key or value columns, or units/metrics with no value in common) or ran other workloads (a
+study's params differ: SSB's scale, pgbench's scales, …) unless forced; `params_differences` lists every key."""
 
 from __future__ import annotations
 
@@ -171,8 +172,48 @@ def _metric_mismatch(a: Dataset, b: Dataset, table: str) -> str | None:
     return None
 
 
-def check_comparable(a: Dataset, b: Dataset) -> list[str]:
-    """The studies both datasets hold; CompareError when there is none or a shared table measures differently."""
+def run_params(ds: Dataset) -> dict[str, object] | None:
+    """The flattened params of the run behind a dataset (its raw folder's params.json, else its archive's), None
+    when the dataset names no single run or the run's raw data is not here."""
+    import tarfile
+
+    from ..core.session import flatten
+
+    runs = {r for t, r in _manifest_runs(ds.path).items() if r and (ds.only is None or t in ds.only)}
+    if len(runs) != 1:
+        return None
+    run = runs.pop()
+    doc = None
+    if (f := paths.raw_dir() / run / "params.json").is_file():
+        doc = json.loads(f.read_text())
+    elif (arch := paths.data_dir() / "raw-archive" / f"{run}.tar.xz").is_file():
+        with tarfile.open(arch) as tar:
+            member = tar.extractfile(f"{run}/params.json")
+            doc = json.loads(member.read()) if member else None
+    if doc is None:
+        return None
+    return {k: v for k, v in flatten({k: v for k, v in doc.items() if k not in ("file", "run_id")}).items()}
+
+
+WORKLOAD = ("ssb.", "pgbench.", "auto_explain.", "jit_operators.", "parallel_index.", "partitioning.")
+
+
+def params_differences(a: Dataset, b: Dataset) -> pl.DataFrame:
+    """Every params key whose value differs between the runs behind A and B: `kind` workload (a study's section:
+    what is measured) or settings (servers, settings, initdb: what the comparison may well be about)."""
+    pa, pb = run_params(a), run_params(b)
+    schema = dict.fromkeys(("kind", "key", "a", "b"), pl.String)
+    if pa is None or pb is None:
+        return pl.DataFrame(schema=schema)
+    unset = "(not set)"
+    rows = [("workload" if k.startswith(WORKLOAD) else "settings", k, json.dumps(pa.get(k, unset)),
+             json.dumps(pb.get(k, unset))) for k in sorted(pa.keys() | pb.keys()) if pa.get(k) != pb.get(k)]  # fmt: skip
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("kind", "key", descending=[True, False])
+
+
+def check_comparable(a: Dataset, b: Dataset, force: bool = False) -> list[str]:
+    """The studies both datasets hold; CompareError when there is none, a shared table measures differently, or
+    (unless `force`) the runs measured other workloads of a shared study."""
     common = sorted(set(a.studies) & set(b.studies))
     if not common:
         raise CompareError(
@@ -182,4 +223,13 @@ def check_comparable(a: Dataset, b: Dataset) -> list[str]:
     problems = [m for t in shared if (m := _metric_mismatch(a, b, t))]
     if problems:
         raise CompareError(f"A {a.shown()} and B {b.shown()} use different metrics:\n  " + "\n  ".join(problems))
+    work = params_differences(a, b).filter(pl.col("kind") == "workload")
+    work = work.filter(pl.col("key").str.split(".").list.first().is_in(common))
+    if work.height and not force:
+        shown = "\n  ".join(f"{r['key']}: {r['a']} in A, {r['b']} in B" for r in work.head(12).iter_rows(named=True))
+        more = f"\n  … and {work.height - 12} more" if work.height > 12 else ""
+        raise CompareError(
+            f"A {a.shown()} and B {b.shown()} measured other workloads ({work.height} params differ):\n  {shown}{more}"
+            f"\n  their medians are not comparable; FORCE=1 (--force) compares them anyway, marked as such"
+        )
     return common
