@@ -4,8 +4,10 @@ archive (the only copy of their measurements)."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -123,3 +125,40 @@ def test_clean_keeps_unarchived_raw_runs_unless_forced(tmp_path, monkeypatch):
     assert "make clean FORCE=1 deletes it" in msg
     assert clean.remove_raw_runs(force=True) == [] and list(raw.iterdir()) == []
     assert raw_archive.archive_path("archived").is_file()  # archives are never removed
+
+
+def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedded):
+    """SIGINT to the run's process group, as a terminal's Ctrl-C sends it, once the pgbench notebook has recorded
+    a measurement: one line says where it stopped and how to resume; no traceback; no server left."""
+    work = ROOT / "build" / "test" / f"ctrl-c-{uuid.uuid4().hex[:8]}"
+    work.mkdir(parents=True)
+    p = yaml.safe_load((ROOT / "params" / "quick.yaml").read_text())
+    p["profile"] = "pytest-ctrlc"
+    p["servers"] = {"use": [embedded.name], "installs": [], "external": []}
+    f = work / "p.yaml"
+    f.write_text(yaml.safe_dump(p, sort_keys=False))
+    env = os.environ | {"PGLAB_DATA_DIR": str(work / "data"), "PGLAB_STATE_DIR": str(work / "state")}
+    cmd = [sys.executable, "-m", "pglab.report", "--params", str(f), "--out", str(work / "report"), "--run-id", "c1",
+           "--only", "30"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    jsonl = work / "data" / "raw" / "c1" / "measurements.jsonl"
+    deadline = time.monotonic() + 240
+    while not (jsonl.is_file() and jsonl.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout + stderr
+    said = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(said) == 1, stderr
+    assert re.fullmatch(r"pglab report: interrupted in 30_pgbench\.ipynb, stopping its servers; measurements "
+                        r"recorded so far are kept; resume with: make report PARAMS=.*p\.yaml RUN_ID=c1", said[0])
+    assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr
+    left = postmasters(work)
+    for _ in range(40):
+        if not (left := postmasters(work)):
+            break
+        time.sleep(0.5)
+    assert left == [], f"servers left running: {left}"
+    subprocess.run(["rm", "-rf", str(work)], check=False)

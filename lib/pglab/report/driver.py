@@ -15,7 +15,10 @@ only once they have all succeeded (derived.stage / publish): a failed run leaves
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -99,10 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     except params_mod.ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    import papermill
-
     from .estimate import estimates as estimate_all
-    from .html_export import write_html  # imports nbconvert, nbformat: only once params are good
     from .progress import RunProgress
 
     out = paths.resolve(args.out) if args.out else default_out(p.profile)
@@ -133,36 +133,75 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
     estimates = estimate_all([nb.name for nb in todo], p)  # servers counted as the studies choose them
-    with RunProgress([nb.name for nb in todo], estimates) as progress:
-        for nb in todo:
-            if staged and nb.name == REPORT_NOTEBOOK:
-                staged = _publish(p.profile, staged, final_root)
-            progress.start(nb.name)
-            try:
-                papermill.execute_notebook(
-                    str(nb),
-                    str(out / nb.name),
-                    parameters={"params_file": str(params_path), "run_id": run_id},
-                    kernel_name=KERNEL,
-                    cwd=str(paths.NOTEBOOKS),
-                    progress_bar=False,
-                    kernel_manager_class=progress.kernel_manager_class,
-                )
-            except papermill.PapermillExecutionError as e:
-                progress.finish(nb.name)
-                print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
-                print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
-                return 1
-            _stable_injected_id(out / nb.name)
-            took = progress.finish(nb.name)
-            print(f"  {nb.name} done in {took:.1f} s (estimated {estimates[nb.name]:.0f} s)", flush=True)
-            if nb.name == REPORT_NOTEBOOK:
-                print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
-    if staged:
+    resume = f"make report PARAMS={params_path} RUN_ID={run_id}" if measuring else None
+    try:
+        with RunProgress([nb.name for nb in todo], estimates) as progress, _ctrl_c(progress, resume):
+            code = _execute(todo, out, params_path, run_id, estimates, progress, staged, p.profile, final_root)
+    except KeyboardInterrupt:
+        return 130  # the one line was printed the moment Ctrl-C came; the kernel stopped its servers
+    if code:
+        return code
+    if staged and all(nb.name != REPORT_NOTEBOOK for nb in todo):  # else published before the report notebook
         _publish(p.profile, staged, final_root)
     if measuring and not args.only:
         finish_run(p.profile, run_id)
     print(f"pglab report: finished in {time.monotonic() - t_all:.1f} s; notebooks in {out}", flush=True)
+    return 0
+
+
+@contextlib.contextmanager
+def _ctrl_c(progress, resume: str | None):
+    """Ctrl-C: one line at once (what stopped, the command that resumes), then quiet while the kernel stops its
+    servers; no traceback of papermill's or the kernel's shutdown reaches the terminal."""
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the servers' shutdown short
+        progress.quiet()
+        where = progress.current or "between notebooks"
+        then = (f"measurements recorded so far are kept; resume with: {resume}" if resume
+                else "nothing was measured; run the same command again")  # fmt: skip
+        print(f"\npglab report: interrupted in {where}, stopping its servers; {then}", file=sys.stderr, flush=True)
+        logging.disable(logging.CRITICAL)  # papermill and the kernel client log their own shutdown
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _execute(todo, out, params_path, run_id, estimates, progress, staged, profile, final_root) -> int:
+    """Every notebook in turn through papermill (the measured tables published just before the report notebook
+    reads them); 1, naming the partial notebook, when one fails."""
+    import papermill
+
+    from .html_export import write_html  # imports nbconvert, nbformat: only once params are good
+
+    for nb in todo:
+        if staged and nb.name == REPORT_NOTEBOOK:
+            staged = _publish(profile, staged, final_root)
+        progress.start(nb.name)
+        try:
+            papermill.execute_notebook(
+                str(nb),
+                str(out / nb.name),
+                parameters={"params_file": str(params_path), "run_id": run_id},
+                kernel_name=KERNEL,
+                cwd=str(paths.NOTEBOOKS),
+                progress_bar=False,
+                kernel_manager_class=progress.kernel_manager_class,
+            )
+        except papermill.PapermillExecutionError as e:
+            progress.finish(nb.name)
+            print(f"error: {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
+            print(f"  the partial notebook is {out / nb.name}; run again to resume run {run_id}", file=sys.stderr)
+            return 1
+        _stable_injected_id(out / nb.name)
+        took = progress.finish(nb.name)
+        print(f"  {nb.name} done in {took:.1f} s (estimated {estimates[nb.name]:.0f} s)", flush=True)
+        if nb.name == REPORT_NOTEBOOK:
+            print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
     return 0
 
 

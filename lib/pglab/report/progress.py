@@ -76,6 +76,11 @@ class RunProgress:
         self._clear()
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    def quiet(self) -> None:
+        """No more progress lines (Ctrl-C: the terminal is left to the one line that says what happened)."""
+        self._stop.set()
+        self._clear()
+
     def start(self, notebook: str) -> None:
         self.current, self.t_current = notebook, time.monotonic()
         self.file.unlink(missing_ok=True)
