@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -56,6 +58,7 @@ def machine() -> dict:
         ),  # fmt: skip
         "python": platform.python_version(),
         "pglab_revision": git_revision(),
+        "captured_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),  # when the run began, for the report
     }
     for pkg in PACKAGES:
         try:
@@ -73,8 +76,12 @@ SELECT version() AS version_string,
        (SELECT datctype FROM pg_database WHERE datname = current_database()) AS ctype,
        current_setting('data_checksums') AS data_checksums,
        current_setting('block_size')::int AS block_size,
-       current_setting('jit', true) AS jit_setting
+       current_setting('jit', true) AS jit_setting,
+       current_setting('debug_assertions') AS debug_assertions,
+       current_setting('wal_segment_size') AS wal_segment_size
 """
+# how the server was built (a superuser may read it; else the install's own pg_config answers)
+BUILD_QUERY = "SELECT name, setting FROM pg_config WHERE name IN ('CC', 'CFLAGS', 'CONFIGURE')"
 
 SETTINGS_QUERY = """
 SELECT name, setting, coalesce(unit, '') AS unit, source
@@ -96,12 +103,55 @@ def server(srv: Server) -> tuple[dict, list[dict]]:
         if conn.info.server_version >= 110000:
             conn.execute("SELECT set_config('jit', 'on', false)")
             rec["jit_available"] = conn.execute("SELECT pg_jit_available()").fetchone()[0]
-    rec = srv.describe() | rec
+        try:
+            built = dict(conn.execute(BUILD_QUERY).fetchall())
+        except Exception:  # noqa: BLE001 - not a superuser on an external server: the install may tell
+            conn.rollback()
+            built = _pg_config(srv)
+    rec = srv.describe() | rec | build_identity(rec["version_string"], built, rec)
     if srv.cluster:  # where its files are: a stand-in and a copy of the binaries when root's clone is private
         rec |= srv.cluster.folders()
         rec["settings_not_applied"] = ", ".join(sorted(srv.cluster.not_applied)) or None  # unknown to this version
     settings = [{"server": srv.name} | s | _shown_paths(s) for s in settings]
     return rec, settings
+
+
+def _pg_config(srv: Server) -> dict:
+    tool = srv.install.tool("pg_config") if srv.install is not None else None
+    if tool is None or not tool.exists():
+        return {}
+    out = subprocess.run([str(tool), "--cc", "--cflags", "--configure"], capture_output=True, text=True, timeout=30)
+    lines = out.stdout.splitlines() if out.returncode == 0 else []
+    return dict(zip(("CC", "CFLAGS", "CONFIGURE"), lines, strict=False))
+
+
+_CONFIGURE_KEEP = re.compile(r"--(?:with|without|enable|disable)-[\w-]+(?:=[^'\s]*)?")
+
+
+def build_identity(version_string: str, built: dict, rec: dict) -> dict:
+    """What a version comparison must hold equal besides the version: compiler, optimisation, configure options,
+    LLVM, assertions, block and WAL segment size, checksums; `build` sums them up in one line, `build_key` is the
+    same without the version-specific compiler patch level (two builds compare fairly when their keys match)."""
+    m = re.search(r"compiled by (\S+)[^,]*?(\d+\.\d+)(?:\.\d+)*", version_string or "")
+    compiler = f"{m.group(1)} {m.group(2)}" if m else None
+    cflags = built.get("CFLAGS") or ""
+    opt = " ".join(dict.fromkeys(re.findall(r"(?<!\S)-O[0-3sgz]?(?!\S)", cflags))) or None
+    configure = built.get("CONFIGURE") or ""
+    options = " ".join(sorted(o for o in _CONFIGURE_KEEP.findall(configure) if not o.startswith("--with-llvm=")))
+    llvm = None
+    if "--with-llvm" in configure or "-Dllvm=enabled" in configure:
+        v = re.search(r"llvm-config-?(\d+)|LLVM_CONFIG=\S*?(\d+)", configure)
+        llvm = f"LLVM {v.group(1) or v.group(2)}" if v else "LLVM"
+    out = {
+        "build_compiler": compiler, "build_opt": opt, "build_configure": options or None, "build_llvm": llvm or "none",
+        "build_cflags": cflags or None,
+    }  # fmt: skip
+    parts = [compiler or "compiler not recorded", opt or "optimisation not recorded",
+             "no LLVM" if llvm is None else llvm, f"assertions {rec.get('debug_assertions') or '?'}",
+             f"{(rec.get('block_size') or 0) // 1024} kB blocks", f"WAL segments {rec.get('wal_segment_size') or '?'}",
+             f"checksums {rec.get('data_checksums') or '?'}"]  # fmt: skip
+    out["build"] = ", ".join(parts)
+    return out
 
 
 # settings whose value is a folder or file on the measuring machine: shown relative to the project, so the
