@@ -24,17 +24,20 @@ params_file = "params/default.yaml"  # relative to the project root
 run_id = None
 
 # %%
+from IPython.display import Markdown
+
 from pglab import params
 from pglab.core import charts
 from pglab.core.charts import table
 from pglab.report import appendix as report_appendix
 from pglab.report import sections as report_sections
 from pglab.report import summary as report_summary
-from pglab.report.environment import machine_table, servers_table, timer_chart
+from pglab.report.environment import machine_table, run_header, servers_table, timer_chart
 
 p = params.load(params_file, check_servers=False)
 charts.setup()
 everything = report_sections.all_findings(p.profile)
+Markdown(run_header(p.profile, p))
 
 # %% [markdown]
 # ## The answers, claim by claim
