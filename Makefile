@@ -98,6 +98,7 @@ stability: $(STAMP) ##dev [1 h 40 min; ARCHIVES="ids" 15 s a run] the profile ru
 	  $(if $(ARCHIVES),--archives $(ARCHIVES))
 
 LAB_ARGS = --no-browser --ip=127.0.0.1 --notebook-dir=. --LabApp.news_url=None \
+  --ServerApp.contents_manager_class=pglab.report.lab.KeepCommitted \
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab: $(STAMP) ## [until Ctrl-C] JupyterLab on the project with its kernel; prints the URL with its token

@@ -144,3 +144,41 @@ def _tooltip_on_hover(driver) -> bool:
                                      "return t !== null && t.classList.contains('visible');"):  # fmt: skip
                 return True
     return False
+
+
+def _git_status(*paths: str) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+
+
+def _open_and_save(browser, base: str, token: str, rel: str) -> str:
+    """Open a notebook in lab, let its kernel run every cell, then save as autosave would; lab's own answer."""
+    browser.get(f"{base}/lab/tree/{rel}?token={token}")
+    _wait(browser, "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
+          90, f"{rel} in lab")  # fmt: skip
+    browser.set_script_timeout(240)
+    return browser.execute_async_script("""const done = arguments[arguments.length - 1];
+        const w = window.jupyterapp.shell.currentWidget;
+        Promise.all([w.context.ready, w.sessionContext.ready])
+            .then(() => window.jupyterapp.commands.execute('notebook:run-all-cells'))
+            .then(() => w.context.save())
+            .then(() => done('saved, dirty=' + w.context.model.dirty), e => done('failed: ' + e));""")
+
+
+def test_opening_running_and_saving_in_lab_changes_no_tracked_file(lab, browser):
+    """The committed report (nbval checks it byte for byte) and the stage notebooks (sources, kept without outputs)
+    come out of a lab session as they went in: run every cell of each, save (as autosave does), save everything
+    open once more at the end, compare the bytes."""
+    base, token = lab
+    before = _git_status("report", "notebooks")
+    files = ["report/99_report.ipynb", "notebooks/99_report.ipynb", "notebooks/99_report.py"]
+    want = {f: (ROOT / f).read_bytes() for f in files}
+    for rel in files[:2]:
+        said = _open_and_save(browser, base, token, rel)
+        assert said.startswith("saved"), said
+    browser.execute_async_script("""const done = arguments[arguments.length - 1];
+        window.jupyterapp.commands.execute('docmanager:save-all').then(() => done('ok'), e => done('failed: ' + e));""")
+    time.sleep(2)
+    changed = [f for f in files if (ROOT / f).read_bytes() != want[f]]
+    assert changed == [], f"lab rewrote {changed}"
+    assert _git_status("report", "notebooks") == before
