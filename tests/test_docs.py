@@ -1,0 +1,32 @@
+"""The README and docs/ name the committed reference run (the one MANIFEST.json says every table came from), and
+nothing else as the reference: a stale run id sends a reader to the wrong archive."""
+
+import json
+import re
+
+from conftest import ROOT
+
+RUN_ID = re.compile(r"\bdefault-\d{8}-\d{6}\b")
+
+
+def _reference() -> str:
+    manifest = json.loads((ROOT / "data" / "derived" / "default" / "MANIFEST.json").read_text())
+    runs = {e["run_id"] for e in manifest.values() if isinstance(e, dict) and e.get("run_id")}
+    assert len(runs) == 1, runs
+    return runs.pop()
+
+
+def test_readme_names_the_reference_run_and_no_other():
+    ref = _reference()
+    named = set(RUN_ID.findall((ROOT / "README.md").read_text()))
+    assert named == {ref}, f"README names {sorted(named)}; MANIFEST.json's reference is {ref}"
+    assert (ROOT / "data" / "raw-archive" / f"{ref}.tar.xz").is_file(), "the reference's raw archive is committed"
+
+
+def test_docs_name_the_reference_run():
+    ref = _reference()
+    verdicts = (ROOT / "docs" / "verdicts.md").read_text()
+    assert ref in verdicts
+    # where the docs call a run "the reference", it is this one
+    for m in re.finditer(r"`(default-\d{8}-\d{6})`, the reference", verdicts):
+        assert m.group(1) == ref, m.group(0)
