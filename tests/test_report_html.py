@@ -82,6 +82,40 @@ def test_first_screen_holds_the_summary_not_the_inventory(page):
     assert not seen["polars"], "a polars printout near the top"
 
 
+def _first_screen_text(page) -> str:
+    return page.execute_script("""const h = window.innerHeight;
+        return [...document.querySelectorAll('p, h1, h2, blockquote')].filter(e => {
+            const r = e.getBoundingClientRect(); return r.height > 0 && r.bottom <= h && r.top >= 0; })
+            .map(e => e.innerText).join('\\n');""")
+
+
+def test_first_screen_names_the_run(page):
+    """Before scrolling: the run id, when, the profile and the machine (a report never leaves a reader guessing
+    which run it shows)."""
+    manifest = json.loads((ROOT / "data" / "derived" / "default" / "MANIFEST.json").read_text())
+    run = {e["run_id"] for e in manifest.values() if isinstance(e, dict) and e.get("run_id")}.pop()
+    text = _first_screen_text(page)
+    for want in (f"Run {run}", "measured 2026-", "with profile default", "cores", "GiB", "Servers:"):
+        assert want in text, f"{want!r} not on the first screen: {text[:800]}"
+    assert "Not the reference report" not in text
+
+
+def test_a_quick_render_opens_with_its_banner(browser, tmp_path):
+    """Any profile but the reference says what it is at the top: quick is a smoke test (the committed tables under
+    the quick profile's name: the banner comes from the params, the tables are only there to be shown)."""
+    shutil.copytree(ROOT / "data" / "derived" / "default", tmp_path / "data" / "derived" / "quick")
+    env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_STATE_DIR", "PGLAB_DERIVED_DIR")}
+    env["PGLAB_DATA_DIR"] = str(tmp_path / "data")
+    run = subprocess.run(
+        [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--only", "99", "--out",
+         str(tmp_path / "report")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    browser.get("file://" + str(tmp_path / "report" / "report.html"))
+    text = _first_screen_text(browser)
+    assert "Not the reference report. Profile quick (SSB at SF 0.05, 2 rounds): a smoke test" in text, text[:800]
+
+
 def test_every_study_section_has_an_svg_chart(page):
     sections = page.execute_script("""
         const out = {}; let current = null;
