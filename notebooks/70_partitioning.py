@@ -64,10 +64,9 @@ from IPython.display import Markdown, display
 from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.partitioning import derive as pres
-from pglab.studies.partitioning import findings as pfind
 from pglab.studies.partitioning import run as partitioning_run
 from pglab.studies.partitioning import verdicts as pverd
-from pglab.studies.partitioning.report import cores, speedup_chart, time_chart
+from pglab.studies.partitioning.report import cores, load_text, speedup_chart, time_chart
 
 charts.setup()
 pl.Config.set_tbl_cols(20)
@@ -194,7 +193,7 @@ res
 
 # %%
 summ = tables["partitioning_summary"]
-print(f"during the timed runs: {pfind.load_text(tables['partitioning_executions'])}, {cores(s.profile)} cores")
+print(f"during the timed runs: {load_text(tables['partitioning_executions'])}, {cores(s.profile)} cores")
 display(time_chart(summ))
 summ.select("server", "workers", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(4))
 

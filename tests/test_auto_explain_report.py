@@ -1,15 +1,13 @@
 """The report's auto_explain section (S2) on the committed default data, read from a copy so that nothing
 can write to data/derived/default. The committed data is scored by the one rule (`pglab.core.verdicts`, with an
-`auto_explain_noise` table): every claim of `auto_explain_findings.specs` per server in the findings schema,
+`auto_explain_noise` table): every claim of `auto_explain.verdicts.specs` per server in the findings schema,
 the study's figures in the claim, our ratio with its interval in the numbers and the evidence; the findings,
 noise floor and drift recomputed from the committed runs (what notebook 40 does) equal the stored ones; charts
 that serialise, a method that names every server, condition and command and describes pairing, noise floor and
-drift, and the same output twice. And the old path (data derived before pglab.core.verdicts, no noise table), on
-data the test builds from a copy: the old claims and the old statistics text."""
+drift, and the same output twice."""
 
 import json
 import re
-import shutil
 
 import polars as pl
 import pytest
@@ -17,12 +15,12 @@ from conftest import ROOT
 
 from pglab.core import derived, paired, raw_archive, stats
 from pglab.core import findings as fs
-from pglab.studies.auto_explain import findings as af
 from pglab.studies.auto_explain import report as auto_explain_report
+from pglab.studies.auto_explain import verdicts as av
 from pglab.studies.auto_explain.params import AutoExplainParams
 
 P = AutoExplainParams()  # params/default.yaml's (tests/test_auto_explain_study.py checks they are equal)
-SPECS = {s.key: s for s in af.specs(P)}
+SPECS = {s.key: s for s in av.specs(P)}
 
 # figures that are not ratios of ours: the study's own, and the parallel ceiling check's speed-up and ceiling
 _NOT_OURS = re.compile(r"\(study: [^)]*\)|the study's \d+\.\d\d×|speed-up \d+\.\d\d×|ceiling \d+×")
@@ -46,11 +44,6 @@ def _ratios_without_interval(evidence: str) -> list[str]:
 def _rounds(root) -> int:
     lat = _read("auto_explain_latencies", root)
     return lat.filter(~pl.col("warmup").cast(pl.Boolean))["round"].n_unique()
-
-
-def test_the_committed_data_is_scored(root):
-    assert auto_explain_report._scored("default", root)
-    assert not auto_explain_report._scored("default", root.parent / "nothing-here")
 
 
 def test_every_finding_of_the_study_for_every_server(root):
@@ -142,33 +135,6 @@ def test_method_names_servers_conditions_and_the_command(root):
     assert f"of {every['n_pairs'][0]} A/A comparisons" in text
     d = _read("auto_explain_drift", root)["drift"].drop_nulls()
     assert f"moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half" in text
-
-
-def test_the_old_path_on_data_without_a_noise_table(root, tmp_path):
-    """Data derived before pglab.core.verdicts (built here from a copy: no `auto_explain_noise`, findings under the
-    old keys with no numbers): the old claims replace the stored ones, and the method's statistics are the old
-    ratio of medians, not the pairing."""
-    old = tmp_path / "derived"
-    shutil.copytree(root / "default", old / "default")
-    (old / "default" / "auto_explain_noise.csv").unlink()
-    servers = sorted(set(_read("auto_explain_servers", root)["server"]))
-    rows = [{"finding": k, "claim": "as stored", "server": s, "verdict": fs.SUPPORTED, "evidence": f"{k} on {s}"}
-            for k in auto_explain_report._OLD_CLAIMS for s in servers] + [  # fmt: skip
-        {"finding": "unknown", "claim": "as stored", "server": servers[0], "verdict": fs.UNDETERMINED,
-         "evidence": "kept"}]  # fmt: skip
-    derived.write_table(pl.from_dicts(rows), "auto_explain_findings", "default", root=old)
-    assert not auto_explain_report._scored("default", old)
-    f = auto_explain_report.findings("default", old)
-    assert f.columns == list(fs.SCHEMA | fs.NUMBERS) and f.height == len(rows)
-    claims = dict(zip(f["finding"], f["claim"], strict=True))
-    assert all(claims[k] == c for k, c in auto_explain_report._OLD_CLAIMS.items())
-    assert claims["unknown"] == "as stored"  # a finding without an old claim keeps its own
-    assert f["our_value"].is_null().all() and set(f["study"]) == {"S2"}
-    text = auto_explain_report.method("default", old)
-    assert "ratio of medians" in text and "paired within rounds" not in text and "Noise floor" not in text
-    base = _read("auto_explain_ratios", root).filter(pl.col("comparison") == "overhead")["baseline"][0]
-    label = _read("auto_explain_summary", root).filter(pl.col("condition") == base)["label"][0]
-    assert f"every condition against *{label}*" in text
 
 
 def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):

@@ -16,9 +16,9 @@ from pglab.core.cluster import Cluster
 from pglab.params import ParamsError
 from pglab.pgtools import pgbench
 from pglab.studies.auto_explain import derive as auto_explain_results
-from pglab.studies.auto_explain.findings import PARALLEL_MAGNITUDE
 from pglab.studies.auto_explain.params import EXPERIMENT, AutoExplainParams
 from pglab.studies.auto_explain.run import LOGGED_TXNS, PLAIN, PRELOAD, order_steps, run_stage
+from pglab.studies.auto_explain.verdicts import PARALLEL_MAGNITUDE
 
 TINY_RUN = {"mode": "transactions", "transactions": {"limit": 60, "count": 3, "count_serial": 3},
             "repetitions": 2, "warmups": 0, "settle_s": 0}  # fmt: skip
@@ -125,7 +125,7 @@ def test_analysis_and_reset(stage):
     findings = tables["auto_explain_findings"]
     assert findings.height == 12 * len(s.servers)
     # two rounds: min–max covers 50 %, so nothing is decided (and nothing is missing from the matrix); below the
-    # study's 1e6 rows the parallel count's sizes are not testable here (auto_explain.findings.parallel_scale)
+    # study's 1e6 rows the parallel count's sizes are not testable here (auto_explain.verdicts.parallel_scale)
     scale = pl.col("finding").is_in(PARALLEL_MAGNITUDE)
     assert set(findings.filter(~scale)["verdict"]) == {"undetermined"}, findings["evidence"].to_list()
     assert cfg.rows < 1_000_000 and set(findings.filter(scale)["verdict"]) == {"not testable here"}

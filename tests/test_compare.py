@@ -1,6 +1,8 @@
 """`make compare`: two synthetic derived datasets, shaped like the real tables, with one known change of
 each kind (a median 20 % higher, a verdict, a plan fingerprint, a setting) and nothing else."""
 
+import json
+
 import polars as pl
 import pytest
 
@@ -39,7 +41,7 @@ def _plans(changed: bool) -> pl.DataFrame:
 
 
 def _findings(changed: bool) -> pl.DataFrame:
-    verdict = "not supported" if changed else "supported"
+    verdict = "contradicted" if changed else "supported"
     return pl.DataFrame({"study": ["S4", "S4"], "finding": ["all_operators"] * 2, "claim": ["JIT helps"] * 2,
                          "server": list(SERVERS), "verdict": ["supported", verdict],
                          "evidence": ["x", "y"]})  # fmt: skip
@@ -100,7 +102,7 @@ def test_finds_exactly_the_known_changes(data):
 
     v = compare.verdict_changes(a, b)
     assert v.select("study", "finding", "server", "verdict_a", "verdict_b").rows() == [
-        ("jit_operators", "all_operators", "pg18", "supported", "not supported")
+        ("jit_operators", "all_operators", "pg18", "supported", "contradicted")
     ]
     p = compare.plan_changes(a, b)  # planning_ms is a time, not the plan's shape
     assert p.select("server", "item", "column", "a", "b").rows() == [
@@ -146,6 +148,18 @@ def test_refuses_different_metrics_and_unknown_names(data, tmp_path, capsys):
     assert "'nowhere'" in err and "after, before, cpu" in err and "after-1, before-1" in err
 
 
+def test_refuses_a_dataset_of_an_older_format(data, capsys):
+    """Tables an older pglab derived (a manifest entry without the format number) are not compared: the
+    refusal says how to derive them again."""
+    m = derived.manifest(data / "after")
+    del m["ssb_summary.csv"]["format"]
+    (data / "after" / derived.MANIFEST).write_text(json.dumps(m))
+    assert compare.main(["--a", "before", "--b", "after"]) == 2
+    err = capsys.readouterr().err
+    assert ("data/derived/after was derived by an older pglab (format 0); re-derive it: make derive RUN_ID=after-1"
+            in err), err
+
+
 def test_notebook_runs_through_papermill_and_writes_a_self_contained_html(data, tmp_path):
     out = tmp_path / "out"
     assert compare.main(["--a", str(data / "before"), "--b", str(data / "after"), "--out", str(out)]) == 0
@@ -153,7 +167,7 @@ def test_notebook_runs_through_papermill_and_writes_a_self_contained_html(data, 
     assert (out / "compare.ipynb").exists()
     assert external_references(html) == []
     assert (
-        "B higher" in html and "not supported" in html and "128MB" in html and "data:image/svg+xml" in html
+        "B higher" in html and "contradicted" in html and "128MB" in html and "data:image/svg+xml" in html
     )  # the chart, inline
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import polars as pl
+import pytest
 
 from pglab.core import derived
 
@@ -92,3 +93,59 @@ def test_column_types_are_kept_in_the_manifest_and_restored_on_reading(tmp_path)
     assert back.schema == df.schema and back.equals(df.sort(df.columns, nulls_last=True))
     guessed = pl.read_csv(tmp_path / "p" / "t.csv")
     assert guessed.schema["server"] == pl.Int64  # what reading without the manifest gives: the test can fail
+
+
+def _set_format(d, table, fmt):
+    m = _manifest(d)
+    if fmt is None:
+        del m[table]["format"]  # as a pglab before the format number wrote it
+    else:
+        m[table]["format"] = fmt
+    (d / derived.MANIFEST).write_text(json.dumps(m))
+
+
+def test_a_folder_derived_by_an_older_pglab_is_refused_until_derived_again(tmp_path, monkeypatch):
+    """One table without the current format number makes the whole folder unreadable, with the command that makes
+    it readable (the run the manifest names); a run's working copy leaves such tables out, so the folder it
+    publishes is of the current format."""
+    final = tmp_path / "derived"
+    monkeypatch.setenv(derived.RUN_ID_ENV, "run-1")
+    derived.write_table(pl.DataFrame({"x": [1]}), "a", "p", root=final)
+    derived.write_table(pl.DataFrame({"x": [2]}), "b", "p", root=final)
+    assert {e["format"] for e in _manifest(final / "p").values()} == {derived.FORMAT}
+    _set_format(final / "p", "a.csv", None)
+    for name in ("a", "b"):
+        with pytest.raises(derived.FormatError) as e:
+            derived.read_table(name, "p", root=final)
+        assert str(e.value) == (f"{final / 'p'} was derived by an older pglab (format 0); re-derive it: "
+                                "make derive RUN_ID=run-1")  # fmt: skip
+    m = _manifest(final / "p")
+    del m["a.csv"]["run_id"]
+    (final / "p" / derived.MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(derived.FormatError, match="make derive RUN_ID=<the run that measured it>"):
+        derived.read_table("b", "p", root=final)
+
+    work = tmp_path / "work"
+    derived.stage("p", work, final)
+    assert sorted(_manifest(work / "p")) == ["b.csv"] and not (work / "p" / "a.csv").exists()
+    monkeypatch.setenv(derived.RUN_ID_ENV, "run-2")
+    derived.write_table(pl.DataFrame({"x": [3]}), "a", "p", root=work)
+    derived.publish("p", work, final)
+    assert derived.read_table("a", "p", root=final)["x"].to_list() == [3] and derived.verify("p", final) == []
+
+
+def test_a_folder_derived_by_a_newer_pglab_is_refused(tmp_path):
+    final = tmp_path / "derived"
+    derived.write_table(pl.DataFrame({"x": [1]}), "a", "p", root=final)
+    _set_format(final / "p", "a.csv", derived.FORMAT + 1)
+    with pytest.raises(derived.FormatError, match=f"newer pglab \\(format {derived.FORMAT + 1}\\)"):
+        derived.read_table("a", "p", root=final)
+    with pytest.raises(derived.FormatError):  # nor are its tables dropped from a working copy
+        derived.stage("p", tmp_path / "work", final)
+    assert (final / "p" / "a.csv").exists()
+
+
+def test_the_committed_reference_is_of_the_current_format():
+    from conftest import ROOT
+
+    assert {e.get("format") for e in _manifest(ROOT / "data" / "derived" / "default").values()} == {derived.FORMAT}

@@ -2,8 +2,8 @@
 available and not run; on the JIT server every cell is recorded, JIT off and on return the same (and the
 right) values, the plans carry a JIT block exactly when JIT is on, with optimisation as the thresholds say;
 a table of the same name in the role's own schema is left alone; a failed run has no time in either metric;
-the report section works on the derived tables the stage wrote; the verdict rule on constructed reductions;
-the params section's errors and its reading of unquoted on / off."""
+the report section works on the derived tables the stage wrote; the params section's errors and its reading
+of unquoted on / off; the one verdict rule on synthetic rounds."""
 
 import uuid
 
@@ -13,12 +13,13 @@ import yaml
 from psycopg import sql
 
 from pglab import params
-from pglab.core import derived, findings, session, stats
+from pglab.core import derived, findings, session
 from pglab.params import ParamsError
 from pglab.studies.jit_operators import report as report
+from pglab.studies.jit_operators import verdicts as jv
 from pglab.studies.jit_operators.derive import RUNS_SCHEMA, summary, timed_long
 from pglab.studies.jit_operators.derive import tables as stage_tables
-from pglab.studies.jit_operators.params import OPERATORS, STUDY_REDUCTION_PCT
+from pglab.studies.jit_operators.params import OPERATORS
 from pglab.studies.jit_operators.run import measure_statement, run_stage
 
 ROWS = 20000
@@ -50,7 +51,8 @@ def stage(tmp_path_factory, installs):
         tables = stage_tables(s.store, s.params.jit_operators, result.setup)
         root = d / "derived"
         derived.write(tables, s.profile, root=root)
-        fnd = report.findings_from(tables["jit_operators_setup"], tables["jit_operators_reduction"], p.study_condition)
+        fnd = jv.findings_from(*(tables[f"jit_operators_{n}"] for n in ("setup", "paired", "overall", "noise")),
+                               p.study_condition)
         derived.write_table(fnd, "jit_operators_findings", s.profile, root=root)
         yield s, result, tables, root  # servers still up for the tests that talk to them
     finally:
@@ -248,61 +250,6 @@ def test_params_errors(tmp_path, section, where, says):
     assert f"{where}: " in str(e.value) and says in str(e.value), str(e.value)
 
 
-def _reduction(server, intervals):
-    """A reduction table as `jit_operators_results.reduction` gives it, from {operator: (low, high)} in %."""
-    rows = []
-    for op, (low, high) in intervals.items():
-        ci_low, ci_high = 1 - high / 100, 1 - low / 100
-        verdict = stats.HIGHER if ci_low > 1 else stats.LOWER if ci_high < 1 else stats.NO_DIFFERENCE
-        rows.append({"server": server, "metric": "wall", "operator": op, "condition": "on", "baseline": "off",
-                     "n": 10, "n_baseline": 10, "ratio": 1 - (low + high) / 200, "ci_low": ci_low,
-                     "ci_high": ci_high, "verdict": verdict, "reduction_pct": (low + high) / 2,
-                     "reduction_ci_low": low, "reduction_ci_high": high})  # fmt: skip
-    return pl.from_dicts(rows)
-
-
-SETUP = pl.DataFrame({"server": ["x"], "jit_available": [True], "reason": [None], "metric": ["wall"]},
-                     schema_overrides={"reason": pl.String})  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "interval, verdict, says",
-    [
-        ((20.0, 30.0), findings.SUPPORTED, "the study's 25.0 % lies inside our interval"),
-        ((5.0, 15.0), findings.NOT_SUPPORTED, "JIT helped, but less than the study"),
-        ((35.0, 45.0), findings.NOT_SUPPORTED, "JIT helped more than the study"),
-        ((-5.0, 30.0), findings.UNDETERMINED, "holds both 0 and the study's 25.0 %"),
-        ((-5.0, 10.0), findings.NOT_SUPPORTED, "no detectable difference"),
-        ((-20.0, -10.0), findings.NOT_SUPPORTED, "15.0 % [10.0–20.0] more time with JIT"),
-    ],
-)
-def test_verdict_rule(interval, verdict, says):
-    assert STUDY_REDUCTION_PCT["sum"] == 25.0
-    f = report.findings_from(SETUP, _reduction("x", {"sum": interval}), "on")
-    row = f.filter(pl.col("finding") == "reduction_sum").row(0, named=True)
-    assert row["verdict"] == verdict and says in row["evidence"], row
-    # one operator of nine: the study's "every operator" cannot be supported, whatever this one says
-    overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
-    assert overall["verdict"] == (findings.UNDETERMINED if verdict == findings.SUPPORTED else verdict), overall
-    assert "8 of the study's 9 operators not measured" in overall["evidence"]
-
-
-def test_overall_verdict_counts_operators():
-    inside = {op: (pct - 5, pct + 5) for op, pct in STUDY_REDUCTION_PCT.items()}
-    f = report.findings_from(SETUP, _reduction("x", inside), "on")
-    overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
-    assert overall["verdict"] == findings.SUPPORTED and "9 of 9 operators measured support" in overall["evidence"]
-    # one operator where JIT helped, but less than the study: the summary is not supported
-    f = report.findings_from(SETUP, _reduction("x", inside | {"max": (5.0, 10.0)}), "on")
-    overall = f.filter(pl.col("finding") == "all_operators").row(0, named=True)
-    assert overall["verdict"] == findings.NOT_SUPPORTED, overall
-    assert "8 of 9 operators measured support" in overall["evidence"]
-    assert "less than the study: max 7.5 % [5.0–10.0]" in overall["evidence"]
-    # one interval too wide to tell: undetermined
-    f = report.findings_from(SETUP, _reduction("x", inside | {"max": (-10.0, 40.0)}), "on")
-    assert f.filter(pl.col("finding") == "all_operators")["verdict"].to_list() == [findings.UNDETERMINED]
-
-
 UNQUOTED = """
 profile: pytest-jit
 jit_operators:
@@ -349,7 +296,6 @@ def _synthetic_runs(on_factor: float, rounds: int = 12, jitter: float = 0.02) ->
     ],
 )  # fmt: skip
 def test_paired_verdicts_on_synthetic_rounds(factor, verdict, says):
-    from pglab.studies.jit_operators import verdicts as jv
     from pglab.studies.jit_operators.params import JitOperatorsParams
 
     p = JitOperatorsParams()

@@ -189,7 +189,7 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
         assert r["speedup"] == pytest.approx(s["t0"] / s["median"])
         assert r["ci_low"] <= r["speedup"] <= r["ci_high"]
     f = report.findings("t", root=tmp_path)
-    assert set(f["verdict"]) <= set(fnd.VERDICTS) - {fnd.NOT_SUPPORTED}  # the one rule's words (paired tables)
+    assert set(f["verdict"]) <= set(fnd.VERDICTS)
     assert f.height == 3 * len(servers) and set(f["finding"]) == set(report.ORDER)
     nz = tables["parallel_index_noise"]
     assert sorted(nz["server"]) == sorted(x.name for x in servers) and (nz["n_pairs"] == 2).all()

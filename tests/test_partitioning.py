@@ -21,7 +21,6 @@ from pglab.params import ExternalServer, ParamsError
 from pglab.pgtools import environment
 from pglab.pgtools.explain import parse_plan
 from pglab.studies.partitioning import derive as pres
-from pglab.studies.partitioning import findings as pfind
 from pglab.studies.partitioning import plans as pplans
 from pglab.studies.partitioning import report as report
 from pglab.studies.partitioning.params import PartitioningParams
@@ -244,42 +243,6 @@ def test_tablespace_locations_name_known_servers(tmp_path, installs):
         run_stage(s)  # refused before any server is touched (none of them is running)
     # servers.use narrows the servers, not the names params may speak of
     check_locations(s := session_with({n: ["/a"] for n in names}, use=[names[0]]), s.params.partitioning)
-
-
-def _speedup_frames(low: float, high: float, planned: int | None = 3) -> tuple[pl.DataFrame, pl.DataFrame]:
-    spd = pl.DataFrame({"server": ["pg18"], "condition": ["workers=4"], "workers": [4], "speedup": [(low + high) / 2],
-                        "speedup_ci_low": [low], "speedup_ci_high": [high], "verdict": ["faster"],
-                        "median_baseline": [0.3], "median": [0.2], "n_baseline": [10], "n": [10]})  # fmt: skip
-    plans = pl.DataFrame({"server": ["pg18"], "condition": ["workers=4"], "workers_planned": [planned],
-                          "workers_launched": [planned]}, schema_overrides={"workers_planned": pl.Int64,
-                                                                             "workers_launched": pl.Int64})  # fmt: skip
-    return spd, plans
-
-
-@pytest.mark.parametrize(
-    "low, high, cores, planned, verdict, words",
-    [
-        # the default run's figure: 2 cores cap the ceiling of 3 planned + 1 at 2×, a match needs 1.33×
-        (1.19, 1.62, 2, 3, findings.UNDETERMINED, "ceiling 2× (3 workers planned + the leader, capped at the "
-                                                   "machine's 2 cores); a match needs ≥ 1.33×: cannot tell"),
-        (1.40, 1.62, 2, 3, findings.SUPPORTED, "a match needs ≥ 1.33×: reaches it"),
-        (1.10, 1.30, 2, 3, findings.NOT_SUPPORTED, "a match needs ≥ 1.33×: falls short"),
-        # faster, but far from 4 processes on 8 cores: not the study's near-linear gain
-        (1.19, 1.62, 8, 3, findings.NOT_SUPPORTED, "ceiling 4× (3 workers planned + the leader); a match needs "
-                                                    "≥ 2.67×: falls short"),
-        (1.19, 1.62, None, None, findings.NOT_SUPPORTED, "ceiling 5× (4 workers allowed (plan not recorded)"),
-        (0.9, 1.1, 1, 3, findings.NOT_RUN, "no parallel gain is possible here"),
-    ],
-)  # fmt: skip
-def test_speedup_judged_against_the_ceiling(low, high, cores, planned, verdict, words):
-    spd, plans = _speedup_frames(low, high, planned)
-    if planned is None:
-        plans = plans.clear()
-    row = pfind.speedup(spd, plans, "pg18", cores)
-    assert row["verdict"] == verdict and words in row["evidence"], row["evidence"]
-    assert f"[{low:.2f}–{high:.2f}]" in row["evidence"]
-    if verdict != findings.NOT_RUN:
-        assert "the study's 5.7× is 72 % of its ceiling of 8×" in row["evidence"]
 
 
 def test_report_section_on_the_derived_tables(stage):

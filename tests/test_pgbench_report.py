@@ -5,7 +5,6 @@ serialise, a method that names every server, and the same output twice."""
 
 import json
 import re
-import shutil
 
 import polars as pl
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from pglab.core import derived, stats
 from pglab.core import findings as fs
 from pglab.core import verdicts as V
-from pglab.studies.pgbench import findings as pgbench_findings
 from pglab.studies.pgbench import report as pgbench_report
 from pglab.studies.pgbench import verdicts as PV
 
@@ -26,24 +24,6 @@ def root(committed_copy):
 @pytest.fixture(scope="module")
 def found(root):
     return pgbench_report.findings("default", root)
-
-
-@pytest.fixture(scope="module")
-def old_root(committed_copy, tmp_path_factory):
-    """The committed data as the report read it before the paired analysis: a copy without `pgbench_noise`."""
-    old = tmp_path_factory.mktemp("old") / "derived"
-    shutil.copytree(committed_copy / "default", old / "default")
-    (old / "default" / "pgbench_noise.csv").unlink()
-    return old
-
-
-@pytest.fixture(scope="module")
-def old_found(old_root):
-    return pgbench_report.findings("default", old_root)
-
-
-def _tables(root):
-    return {n: derived.read_table(n, "default", root) for n in pgbench_report.TABLES}
 
 
 def _floor(root):
@@ -66,10 +46,6 @@ def _same_numbers(row, r):
 def _too_weak(r):
     """No verdict beyond 'undetermined' from a flagged measurement or an interval covering < 90 %."""
     return bool(r.get("flag")) or r["low"] is None or (r["coverage"] or 0) < V.MIN_COVERAGE
-
-
-def test_the_committed_data_is_read_through_the_paired_analysis(root, old_root):
-    assert pgbench_report.paired_run("default", root) and not pgbench_report.paired_run("default", old_root)
 
 
 def test_every_claim_has_a_row_with_a_verdict_from_the_vocabulary(root, found):
@@ -100,13 +76,12 @@ def test_every_claim_has_a_row_with_a_verdict_from_the_vocabulary(root, found):
         assert found.filter(pl.col("finding") == key)["verdict"].to_list() == [V.NOT_TESTABLE], key
 
 
-def test_every_ratio_carries_its_interval(found, old_found):
+def test_every_ratio_carries_its_interval(found):
     """Or says why it has none."""
-    for f in (found, old_found):
-        for r in f.iter_rows(named=True):
-            for m in re.finditer(r"\d\.\d\d×", r["evidence"]):
-                rest = r["evidence"][m.end():]
-                assert re.match(r" \[\d+\.\d\d–\d+\.\d\d\]| \(too few repetitions", rest), (r["finding"], r["evidence"])
+    for r in found.iter_rows(named=True):
+        for m in re.finditer(r"\d\.\d\d×", r["evidence"]):
+            rest = r["evidence"][m.end():]
+            assert re.match(r" \[\d+\.\d\d–\d+\.\d\d\]| \(too few repetitions", rest), (r["finding"], r["evidence"])
 
 
 def test_no_vacuum_verdicts_follow_the_no_vacuum_table(root, found):
@@ -176,76 +151,6 @@ def test_the_scale_up_follows_the_paired_table_for_11_over_10(root, found):
         elif _too_weak(pair[0]) or pair[0]["low"] <= 1 <= pair[0]["high"]:
             assert row["verdict"] in (V.UNDETERMINED, V.CONTRADICTED)
         assert row["verdict"] != V.DIRECTION_ONLY or pair[0]["low"] > 1
-
-
-# -- the older, unpaired path, on a copy of the committed data without pgbench_noise ---------------------------------
-
-
-def test_old_path_every_claim_has_a_row_with_a_verdict_from_the_vocabulary(old_root, old_found):
-    t = _tables(old_root)
-    scales = sorted(set(t["pgbench_init"]["scale"]))
-    series_scales = sorted(set(t["pgbench_series"]["scale"]))
-    modes = sorted(set(t["pgbench_scaling"]["mode"]))
-    want = {f"select_only_scale_{s}" for s in pgbench_findings.STUDY_SCALES}
-    want |= {f"load_time_scale_{s}" for s in scales} | {f"scaleup_{m}" for m in modes}
-    want |= {f"no_vacuum_tps_scale_{s}" for s in series_scales} | {"no_vacuum_before_hot"}
-    want |= {f"cluster_growth_scale_{s}" for s in series_scales}
-    assert set(old_found["finding"]) == want
-    assert set(old_found["verdict"]) <= set(fs.VERDICTS)
-    assert set(old_found["study"]) == {"S3", "S4"}
-    assert set(old_found.filter(pl.col("finding").str.starts_with("scaleup"))["study"]) == {"S4"}
-    assert old_found.columns == list(fs.SCHEMA | fs.NUMBERS)
-    ran = set(t["pgbench_select_only"]["scale"])
-    for s in pgbench_findings.STUDY_SCALES:
-        rows = old_found.filter(pl.col("finding") == f"select_only_scale_{s}")
-        assert (set(rows["verdict"]) == {fs.NOT_RUN}) == (s not in ran), s
-
-
-def test_old_path_no_vacuum_verdicts_follow_the_trend_table(old_root, old_found):
-    """'No degradation' is supported only when the interval excludes a loss of more than 10 %."""
-    trend = derived.read_table("pgbench_series_trend", "default", old_root)
-    assert trend.height > 0
-    for r in trend.iter_rows(named=True):
-        row = _one(old_found, f"no_vacuum_tps_scale_{r['scale']}", r["server"])
-        if r["verdict"] == "lower":
-            want = fs.NOT_SUPPORTED
-        elif r["ci_low"] is not None and r["ci_low"] >= 1 - pgbench_findings.DROP:
-            want = fs.SUPPORTED
-        else:
-            want = fs.UNDETERMINED
-        assert row["verdict"] == want, row
-        assert stats.ratio_with_interval(r["ratio_last_first"], r["ci_low"], r["ci_high"]) in row["evidence"]
-
-
-def test_old_path_version_comparisons_follow_the_versions_table(old_root, old_found):
-    v = derived.read_table("pgbench_versions", "default", old_root)
-    load = v.filter(pl.col("what") == "load time")
-    assert load.height > 0
-    for r in load.iter_rows(named=True):
-        scale = r["group"].removeprefix("scale=")
-        row = _one(old_found, f"load_time_scale_{scale}", r["server"])
-        assert row["verdict"] == {"lower": fs.SUPPORTED, "higher": fs.NOT_SUPPORTED}.get(r["verdict"], fs.UNDETERMINED)
-    for r in v.filter(pl.col("what") == "select-only tps").iter_rows(named=True):
-        scale = int(r["group"].removeprefix("scale="))
-        if r["verdict"] == "no detectable difference":
-            row = _one(old_found, f"select_only_scale_{scale}", r["server"])
-            assert row["verdict"] == fs.UNDETERMINED  # never a win, never a tie
-
-
-def test_one_server_gives_no_comparison_and_a_pre_hot_server_is_tested_as_such(root):
-    t = _tables(root)
-    keep = sorted(set(t["pgbench_init"]["server"]))[-1]
-    alone = {n: (df.filter(pl.col("server") == keep) if "server" in df.columns else df) for n, df in t.items()}
-    alone["pgbench_versions"] = alone["pgbench_versions"].clear()
-    f = pgbench_findings.findings(alone)
-    compared = f.filter(pl.col("finding").str.contains("^(load_time|select_only|scaleup)"))
-    assert set(compared["verdict"]) == {fs.NOT_RUN} and set(compared["server"]) == {"all"}
-    assert f.filter(pl.col("finding").str.starts_with("no_vacuum_tps"))["server"].unique().to_list() == [keep]
-
-    old = pgbench_findings.findings(t, {keep: "PostgreSQL 8.2.23 on i686-pc-linux-gnu"})
-    pre = old.filter(pl.col("finding").str.starts_with("no_vacuum_before_hot"))
-    assert set(pre["server"]) == {keep} and pre.height == t["pgbench_series_trend"].filter(server=keep).height
-    assert keep not in set(old.filter(pl.col("finding").str.starts_with("no_vacuum_tps"))["server"])
 
 
 def test_method_names_every_server_its_version_and_the_commands(root):

@@ -94,6 +94,7 @@ def _findings(rows):
 
 
 def test_summary_one_row_per_claim_with_numbers_and_strip():
+    from pglab.core import verdicts
     from pglab.report import summary as rs
 
     f = _findings([
@@ -110,23 +111,9 @@ def test_summary_one_row_per_claim_with_numbers_and_strip():
     html = rs.summary_html(f)
     assert html.count("<tr>") == 4 and html.count('class="ratio-strip"') == 1  # no mark without numbers
     assert "pg15 0.55× [0.50–0.60]" in html and "0.50×" in html and "<details>" in html
-    t = rs.tally(c)
+    t = verdicts.tally(c)
     assert t.filter(study="all").select("tested", "not testable here", "not run").row(0) == (1, 1, 1)
-    assert "not supported" not in t.columns and "not supported" not in html
     assert "**3 claims**" in rs.headline(t) and "**1 tested here**" in rs.headline(t)
-
-
-def test_summary_counts_the_old_word_apart_and_says_so():
-    from pglab.report import summary as rs
-
-    f = _findings([
-        {"study": "S1", "finding": "a", "server": "pg15", "verdict": "not supported"},
-        {"study": "S1", "finding": "b", "server": "pg15", "verdict": "supported"},
-    ])  # fmt: skip
-    t = rs.tally(rs.claims(f))
-    row = t.filter(study="all").row(0, named=True)
-    assert (row["tested"], row["not supported"], row["contradicted"], row["supported"]) == (2, 1, 0, 1)
-    assert "counted in a column of its own" in rs.summary_html(f) and "not supported*" in rs.glance_html(t)
 
 
 def test_evidence_folds_one_details_per_claim_and_escapes():

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 
 from pglab.core import derived
-from pglab.core.findings import NOT_RUN, NOT_SUPPORTED, NOT_TESTABLE, UNDETERMINED, VERDICTS
+from pglab.core.findings import NOT_RUN, NOT_TESTABLE, UNDETERMINED, VERDICTS
 from pglab.core.stats import ratio_with_interval
 from pglab.studies.ssb import paired_tables as pt
 from pglab.studies.ssb import report as ssb_report
@@ -65,11 +65,6 @@ def _floor(server):
     r = nz.filter(pl.col("server") == server)
     r = r if r.height else nz.filter(pl.col("server") == "all")
     return r["floor"][0] if r.height else None
-
-
-def test_the_committed_data_takes_the_paired_path():
-    assert ssb_report.paired_run(PROFILE, COMMITTED)
-    assert _table("ssb_noise").height and _table("ssb_paired").height
 
 
 def test_every_claim_for_every_server(section, servers):
@@ -236,18 +231,6 @@ def _wrong_q22(root, profile):
 def test_a_wrong_answer_is_reported(tmp_path):
     row = _wrong_q22(_copy(tmp_path), "t")
     assert row["verdict"] == "contradicted" and "q2.2" in row["evidence"]
-
-
-def test_the_old_path_still_reads_a_dataset_without_the_noise_floor(tmp_path):
-    """Datasets derived before the paired analysis (no ssb_noise) keep the rule of their time."""
-    root = _copy(tmp_path)
-    (derived.profile_dir("t", root) / "ssb_noise.csv").unlink()
-    assert not ssb_report.paired_run("t", root)
-    f = ssb_report.findings("t", root)
-    assert set(f["verdict"]) <= set(VERDICTS) | {NOT_SUPPORTED}
-    assert "answers_right" not in set(f["finding"]) and "noise floor" not in ssb_report.method("t", root).lower()
-    row = _wrong_q22(root, "t")
-    assert row["verdict"] == NOT_SUPPORTED and "q2.2" in row["evidence"]
 
 
 def test_one_server_has_no_version_comparison(tmp_path):

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         took = time.monotonic() - t0
         print(f"run {store.run_id}: {len(tables)} tables of {len(STUDIES)} stages -> {paths.shown(out)} "
               f"in {took:.1f} s")
-    except (DeriveError, raw_archive.ArchiveError) as e:
+    except (DeriveError, raw_archive.ArchiveError, derived.FormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.check:

@@ -3,7 +3,9 @@
 Written deterministically (the caller's column order, rows sorted on every column, CSV) so that the same
 measurements always give the same bytes, and listed with their content checksums and the run that wrote
 them in `MANIFEST.json`, with each column's type as written (a CSV keeps none: a column of version names like
-"15" or of all-missing values would read back as a number or a string by guess; `read_table` restores them).
+"15" or of all-missing values would read back as a number or a string by guess; `read_table` restores them)
+and the format they were derived in (`FORMAT`): a folder with a table of another format is refused
+(`FormatError`), as asv refuses results of another api_version, rather than read by rules it was not made for.
 
 A run through `make report` never leaves a profile's folder half old, half new: its notebooks write into
 a working copy (`stage`), which replaces the profile's folder only once every measuring notebook has
@@ -25,6 +27,14 @@ from .provenance import git_revision
 
 MANIFEST = "MANIFEST.json"
 RUN_ID_ENV = "PGLAB_RUN_ID"  # set by session.begin: the run whose tables are being written
+# The derived tables' format, kept in every manifest entry ("format"). Raise it when the tables change so that
+# this pglab would misread an older folder. 0 (an entry without the key): derived before the number existed,
+# possibly before the paired analysis; 1: the paired analysis, every study with its A/A noise table.
+FORMAT = 1
+
+
+class FormatError(Exception):
+    """A derived folder holding tables of another format than this pglab's: the message says how to re-derive."""
 
 
 def profile_dir(profile: str, root: Path | None = None) -> Path:
@@ -42,7 +52,7 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     os.replace(tmp, path)
     types = {c: str(t) for c, t in df.schema.items()}
     _update_manifest(d, {path.name: {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision(),
-                                     "types": types}})  # fmt: skip
+                                     "types": types, "format": FORMAT}})  # fmt: skip
     return path
 
 
@@ -76,16 +86,45 @@ _TYPES = {str(t): t for t in (pl.Int64, pl.Int32, pl.UInt32, pl.UInt64, pl.Float
                               pl.Boolean, pl.Date)}  # fmt: skip
 
 
-def column_types(name: str, profile: str, root: Path | None = None) -> dict[str, pl.DataType]:
-    """The types the manifest records for table `name` (empty for a table written before types were kept)."""
+def manifest(folder: Path) -> dict[str, dict]:
+    """The folder's manifest: {file name: entry}; empty when it has none (or one that cannot be read)."""
     try:
-        entry = json.loads((profile_dir(profile, root) / MANIFEST).read_text()).get(f"{name}.csv", {})
+        return json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
+
+
+def check_format(folder: Path, entries: dict[str, dict] | None = None) -> None:
+    """FormatError unless every table the manifest lists was derived in this pglab's FORMAT; the message names
+    the runs to derive again (`make derive` writes a folder of the current format)."""
+    entries = manifest(folder) if entries is None else entries
+    formats = {n: e.get("format", 0) for n, e in entries.items()}
+    newer = sorted({f for f in formats.values() if f > FORMAT})
+    if newer:
+        raise FormatError(f"{paths.shown(folder)} was derived by a newer pglab (format {newer[-1]}); this one reads "
+                          f"format {FORMAT}: update pglab to read it")  # fmt: skip
+    older = {n: f for n, f in formats.items() if f < FORMAT}
+    if not older:
+        return
+    runs = sorted({r for n in older if (r := entries[n].get("run_id"))})
+    how = ", then ".join(f"make derive RUN_ID={r}" for r in runs) or "make derive RUN_ID=<the run that measured it>"
+    raise FormatError(f"{paths.shown(folder)} was derived by an older pglab (format {min(older.values())}); "
+                      f"re-derive it: {how}")  # fmt: skip
+
+
+def column_types(name: str, profile: str, root: Path | None = None) -> dict[str, pl.DataType]:
+    """The types the manifest records for table `name` (empty for a table written before types were kept);
+    FormatError when the folder holds tables of another format."""
+    d = profile_dir(profile, root)
+    entries = manifest(d)
+    check_format(d, entries)
+    entry = entries.get(f"{name}.csv", {})
     return {c: _TYPES[t] for c, t in entry.get("types", {}).items() if t in _TYPES}
 
 
 def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:
+    """Table `name` with the types the manifest recorded; FormatError when the folder holds tables of another
+    format than this pglab's."""
     path = profile_dir(profile, root) / f"{name}.csv"
     types = column_types(name, profile, root)
     header = path.open().readline().rstrip("\n").split(",")
@@ -100,17 +139,14 @@ def _sha256(path: Path) -> str:
 def _update_manifest(d: Path, written: dict[str, dict]) -> None:
     """Checksums of every table; for the tables just written, the run they came from and the kit revision that
     derived them (the others keep what the manifest said)."""
-    try:
-        before = json.loads((d / MANIFEST).read_text())
-    except (OSError, ValueError):
-        before = {}
+    before = manifest(d)
     entries = {}
     for p in sorted(d.glob("*.csv")):
         header = p.open().readline().rstrip("\n")
         rows = sum(1 for _ in p.open()) - 1
         entries[p.name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
         origin = written.get(p.name) or before.get(p.name, {})
-        entries[p.name] |= {k: origin[k] for k in ("run_id", "derived_by", "types") if origin.get(k)}
+        entries[p.name] |= {k: origin[k] for k in ("run_id", "derived_by", "types", "format") if origin.get(k)}
     tmp = d / f"{MANIFEST}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, d / MANIFEST)
@@ -118,18 +154,33 @@ def _update_manifest(d: Path, written: dict[str, dict]) -> None:
 
 def stage(profile: str, work_root: Path, root: Path | None = None) -> Path:
     """A working copy of the profile's tables under `work_root` (made once per run; a resumed run keeps
-    it): point `PGLAB_DERIVED_DIR` at `work_root` and the notebooks read and write there."""
+    it): point `PGLAB_DERIVED_DIR` at `work_root` and the notebooks read and write there. Tables of an older
+    format are left out of it: this pglab cannot read them, and beside the tables it writes they would leave a
+    folder of two formats (the publish drops them); a folder of a newer format is refused (FormatError)."""
     work = work_root / profile
     if not work.is_dir():
         final = profile_dir(profile, root)
         tmp = work_root / f".{profile}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         if final.is_dir():
+            entries = manifest(final)
+            if any(e.get("format", 0) > FORMAT for e in entries.values()):
+                check_format(final, entries)  # refused: a newer pglab's tables are not this one's to drop
             shutil.copytree(final, tmp)
+            _drop_older(tmp)
         else:
             tmp.mkdir(parents=True)
         os.replace(tmp, work)
     return work
+
+
+def _drop_older(folder: Path) -> None:
+    older = [n for n, e in manifest(folder).items() if e.get("format", 0) < FORMAT]
+    if not older:
+        return
+    for name in older:
+        (folder / name).unlink(missing_ok=True)
+    _update_manifest(folder, {})
 
 
 def publish(profile: str, work_root: Path, root: Path | None = None) -> Path:

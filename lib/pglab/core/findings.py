@@ -10,10 +10,7 @@ from . import verdicts as _v
 # the one vocabulary of pglab.core.verdicts (docs/verdicts.md)
 SUPPORTED, CONTRADICTED, DIRECTION_ONLY = _v.SUPPORTED, _v.CONTRADICTED, _v.DIRECTION_ONLY
 UNDETERMINED, NOT_TESTABLE, NOT_RUN = _v.UNDETERMINED, _v.NOT_TESTABLE, _v.NOT_RUN
-# "not supported" was the old word for what is now contradicted or direction only: kept so that a dataset
-# derived before the change still reads; no study writes it any more once it uses pglab.core.verdicts
-NOT_SUPPORTED = "not supported"
-VERDICTS = (SUPPORTED, NOT_SUPPORTED, *_v.VERDICTS[1:])  # the old word where it stood, for the old tables
+VERDICTS = _v.VERDICTS
 
 SCHEMA = {
     "study": pl.String,  # "S1" … "S5", the studies of docs/studies.md

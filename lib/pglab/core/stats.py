@@ -26,8 +26,8 @@ import polars as pl
 
 __all__ = [
     "HIGHER", "LOWER", "NO_DIFFERENCE", "TOO_FEW", "NO_DATA", "UNDEFINED", "NO_BASELINE",
-    "resample", "percentile_interval", "bootstrap_ci", "ratio_ci", "summarize", "compare", "NEAR_CEILING", "NEAR",
-    "BELOW", "UNCLEAR", "ceiling_verdict", "interval", "ratio_digits", "ratio_with_interval",
+    "resample", "percentile_interval", "bootstrap_ci", "ratio_ci", "summarize", "compare", "interval",
+    "ratio_digits", "ratio_with_interval",
 ]
 
 HIGHER = "higher"
@@ -243,37 +243,3 @@ def ratio_with_interval(ratio: float | None, low: float | None = None, high: flo
     d = ratio_digits(low, high) if digits is None else digits
     ends = interval(low, high, f".{d}f")
     return f"{ratio:.{d}f}×" + (f" {ends}" if ends else "")
-
-
-# -- a parallel speed-up against what the machine allows -----------------------------------------------------
-
-# The studies' parallel gains sit at 2/3 of their ceilings or above (S1: ≈ 5× with 6; S4 A: 2–3× with 3), so
-# a speed-up whose interval lies at or above 2/3 of our ceiling reproduces such a claim (see ssb_report).
-NEAR_CEILING = 2 / 3
-NEAR = "near"  # the interval lies at or above the threshold
-BELOW = "below"  # the interval lies wholly below it
-UNCLEAR = "unclear"  # it straddles the threshold, or there is no interval
-
-
-def ceiling_verdict(low: float | None, high: float | None, workers: int, cores: int | None,
-                    share: float = NEAR_CEILING) -> dict:
-    """Judge a speed-up's 95 % interval [low, high] against the ceiling of `workers` parallel workers: with
-    the leader they are workers + 1 processes, and no more of them run at once than the machine has `cores`
-    (None: not capped). Returns ceiling, threshold (= share × ceiling), capped (the cores set the ceiling)
-    and verdict: NEAR, BELOW or UNCLEAR."""
-    c = float(min(workers + 1, cores) if cores else workers + 1)
-    thr = share * c
-    verdict = against_threshold(low, high, thr)
-    return {"ceiling": c, "threshold": thr, "capped": bool(cores and cores < workers + 1), "verdict": verdict}
-
-
-def against_threshold(low: float | None, high: float | None, threshold: float) -> str:
-    """NEAR when the 95 % interval [low, high] lies at or above `threshold`, BELOW when wholly under it,
-    UNCLEAR when it straddles it or there is no interval."""
-    if low is None or high is None:
-        return UNCLEAR
-    if low >= threshold:
-        return NEAR
-    if high < threshold:
-        return BELOW
-    return UNCLEAR

@@ -6,9 +6,10 @@
   run wrote, so older tables carried over from another run are never passed off as this run's;
 - a folder path (absolute, or relative to the current folder or to the project root) holding the CSVs.
 
-`check_comparable` refuses (CompareError, exit 2) two datasets that share no study, measure a shared table
-differently (other key or value columns, or units/metrics with no value in common) or ran other workloads (a
-study's params differ: SSB's scale, pgbench's scales, …) unless forced; `params_differences` lists every key."""
+`resolve` refuses (CompareError, exit 2) a dataset of another format than this pglab reads (`derived.FORMAT`);
+`check_comparable` two datasets that share no study, measure a shared table differently (other key or value
+columns, or units/metrics with no value in common) or ran other workloads (a study's params differ: SSB's scale,
+pgbench's scales, …) unless forced; `params_differences` lists every key."""
 
 from __future__ import annotations
 
@@ -131,6 +132,17 @@ def _has_csv(folder: Path) -> bool:
 
 
 def resolve(spec: str) -> Dataset:
+    """The dataset `spec` names; CompareError when there is none, or its tables are of another format than this
+    pglab reads (derived.FormatError's message: how to re-derive them)."""
+    ds = _find(spec)
+    try:
+        derived.check_format(ds.path)
+    except derived.FormatError as e:
+        raise CompareError(str(e)) from None
+    return ds
+
+
+def _find(spec: str) -> Dataset:
     if "/" in spec or spec.startswith((".", "~")):
         given = Path(spec).expanduser()
         for folder in [given] if given.is_absolute() else [Path.cwd() / given, paths.resolve(given)]:

@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     staged = None
     if measuring:
         staged = paths.raw_dir() / run_id / "derived-work"
-        derived.stage(p.profile, staged, final_root)
+        try:
+            derived.stage(p.profile, staged, final_root)
+        except derived.FormatError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
     estimates = estimate_all([nb.name for nb in todo], p)  # servers counted as the studies choose them

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import paths
+from ..core import derived, paths
 from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
 
 KEYS = ("study", "finding", "server")
@@ -107,6 +107,15 @@ def report_findings(data_dir: Path, profile: str) -> pl.DataFrame:
     from .sections import all_findings
 
     return all_findings(profile, data_dir / "derived")
+
+
+def _format_refusal(data_dir: Path, profile: str) -> str | None:
+    """Why `<data_dir>/derived/<profile>/` cannot be read by this pglab (derived.FormatError), or None."""
+    try:
+        derived.check_format(data_dir / "derived" / profile)
+    except derived.FormatError as e:
+        return str(e)
+    return None
 
 
 def stability_text(a: pl.DataFrame, b: pl.DataFrame) -> str:
@@ -226,12 +235,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --first {args.first}: no derived/{profile}/MANIFEST.json there (run make report first)",
                   file=sys.stderr)  # fmt: skip
             return 2
+        if (refused := _format_refusal(data["a"], profile)) is not None:  # before an hour of run b
+            print(f"error: --first {args.first}: {refused}", file=sys.stderr)
+            return 2
         del runs["a"]
     if not args.compare_only:
         for name, folder in runs.items():
             if run_profile(args.params, folder) != 0:
                 print(f"error: run {name} failed; see {paths.shown(folder)}", file=sys.stderr)
                 return 1
+    for name, d in data.items():  # findings_csvs reads the CSVs as they are: an older folder would pass
+        if (refused := _format_refusal(d, profile)) is not None:
+            print(f"error: run {name}: {refused}", file=sys.stderr)
+            return 2
     found = {name: (report_findings(d, profile) if args.source == "report"
                     else findings_csvs(d / "derived" / profile)) for name, d in data.items()}  # fmt: skip
     print(

@@ -3,8 +3,7 @@ ours with its interval, one verdict per claim (`verdicts.claim_verdicts`, the pe
 ratio strip — then the findings at a glance (`verdicts.tally`), the untested claims kept apart.
 
 Tables are HTML (with their own small style block) so that the report's HTML and JupyterLab show the same thing;
-every text is escaped. Data derived before the verdict vocabulary of issue 16 still carries the old word
-"not supported" and no numbers: it is counted in a column of its own, only when present (`OLD_WORD_NOTE`)."""
+every text is escaped."""
 
 from __future__ import annotations
 
@@ -14,17 +13,10 @@ from html import escape
 import polars as pl
 
 from ..core import charts
-from ..core import findings as fnd
 from ..core import verdicts as v
 from ..core.stats import ratio_with_interval
 
-OLD = fnd.NOT_SUPPORTED
-OLD_WORD_NOTE = (
-    f"“{OLD}” is the word these findings were derived with, before the verdicts were split into “contradicted” "
-    "and “direction only” (docs/verdicts.md): it is counted in a column of its own, among the tested claims, "
-    "and not mapped to either (the data does not say which)."
-)
-COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", OLD: "#c62828",
+COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00",
           v.UNDETERMINED: "#616161", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}  # fmt: skip
 # the class doubled: JupyterLab's own table rules (right-aligned cells) are one class more specific than ".x td"
 STYLE = """<style>
@@ -51,8 +43,7 @@ def anchor(study: str, finding: str) -> str:
 
 def verdict_html(label: str) -> str:
     cls = "pglab-verdict" + (" pglab-untested" if label in (v.NOT_TESTABLE, v.NOT_RUN) else "")
-    mark = "*" if label == OLD else ""
-    return f'<span class="{cls}" style="color:{COLORS.get(label, "#000")}">{escape(label)}{mark}</span>'
+    return f'<span class="{cls}" style="color:{COLORS.get(label, "#000")}">{escape(label)}</span>'
 
 
 def claims(findings: pl.DataFrame) -> pl.DataFrame:
@@ -112,30 +103,14 @@ def summary_html(findings: pl.DataFrame) -> str:
               "grey line at 1× = no effect; a claim without a number has no mark. A verdict with ▸ folds its "
               "per-server verdicts; a claim links to its evidence below.</p>")  # fmt: skip
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
-    note = f"<p style='font-size:12px'>* {escape(OLD_WORD_NOTE)}</p>" if OLD in set(rows["verdict"]) else ""
-    return STYLE + table + legend + note
-
-
-def tally(claim_rows: pl.DataFrame) -> pl.DataFrame:
-    """`verdicts.tally` of one-verdict-per-claim rows; the old word, when present, in a column of its own after
-    the tested verdicts (counted as tested, like the contradicted and direction-only claims it stands for)."""
-    old = claim_rows["verdict"] == OLD
-    t = v.tally(claim_rows.with_columns(verdict=pl.when(old).then(pl.lit(v.CONTRADICTED)).otherwise("verdict")))
-    if not old.any():
-        return t
-    per = claim_rows.filter(old).group_by("study").len()
-    counts = {**dict(per.iter_rows()), "all": int(old.sum())}
-    olds = pl.Series(OLD, [counts.get(s, 0) for s in t["study"]], pl.Int64)
-    t = t.with_columns(pl.col(v.CONTRADICTED) - olds, olds)
-    return t.select("study", "tested", *v.TESTED, OLD, v.NOT_TESTABLE, v.NOT_RUN)
+    return STYLE + table + legend
 
 
 def headline(t: pl.DataFrame) -> str:
     """One sentence from the overall tally row: how many claims, how many tested and how they came out."""
     a = t.filter(pl.col("study") == "all").row(0, named=True)
     total = a["tested"] + a[v.NOT_TESTABLE] + a[v.NOT_RUN]
-    tested = ", ".join(f"{a[c]} {c}" + ("*" if c == OLD else "") for c in t.columns[2:] if c not in
-                       (v.NOT_TESTABLE, v.NOT_RUN) and a[c])  # fmt: skip
+    tested = ", ".join(f"{a[c]} {c}" for c in t.columns[2:] if c not in (v.NOT_TESTABLE, v.NOT_RUN) and a[c])
     return (f"**{total} claims** of the five studies; **{a['tested']} tested here**: {tested or 'none'}. "
             f"Not tested: {a[v.NOT_TESTABLE]} not testable here, {a[v.NOT_RUN]} not run.")
 
@@ -148,29 +123,28 @@ def glance_html(t: pl.DataFrame) -> str:
     def cell(tag: str, c: str, text: str) -> str:
         return f'<{tag}{" class=apart" if c == first_apart else ""}>{text}</{tag}>'
 
-    head = "<tr>" + "".join(cell("th", c, escape(c) + ("*" if c == OLD else "")) for c in t.columns) + "</tr>"
+    head = "<tr>" + "".join(cell("th", c, escape(c)) for c in t.columns) + "</tr>"
     body = []
     for r in t.iter_rows(named=True):
         style = ' style="font-weight:600"' if r["study"] == "all" else ""
         body.append(f"<tr{style}>" + "".join(cell("td", c, escape(str(r[c]))) for c in t.columns) + "</tr>")
-    note = f"<p style='font-size:12px'>* {escape(OLD_WORD_NOTE)}</p>" if OLD in t.columns else ""
     explain = ("<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
                "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
                "<i>tested</i> counts the claims with a verdict from data; <i>not testable here</i> and "
                "<i>not run</i>, right of the rule, are not part of it.</p>")  # fmt: skip
     table = f'<table class="pglab-sum" style="width:auto;table-layout:auto">{head}{"".join(body)}</table>'
-    return STYLE + table + explain + note
+    return STYLE + table + explain
 
 
 def show(findings: pl.DataFrame) -> None:
     """The report's opening: the headline sentence, then the summary table."""
     from IPython.display import HTML, Markdown, display
 
-    display(Markdown(headline(tally(claims(findings)))))
+    display(Markdown(headline(v.tally(claims(findings)))))
     display(HTML(summary_html(findings)))
 
 
 def show_glance(findings: pl.DataFrame) -> None:
     from IPython.display import HTML, display
 
-    display(HTML(glance_html(tally(claims(findings)))))
+    display(HTML(glance_html(v.tally(claims(findings)))))

@@ -124,7 +124,7 @@ def _walk(lines: list[_Line]):
 
 _BUFFER_PART = re.compile(r"(shared|local|temp)((?: [a-z]+=\d+)+)")
 _WORKER = re.compile(r"Worker (\d+):.*")
-_OLD_WORKER_JIT = re.compile(r"JIT for worker (\d+):")  # 11 and 12
+_WORKER_JIT_11_12 = re.compile(r"JIT for worker (\d+):")  # 11 and 12; newer: "Worker N:" with a "JIT:" child
 
 
 def _buffers(line: _Line) -> dict:
@@ -173,7 +173,7 @@ def _apply_details(node: dict, lines: list[_Line], detail_col: int, worker_jit: 
                     worker_jit.append(
                         {"node_id": node["node_id"], "worker": int(m[1]), **jit_from_text(_jit_lines(child))}
                     )
-        elif m := _OLD_WORKER_JIT.fullmatch(item.text):
+        elif m := _WORKER_JIT_11_12.fullmatch(item.text):
             worker_jit.append(
                 {"node_id": node["node_id"], "worker": int(m[1]), **jit_from_text(_jit_lines(item))}
             )

@@ -1,5 +1,5 @@
 """From the stage's raw runs to the report: summaries, paired overhead ratios, the study's table beside ours,
-the log proof and the timer explanation; the findings, noise floor and drift are `auto_explain_findings`'.
+the log proof and the timer explanation; the findings, noise floor and drift are `verdicts`'.
 
 Ratios are paired within rounds (`pglab.core.paired`): per round a condition's latency over the baseline's
 ("loaded, disabled") on the same server and item, their geometric mean, and an interval over the rounds
@@ -19,7 +19,7 @@ import polars as pl
 from ...core import measurements, outcomes, paired, raw_frames
 from ...core.stats import ratio_with_interval
 from ...core.verdicts import MIN_COVERAGE
-from . import findings as auto_explain_findings
+from . import verdicts as auto_explain_verdicts
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
 
 KEY = ["server", "condition", "item"]
@@ -86,7 +86,7 @@ def transactions(store, runs: pl.DataFrame) -> pl.DataFrame | None:
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
     """The recorded (not warm-up) runs, one row each; failed runs keep value null."""
-    return auto_explain_findings.measured(runs)
+    return auto_explain_verdicts.measured(runs)
 
 
 def latencies(runs: pl.DataFrame) -> pl.DataFrame:
@@ -318,7 +318,7 @@ def analyse(result, params: AutoExplainParams, cores: int | None = None,
     checks = log_checks(runs)
     tim = timer(summ, result.plans, result.timer, params, cores=cores)
     m = measured(runs)
-    noise_df = auto_explain_findings.noise_table(m, params, txns)
+    noise_df = auto_explain_verdicts.noise_table(m, params, txns)
     return {
         "auto_explain_latencies": latencies(runs),
         "auto_explain_summary": summ,
@@ -330,6 +330,6 @@ def analyse(result, params: AutoExplainParams, cores: int | None = None,
         "auto_explain_timer": tim,
         "auto_explain_servers": result.servers,
         "auto_explain_noise": noise_df,
-        "auto_explain_drift": auto_explain_findings.drift_table(m, params),
-        "auto_explain_findings": auto_explain_findings.findings(runs, result.plans, noise_df, params, txns),
+        "auto_explain_drift": auto_explain_verdicts.drift_table(m, params),
+        "auto_explain_findings": auto_explain_verdicts.findings(runs, result.plans, noise_df, params, txns),
     }

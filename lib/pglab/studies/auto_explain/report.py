@@ -1,7 +1,7 @@
 """The report's section for study S2 (what auto_explain costs): method, charts and findings from the derived
 tables of notebook 40 alone (`data/derived/<profile>/auto_explain_*.csv` and `environment_servers`); no
-server, no raw store. The findings are the stage's own (`auto_explain_results.findings`, stored as
-`auto_explain_findings`), put into `pglab.core.findings`' schema with the study's claims and numbers."""
+server, no raw store. The findings are the stage's own (`verdicts.findings`, stored as `auto_explain_findings`
+in `pglab.core.findings`' schema with the study's claims and numbers)."""
 
 from __future__ import annotations
 
@@ -17,25 +17,7 @@ from .derive import TXNS_PER_RUN
 
 TITLE = "S2 · auto_explain overhead with pgbench"
 TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
-          "auto_explain_plans", "auto_explain_servers", "environment_servers")  # fmt: skip
-STUDY = "S2"
-NOISE = "auto_explain_noise"  # written by runs scored with pglab.core.verdicts; absent from data derived before
-
-# the claims as data derived before pglab.core.verdicts stored them (read with that data only)
-_OLD_CLAIMS = {
-    "loading": "Loading auto_explain (disabled) costs nothing: limit 0.110 ms not loaded, 0.111 ms loaded "
-               "and disabled (1.01×).",
-    "explain": "EXPLAIN only (no ANALYZE), nothing logged, costs little: 1.00–1.01× on limit, count and "
-               "serial count.",
-    "analyze": "log_analyze costs in proportion to rows processed, worse without parallelism: limit 1.01×, "
-               "count 1.70× (+15.7 ms), serial count 1.90× (+45.5 ms).",
-    "timing": "log_timing = off removes most of the ANALYZE overhead: count 1.70× → 1.08× (88 % removed), "
-              "serial count 1.90× → 1.12× (87 %).",
-    "clock": "The ANALYZE overhead is the clock: two reads per node per row returned, each at the cost "
-             "pg_test_timing measures.",
-    "logging": "Writing every plan to the log costs ≈ 30 % on a tiny query: limit 0.112 → 0.146 ms (EXPLAIN, "
-               "1.30×), 0.112 → 0.149 ms (ANALYZE, 1.33×).",
-}  # fmt: skip
+          "auto_explain_plans", "auto_explain_servers", "auto_explain_noise", "environment_servers")  # fmt: skip
 LOADING = {"shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",
            "session_preload": "`session_preload_libraries` per connection (no restart)"}  # fmt: skip
 
@@ -85,14 +67,9 @@ def _plans_text(plans: pl.DataFrame) -> tuple[str, str]:
     return "; ".join(shapes), size
 
 
-def _scored(profile: str, root: Path | None) -> bool:
-    """Data derived with the one verdict rule (paired ratios, A/A noise floor), not the old tables."""
-    return (derived.profile_dir(profile, root) / f"{NOISE}.csv").exists()
-
-
-def _statistics_paired(profile: str, root: Path | None, baseline: str, per_run: str) -> str:
-    """The statistics bullet of a run scored with pglab.core.verdicts: pairing, A/A noise floor, drift."""
-    noise = _read(NOISE, profile, root)
+def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) -> str:
+    """The statistics bullet: pairing, A/A noise floor, drift."""
+    noise = _read("auto_explain_noise", profile, root)
     drift = _optional("auto_explain_drift", profile, root)
     every = noise.filter(pl.col("server") == "all")
     floors = "; ".join(f"{r['server']} {r['metric'].removeprefix('latency, ')} ±{r['floor']:.1%}"
@@ -160,12 +137,7 @@ def method(profile: str, root: Path | None = None) -> str:
         runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
         proof = (f" Every run's server log was checked against what its condition must log (a plan per transaction "
                  f"or none): {passed} of {runs} runs passed.")  # fmt: skip
-    per_run = _per_run_text(lat)
-    statistics = (f"- **Statistics**: {per_run}; medians with min–max; every condition against *{baseline}* as a ratio "
-                  "of medians with a 95 % bootstrap interval; an interval containing 1 is "
-                  "\"no detectable difference\".")
-    if _scored(profile, root):
-        statistics = _statistics_paired(profile, root, baseline, per_run)
+    statistics = _statistics(profile, root, baseline, _per_run_text(lat))
     return "\n".join([
         f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
         f"{size or 'the params’ rows'}.",
@@ -194,12 +166,6 @@ def charts(profile: str, root: Path | None = None) -> list:
 
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    """The stage's findings (`auto_explain_findings`), each with the study's claim and its numbers."""
+    """The stage's findings (`auto_explain_findings`), stored in the findings schema, numbers and all."""
     f = _read("auto_explain_findings", profile, root)
-    if _scored(profile, root):  # stored in the findings schema, numbers and all
-        return fs.table([{k: r.get(k) for k in fs.SCHEMA | fs.NUMBERS} for r in f.iter_rows(named=True)])
-    claims = _OLD_CLAIMS
-    rows = [{"study": STUDY, "finding": r["finding"], "claim": claims.get(r["finding"], r["claim"]),
-             "server": r["server"], "verdict": r["verdict"], "evidence": r["evidence"]}
-            for r in f.iter_rows(named=True)]  # fmt: skip
-    return fs.table(rows)
+    return fs.table([{k: r.get(k) for k in fs.SCHEMA | fs.NUMBERS} for r in f.iter_rows(named=True)])

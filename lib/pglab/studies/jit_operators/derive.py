@@ -229,8 +229,6 @@ def setup_table(store: RunStore) -> pl.DataFrame | None:
 def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     """Notebook 50's tables from the raw store alone: the skips, and when some server could run the stage
     every table of `tables` and the findings (from the tables as written: `derived.as_written`)."""
-    from . import report as jr
-
     p = params.jit_operators
     out = {"jit_operators_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
     setup = setup_table(store)
@@ -241,7 +239,7 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     read = {n: derived.as_written(out[f"jit_operators_{n}"])
             for n in ("setup", "conditions", "paired", "overall", "noise")}  # fmt: skip
     out["jit_operators_findings"] = jv.findings_from(read["setup"], read["paired"], read["overall"], read["noise"],
-                                                     jr._study_condition(read["conditions"]))  # fmt: skip
+                                                     jv.study_condition(read["conditions"]))  # fmt: skip
     if (m := measurements.table(store, "jit_operators", [EXPERIMENT])) is not None:
         out["jit_operators_measurements"] = m
     return out

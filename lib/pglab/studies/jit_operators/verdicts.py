@@ -117,6 +117,13 @@ def _untested(setup_row: dict) -> vd.Verdict:
     return vd.not_testable(why, NEEDS_JIT)
 
 
+def study_condition(conds: pl.DataFrame) -> str:
+    """The condition the study's claims are scored on (`jit_operators_conditions`' role "study"), else the first
+    after the baseline."""
+    rows = conds.filter(pl.col("role") == "study")["condition"].to_list()
+    return rows[0] if rows else conds.filter(pl.col("role") != "baseline").sort("order")["condition"][0]
+
+
 def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame, noise_tab: pl.DataFrame,
                   study_condition: str) -> pl.DataFrame:
     """Per server: one finding per operator of the study (its reduction as a ratio JIT / off) and one on its

@@ -1,22 +1,6 @@
 """Report section of study S4 test C (parallel B-tree index build on lineorder), computed from the derived
-tables only: no server, no raw store.
-
-How the verdicts are reached (docs/methodology.md, rule 4):
-
-* Speed-up = t0 / t(workers), medians, with a 95 % bootstrap interval. An interval that contains 1 is "no
-  detectable difference", and a claim that needs a difference is then "undetermined".
-* The claims about workers are judged on the time to build every key once (the round's builds of a worker
-  count summed over the keys): one figure per server and worker count rather than one test per key; the
-  per-key speed-ups go beside it in the evidence.
-* "Close to 1/N" is judged against a ceiling: w workers plus the leader, which sorts its own share, make w + 1
-  processes (hence the ideal t0 / (w + 1), not the issue's t0 / w, which is undefined at 0 workers and would
-  ask one worker to halve the time of a leader that works too), and no more of them run at once than the
-  machine has cores. As in the SSB section, a speed-up whose interval lies at or above 2/3 of that ceiling
-  matches, one whose interval lies wholly below it does not, anything else cannot tell. The claim is supported
-  when every worker count matches, not supported when one falls short, undetermined otherwise.
-* "Time falls" is judged at the largest worker count: faster (interval above 1) supports it, slower refutes it.
-* "Time follows the index size": the serial build of the longest key against the shortest, ratio with interval.
-"""
+tables only: no server, no raw store. The verdicts are the one rule's on the paired tables
+(`pglab.studies.parallel_index.verdicts`)."""
 
 from __future__ import annotations
 
@@ -25,18 +9,13 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ...core import findings as fnd
-from ...core import stats
-from ...core.derived import profile_dir, read_table
+from ...core.derived import read_table
 from . import verdicts as piv
 from .charts import size_chart, speedup_chart, time_chart
-from .derive import FASTER, SLOWER
-from .params import CLAIMS, STUDY, columns_label
 
 TITLE = "S4 · Parallel B-tree index build (test C)"
 TABLES = ("parallel_index_setup", "parallel_index_builds", "parallel_index_summary", "parallel_index_speedup",
-          "parallel_index_suite_speedup")
-NEAR_CEILING = stats.NEAR_CEILING  # share of the ceiling a speed-up must reach to count as "close to 1/N"
+          "parallel_index_paired_suite", "parallel_index_size_paired", "parallel_index_noise", "parallel_index_drift")
 ORDER = {"time_falls": 0, "near_inverse": 1, "size": 2}  # reading order of the findings (the table sorts by key)
 
 
@@ -53,21 +32,8 @@ def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
                            + [pl.col(c).cast(pl.Int64) for c in _INTS if c in df.columns])
 
 
-def _paired(profile: str, root: Path | None) -> bool:
-    """Whether the run derived the paired tables (newer runs); the committed older data has none."""
-    return (profile_dir(profile, root) / "parallel_index_noise.csv").exists()
-
-
 def _mib(b) -> str:
     return f"{b / 2**20:,.0f} MiB" if b is not None else "? MiB"
-
-
-def _ci(r: dict) -> str:
-    """The speed-up with its interval (`stats.ratio_with_interval`: an end that would read 1.00 gets a third
-    decimal, which side of 1 it lies on decides the verdict)."""
-    if r["ci_low"] is None or r["ci_high"] is None:
-        return f"{r['speedup']:.2f}× (too few repetitions for an interval)"
-    return stats.ratio_with_interval(r["speedup"], r["ci_low"], r["ci_high"])
 
 
 def method(profile: str, root: Path | None = None) -> str:
@@ -118,8 +84,8 @@ def method(profile: str, root: Path | None = None) -> str:
         f"parallel builds passed {spill_txt} of sorted runs to the leader through temporary files.",
         "- Ideal: t0 / (w + 1), since the leader sorts a share itself; on this machine at most "
         f"{first['cores']} of the w + 1 processes run at once.",
-        *([piv.method_text(read_table("parallel_index_noise", profile, root=root),
-                           read_table("parallel_index_drift", profile, root=root))] if _paired(profile, root) else []),
+        piv.method_text(read_table("parallel_index_noise", profile, root=root),
+                        read_table("parallel_index_drift", profile, root=root)),
     ])  # fmt: skip
 
 
@@ -131,89 +97,8 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
     return [time_chart(summ), speedup_chart(spd), size_chart(summ)]
 
 
-# -- findings -------------------------------------------------------------------------------------------------
-
-
-def _row(finding: str, server: str, verdict: str, evidence: str) -> dict:
-    return {"study": STUDY, "finding": finding, "claim": CLAIMS[finding], "server": server, "verdict": verdict,
-            "evidence": evidence}  # fmt: skip
-
-
-def _per_key(sp: pl.DataFrame, w: int) -> str:
-    rows = sp.filter(pl.col("workers") == w).sort("key_columns").iter_rows(named=True)
-    return ", ".join(f"{r['key_columns']} col. {_ci(r)}" for r in rows)
-
-
-def _time_falls(server: str, suite: pl.DataFrame, sp: pl.DataFrame) -> dict:
-    par = suite.filter(pl.col("workers") > 0)
-    if par.is_empty():
-        return _row("time_falls", server, fnd.NOT_RUN, f"{server}: no build with workers in this profile")
-    r = par.sort("workers").row(-1, named=True)
-    w = r["workers"]
-    verdict = {FASTER: fnd.SUPPORTED, SLOWER: fnd.NOT_SUPPORTED}.get(r["verdict"], fnd.UNDETERMINED)
-    return _row("time_falls", server, verdict,
-                f"{server}: building every key once took {r['median_s']:.2f} s at {w} workers against "
-                f"{r['t0_s']:.2f} s serially, a speed-up of {_ci(r)} ({r['verdict']}). Per key: {_per_key(sp, w)}.")
-
-
-def _near_inverse(server: str, suite: pl.DataFrame, sp: pl.DataFrame, cores: int) -> dict:
-    par = suite.filter(pl.col("workers") > 0).sort("workers")
-    if par.is_empty():
-        return _row("near_inverse", server, fnd.NOT_RUN, f"{server}: no build with workers in this profile")
-    match, short, parts = 0, 0, []
-    for r in par.iter_rows(named=True):
-        w, c = r["workers"], r["ceiling"]
-        thr = NEAR_CEILING * c
-        kind = stats.against_threshold(r["ci_low"], r["ci_high"], thr)
-        match, short = match + (kind == stats.NEAR), short + (kind == stats.BELOW)
-        state = {stats.NEAR: "reaches it", stats.BELOW: "falls short"}.get(kind, "cannot tell")
-        capped = f", capped at {cores} cores" if c < w + 1 else ""
-        parts.append(f"{w} worker{'s' if w != 1 else ''}: {_ci(r)} against a ceiling of {c:g}×{capped} (a match "
-                     f"needs ≥ {thr:.2f}×: {state}; per key {_per_key(sp, w)})")  # fmt: skip
-    verdict = fnd.SUPPORTED if match == par.height else fnd.NOT_SUPPORTED if short else fnd.UNDETERMINED
-    return _row("near_inverse", server, verdict,
-                f"{server}, speed-up of building every key once: " + "; ".join(parts) + ".")  # fmt: skip
-
-
-def _size(server: str, builds: pl.DataFrame, summ: pl.DataFrame) -> dict:
-    serial = builds.filter((pl.col("server") == server) & (pl.col("workers") == 0) & ~pl.col("warmup"))
-    ks = sorted(set(serial.drop_nulls("seconds")["key_columns"]))
-    if len(ks) < 2:
-        return _row("size", server, fnd.NOT_RUN, f"{server}: fewer than two column sets built serially")
-    lo, hi = ks[0], ks[-1]
-    r = stats.ratio_ci(serial.filter(pl.col("key_columns") == hi)["seconds"],
-                       serial.filter(pl.col("key_columns") == lo)["seconds"])  # fmt: skip
-    mib = {row["key_columns"]: row["index_mib"] for row in summ.filter(
-        (pl.col("server") == server) & (pl.col("workers") == 0)).iter_rows(named=True)}  # fmt: skip
-    sizes = ", ".join(f"{k}: {mib[k]:.0f} MiB" for k in ks if mib.get(k) is not None)
-    if r["verdict"] == stats.HIGHER:
-        verdict = fnd.SUPPORTED
-    elif r["verdict"] == stats.LOWER:
-        verdict = fnd.NOT_SUPPORTED
-    else:
-        verdict = fnd.UNDETERMINED
-    ratio = stats.ratio_with_interval(r["ratio"], r["ci_low"], r["ci_high"], none="n/a")
-    ci = "" if stats.interval(r["ci_low"], r["ci_high"]) else " (no interval)"
-    return _row("size", server, verdict,
-                f"{server}: the serial build on {columns_label(hi)} takes {ratio}{ci} the time of "
-                f"{columns_label(lo)} ({r['verdict']}); index sizes by key columns {sizes}.")  # fmt: skip
-
-
-def findings_from(setup: pl.DataFrame, builds: pl.DataFrame, summ: pl.DataFrame, sp: pl.DataFrame,
-                  suite: pl.DataFrame) -> pl.DataFrame:
-    rows = []
-    cores = int(setup["cores"][0])
-    for server in sorted(setup["server"]):
-        mine, whole = sp.filter(pl.col("server") == server), suite.filter(pl.col("server") == server)
-        rows += [_time_falls(server, whole, mine), _near_inverse(server, whole, mine, cores),
-                 _size(server, builds, summ)]  # fmt: skip
-    return fnd.table(rows)
-
-
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    if _paired(profile, root):  # the one verdict rule on paired rounds with the A/A noise floor
-        return piv.findings_from(_read("parallel_index_setup", profile, root),
-                                 _read("parallel_index_builds", profile, root),
-                                 *(read_table(f"parallel_index_{n}", profile, root=root) for n in
-                                   ("paired_suite", "size_paired", "noise")))  # fmt: skip
-    return findings_from(*(_read(n, profile, root) for n in TABLES))
+    setup, builds = (_read(f"parallel_index_{n}", profile, root) for n in ("setup", "builds"))
+    paired_tables = (read_table(f"parallel_index_{n}", profile, root=root) for n in ("paired_suite", "size_paired",
+                                                                                     "noise"))  # fmt: skip
+    return piv.findings_from(setup, builds, *paired_tables)

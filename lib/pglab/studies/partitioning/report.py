@@ -10,7 +10,6 @@ import altair as alt
 import polars as pl
 
 from ...core import derived
-from . import findings as pf
 from . import verdicts as pv
 from .params import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
 
@@ -25,6 +24,9 @@ TABLES = (
     "partitioning_results",
     "partitioning_plans",
     "partitioning_planner",
+    "partitioning_paired",
+    "partitioning_drift",
+    "partitioning_noise",
 )
 
 
@@ -40,18 +42,16 @@ def cores(profile: str, root: Path | None = None) -> int | None:
     return int(m["value"][0]) if m.height and m["value"][0] is not None else None
 
 
-def _paired(profile: str, root: Path | None) -> bool:
-    """Whether the run derived the paired tables (newer runs); the committed older data has none."""
-    return (derived.profile_dir(profile, root) / "partitioning_noise.csv").exists()
-
-
-def _paired_tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
-    names = ("partitioning_paired", "partitioning_drift", "partitioning_noise")
-    return {n: derived.read_table(n, profile, root=root) for n in names}
-
-
 def _mb(b) -> str:
     return f"{b / 2**20:,.0f} MB"
+
+
+def load_text(execs: pl.DataFrame) -> str | None:
+    """The machine's load average over the timed runs, as a phrase (None when not recorded)."""
+    if "loadavg_1m" not in execs.columns or execs.is_empty():
+        return None
+    load = execs.filter(~pl.col("warmup"))["loadavg_1m"].drop_nulls()
+    return f"load average {load.median():.1f} (max {load.max():.1f})" if load.len() else None
 
 
 def method(profile: str, root: Path | None = None) -> str:
@@ -76,7 +76,7 @@ def method(profile: str, root: Path | None = None) -> str:
     tablespaces = ("each partition in a tablespace of its own (directories on the same disk)" if first["tablespaces"]
                    else "all partitions in the default tablespace")  # fmt: skip
     order = f"shuffled within each round (seed {first['shuffle_seed']})" if first["shuffle_seed"] is not None else ""
-    load = pf.load_text(t["partitioning_executions"])
+    load = load_text(t["partitioning_executions"])
     load = f" The machine's 1-minute {load} during the timed runs." if load else ""
     return (
         f"Servers {servers}.{skipped} The study's table `t (id int, x real, y real, z real, sum text)`, hash-"
@@ -89,8 +89,7 @@ def method(profile: str, root: Path | None = None) -> str:
         f"every partition pg_prewarm'ed ({limits}). Workers planned and launched from one untimed "
         f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) per server and worker count.{load} The study: 600 M rows (48 GB), "
         f"OS cache dropped, minimal shared_buffers, partitions on 3 NVMe drives, one run per mode."
-    ) + (pv.method_text(*(_paired_tables(profile, root)[f"partitioning_{n}"] for n in ("noise", "drift")))
-         if _paired(profile, root) else "")
+    ) + pv.method_text(t["partitioning_noise"], t["partitioning_drift"])
 
 
 def time_chart(summary: pl.DataFrame) -> alt.Chart:
@@ -149,6 +148,4 @@ def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:
 
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    if _paired(profile, root):  # the one verdict rule on paired rounds with the A/A noise floor
-        return pv.build(tables(profile, root) | _paired_tables(profile, root), cores(profile, root))
-    return pf.build(tables(profile, root), cores(profile, root))
+    return pv.build(tables(profile, root), cores(profile, root))

@@ -5,8 +5,8 @@
 * Our own CPU-parallel speed-up is scored against the study's direction only ("Parallel Append made the query
   faster"): every worker count against serial within each round (`pglab.core.paired`), the most workers allowed as
   the study allowed many, flagged above the physical ceiling min(workers planned + 1, cores).
-* The plan-shape, worker-count, spread and result claims are checked on the parsed plans and tables as before
-  (`partitioning_findings`); their old word "not supported" becomes "contradicted" (the check fails outright).
+* The plan-shape, worker-count, spread and result claims are checked on the parsed plans and tables: supported
+  when the check holds, contradicted when it fails outright.
 * A/A control: serial measured twice per round ("serial" and "serial_aa") -> `partitioning_noise`.
 
 Derived tables, from the raw store's executions alone: `partitioning_paired`, `partitioning_drift`,
@@ -14,13 +14,29 @@ Derived tables, from the raw store's executions alone: `partitioning_paired`, `p
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from ...core import findings as fnd
 from ...core import noise, paired
 from ...core import verdicts as vd
-from . import findings as pf
-from .params import STUDY_SPEEDUP, condition_workers
+from .params import (
+    STUDY_ALLOWED_WORKERS,
+    STUDY_AVG_PARALLEL,
+    STUDY_AVG_SERIAL,
+    STUDY_COUNT,
+    STUDY_PARALLEL_MB_S,
+    STUDY_PARALLEL_S,
+    STUDY_PARTITION_MB,
+    STUDY_PARTITIONS,
+    STUDY_SERIAL_MB_S,
+    STUDY_SERIAL_S,
+    STUDY_SPEEDUP,
+    STUDY_TABLESPACES,
+    STUDY_WORKERS_PLANNED,
+    condition_workers,
+)
 
 STUDY = "S5"
 BASELINE = "serial"
@@ -29,6 +45,28 @@ NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n
                 "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
 COLD_DRIVES = ("warm cache on one disk; the study read three drives cold",
                "needs a cold cache and partitions on separate drives")  # fmt: skip
+SPREAD_Z = 4.0  # rows per partition within 4 binomial standard deviations of an even split: "even"
+AVG_TOLERANCE = 1e-9  # relative: avg(x) of float4 summed in another order differs in the last digits only
+
+CLAIMS = {
+    "serial_plan": f"With max_parallel_workers_per_gather = 0 the plan is an Aggregate over an Append of one Seq Scan "
+                   f"per partition ({STUDY_PARTITIONS}), with no Gather: the partitions are read one after another.",
+    "parallel_plan": "With workers allowed, Parallel Append appears under the Gather: Finalize Aggregate > Gather > "
+                     f"Partial Aggregate > Parallel Append > {STUDY_PARTITIONS} × Parallel Seq Scan, so the "
+                     "workers scan different partitions at the same time.",
+    "workers_planned": f"max_parallel_workers_per_gather = {STUDY_ALLOWED_WORKERS} gave {STUDY_WORKERS_PLANNED} "
+                       f"workers planned for {STUDY_PARTITIONS} partitions of ≈ 8 GB.",
+    "speedup": f"Parallel Append made the query {STUDY_SPEEDUP:.1f}× faster: {STUDY_SERIAL_S} s serial vs "
+               f"{STUDY_PARALLEL_S} s in parallel ({STUDY_WORKERS_PLANNED} workers planned; 600 M rows, OS cache "
+               f"dropped, minimal shared_buffers, {STUDY_TABLESPACES} NVMe drives).",
+    "results_agree": f"Serial and parallel return the same count ({STUDY_COUNT:,}); avg(x) differs only in the last "
+                     f"digits ({STUDY_AVG_SERIAL} vs {STUDY_AVG_PARALLEL}).",
+    "even_spread": f"Hash partitioning spreads the rows evenly: {STUDY_PARTITIONS} partitions of "
+                   f"{min(STUDY_PARTITION_MB):,}–{max(STUDY_PARTITION_MB):,} MB.",
+    "io_parallelism": f"The gain comes from reading the {STUDY_TABLESPACES} NVMe drives at once: iostat showed one "
+                      f"drive at {STUDY_SERIAL_MB_S:.0f} MB/s serially, all three at "
+                      f"{min(STUDY_PARALLEL_MB_S):.0f}–{max(STUDY_PARALLEL_MB_S):.0f} MB/s in parallel.",
+}  # fmt: skip
 CPU_CLAIM = vd.Claim("Parallel Append made the query faster than the serial Append (the study's direction; its "
                      "size came from three drives read cold, so here: CPU parallelism, warm cache)", vd.LOWER)
 
@@ -55,6 +93,93 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     }
 
 
+# -- the checks on plans and tables -----------------------------------------------------------------------------
+
+
+def _row(finding: str, server: str, verdict: str, evidence: str) -> dict:
+    return {"study": STUDY, "finding": finding, "claim": CLAIMS[finding], "server": server, "verdict": verdict,
+            "evidence": evidence[:1].upper() + evidence[1:]}  # fmt: skip
+
+
+def _ints(values) -> str:
+    return ", ".join(str(v) if v is not None else "—" for v in values)
+
+
+def serial_plan(plans: pl.DataFrame, server: str) -> dict:
+    r = plans.filter(server=server, condition="serial").to_dicts()
+    if not r or r[0].get("error"):
+        return _row("serial_plan", server, vd.NOT_RUN, "no serial plan was recorded" +
+                    (f" ({r[0]['error']})" if r else ""))  # fmt: skip
+    r = r[0]
+    ok = bool(r["append_of_seq_scans"])
+    return _row("serial_plan", server, vd.SUPPORTED if ok else vd.CONTRADICTED,
+                f"serial plan: {r['shape']} ({'no' if not r['gathers'] else r['gathers']} Gather, "
+                f"{r['seq_scans']} Seq Scans).")  # fmt: skip
+
+
+def parallel_plan(plans: pl.DataFrame, server: str) -> dict:
+    par = plans.filter(pl.col("server") == server, pl.col("allowed_workers") > 0).sort("allowed_workers")
+    if par.is_empty():
+        return _row("parallel_plan", server, vd.NOT_RUN, "no parallel plan was recorded.")
+    ks = par["allowed_workers"].to_list()
+    bad = par.filter(~pl.col("parallel_append_under_gather").fill_null(False))
+    planned, launched = _ints(par["workers_planned"]), _ints(par["workers_launched"])
+    if bad.is_empty():
+        shapes = sorted(set(par["shape"]))
+        return _row("parallel_plan", server, vd.SUPPORTED,
+                    f"at {ks[0]}–{ks[-1]} allowed workers every plan is {' / '.join(shapes)}; workers planned "
+                    f"{planned}, launched {launched} (untimed EXPLAIN ANALYZE).")  # fmt: skip
+    which = "; ".join(f"{r['allowed_workers']} allowed: {r['shape'] or r['error']}" for r in bad.iter_rows(named=True))
+    return _row("parallel_plan", server, vd.CONTRADICTED, f"no Parallel Append under the Gather at {which}.")
+
+
+def workers_planned(planner: pl.DataFrame, server: str, block_size: int = 8192) -> dict:
+    r = planner.filter(server=server).to_dicts()
+    if not r:
+        return _row("workers_planned", server, vd.NOT_RUN, "no plan with the study's allowed workers was recorded.")
+    r = r[0]
+    ok = r["workers_planned"] == r["predicted_workers"] and r["study_predicted_workers"] == r["study_workers_planned"]
+    mb = r["max_partition_pages"] * block_size / 2**20
+    floor = r["partitions"].bit_length()
+    return _row("workers_planned", server, vd.SUPPORTED if ok else vd.CONTRADICTED,
+                f"with {r['allowed_workers']} allowed, {server} plans {r['workers_planned']} workers for "
+                f"{r['partitions']} partitions of at most {r['max_partition_pages']:,} pages ({mb:,.1f} MB). "
+                f"PostgreSQL's rule (per partition 1 worker, +1 each time its size triples beyond "
+                f"{r['threshold_pages']:,} pages; at least ⌊log2 {r['partitions']}⌋ + 1 = {floor} for the "
+                f"Parallel Append) predicts {r['predicted_workers']} here and {r['study_predicted_workers']} for "
+                f"the study's partitions of {r['study_max_partition_pages']:,} pages, which planned "
+                f"{r['study_workers_planned']}.")  # fmt: skip
+
+
+def results_agree(res: pl.DataFrame) -> dict:
+    if res.is_empty():
+        return _row("results_agree", "all", vd.NOT_RUN, "no executions.")
+    counts = sorted(set(res["count_min"]) | set(res["count_max"]))
+    lo, hi = res["avg_min"].min(), res["avg_max"].max()
+    spread = (hi - lo) / abs((hi + lo) / 2) if hi is not None and lo is not None and hi + lo else math.nan
+    ok = len(counts) == 1 and spread <= AVG_TOLERANCE
+    servers = ", ".join(sorted(set(res["server"])))
+    text = (f"count {_ints(f'{c:,}' for c in counts)} in all {res['executions'].sum()} executions on {servers} at "
+            f"every worker count; avg(x) {lo!r} to {hi!r} (relative spread {spread:.1e}).")
+    return _row("results_agree", "all", vd.SUPPORTED if ok else vd.CONTRADICTED, text)
+
+
+def even_spread(parts: pl.DataFrame, server: str) -> dict:
+    p = parts.filter(server=server)
+    if p.is_empty() or p["rows"].sum() == 0:
+        return _row("even_spread", server, vd.NOT_RUN, "no partitions recorded.")
+    n, k = p["rows"].sum(), p.height
+    mean = n / k
+    sd = math.sqrt(n * (1 / k) * (1 - 1 / k))  # binomial: rows of one partition under an even split
+    dev = max(abs(x - mean) for x in p["rows"])
+    z = dev / sd if sd else 0.0
+    ok = z <= SPREAD_Z
+    return _row("even_spread", server, vd.SUPPORTED if ok else vd.CONTRADICTED,
+                f"rows per partition {p['rows'].min():,}–{p['rows'].max():,} of {n:,} in {k} partitions (largest "
+                f"deviation {100 * dev / mean:.2f} % of the mean, {z:.1f} binomial standard deviations; sizes "
+                f"{p['bytes'].min() / 2**20:.1f}–{p['bytes'].max() / 2**20:.1f} MB).")  # fmt: skip
+
+
 def cpu_speedup(pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame, server: str,
                 cores: int | None) -> dict:
     """Our speed-up at the most workers allowed, paired within rounds, with the ceiling flag."""
@@ -76,31 +201,23 @@ def cpu_speedup(pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame
     return vd.finding_row(STUDY, "cpu_speedup", CPU_CLAIM, server, vd.Verdict(v.label, v.reason + extra, v.needs), ev)
 
 
-def _renamed(row: dict) -> dict:
-    """A check of `partitioning_findings` in the new vocabulary: a failed check contradicts the claim."""
-    return row | {"verdict": vd.CONTRADICTED if row["verdict"] == fnd.NOT_SUPPORTED else row["verdict"]}
-
-
 def build(t: dict[str, pl.DataFrame], cores: int | None = None) -> pl.DataFrame:
     setup = t["partitioning_setup"]
     servers = sorted(setup.filter(pl.col("skipped").is_null())["server"])
     bs = {r["server"]: r["block_size"] or 8192 for r in setup.iter_rows(named=True)}
-    study_claim = vd.Claim(pf.CLAIMS["speedup"], vd.LOWER, 1 / STUDY_SPEEDUP)
+    study_claim = vd.Claim(CLAIMS["speedup"], vd.LOWER, 1 / STUDY_SPEEDUP)
     rows = []
     for s in servers:
-        rows += [_renamed(r) for r in (
-            pf.serial_plan(t["partitioning_plans"], s),
-            pf.parallel_plan(t["partitioning_plans"], s),
-            pf.workers_planned(t["partitioning_planner"], s, bs[s]),
-            pf.even_spread(t["partitioning_partitions"], s))]  # fmt: skip
+        rows += [serial_plan(t["partitioning_plans"], s), parallel_plan(t["partitioning_plans"], s),
+                 workers_planned(t["partitioning_planner"], s, bs[s]), even_spread(t["partitioning_partitions"], s)]
         rows.append(vd.finding_row(STUDY, "speedup", study_claim, s, vd.not_testable(*COLD_DRIVES)))
         rows.append(cpu_speedup(t["partitioning_paired"], t["partitioning_plans"], t["partitioning_noise"], s,
                                 cores))  # fmt: skip
     for r in setup.filter(pl.col("skipped").is_not_null()).iter_rows(named=True):
         rows.append(vd.finding_row(STUDY, "speedup", study_claim, r["server"],
                                    vd.not_run(f"server not used: {r['skipped']}")))  # fmt: skip
-    io_claim = vd.Claim(pf.CLAIMS["io_parallelism"], vd.HIGHER)
-    rows += [_renamed(pf.results_agree(t["partitioning_results"])),
+    io_claim = vd.Claim(CLAIMS["io_parallelism"], vd.HIGHER)
+    rows += [results_agree(t["partitioning_results"]),
              vd.finding_row(STUDY, "io_parallelism", io_claim, "all", vd.not_testable(*COLD_DRIVES))]
     return fnd.table(rows)
 

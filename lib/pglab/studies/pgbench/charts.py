@@ -75,22 +75,6 @@ def degradation(summary: pl.DataFrame, runs: pl.DataFrame):
     ).resolve_scale(y="independent")  # fmt: skip
 
 
-def growth(sizes: pl.DataFrame):
-    """Database and data-directory size after the fresh load (run 0) and after every run of the series."""
-    cols = [c for c in ("db_bytes", "datadir_bytes") if sizes[c].drop_nulls().len()]
-    long = sizes.filter(pl.col("series") == 0).unpivot(
-        index=["server", "scale", "run"], on=cols, variable_name="what", value_name="bytes"
-    ).with_columns((pl.col("bytes") / 2**20).alias("MiB"), pl.col("what").replace(
-        {"db_bytes": "database (pg_database_size)", "datadir_bytes": "data directory (du)"}
-    ))  # fmt: skip
-    return alt.Chart(long.drop_nulls("MiB")).mark_line(point=True).encode(
-        x=alt.X("run:Q", title="run (0 = after the load)", axis=_INT), y=alt.Y("MiB:Q", scale=alt.Scale(zero=False)),
-        color=_SERVER, tooltip=["server", "scale", "run", "what", "MiB"],
-    ).properties(width=220, height=180).facet(
-        column=alt.Column("scale:O", title="scale factor"), row=alt.Row("what:N", title=None)
-    ).resolve_scale(y="independent")  # fmt: skip
-
-
 def timeseries(ts: pl.DataFrame, experiment: str):
     """Per-interval tps within each run (aggregate logs): a ramp-up or a checkpoint dip shows here.
     The partial first and last interval of each run are left out."""

@@ -6,41 +6,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import altair as alt
 import polars as pl
 
 from ...core import derived
-from . import (
-    charts as pgbench_charts,
-)
-from . import (
-    findings as pgbench_findings,
-)
-from . import (
-    paired_tables as pgbench_paired,
-)
-from . import (
-    verdicts as pgbench_verdicts,
-)
+from . import charts as pgbench_charts
+from . import paired_tables as pgbench_paired
+from . import verdicts as pgbench_verdicts
 
 TITLE = "S3 · pgbench across versions and scales (with S4's client scaling)"
-TABLES = (*pgbench_findings.TABLES, "pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series_summary",
-          "pgbench_runs", "environment_servers")  # fmt: skip
-# the paired analysis (issue 16): present in runs derived since; the committed older data reads as before
-PAIRED_TABLES = ("pgbench_paired", "pgbench_noise", "pgbench_drift", "pgbench_no_vacuum", "pgbench_version_curve",
-                 "pgbench_servers")  # fmt: skip
+TABLES = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series", "pgbench_series_summary",
+          "pgbench_series_sizes", "pgbench_scaling_summary", "pgbench_settings", "pgbench_runs", "pgbench_paired",
+          "pgbench_noise", "pgbench_drift", "pgbench_no_vacuum", "pgbench_version_curve", "pgbench_servers",
+          "environment_servers")  # fmt: skip
 SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "max_wal_size", "checkpoint_completion_target",
             "autovacuum")
-
-
-def paired_run(profile: str, root: Path | None) -> bool:
-    """Whether this profile's tables come from the paired analysis (they have the A/A noise table)."""
-    return (derived.profile_dir(profile, root) / "pgbench_noise.csv").exists()
+_UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 2**20, "GB": 2**30}
 
 
 def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
-    names = TABLES + (PAIRED_TABLES if paired_run(profile, root) else ())
-    return {n: derived.read_table(n, profile, root=root) for n in names}
+    return {n: derived.read_table(n, profile, root=root) for n in TABLES}
 
 
 def _paired_method(t: dict) -> str:
@@ -103,10 +87,26 @@ def _command(runs: pl.DataFrame, experiment: str) -> str:
     return f"`{r['command'][0]}`" if r.height and r["command"][0] else "(no command recorded)"
 
 
+def _setting_text(settings: pl.DataFrame, server: str, name: str, default: str) -> str:
+    """A setting as the server reported it, sizes in readable units; `default` when it was not set."""
+    if settings.is_empty():
+        return "not recorded"
+    r = settings.filter((pl.col("server") == server) & (pl.col("name") == name))
+    if r.is_empty():
+        return default
+    value, unit = r["setting"][0], r["unit"][0] or ""
+    if unit in _UNIT_BYTES and str(value).lstrip("-").isdigit():
+        b = int(value) * _UNIT_BYTES[unit]
+        for u in ("GB", "MB", "kB"):
+            if b >= _UNIT_BYTES[u] and b % _UNIT_BYTES[u] == 0:
+                return f"{b // _UNIT_BYTES[u]} {u}"
+        return f"{b} B"
+    return f"{value}{unit}"
+
+
 def _settings_text(t: dict, servers: list[str]) -> str:
     def one(s, n):  # a setting not in pg_settings' non-default list is at its built-in default
-        return pgbench_findings.setting_text(t["pgbench_settings"], s, n, "on (default)" if n == "autovacuum"
-                                             else "default")
+        return _setting_text(t["pgbench_settings"], s, n, "on (default)" if n == "autovacuum" else "default")
 
     per = {s: tuple(one(s, n) for n in SETTINGS) for s in servers}
     distinct = set(per.values())
@@ -122,8 +122,6 @@ def method(profile: str, root: Path | None = None) -> str:
     servers, ver = _servers(t), versions(t)
     clients = t["pgbench_settings"].filter(pl.col("name") == "(pgbench client)")
     client = _list(clients["setting"]) if clients.height else "not recorded"
-    failed = sum(t[n]["error"].drop_nulls().len() for n in ("pgbench_init", "pgbench_select_only",
-                                                                 "pgbench_scaling", "pgbench_series"))  # fmt: skip
     lines = [
         f"Notebook 30 ran pgbench against {len(servers)} server(s) on one machine, all with the same explicit "
         "settings and driven by one pgbench binary (S3 used each version's defaults and its own pgbench).",
@@ -160,45 +158,16 @@ def method(profile: str, root: Path | None = None) -> str:
                      f"{_command(runs, 'pgbench_series')} runs ({_list(se['clients'])} clients, {length}) at scales "
                      f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
                      "sizes after the load and after every run.")  # fmt: skip
-    if "pgbench_noise" in t:
-        lines.append(_paired_method(t))
-        notes = t["pgbench_servers"]["client_note"].drop_nulls()
-        if notes.len():
-            lines.append("- **pgbench client**: " + "; ".join(notes.unique().sort()) + ".")
-        return "\n".join(lines)
-    lines.append(
-        "- **Order and statistics**: repetition r of every server and scale before r + 1 of any (run k of every "
-        "series before run k + 1), servers interleaved. Points are medians with min–max; versions are compared "
-        "against the oldest as ratios of medians with 95 % bootstrap intervals; an interval containing 1 is "
-        f"\"no detectable difference\". Failed runs are kept and counted: {failed} in this profile."
-    )
+    lines.append(_paired_method(t))
+    notes = t["pgbench_servers"]["client_note"].drop_nulls()
+    if notes.len():
+        lines.append("- **pgbench client**: " + "; ".join(notes.unique().sort()) + ".")
     return "\n".join(lines)
 
 
 def charts(profile: str, root: Path | None = None) -> list:
-    """Load time and select-only tps per version and scale, tps against clients, and the no-vacuum series:
-    tps per run above the cluster's growth."""
-    t = _tables(profile, root)
-    if "pgbench_noise" in t:
-        return _paired_charts(t)
-    out = []
-    if t["pgbench_init_summary"].height:
-        out.append(pgbench_charts.load_time(t["pgbench_init_summary"]))
-    if t["pgbench_select_only_summary"].height:
-        out.append(pgbench_charts.select_only(t["pgbench_select_only_summary"]))
-    if t["pgbench_scaling_summary"].height:
-        out.append(pgbench_charts.scaling(t["pgbench_scaling_summary"]))
-    if t["pgbench_series"].height:
-        series = pgbench_charts.degradation(t["pgbench_series_summary"], t["pgbench_series"])
-        if t["pgbench_series_sizes"].height:
-            series = alt.vconcat(series, pgbench_charts.growth(t["pgbench_series_sizes"])).properties(
-                title="The no-vacuum series: tps of every run (top), sizes after the load and every run (bottom)")
-        out.append(series)
-    return out
-
-
-def _paired_charts(t: dict) -> list:
     """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size."""
+    t = _tables(profile, root)
     out = []
     if t["pgbench_version_curve"].height:
         out.append(pgbench_charts.version_curve(t["pgbench_version_curve"]))
@@ -212,7 +181,4 @@ def _paired_charts(t: dict) -> list:
 
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    t = _tables(profile, root)
-    if "pgbench_noise" in t:
-        return pgbench_verdicts.findings(t)
-    return pgbench_findings.findings(t, versions(t))
+    return pgbench_verdicts.findings(_tables(profile, root))

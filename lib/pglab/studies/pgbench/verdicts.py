@@ -3,7 +3,7 @@ tables of `pgbench_paired` and the A/A noise floor: one findings row per (claim,
 
 Claims are quoted as docs/studies.md states them. What S3 only charted (the cluster's `du` after the series:
 its growth is guaranteed by the inserts, and `du` counted other databases and the WAL too) is shown, not
-scored. Tables derived before the paired analysis existed are read by `pgbench_findings` instead."""
+scored."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
 """S1 (and S4's SSB tests): SSB queries with parallel query and JIT across PostgreSQL versions.
 
 params (the study's params section), experiment and study_plans (server work), derive (raw -> tables),
-reference, report_data, charts, findings, report (the report section)."""
+reference, paired_tables, report_data, report_text (the method text and charts), charts, verdicts (the claims under
+the one rule), report (the report section)."""

@@ -39,19 +39,3 @@ S4_Q43_FLAT_FROM_WORKERS = 4
 def s4_jit_table() -> pl.DataFrame:
     pct = S4_JIT_REDUCTION_PCT
     return pl.DataFrame({"query": list(pct), "s4_jit_reduction_pct": list(pct.values())})
-
-
-def s1_speedup_table() -> pl.DataFrame:
-    """Serial / parallel mean time per version where both are listed above."""
-    rows = []
-    for ver, serial in S1_SERIAL_MEAN_S.items():
-        for q, t in serial.items():
-            rows.append({"version": ver, "query": q, "s1_speedup": t / S1_PARALLEL_MEAN_S[ver][q]})
-    return pl.DataFrame(rows)
-
-
-def s1_jit_reduction_pct() -> pl.DataFrame:
-    """Time reduction by JIT over parallel-on per version, in percent, where both are listed above."""
-    rows = [{"version": ver, "query": q, "s1_jit_reduction_pct": (1 - t / S1_PARALLEL_MEAN_S[ver][q]) * 100}
-            for ver, jit in S1_PARALLEL_JIT_MEAN_S.items() for q, t in jit.items()]
-    return pl.DataFrame(rows)

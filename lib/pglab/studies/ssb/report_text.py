@@ -1,5 +1,7 @@
-"""The SSB report section's method text and charts (on the committed data exactly as before the split of
-ssb_report)."""
+"""The SSB report section's method text and charts: the setup from the tables every run has, then the paired
+analysis (how comparisons are paired, the A/A noise floor, the drift between halves of the run, which generator
+made the data and whether the answers were checked against dbgen's, and the queries whose plan changes between
+versions)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,46 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from ...core import paired
+from ...core.stats import ratio_with_interval
 from . import charts as ssb_charts
 from . import reference as ref
-from .report_data import SETTINGS, _Data, _setting, _span
+from .report_data import Data, optional
+from .study_plans import plan_changes
+
+SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "maintenance_work_mem", "max_worker_processes",
+            "max_parallel_workers", "max_parallel_workers_per_gather", "min_parallel_table_scan_size", "jit")
+_UNITS = {"8kB": 8192, "kB": 1024, "MB": 2**20, "B": 1}
+
+
+def _size(n_bytes: float) -> str:
+    for unit, f in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if n_bytes >= f and n_bytes % f == 0:
+            return f"{int(n_bytes // f)}{unit}"
+    return f"{n_bytes / 2**20:.0f} MiB" if n_bytes >= 2**20 else f"{int(n_bytes)} B"
+
+
+def _setting(row: dict) -> str:
+    unit = row["unit"] or ""
+    if unit in _UNITS and row["setting"].lstrip("-").isdigit() and int(row["setting"]) >= 0:
+        return _size(int(row["setting"]) * _UNITS[unit])
+    return row["setting"]
+
+
+def _span(s: pl.Series) -> str:
+    lo, hi = int(s.min()), int(s.max())
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{x:.1%}".replace("%", " %")
+
 
 # -- method -----------------------------------------------------------------------------------------------------
 
 
 def method(profile: str, root: Path | None = None) -> str:
-    d = _Data(profile, root)
+    d = Data(profile, root)
     servers = []
     for s in d.servers:
         e = d.env.get(s)
@@ -90,14 +123,67 @@ def method(profile: str, root: Path | None = None) -> str:
               if qs else "")  # fmt: skip
     lead = (f"The {len(d.queries)} SSB queries{qs_txt} timed on every server in {len(modes)} modes, with the "
             "plans that explain the times:")  # fmt: skip
-    return lead + "\n\n" + "\n".join(lines)
+    return lead + "\n\n" + "\n".join(lines) + "\n" + _paired_lines(profile, root)
+
+
+def _paired_lines(profile: str, root: Path | None) -> str:
+    """The paired analysis: pairing, noise floor, drift, generator, answers, q4.3's workers, plans across versions."""
+    t = {n: optional(n, profile, root) for n in ("ssb_noise", "ssb_drift", "ssb_answers", "ssb_fingerprints",
+                                                 "ssb_load", "ssb_plans_scaled")}
+    pr = optional("ssb_paired", profile, root)
+    if "method" in pr.columns and paired.is_fast(pr["method"]):
+        how = ("in the fast mode: the 10 % quantile of a cell's executions over all rounds, against the "
+               "baseline's, i.e. what a query costs when the machine is not slowed; the interval resamples the "
+               "rounds, the same for both sides (its coverage stated, at most what min–max of the rounds covers)")
+    else:
+        how = ("within the schedule's rounds: per round one ratio, their geometric mean with a 95 % bootstrap "
+               "interval over rounds (min–max below 10 rounds, labelled so)")
+    lines = ["- **Paired analysis**: every comparison (parallel over serial, JIT over parallel, 17 over 16, "
+             f"workers over none) is made {how}; suite figures sum the queries of a round. Verdicts follow "
+             "docs/verdicts.md."]
+    nz = t["ssb_noise"]
+    if nz.height:
+        parts = [f"{r['server']}: floor ±{_pct(r['floor'])}, false-difference rate {_pct(r['false_difference_rate'])}"
+                 f" over {r['n_pairs']} A/A pairs" for r in nz.sort("server").iter_rows(named=True)]
+        lines.append("- **Noise floor** (A/A control: the parallel mode measured twice per round under two labels, "
+                     "parallel and parallel_aa): " + "; ".join(parts) + ". An effect below the floor supports "
+                     "nothing.")  # fmt: skip
+    dr = t["ssb_drift"]
+    if dr.height:
+        parts = [f"{r['server']} {ratio_with_interval(r['drift'], r['low'], r['high'], digits=3)}" for r in
+                 dr.drop_nulls("drift").sort("server").iter_rows(named=True)]  # fmt: skip
+        lines.append("- **Drift** (parallel suite time, 2nd half of the rounds over the 1st): "
+                     + ("; ".join(parts) or "too few rounds") + "; pairing removes what both conditions share.")
+    ld = t["ssb_load"]
+    if "flavor" in ld.columns and ld.height:
+        r = ld.row(0, named=True)
+        lines.append(f"- **Generator**: {r['generator']} (dataset {r['dataset_id']}).")
+    an = t["ssb_answers"]
+    if an.height:
+        checked = an.filter(pl.col("checked"))
+        lines.append("- **Answers**: " + (
+            f"{checked.height} server × query results checked against dbgen's expected rows at SF 1 "
+            f"({int(checked['executions'].sum()):,} executions, {int(checked['wrong'].sum())} wrong)."
+            if checked.height else "not checked against dbgen's expected rows (the data is not dbgen's at SF 1); "
+            "servers and modes are compared with each other."))  # fmt: skip
+    sc = t["ssb_plans_scaled"]
+    if sc.height:
+        lines.append(f"- **q4.3's workers**: a plan-only EXPLAIN with {sc['allowed_workers'][0]} workers allowed and "
+                     f"min_parallel_table_scan_size scaled by SF/70 to {sc['min_parallel_table_scan_kb'][0]} kB, so "
+                     "that table sizes stand to it as S1's did at SF 70.")  # fmt: skip
+    fp = t["ssb_fingerprints"]
+    if fp.height:
+        changes = plan_changes(fp)
+        lines.append("- **Plans across versions** (fingerprints of EXPLAIN (COSTS OFF)): "
+                     + ("; ".join(changes) if changes else "the same plan on every version for every query") + ".")
+    return "\n".join(lines)
 
 
 # -- charts -----------------------------------------------------------------------------------------------------
 
 
 def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
-    d = _Data(profile, root)
+    d = Data(profile, root)
     ceilings = {d.ceiling(w) for s in d.servers if (w := d.workers(s)) is not None}
     out = [ssb_charts.times(d.summary),
            ssb_charts.speedup(d.speedup, ceiling=ceilings.pop() if len(ceilings) == 1 else None)]

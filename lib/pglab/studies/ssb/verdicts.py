@@ -9,29 +9,18 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import derived, noise, paired
+from ...core import noise, paired
 from ...core import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
-from .report_data import _Data
+from .report_data import Data, optional
 
 V = v.Claim
 
 
-def optional(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    """A table of the paired analysis; empty when the run wrote none (or an empty one)."""
-    path = derived.profile_dir(profile, root) / f"{name}.csv"
-    if not path.exists():
-        return pl.DataFrame()
-    try:
-        return derived.read_table(name, profile, root)
-    except pl.exceptions.NoDataError:  # a table written without columns
-        return pl.DataFrame()
-
-
 class Paired:
     def __init__(self, profile: str, root: Path | None):
-        self.d = _Data(profile, root)
+        self.d = Data(profile, root)
         t = {n: optional(n, profile, root) for n in ("ssb_paired", "ssb_versions_paired", "ssb_noise",
                                                      "ssb_sweep_paired", "ssb_answers", "ssb_plans_scaled")}
         self.modes, self.versions, self.noise = t["ssb_paired"], t["ssb_versions_paired"], t["ssb_noise"]

@@ -8,7 +8,7 @@ import pytest
 
 from pglab.core import verdicts as v
 from pglab.studies.auto_explain import derive as aer
-from pglab.studies.auto_explain import findings as af
+from pglab.studies.auto_explain import verdicts as av
 from pglab.studies.auto_explain.params import STUDY_LATENCY_MS, AutoExplainParams
 
 P = AutoExplainParams(rows=1_000_000)  # the study's table: every claim testable
@@ -45,14 +45,14 @@ PLANS = pl.DataFrame({"server": ["pgA"], "item": ["count"], "processes": [3]})
 
 
 def _verdicts(runs, plans=PLANS, params=P) -> dict:
-    m = af.measured(runs)
-    f = af.findings(runs, plans, af.noise_table(m, params), params)
+    m = av.measured(runs)
+    f = av.findings(runs, plans, av.noise_table(m, params), params)
     return dict(zip(f["finding"], f["verdict"], strict=True))
 
 
 def test_the_studys_numbers_are_supported_everywhere():
     got = _verdicts(_runs(_truth()))
-    assert set(got) == {s.key for s in af.specs(P)} and len(got) == 12
+    assert set(got) == {s.key for s in av.specs(P)} and len(got) == 12
     assert set(got.values()) == {v.SUPPORTED}, got
 
 
@@ -76,10 +76,10 @@ def test_few_rounds_wide_intervals_and_the_noise_floor_leave_it_undetermined():
     # a 3 % ANALYZE effect on limit claimed as 1.70× on count: below a floor of several %, the claim's size far
     # beyond it -> contradicted; the A/A noise says what the floor is
     noisy = _runs(_truth(analyze_count=1.03), round_sd=0.0, sd=0.03, seed=5)
-    m = af.measured(noisy)
-    floor = af.floor_of(af.noise_table(m, P), "pgA", ["count"])
+    m = av.measured(noisy)
+    floor = av.floor_of(av.noise_table(m, P), "pgA", ["count"])
     assert floor is not None and floor > 0.01
-    ev = af.evidence(m, "pgA", next(s for s in af.specs(P) if s.key == "analyze_count"))
+    ev = av.evidence(m, "pgA", next(s for s in av.specs(P) if s.key == "analyze_count"))
     assert abs(np.log(ev.ratio)) < np.log1p(floor) or ev.low < 1  # no effect resolved
     assert _verdicts(noisy)["analyze_count"] == v.CONTRADICTED
 
@@ -89,8 +89,8 @@ def test_a_speed_up_above_the_cores_flags_the_parallel_claims():
     t = _truth()
     for c in ("loaded_disabled", "loaded_disabled_aa", "explain", "analyze", "analyze_no_timing"):
         t[(c, "count")] = t[(c, "count")] / 4.0
-    m = af.measured(_runs(t))
-    assert "physical ceiling" in af.parallel_flag(m, PLANS, "pgA", P)
+    m = av.measured(_runs(t))
+    assert "physical ceiling" in av.parallel_flag(m, PLANS, "pgA", P)
     got = _verdicts(_runs(t))
     assert got["analyze_count"] == got["analyze_serial_vs_parallel"] == got["timing_count"] == v.UNDETERMINED
     assert got["analyze_count_serial"] == v.SUPPORTED  # serial only: not flagged
@@ -104,9 +104,9 @@ def test_below_the_studys_rows_the_parallel_count_magnitudes_are_not_testable():
     for c in ("loaded_disabled", "loaded_disabled_aa", "explain", "analyze", "analyze_no_timing"):
         t[(c, "count")] = t[(c, "count")] * 2.0
     runs = _runs(t)
-    f = af.findings(runs, PLANS, af.noise_table(af.measured(runs), small), small)
+    f = av.findings(runs, PLANS, av.noise_table(av.measured(runs), small), small)
     got = dict(zip(f["finding"], f["verdict"], strict=True))
-    assert {k for k, x in got.items() if x == v.NOT_TESTABLE} == set(af.PARALLEL_MAGNITUDE)
+    assert {k for k, x in got.items() if x == v.NOT_TESTABLE} == set(av.PARALLEL_MAGNITUDE)
     assert got["analyze_count_serial"] == got["timing_count_serial"] == v.SUPPORTED
     why = f.filter(pl.col("finding") == "analyze_count")["evidence"][0]
     assert "100,000 rows" in why and "needs rows ≥ 1,000,000" in why and "8.0 ms against the serial 7.0 ms" in why
@@ -124,12 +124,12 @@ def test_conditions_missing_from_the_matrix_are_not_run():
 
 def test_noise_table_drift_and_paired_ratios():
     runs = _runs(_truth(), servers=("pgA", "pgB"))
-    m = af.measured(runs)
-    n = af.noise_table(m, P)
-    assert list(n.columns) == list(af.NOISE_SCHEMA)
+    m = av.measured(runs)
+    n = av.noise_table(m, P)
+    assert list(n.columns) == list(av.NOISE_SCHEMA)
     assert set(n["server"]) == {"pgA", "pgB", "all"} and n.filter(pl.col("server") == "all")["n_pairs"][0] == 6
     assert (n["floor"] < 0.02).all()  # run noise 0.3 %: the shared round factor cancels
-    d = af.drift_table(m, P)
+    d = av.drift_table(m, P)
     assert d.height == 6 and d["drift"].is_not_null().all()
     r = aer.ratios(runs, P)
     over = r.filter((pl.col("comparison") == "overhead") & (pl.col("condition") == "analyze")
