@@ -292,3 +292,56 @@ def test_no_change_is_not_supported_where_the_noise_floor_is_wider_than_its_marg
     loud = vd.verdict(NO_CHANGE, ev, noise_floor=0.123)
     assert loud.label == vd.UNDETERMINED and "wider than the claim's ±5.0 %" in loud.reason
     assert vd.verdict(NO_CHANGE, ev, noise_floor=0.03).label == vd.SUPPORTED
+
+
+# -- the declared tolerance (issue 29): synthetic cases with a known truth ------------------------------------------
+
+
+def _ev(ratio: float, low: float, high: float) -> vd.Evidence:
+    return vd.Evidence(ratio, low, high, 10, 0.95, "95 % bootstrap over rounds, n=10")
+
+
+@pytest.mark.parametrize(
+    ("claim", "ours", "floor", "want"),
+    [
+        # within ×/÷1.5 of a 0.75× claim: 0.65×-0.83×
+        (vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75), (0.74, 0.73, 0.75), 0.01, vd.SUPPORTED),
+        (vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75), (0.80, 0.79, 0.81), 0.01, vd.SUPPORTED),
+        # a third of the effect (0.909×) and just past it: direction only; just short of it: contradicted
+        (vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75), (0.906, 0.905, 0.907), 0.01, vd.DIRECTION_ONLY),
+        (vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75), (0.913, 0.912, 0.914), 0.01, vd.CONTRADICTED),
+        # a larger effect than claimed, beyond ×1.5: the right way, another size
+        (vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75), (0.5, 0.49, 0.51), 0.01, vd.DIRECTION_ONLY),
+        # 0.7 % against a claimed 31 %: a near-null is no reproduction
+        (vd.Claim("JIT speeds count up by 31 %", vd.LOWER, 1 / 1.31), (0.993, 0.99, 0.996), 0.005, vd.CONTRADICTED),
+        # S2's timing=off: 12 % of the ANALYZE overhead left against the study's 13.3 % (88 % vs 86.7 % removed)
+        (vd.Claim("timing off removes 86.7 % of it", vd.LOWER, 0.133), (0.12, 0.118, 0.122), 0.01, vd.SUPPORTED),
+        # an interval across a zone boundary decides nothing
+        (vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75), (0.85, 0.8, 0.9), 0.01, vd.UNDETERMINED),
+        # the claim's own effect within this machine's noise floor: no test here
+        (vd.Claim("2 % faster", vd.HIGHER, 1.02), (1.02, 1.01, 1.03), 0.03, vd.UNDETERMINED),
+        # a claim without a size needs a noticeable effect, not just one past the floor
+        (vd.Claim("JIT helps", vd.LOWER), (0.92, 0.91, 0.93), 0.01, vd.SUPPORTED),
+        (vd.Claim("JIT helps", vd.LOWER), (0.98, 0.975, 0.985), 0.01, vd.DIRECTION_ONLY),
+        (vd.Claim("JIT helps", vd.LOWER), (1.001, 0.996, 1.006), 0.01, vd.CONTRADICTED),
+        (vd.Claim("JIT helps", vd.LOWER), (1.05, 1.04, 1.06), 0.01, vd.CONTRADICTED),
+    ],
+)  # fmt: skip
+def test_declared_tolerance_on_cases_with_a_known_truth(claim, ours, floor, want):
+    got = vd.judge(claim, _ev(*ours), noise_floor=floor)
+    assert got.label == want, got.text()
+
+
+def test_the_tolerance_text_names_the_band_and_both_zones():
+    claim = vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75)
+    assert "within ×/÷1.5 of the study's 0.75× (0.65×–0.83×)" in vd.judge(claim, _ev(0.74, 0.73, 0.75), 0.01).reason
+    assert "reaches from direction only to supported" in vd.judge(claim, _ev(0.85, 0.8, 0.9), 0.01).reason
+
+
+def test_servers_decisively_apart_are_mixed_not_undetermined():
+    assert vd.combine([vd.SUPPORTED, vd.CONTRADICTED]) == vd.MIXED
+    assert vd.combine([vd.DIRECTION_ONLY, vd.CONTRADICTED, vd.NOT_TESTABLE]) == vd.MIXED
+    assert vd.combine([vd.SUPPORTED, vd.UNDETERMINED]) == vd.UNDETERMINED  # one of them could not tell
+    assert vd.combine([vd.SUPPORTED, vd.DIRECTION_ONLY]) == vd.UNDETERMINED
+    assert vd.combine([vd.SUPPORTED, vd.SUPPORTED, vd.NOT_RUN]) == vd.SUPPORTED
+    assert vd.combine([vd.NOT_RUN, vd.NOT_TESTABLE]) == vd.NOT_TESTABLE

@@ -181,6 +181,87 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) 
     return Verdict(UNDETERMINED, f"{ours} includes both no effect and {study}", "more rounds narrow it")
 
 
+# -- the declared tolerance (issue 29): a faithful reproduction reads supported, a near-null contradicted ------------
+#
+# Decided before the runs that will test it, never fitted to them. On the log scale of the effect, oriented so that
+# the claimed direction is positive (e = |log(study's ratio)|, ours = our oriented log ratio):
+#   supported       e / TOLERANCE <= ours <= e * TOLERANCE   (×/÷ 1.5: 0.75× claimed, 0.65×-0.83× supported)
+#   direction only  e * THIRD <= ours < e / TOLERANCE, or ours > e * TOLERANCE   (right way, other size)
+#   contradicted    ours < e * THIRD   (less than a third of the effect: none, or the opposite)
+# A verdict needs the whole interval in one zone; an interval across a boundary is undetermined, naming both.
+# A claim without a size ("JIT helps") needs a noticeable effect: supported when the whole interval is beyond
+# UNSIZED_MIN (and the noise floor), direction only when it is past the floor but not beyond UNSIZED_MIN,
+# contradicted when it shows no effect past the floor or the opposite. A claim whose own effect is within the
+# noise floor cannot be told from noise here: undetermined. "No change within ±x %" keeps `verdict`'s rule.
+TOLERANCE = 1.5
+THIRD = 1 / 3
+UNSIZED_MIN = 0.05  # 5 %: below it a DBA would not notice the effect a study only says exists
+MIXED = "mixed"
+
+
+def _zone(x: float, e: float, tol: float) -> str:
+    if x < e * THIRD:
+        return CONTRADICTED
+    if e / tol <= x <= e * tol:
+        return SUPPORTED
+    return DIRECTION_ONLY
+
+
+def judge(claim: Claim, evidence: Evidence, noise_floor: float | None = None, tolerance: float = TOLERANCE) -> Verdict:
+    """The declared-tolerance rule (comment above); checks on the evidence (flags, no interval, too few rounds)
+    as `verdict`'s, and a 'no change' claim by `verdict`."""
+    ev = evidence
+    if claim.direction == SAME or ev.flags or ev.ratio is None or ev.low is None or ev.high is None or \
+            not (ev.ratio > 0 and ev.low > 0 and ev.high > 0) or (ev.coverage or 0) < MIN_COVERAGE:
+        return verdict(claim, ev, noise_floor)
+    floor = math.log1p(noise_floor) if noise_floor else 0.0
+    sign = -1.0 if claim.direction == LOWER else 1.0
+    lo, hi = sorted((sign * math.log(ev.low), sign * math.log(ev.high)))
+    ours = f"our {ev.text()}"
+    if claim.ratio is None:
+        need = max(math.log1p(UNSIZED_MIN), floor)
+        if lo > need:
+            return Verdict(SUPPORTED, f"{ours} is {claim.direction} by more than {_pct(need)}")
+        if hi < floor or hi < 0:
+            return Verdict(CONTRADICTED, f"{ours} shows no effect {claim.direction} past the noise floor "
+                                         f"{_pct(floor)}")  # fmt: skip
+        if lo > floor:
+            return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but by less than {_pct(need)}: too "
+                                           "small to notice")  # fmt: skip
+        return Verdict(UNDETERMINED, f"{ours} reaches from below the noise floor {_pct(floor)} to {_pct(hi)}",
+                       "more rounds narrow it")  # fmt: skip
+    e = abs(math.log(claim.ratio))
+    study = f"the study's {claim.ratio:.2f}×"
+    if e <= floor:
+        return Verdict(UNDETERMINED, f"{study} is within this machine's noise floor {_pct(floor)}: no test here",
+                       "a quieter machine, or a larger effect")  # fmt: skip
+    z_lo, z_hi = _zone(lo, e, tolerance), _zone(hi, e, tolerance)
+    edges = sorted((math.exp(sign * e / tolerance), math.exp(sign * e * tolerance)))
+    band = f"{edges[0]:.2f}×–{edges[1]:.2f}×"
+    if z_lo == z_hi:
+        what = {SUPPORTED: f"lies within ×/÷{tolerance:g} of {study} ({band})",
+                DIRECTION_ONLY: f"goes {claim.direction} but outside ×/÷{tolerance:g} of {study} ({band})",
+                CONTRADICTED: f"shows less than a third of {study}'s effect"}[z_lo]  # fmt: skip
+        return Verdict(z_lo, f"{ours} {what}")
+    return Verdict(UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})",
+                   "more rounds narrow it")  # fmt: skip
+
+
+def combine(verdicts: Sequence[str]) -> str:
+    """One claim's verdict over its servers under the declared rule: theirs when the tested servers agree; *mixed*
+    when two of them decided opposite ways (one supported or direction only, another contradicted: decisively
+    apart, not noisy); else undetermined. Tested nowhere: not testable here if any server says so, else not run."""
+    tested = [v for v in verdicts if v not in (NOT_TESTABLE, NOT_RUN)]
+    if not tested:
+        return NOT_TESTABLE if NOT_TESTABLE in verdicts else NOT_RUN
+    kinds = set(tested)
+    if len(kinds) == 1:
+        return kinds.pop()
+    if CONTRADICTED in kinds and kinds & {SUPPORTED, DIRECTION_ONLY}:
+        return MIXED
+    return UNDETERMINED
+
+
 # -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
 
 
