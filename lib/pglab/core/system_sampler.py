@@ -1,0 +1,154 @@
+"""The machine while a measurement runs: CPU (user, system, iowait, steal), context switches, run queue, memory
+and disk I/O sampled from /proc about once a second, in a thread, for the span of a `with` block.
+
+    with SystemSampler() as s:
+        run_the_measurement()
+    s.table()      # one row per interval: the rates over it
+    s.summary()    # the span's means and maxima, and a flag where steal or iowait was high
+
+A figure measured while the hypervisor took the CPU away (steal) or the disk made everything wait (iowait) is not
+the machine's own: `summary()` flags it, and the study shows the flag beside the figure. Linux only: elsewhere
+the sampler records nothing and says so (`available`). Its own cost is measured by `make bench-sampler`."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+
+PROC = Path("/proc")
+STEAL_HIGH, IOWAIT_HIGH = 0.05, 0.10  # shares of CPU time over the span that make a figure suspect
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+SCHEMA = {"t_s": pl.Float64, "cpu_user": pl.Float64, "cpu_system": pl.Float64, "cpu_iowait": pl.Float64,
+          "cpu_steal": pl.Float64, "cpu_idle": pl.Float64, "ctxt_per_s": pl.Float64, "procs_running": pl.Int64,
+          "mem_available_mib": pl.Float64, "read_mib_per_s": pl.Float64, "write_mib_per_s": pl.Float64}  # fmt: skip
+
+
+def _read(name: str) -> str:
+    return (PROC / name).read_text()
+
+
+def _disks() -> set[str]:
+    """Whole physical disks: a partition's sectors are counted by its disk too, and loop, RAM, device-mapper and
+    md devices stand on other disks (counting them would count the same I/O twice)."""
+    try:
+        names = set(os.listdir("/sys/block"))
+    except OSError:
+        return set()
+    return {n for n in names if not n.startswith(("loop", "ram", "dm-", "md", "zram"))}
+
+
+def snapshot() -> dict:
+    """Counters at one instant: cumulative CPU ticks, context switches and sectors, and the gauges."""
+    snap: dict = {"t": time.monotonic()}
+    for line in _read("stat").splitlines():
+        f = line.split()
+        if f[0] == "cpu":
+            snap |= dict(zip(_CPU_FIELDS, map(int, f[1:9]), strict=False))
+        elif f[0] == "ctxt":
+            snap["ctxt"] = int(f[1])
+        elif f[0] == "procs_running":
+            snap["procs_running"] = int(f[1])
+    for line in _read("meminfo").splitlines():
+        if line.startswith("MemAvailable:"):
+            snap["mem_available_kib"] = int(line.split()[1])
+    read = write = 0
+    disks = _disks()
+    for line in _read("diskstats").splitlines():
+        f = line.split()
+        if len(f) >= 10 and f[2] in disks:
+            read, write = read + int(f[5]), write + int(f[9])
+    snap["read_sectors"], snap["write_sectors"] = read, write
+    return snap
+
+
+def rates(a: dict, b: dict) -> dict:
+    """What happened between two snapshots: CPU shares, rates per second, the gauges at the end."""
+    dt = max(b["t"] - a["t"], 1e-9)
+    ticks = {k: b[k] - a[k] for k in _CPU_FIELDS if k in a and k in b}
+    total = max(sum(ticks.values()), 1)
+    return {
+        "cpu_user": (ticks.get("user", 0) + ticks.get("nice", 0)) / total,
+        "cpu_system": (ticks.get("system", 0) + ticks.get("irq", 0) + ticks.get("softirq", 0)) / total,
+        "cpu_iowait": ticks.get("iowait", 0) / total, "cpu_steal": ticks.get("steal", 0) / total,
+        "cpu_idle": ticks.get("idle", 0) / total, "ctxt_per_s": (b["ctxt"] - a["ctxt"]) / dt,
+        "procs_running": b.get("procs_running"), "mem_available_mib": b.get("mem_available_kib", 0) / 1024,
+        "read_mib_per_s": (b["read_sectors"] - a["read_sectors"]) * 512 / 2**20 / dt,
+        "write_mib_per_s": (b["write_sectors"] - a["write_sectors"]) * 512 / 2**20 / dt,
+    }  # fmt: skip
+
+
+class SystemSampler:
+    """Samples /proc every `interval_s` in a daemon thread between __enter__ and __exit__ (and once at each end,
+    so even a span shorter than the interval has one row)."""
+
+    def __init__(self, interval_s: float = 1.0):
+        self.interval_s = interval_s
+        self.available = (PROC / "stat").is_file() and os.name == "posix"
+        self._snaps: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="pglab-system-sampler")
+
+    def __enter__(self) -> SystemSampler:
+        if self.available:
+            self._snaps.append(snapshot())
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.available:
+            self._stop.set()
+            self._thread.join(5)
+            self._snaps.append(snapshot())
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._snaps.append(snapshot())
+
+    def table(self) -> pl.DataFrame:
+        """One row per interval between snapshots: t_s (its end, from the start) and the rates over it."""
+        snaps = list(self._snaps)
+        if len(snaps) < 2:
+            return pl.DataFrame(schema=SCHEMA)
+        rows = [{"t_s": b["t"] - snaps[0]["t"], **rates(a, b)} for a, b in zip(snaps, snaps[1:], strict=False)]
+        return pl.from_dicts(rows, schema=SCHEMA)
+
+    def summary(self) -> dict:
+        """The whole span: mean CPU shares (over the span, not the mean of intervals), maxima, and `flag`: why
+        a figure measured in it is suspect (high steal or iowait), else None."""
+        if len(self._snaps) < 2:
+            return {"flag": None if self.available else "no /proc: the machine was not sampled"}
+        whole = rates(self._snaps[0], self._snaps[-1])
+        t = self.table()
+        out = {f"{k}_mean": whole[k] for k in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_steal", "cpu_idle")}
+        out |= {
+            "span_s": self._snaps[-1]["t"] - self._snaps[0]["t"], "samples": t.height,
+            "procs_running_max": int(t["procs_running"].max()), "mem_available_mib_min": t["mem_available_mib"].min(),
+            "read_mib_per_s_mean": whole["read_mib_per_s"], "write_mib_per_s_mean": whole["write_mib_per_s"],
+        }  # fmt: skip
+        flags = []
+        if whole["cpu_steal"] > STEAL_HIGH:
+            flags.append(f"steal {whole['cpu_steal']:.0%} of CPU time (the hypervisor ran others)")
+        if whole["cpu_iowait"] > IOWAIT_HIGH:
+            flags.append(f"iowait {whole['cpu_iowait']:.0%} of CPU time")
+        return out | {"flag": "; ".join(flags).replace("%", " %") or None}
+
+
+def bench(seconds: float = 10.0, interval_s: float = 1.0) -> dict:
+    """The sampler's own cost: CPU time of this process while it samples and does nothing else, per sample and
+    as a share of one core."""
+    c0, t0 = time.process_time(), time.monotonic()
+    with SystemSampler(interval_s) as s:
+        time.sleep(seconds)
+    cpu, wall = time.process_time() - c0, time.monotonic() - t0
+    n = max(len(s._snaps), 1)
+    return {"samples": n, "cpu_ms_per_sample": 1000 * cpu / n, "share_of_one_core": cpu / wall}
+
+
+if __name__ == "__main__":
+    r = bench()
+    print(f"system sampler at 1 Hz: {r['samples']} samples, {r['cpu_ms_per_sample']:.2f} ms CPU per sample, "
+          f"{r['share_of_one_core']:.3%} of one core")
