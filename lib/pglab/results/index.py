@@ -3,14 +3,14 @@
     python -m pglab.results query ["SQL"] [--from DIR ...] [--csv]
 
 The runs are the folders with a manifest.json under data/export/ and under each --from folder (an export root or
-one run's export); a run found twice counts once, the first found. Views:
+one run's export); a run found twice counts once, the first found. There are
 
-- one per table name, over the files of every run that has it (read_parquet with union_by_name: a column one
+- one view per table name, over the files of every run that has it (read_parquet with union_by_name: a column one
   run lacks reads as NULL there), `run_id` first;
-- from the manifests: `runs` (run_id, profile, captured_utc, cpu_model, cpu_cores, memory_gib, os, kernel, arch,
-  measured_by, exported_by, source), `servers` (run_id, server, version, major, source, build, build_recorded,
-  jit_available, version_string), `params` (run_id, key, value: the run's params flattened, values as JSON
-  text) and `run_tables` (run_id, table_name, rows, columns).
+- four tables from the manifests: `runs` (run_id, profile, captured_utc, cpu_model, cpu_cores, memory_gib, os,
+  kernel, arch, measured_by, exported_by, source), `servers` (run_id, server, version, major, source, build,
+  build_recorded, jit_available, version_string), `params` (run_id, key, value: the run's params flattened,
+  values as JSON text) and `run_tables` (run_id, table_name, rows, columns).
 
 Without SQL: the runs and the tables, with how many runs have each."""
 
