@@ -16,7 +16,7 @@ TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler stability
-.PHONY: compare lock notebooks derive archive
+.PHONY: compare lock notebooks derive archive export results publish
 
 help: ## list the targets with their time on a 2-core machine
 	@echo "Using pglab:"
@@ -27,6 +27,7 @@ help: ## list the targets with their time on a 2-core machine
 	@echo "             RUN_ID=<resume a run> ONLY=<notebook numbers> UPGRADE=<packages make lock may move>"
 	@echo "             OUT=<make derive: folder for the tables> FORCE=1 <make archive: over 20 MB; make clean: unarchived runs too>"
 	@echo "             FIRST=<make stability: the data folder of an existing run, as run a> ARCHIVES=\"<run ids>\" <re-score recorded runs>"
+	@echo "             SQL=\"<make results: a DuckDB query>\" FROM=\"<more export folders>\" DSN=\"<make publish: results database>\" SCHEMA=<default pglab_results>"
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +59,23 @@ derive: $(STAMP) ## [10 s] RUN_ID=<id>: every derived table again from data/raw/
 archive: $(STAMP) ## [10 s] RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id>/, to commit
 	@test -n "$(RUN_ID)" || { echo "make archive: RUN_ID=<run id> is required (a folder of data/raw/)" >&2; exit 2; }
 	$(BIN)/python -m pglab derive --archive "$(RUN_ID)" $(if $(FORCE),--force)
+
+# A value passed to the shell as one single-quoted word, as given: $(value) keeps make from expanding a `$` in it.
+shq = '$(subst ','\'',$(1))'
+
+export: $(STAMP) ## [5 s; from an archive 15 s] RUN_ID=<id|profile>: Parquet tables + manifest.json -> data/export/<id>/
+	@test -n "$(RUN_ID)" || { echo "make export: RUN_ID=<run id or profile> is required" >&2; exit 2; }
+	$(BIN)/python -m pglab.results export --run-id "$(RUN_ID)" $(if $(OUT),--out "$(OUT)")
+
+results: $(STAMP) ## [3 s] SQL="...": DuckDB over every run in data/export/ (FROM="dirs" adds more); no SQL: what is there
+	$(BIN)/python -m pglab.results query $(if $(SQL),$(call shq,$(value SQL))) $(foreach f,$(FROM),--from "$(f)")
+
+# The DSN reaches the command through its environment: a recipe line is echoed, and ps shows every argument.
+publish: export PGLAB_RESULTS_DSN = $(value DSN)
+publish: $(STAMP) ## [5 s; + make export when missing] DSN="..." RUN_ID=<id>: the run's export into PostgreSQL, schema pglab_results (SCHEMA=...)
+	@test -n "$(RUN_ID)" || { echo "make publish: RUN_ID=<run id, profile or export folder> is required" >&2; exit 2; }
+	@test -n "$$PGLAB_RESULTS_DSN" || { echo "make publish: DSN=\"host=... dbname=... user=...\" is required" >&2; exit 2; }
+	$(BIN)/python -m pglab.results publish --run-id "$(RUN_ID)" $(if $(SCHEMA),--schema "$(SCHEMA)")
 
 compare: $(STAMP) ## [20 s] A=<profile|run id|folder> B=<...>: two runs side by side -> build/compare/
 	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)" $(if $(FORCE),--force)

@@ -1,0 +1,205 @@
+"""Results that travel (issue 32): the committed reference run (data/derived/default) and a second run derived from
+its archive exported as Parquet into a temporary data folder, queried together with DuckDB, and published twice
+into a kit-started PostgreSQL; the five queries of docs/results.md run on both engines. Nothing is written into
+the real data/ (PGLAB_DATA_DIR points at the test's own folder)."""
+
+import json
+import re
+import shutil
+
+import polars as pl
+import psycopg
+import pytest
+from conftest import ROOT
+
+from pglab.core import derived
+from pglab.core.cluster import Cluster
+from pglab.results import export, index
+from pglab.results.__main__ import main
+
+REFERENCE = "default-20261124-053008"  # the run of data/derived/default
+SECOND = "default-20261124-061956"  # only in data/raw-archive/
+PASSWORD = "s3cret-results"
+TPS_BY_BUILD = """
+SELECT s.run_id, s.server, v.version, v.build, s.median AS tps
+FROM pgbench_select_only_summary s JOIN servers v ON v.run_id = s.run_id AND v.server = s.server
+ORDER BY s.run_id, s.server"""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A data folder of the test's own: the reference's derived tables, both runs' archives, both runs exported."""
+    root = tmp_path_factory.mktemp("results") / "data"
+    shutil.copytree(ROOT / "data" / "derived" / "default", root / "derived" / "default")
+    (root / "raw-archive").mkdir()
+    for run in (REFERENCE, SECOND):
+        shutil.copy(ROOT / "data" / "raw-archive" / f"{run}.tar.xz", root / "raw-archive")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PGLAB_DATA_DIR", str(root))
+        mp.delenv("PGLAB_DERIVED_DIR", raising=False)
+        assert main(["export", "--run-id", "default"]) == 0  # a profile stands for its run
+        assert main(["export", "--run-id", SECOND]) == 0
+        yield root
+    assert derived.verify("default", ROOT / "data" / "derived") == []
+
+
+def _docs_queries() -> dict[str, str]:
+    text = (ROOT / "docs" / "results.md").read_text()
+    return dict(re.findall(r"^### (.+?)\n.*?```sql\n(.*?)```", text, flags=re.S | re.M))
+
+
+def test_export_writes_every_table_with_its_run_id_and_a_manifest(data):
+    ref, second = data / "export" / REFERENCE, data / "export" / SECOND
+    written = json.loads((data / "derived" / "default" / derived.MANIFEST).read_text())
+    tables = sorted(n.removesuffix(".csv") for n in written if (data / "derived" / "default" / n).stat().st_size)
+    assert sorted(p.stem for p in ref.glob("*.parquet")) == tables == sorted(p.stem for p in second.glob("*.parquet"))
+    for name in tables:
+        df = pl.read_parquet(ref / f"{name}.parquet")
+        assert df.columns[0] == "run_id" and df["run_id"].unique().to_list() == ([REFERENCE] if df.height else [])
+        assert df.height == written[f"{name}.csv"]["rows"]
+    # a table whose column all runs leave empty but one stays typeless, so that the runs' tables union
+    assert pl.read_parquet_schema(ref / "ssb_load.parquet")["load_total_s"] == pl.Null
+
+    m = json.loads((ref / export.MANIFEST).read_text())
+    assert (m["run_id"], m["profile"]) == (REFERENCE, "default")
+    assert m["machine"]["cpu_cores"] == 2 and m["machine"]["cpu_model"] and m["machine"]["os"]
+    assert len(m["servers"]) == 9 and all(s["version"].startswith("PostgreSQL") and s["build"] for s in m["servers"])
+    assert m["params"]["ssb"]["sf"] == 1.0 and m["tables"]["ssb_summary"]["rows"] > 0
+    text = (ref / export.MANIFEST).read_text() + (second / export.MANIFEST).read_text()
+    assert '"dsn"' not in text and "password" not in text
+    m2 = json.loads((second / export.MANIFEST).read_text())
+    assert m["source"].endswith("derived/default") and m2["source"].endswith(f"raw-archive/{SECOND}.tar.xz")
+    assert not (data / "raw").exists()  # the archive was unpacked into a temporary folder, not data/raw/
+
+
+def test_one_query_gives_tps_per_server_and_build_of_every_run(data, capsys):
+    got = index.query(TPS_BY_BUILD)
+    assert got.group_by("run_id").len().sort("run_id").rows() == [(REFERENCE, 9), (SECOND, 9)]
+    assert got.filter(pl.col("server") == "pg10")["build"].to_list() == ["gcc 4.4", "gcc 4.4"]
+    committed = pl.read_csv(data / "derived" / "default" / "pgbench_select_only_summary.csv")
+    mine = got.filter(pl.col("run_id") == REFERENCE).sort("server")
+    assert mine["tps"].to_list() == committed.sort("server")["median"].to_list()
+    # the same from the command line, from an export folder named with --from only
+    assert main(["query", TPS_BY_BUILD, "--from", str(data / "export"), "--only-from", "--csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(REFERENCE) == 9 and out.count(SECOND) == 9
+    assert main(["query"]) == 0 and "2 runs" in capsys.readouterr().out  # no SQL: what there is
+    assert main(["query", "SELECT nope FROM runs"]) == 2 and "nope" in capsys.readouterr().err
+
+
+def test_the_five_documented_queries_run_on_the_index(data):
+    queries = _docs_queries()
+    assert len(queries) == 5
+    for name, sql in queries.items():
+        assert index.query(sql).width, name
+    settings = index.query(queries["which runs used which settings"])
+    assert settings.filter(pl.col("key") == "settings.work_mem")["runs"].to_list() == [2]
+
+
+def _snapshot(conn: psycopg.Connection, schema: str) -> set:
+    """Every schema, database, role, extension and function, and each relation outside `schema` (its tables' own
+    TOAST tables live in pg_toast and come and go with them)."""
+    return set(conn.execute(
+        "SELECT 'rel', n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname <> %s AND n.nspname NOT LIKE 'pg_toast%%' AND n.nspname NOT LIKE 'pg_temp%%' "
+        "UNION ALL SELECT 'schema', nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_temp%%' "
+        "AND nspname NOT LIKE 'pg_toast_temp%%' "
+        "UNION ALL SELECT 'db', datname FROM pg_database UNION ALL SELECT 'role', rolname FROM pg_roles "
+        "UNION ALL SELECT 'ext', extname FROM pg_extension "
+        "UNION ALL SELECT 'proc', p.oid::regprocedure::text FROM pg_proc p", [schema]).fetchall())  # fmt: skip
+
+
+def _counts(conn: psycopg.Connection, run_id: str, tables: list[str], schema: str = "pglab_results") -> dict:
+    return {t: conn.execute(f"SELECT count(*) FROM {schema}.{t} WHERE run_id = %s", [run_id]).fetchone()[0]
+            for t in tables}  # fmt: skip
+
+
+def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(data, embedded, tmp_path, monkeypatch,
+                                                                               capsys):  # fmt: skip
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(data))
+    cluster = Cluster(embedded, name="results-publish")
+    cluster.start()
+    try:
+        monkeypatch.setenv("PGLAB_RESULTS_DSN", cluster.conninfo() + f" password={PASSWORD}")  # trust: not checked
+        with cluster.connect() as conn:
+            conn.execute("DROP SCHEMA IF EXISTS pglab_results, other, shared CASCADE")
+            # a table of the same name and a row of the same run in another schema: publish must not touch it
+            conn.execute("CREATE SCHEMA other; CREATE TABLE other.runs (run_id text); "
+                         f"INSERT INTO other.runs VALUES ('{REFERENCE}')")  # fmt: skip
+            before = _snapshot(conn, "pglab_results")
+        ref = json.loads((data / "export" / REFERENCE / export.MANIFEST).read_text())["tables"]
+        want = {t: e["rows"] for t, e in ref.items()} | {"runs": 1, "servers": 9}
+
+        assert main(["publish", "--run-id", REFERENCE]) == 0
+        assert main(["publish", "--run-id", REFERENCE]) == 0  # again: replaces, does not add
+        out = capsys.readouterr()
+        assert "replacing" in out.out and PASSWORD not in out.out + out.err
+        with cluster.connect() as conn:
+            assert _counts(conn, REFERENCE, list(want)) == want
+        assert main(["publish", "--run-id", SECOND]) == 0
+        with cluster.connect() as conn:
+            assert _counts(conn, REFERENCE, list(want)) == want
+            assert _counts(conn, SECOND, ["runs", "pgbench_select_only_summary"]) == {
+                "runs": 1, "pgbench_select_only_summary": 9}  # fmt: skip
+            after = _snapshot(conn, "pglab_results")
+            assert after - before == {("schema", "pglab_results")} and before - after == set()
+            assert conn.execute("SELECT run_id FROM other.runs").fetchall() == [(REFERENCE,)]
+            conn.execute("SET search_path TO pglab_results")
+            for name, sql in _docs_queries().items():  # the documented queries hold in PostgreSQL too
+                assert conn.execute(sql).description, name
+            tps = conn.execute(TPS_BY_BUILD).fetchall()
+            assert sorted({r[0] for r in tps}) == [REFERENCE, SECOND] and len(tps) == 18
+
+        # a newer kit's export of the run, from another machine: one more column, one table fewer
+        newer = tmp_path / SECOND
+        shutil.copytree(data / "export" / SECOND, newer)
+        s = pl.read_parquet(newer / "pgbench_select_only_summary.parquet")
+        s.with_columns(pl.lit(1.5).alias("newer_column")).write_parquet(newer / "pgbench_select_only_summary.parquet")
+        m = json.loads((newer / export.MANIFEST).read_text())
+        del m["tables"]["ssb_sweep"]
+        (newer / export.MANIFEST).write_text(json.dumps(m))
+        assert main(["publish", "--run-id", str(newer)]) == 0
+        assert "pgbench_select_only_summary.newer_column added (double precision)" in capsys.readouterr().out
+        with cluster.connect() as conn:
+            assert _counts(conn, REFERENCE, list(want)) == want  # untouched, its new column empty
+            assert conn.execute("SELECT count(*), count(newer_column) FROM pglab_results.pgbench_select_only_summary "
+                                "WHERE run_id = %s", [REFERENCE]).fetchone() == (9, 0)  # fmt: skip
+            assert _counts(conn, SECOND, ["ssb_sweep", "pgbench_select_only_summary"]) == {
+                "ssb_sweep": 0, "pgbench_select_only_summary": 9}  # fmt: skip
+
+            # a schema holding a table of that name that pglab did not make: refused, nothing created there
+            conn.execute("CREATE SCHEMA shared; CREATE TABLE shared.runs (run_id text)")
+        assert main(["publish", "--run-id", REFERENCE, "--schema", "shared"]) == 2
+        assert "not made by pglab" in capsys.readouterr().err
+        with cluster.connect() as conn:
+            assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'shared'").fetchone() == (1,)
+            conn.execute("DROP SCHEMA pglab_results, other, shared CASCADE")
+    finally:
+        cluster.stop()
+
+    # a server that is not there: exit 1, and neither the DSN nor its password in what is printed
+    dsn = f"host=127.0.0.1 port=1 user=nobody password={PASSWORD} connect_timeout=3"
+    monkeypatch.setenv("PGLAB_RESULTS_DSN", dsn)
+    assert main(["publish", "--run-id", REFERENCE]) == 1
+    out = capsys.readouterr()
+    assert "publish failed" in out.err and PASSWORD not in out.out + out.err and dsn not in out.err
+
+
+def test_a_bad_run_id_is_a_clear_error_and_exit_2(data, monkeypatch, capsys):
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(data))
+    assert main(["export", "--run-id", "no-such-run"]) == 2
+    err = capsys.readouterr().err
+    assert "no run no-such-run" in err and f"archived runs: {REFERENCE}, {SECOND}" in err and "profiles: default" in err
+    assert main(["export", "--run-id", "../etc"]) == 2 and "not a run id" in capsys.readouterr().err
+    monkeypatch.setenv("PGLAB_RESULTS_DSN", "host=127.0.0.1 port=1")
+    assert main(["publish", "--run-id", "no-such-run"]) == 2 and "no run no-such-run" in capsys.readouterr().err
+    # a profile whose tables come from two runs names them and asks for one
+    mixed = data / "derived" / "mixed"
+    shutil.copytree(data / "derived" / "default", mixed)
+    m = json.loads((mixed / derived.MANIFEST).read_text())
+    m["ssb_summary.csv"]["run_id"] = SECOND
+    (mixed / derived.MANIFEST).write_text(json.dumps(m))
+    assert main(["export", "--run-id", "mixed"]) == 2
+    assert f"holds tables of 2 runs ({REFERENCE}, {SECOND})" in capsys.readouterr().err
+    shutil.rmtree(mixed)
+    assert not (data / "raw").exists()
