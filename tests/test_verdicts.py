@@ -240,19 +240,19 @@ def test_fast_mode_aa_false_difference_rate_over_1000_simulated_studies():
     assert aa.height == n and 0.02 <= rate <= 0.08
 
 
-def test_fast_mode_with_few_rounds_states_their_coverage_and_decides_nothing_below_five():
-    """The resampled rounds' estimates lie between the rounds' own: 2 rounds cover at most 50 %, so a fast-mode
-    interval over them is not called 95 % and scores no verdict (the quick profile's 2 rounds of S2 once flipped
-    supported <-> contradicted between two runs); 10 rounds keep the 95 % label and decide."""
+def test_fast_mode_with_few_rounds_states_their_coverage_and_decides_nothing_below_six():
+    """A fast-mode interval over few rounds is labelled with what it covers in simulation (paired.FAST_COVERAGE):
+    2 rounds about 50 % (the quick profile's 2 rounds of S2 once flipped supported <-> contradicted between two
+    runs), 5 rounds 89 %, below the 90 % a verdict needs; 10 rounds keep the 95 % label and decide."""
     def row(rounds: int) -> dict:
         return paired.fast_compare(slowed_rounds(0.5, rounds=rounds, slow=0.0), ["server"], "condition",
                                    "A").row(0, named=True)
 
     two, five, ten = row(2), row(5), row(10)
-    assert two["coverage"] == 0.5 and two["method"].endswith("50 % bootstrap over rounds, n=2")
+    assert two["coverage"] == 0.51 and two["method"].endswith("51 % bootstrap over rounds, n=2")
     assert vd.verdict(FASTER_2X, vd.Evidence.from_row(two)).label == vd.UNDETERMINED
-    assert five["coverage"] == paired.minmax_coverage(5) and "94 % bootstrap over rounds, n=5" in five["method"]
-    assert vd.verdict(FASTER_2X, vd.Evidence.from_row(five)).label == vd.SUPPORTED
+    assert five["coverage"] == 0.89 and "89 % bootstrap over rounds, n=5" in five["method"]
+    assert vd.verdict(FASTER_2X, vd.Evidence.from_row(five)).label == vd.UNDETERMINED
     assert ten["coverage"] == 0.95 and "95 % bootstrap over rounds, n=10" in ten["method"]
 
 
