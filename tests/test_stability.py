@@ -14,10 +14,10 @@ def findings(verdicts: dict[tuple[str, str, str], str]) -> pl.DataFrame:
 
 def test_agreement_flips_and_severe_flips():
     a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
-                  ("S2", "analyze", "pg15"): "undetermined", ("S3", "load", "pg15"): "supported",
+                  ("S2", "analyze", "pg15"): "undetermined", ("S3", "load", "pg15"): "contradicted",
                   ("S4", "jit", "pg18"): "not run"})  # fmt: skip
     b = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
-                  ("S2", "analyze", "pg15"): "supported", ("S3", "load", "pg15"): "not supported",
+                  ("S2", "analyze", "pg15"): "supported", ("S3", "load", "pg15"): "direction only",
                   ("S5", "plan", "pg18"): "supported"})  # fmt: skip
     c = stability.compare_findings(a, b)
     assert (c["claims"], c["same"]) == (6, 1) and c["agreement"] == 1 / 6
@@ -26,7 +26,7 @@ def test_agreement_flips_and_severe_flips():
     assert flips == {
         ("S1", "pg18"): ("supported", "contradicted", True),
         ("S2", "pg15"): ("undetermined", "supported", False),
-        ("S3", "pg15"): ("supported", "not supported", True),
+        ("S3", "pg15"): ("contradicted", "direction only", True),  # as much a reversal as supported <-> contradicted
         ("S4", "pg18"): ("not run", stability.MISSING, False),
         ("S5", "pg18"): (stability.MISSING, "supported", False),
     }

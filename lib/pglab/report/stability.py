@@ -10,12 +10,14 @@ that became the committed reference) as run a and measures only run b. The findi
 (every study's section, the table the report summarises; it includes what the stages store as
 `*_findings.csv`). Printed, per claim (one verdict per (study, finding) over its servers, as the report's
 summary counts them: `verdicts.claim_verdicts`) and then per (claim, server): the agreement (share with the same
-verdict in both runs) and every flip; a flip between supported and contradicted (or the old "not supported") is
-severe.
+verdict in both runs) and every flip; a flip between supported and contradicted, or contradicted and direction
+only, is severe (either reverses a reader's conclusion).
 
 `--archives`: no measuring; runs already recorded (data/raw-archive/<id>.tar.xz or data/raw/<id>/) are derived
 anew by this checkout (`python -m pglab derive`, no server) into `<out>/<id>/`, and every pair of them is
-compared, then the pairs pooled: the figure of several runs of one design scored by one revision."""
+compared, then the pairs pooled: the figure of several runs of one design scored by one revision; then
+(`calibration.summary_text`) the agreement over the claims that can flip, each claim's flip probability, and the
+share of run pairs beyond their joint 95 % interval per interval family."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
 
 KEYS = ("study", "finding", "server")
 MISSING = "(missing)"
-SEVERE = ({"supported", "contradicted"}, {"supported", "not supported"})
+SEVERE = ({"supported", "contradicted"}, {"contradicted", "direction only"})  # a reader's conclusion reversed
 
 
 def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
@@ -79,7 +81,7 @@ def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "ve
     if not c["claims"]:
         return "no findings in either run"
     lines = [f"agreement: {c['same']} of {c['claims']} {unit} the same ({c['agreement']:.1%})",
-             f"flips: {c['flips'].height}, severe (supported <-> contradicted / not supported): "
+             f"flips: {c['flips'].height}, severe (supported <-> contradicted, contradicted <-> direction only): "
              f"{c['flips']['severe'].sum()}"]  # fmt: skip
     for r in c["flips"].iter_rows(named=True):
         mark = "SEVERE " if r["severe"] else "       "
@@ -226,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         found = {run_id: report_findings(d, profile) for run_id, d in data.items()}
         print(f"\nstability of profile {profile!r}, {len(found)} recorded runs scored by this checkout:\n")
         print(pairwise_text(found))
+        from .calibration import summary_text
+
+        print("\n" + summary_text(found, {r: d / "derived" / profile for r, d in data.items()}))
         return 0
     runs = {name: out / name for name in ("a", "b")}
     data = {name: folder / "data" for name, folder in runs.items()}

@@ -1,0 +1,164 @@
+"""Do the intervals hold across a re-run, and which verdicts move? Several recorded runs of one design compared.
+
+- `calibration`: for every estimate with an interval that two runs both hold (a ratio with low/high or
+  ci_low/ci_high and a `method`, in any derived table), whether the two figures differ by more than their joint
+  interval allows: |log r1 - log r2| > z · sqrt(se1² + se2²), each se read off its own interval (log scale,
+  symmetric, at its stated coverage). Per interval family (the method with its round count): the share of run
+  pairs beyond it, which a calibrated 95 % interval keeps near 5 %.
+- `flip_table`: per claim, over every pair of runs, how often its verdict differed; claims that cannot flip
+  (every run: not testable, not run, or an exact check whose figure has no spread) are counted apart.
+- `reused`: stages of a run that reused data instead of making it fresh (e.g. an SSB load skipped because the
+  cluster already held it): such a run is not an independent re-run."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from pathlib import Path
+
+import polars as pl
+
+from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, NOT_RUN, NOT_TESTABLE, SUPPORTED
+
+# verdict pairs that reverse a reader's conclusion
+SEVERE = ({SUPPORTED, CONTRADICTED}, {CONTRADICTED, DIRECTION_ONLY})
+_VALUE = {"ratio", "low", "high", "ci_low", "ci_high", "coverage", "method", "n_rounds", "median", "median_baseline",
+          "study_ratio", "verdict", "flag", "label", "condition_order", "better"}  # fmt: skip
+
+
+def family(method: str) -> str:
+    """'fast mode, 10 rounds', 'min–max, 5 rounds', 'paired bootstrap, 10 rounds', … from a method label."""
+    m = re.search(r"n=(\d+)", method or "")
+    rounds = f", {m.group(1)} rounds" if m else ""
+    text = method or "no method"
+    if text.startswith("fast mode"):
+        return "fast mode" + rounds
+    if text.startswith("min–max"):
+        return "min–max" + rounds
+    if "bootstrap" in text:
+        return "paired bootstrap" + rounds
+    return re.sub(r",?\s*n=\d+", "", text) + rounds
+
+
+def estimates(folder: Path) -> pl.DataFrame:
+    """Every estimate with an interval in a derived folder: table, key (the table's other text and integer
+    columns), ratio, low, high, coverage, method."""
+    frames = []
+    for f in sorted(folder.glob("*.csv")):
+        df = pl.read_csv(f, infer_schema_length=None)
+        low, high = ("low", "high") if "low" in df.columns else ("ci_low", "ci_high")
+        if not {"ratio", low, high, "method"} <= set(df.columns):
+            continue
+        keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
+        key = pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|") if keys \
+            else pl.lit("")  # fmt: skip
+        frames.append(df.select(
+            pl.lit(f.stem).alias("table"), key.alias("key"), pl.col("ratio").cast(pl.Float64),
+            pl.col(low).cast(pl.Float64).alias("low"), pl.col(high).cast(pl.Float64).alias("high"),
+            (pl.col("coverage").cast(pl.Float64) if "coverage" in df.columns else pl.lit(0.95)).alias("coverage"),
+            pl.col("method").cast(pl.String),
+        ))  # fmt: skip
+    schema = {"table": pl.String, "key": pl.String, "ratio": pl.Float64, "low": pl.Float64, "high": pl.Float64,
+              "coverage": pl.Float64, "method": pl.String}  # fmt: skip
+    out = pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+    return out.filter((pl.col("ratio") > 0) & (pl.col("low") > 0) & (pl.col("high") > pl.col("low")))
+
+
+def _z(coverage: float) -> float:
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + min(max(coverage, 0.5), 0.999) / 2))
+
+
+def calibration(runs: dict[str, Path], confidence: float = 0.95) -> pl.DataFrame:
+    """Per interval family: run pairs compared, how many lie beyond their joint `confidence` interval, the share."""
+    est = {name: estimates(folder) for name, folder in runs.items()}
+    rows = []
+    for x, y in itertools.combinations(est, 2):
+        j = est[x].join(est[y], on=["table", "key"], suffix="_b")
+        for r in j.iter_rows(named=True):
+            se = [(math.log(r[h]) - math.log(r[lo])) / (2 * _z(r[c] or confidence))
+                  for lo, h, c in (("low", "high", "coverage"), ("low_b", "high_b", "coverage_b"))]  # fmt: skip
+            d = abs(math.log(r["ratio"]) - math.log(r["ratio_b"]))
+            rows.append({"family": family(r["method"]), "beyond": d > _z(confidence) * math.hypot(*se)})
+    if not rows:
+        return pl.DataFrame(schema={"family": pl.String, "pairs": pl.Int64, "beyond": pl.Int64, "share": pl.Float64})
+    return (pl.from_dicts(rows).group_by("family").agg(pl.len().cast(pl.Int64).alias("pairs"),
+            pl.col("beyond").sum().cast(pl.Int64).alias("beyond"))
+            .with_columns((pl.col("beyond") / pl.col("pairs")).alias("share")).sort("family"))  # fmt: skip
+
+
+def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per claim (study, finding): the verdict in each run, how many run pairs disagree, the flip probability, whether
+    it can flip at all, and its severe flips (pairs that reverse a reader's conclusion)."""
+    from ..core.verdicts import claim_verdicts
+
+    per = {name: claim_verdicts(df.select("study", "finding", "server", "verdict")) for name, df in found.items()}
+    exact = {name: _exact_claims(df) for name, df in found.items()}
+    claims = sorted({(r["study"], r["finding"]) for df in per.values() for r in df.iter_rows(named=True)})
+    pairs = list(itertools.combinations(per, 2))
+    rows = []
+    for study, finding in claims:
+        vs = {}
+        for name, df in per.items():
+            hit = df.filter((pl.col("study") == study) & (pl.col("finding") == finding))
+            vs[name] = hit["verdict"][0] if hit.height else "(missing)"
+        untestable = all(v in (NOT_TESTABLE, NOT_RUN) for v in vs.values())
+        fixed = all((study, finding) in exact[n] for n in vs)
+        flips = sum(vs[a] != vs[b] for a, b in pairs)
+        severe = sum({vs[a], vs[b]} in SEVERE for a, b in pairs)
+        rows.append({"study": study, "finding": finding, "flippable": not (untestable or fixed), "pairs": len(pairs),
+                     "flips": flips, "flip_probability": flips / len(pairs) if pairs else 0.0, "severe": severe,
+                     "verdicts": "; ".join(f"{n}: {v}" for n, v in vs.items())})  # fmt: skip
+    return pl.from_dicts(rows) if rows else pl.DataFrame()
+
+
+def _exact_claims(df: pl.DataFrame) -> set[tuple[str, str]]:
+    """Claims every server of which checks an exact figure (interval of no width: answers right, plan shapes)."""
+    if not {"our_low", "our_high"} <= set(df.columns):
+        return set()
+    g = df.group_by("study", "finding").agg(
+        ((pl.col("our_low") == pl.col("our_high")) & pl.col("our_low").is_not_null()).all().alias("exact"))
+    return {(r["study"], r["finding"]) for r in g.filter("exact").iter_rows(named=True)}
+
+
+def reused(folder: Path) -> list[str]:
+    """What a run did not make fresh: each stage's own record of data it found already there."""
+    out = []
+    load = folder / "ssb_load.csv"
+    if load.is_file():
+        df = pl.read_csv(load, infer_schema_length=None)
+        if "skipped" in df.columns:
+            servers = sorted(set(df.filter(pl.col("skipped").cast(pl.Boolean))["server"]))
+            if servers:
+                out.append(f"SSB load reused on {', '.join(servers)} (the clusters already held the data)")
+    return out
+
+
+def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> str:
+    """What `make stability ARCHIVES=…` prints after the pairs: flippable agreement, flip probabilities, severe
+    flips, the calibration table, and any stage that reused data."""
+    flips = flip_table(found)
+    lines = []
+    if flips.height:
+        f = flips.filter("flippable")
+        n_pairs = int(flips["pairs"][0])
+        same = int((f["pairs"] - f["flips"]).sum())
+        total = f.height * n_pairs
+        lines.append(f"flippable claims: {f.height} of {flips.height} (the rest not testable / not run in every run, "
+                     f"or exact checks); over {n_pairs} pair(s): {same} of {total} the same "
+                     f"({same / total:.1%})" if total else "no flippable claim")  # fmt: skip
+        lines.append(f"severe flips (supported <-> contradicted, contradicted <-> direction only): "
+                     f"{int(flips['severe'].sum())}")
+        moving = f.filter(pl.col("flips") > 0).sort("flip_probability", descending=True)
+        for r in moving.iter_rows(named=True):
+            lines.append(f"  {r['flip_probability']:.0%} {r['study']} {r['finding']}: {r['verdicts']}")
+    cal = calibration(folders)
+    lines.append("\ncalibration: run pairs beyond their joint 95 % interval, per interval family (5 % expected)")
+    for r in cal.iter_rows(named=True):
+        lines.append(f"  {r['family']}: {r['beyond']} of {r['pairs']} ({r['share']:.0%})")
+    for name, folder in folders.items():
+        for what in reused(folder):
+            lines.append(f"run {name}: {what}: not an independent re-run")
+    return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""`make stability ARCHIVES=…`'s second half on runs with a known answer: which run pairs lie beyond their joint
+interval (per interval family), which claims can flip and how often they did, and a run that reused a stage's data."""
+
+import polars as pl
+
+from pglab.report import calibration as cal
+
+
+def _run(folder, ratios: list[float], width: float = 0.02, method: str = "fast mode: …, n=10", skipped=False):
+    folder.mkdir(parents=True)
+    n = len(ratios)
+    pl.DataFrame({"server": ["pg17"] * n, "query": [f"q{i}" for i in range(n)], "ratio": ratios,
+                  "low": [r * (1 - width) for r in ratios], "high": [r * (1 + width) for r in ratios],
+                  "coverage": [0.95] * n, "method": [method] * n}).write_csv(folder / "x_paired.csv")
+    pl.DataFrame({"server": ["pg17"], "skipped": [skipped]}).write_csv(folder / "ssb_load.csv")
+    return folder
+
+
+def test_pairs_beyond_their_joint_interval_per_family(tmp_path):
+    # ±2 % intervals (se ≈ 1 % each, joint ≈ 1.4 %): 1 % apart is within, 5 % apart is beyond
+    a = _run(tmp_path / "a", [1.0, 1.0, 1.0, 1.0])
+    b = _run(tmp_path / "b", [1.01, 0.99, 1.05, 1.0])
+    c = _run(tmp_path / "c", [1.0, 1.0, 1.0, 1.0], method="min–max, n=5", skipped=True)
+    got = cal.calibration({"a": a, "b": b}).rows(named=True)
+    assert got == [{"family": "fast mode, 10 rounds", "pairs": 4, "beyond": 1, "share": 0.25}]
+    # another family on one side: each pair counts under the first run's method
+    assert cal.calibration({"a": a, "c": c})["beyond"].to_list() == [0]
+    assert cal.reused(a) == [] and cal.reused(c) == ["SSB load reused on pg17 (the clusters already held the data)"]
+    assert cal.family("95 % bootstrap over rounds, n=15") == "paired bootstrap, 15 rounds"
+
+
+def test_flip_probability_counts_only_claims_that_can_flip():
+    def found(v1: str, v2: str, v3: str) -> pl.DataFrame:
+        return pl.DataFrame({"study": ["S1", "S1", "S9"], "finding": ["jit", "answers", "big"],
+                             "server": ["pg17"] * 3, "verdict": [v1, v2, v3],
+                             "our_low": [0.8, 1.0, None], "our_high": [0.9, 1.0, None]})  # fmt: skip
+
+    runs = {"a": found("supported", "supported", "not testable here"),
+            "b": found("contradicted", "supported", "not testable here"),
+            "c": found("supported", "supported", "not testable here")}  # fmt: skip
+    t = cal.flip_table(runs).sort("finding")
+    assert t.select("finding", "flippable", "flips", "severe").rows() == [
+        ("answers", False, 0, 0), ("big", False, 0, 0), ("jit", True, 2, 2)]  # an exact check, never tested, flips
+    assert t.filter(finding="jit")["flip_probability"][0] == 2 / 3
+    text = cal.summary_text(runs, {})
+    assert "flippable claims: 1 of 3" in text and "1 of 3 the same (33.3%)" in text and "severe flips" in text
