@@ -149,3 +149,15 @@ def test_the_committed_reference_is_of_the_current_format():
     from conftest import ROOT
 
     assert {e.get("format") for e in _manifest(ROOT / "data" / "derived" / "default").values()} == {derived.FORMAT}
+
+
+def test_floats_are_written_to_twelve_significant_digits_before_sorting(tmp_path):
+    """Two values that differ only past the 12th digit (as numpy's log/exp on two CPUs may) are written alike,
+    and sort alike."""
+    from pglab.core import derived
+
+    a = pl.DataFrame({"k": ["x", "y"], "v": [0.9127166289887823, 1.5]})
+    b = pl.DataFrame({"k": ["x", "y"], "v": [0.9127166289887821, 1.5]})
+    pa = derived.write_table(a, "t", "one", root=tmp_path)
+    pb = derived.write_table(b, "t", "two", root=tmp_path)
+    assert pa.read_bytes() == pb.read_bytes() == b"k,v\nx,0.912716628989\ny,1.5\n"
