@@ -116,6 +116,38 @@ def test_a_quick_render_opens_with_its_banner(browser, tmp_path):
     assert "Not the reference report. Profile quick (SSB at SF 0.05, 2 rounds): a smoke test" in text, text[:800]
 
 
+CHART_TEXTS = r"""
+const out = [];
+const imgs = [...document.querySelectorAll('img')].filter(i => i.src.startsWith('data:image/svg+xml'));
+for (const img of imgs) {
+  let text = img.src.slice(img.src.indexOf(',') + 1);
+  text = img.src.includes(';base64,') ? new TextDecoder().decode(Uint8Array.from(atob(text), c => c.charCodeAt(0)))
+                                      : decodeURIComponent(text);
+  const box = document.createElement('div');
+  box.style.position = 'absolute'; box.style.left = '0'; box.style.top = '0';
+  box.innerHTML = text; document.body.appendChild(box);  // laid out as the browser draws it
+  const title = [...box.querySelectorAll('.role-title-text')].map(t => t.textContent).join(' ');
+  const texts = [...box.querySelectorAll('text')].filter(t => t.textContent.trim())
+      .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+  for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+    const [a, ra] = texts[i], [b, rb] = texts[j];
+    const ox = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
+    const oy = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
+    if (ox > 1 && oy > 1) out.push(`${title}: "${a}" overlaps "${b}"`);
+  }
+  for (const [t] of texts) if (t.endsWith('…')) out.push(`${title}: "${t}" is cut`);
+  box.remove();
+}
+return out;"""
+
+
+def test_no_chart_label_overlaps_another_or_is_cut(page):
+    """Every text of every chart (axis labels and titles, legends, annotations, facet headers) as the browser lays
+    it out: no two overlap by more than a pixel each way, none is cut short with an ellipsis."""
+    problems = page.execute_script(CHART_TEXTS)
+    assert problems == [], "\n".join(problems[:20])
+
+
 def test_every_study_section_has_an_svg_chart(page):
     sections = page.execute_script("""
         const out = {}; let current = null;

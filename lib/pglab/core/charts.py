@@ -133,3 +133,27 @@ def ratio_axis_svg(domain: tuple[float, float]) -> str:
                      f"{t:g}×</text>" for t in _ticks(domain))  # fmt: skip
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="16" viewBox="0 0 {STRIP_W} 16" '
             f'class="ratio-axis">{labels}</svg>')  # fmt: skip
+
+
+# -- plain words for the ids a facet shows ----------------------------------------------------------------------------
+
+WORDS = {
+    "serial": "serial", "parallel": "parallel", "parallel_aa": "parallel, A/A copy",
+    "parallel_jit": "parallel + JIT (default thresholds)", "parallel_jit_forced": "parallel + JIT (forced thresholds)",
+    "on": "JIT on (default thresholds)", "on_optimized": "JIT on, inlining and optimisation forced", "off": "JIT off",
+}  # fmt: skip
+
+
+def header(words: dict[str, str] | None = None) -> alt.Header:
+    """A facet header that shows plain words for the ids it knows (WORDS, or `words`), the id itself otherwise."""
+    import json
+
+    mapping = json.dumps(words or WORDS)
+    return alt.Header(labelExpr=f"({mapping})[datum.value] || datum.value", labelLimit=0)
+
+
+def time_words(col: str = "verdict") -> pl.Expr:
+    """A time ratio's direction in a reader's words: "lower" time is faster (a 1.87× speed-up reads "faster",
+    not "lower"), "higher" is slower."""
+    words = {"lower": "faster (less time)", "higher": "slower (more time)"}
+    return pl.col(col).replace(words).alias(col)

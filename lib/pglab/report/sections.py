@@ -30,7 +30,7 @@ STUDIES = {
     "S1": "SSB with parallel query and JIT, PostgreSQL 16.6 vs 17.2 (PostgreSQL Advent Calendar 2024, 24 December)",
     "S2": (
         "「PostgreSQL の auto_explain のパフォーマンスへの影響」, \"The performance impact of PostgreSQL's "
-        'auto_explain" (blog 「ぱと隊長日誌」)'
+        'auto_explain" (blog 「ぱと隊長日誌」, Pato-taichō nisshi)'
     ),
     "S3": "pgbench on nine versions, 7.3 … 9.1 (PostgreSQL Advent Calendar, year not stated, about 2011)",
     "S4": "PostgreSQL Enterprise Consortium WG1, results of fiscal 2018 (`https://pgecons-sec-tech.github.io/tech-report/`)",

@@ -7,6 +7,7 @@ import json
 import altair as alt
 import polars as pl
 
+from ...core import charts
 from .params import AutoExplainParams
 
 
@@ -53,7 +54,8 @@ def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.Fa
     d = ratios.filter((pl.col("comparison") == comparison) & pl.col("ratio").is_not_null())
     cover = d["coverage"].drop_nulls() if "coverage" in d.columns else pl.Series([], dtype=pl.Float64)
     what = f"{cover.min():.0%} interval" if cover.len() and cover.min() == cover.max() else "interval: see its method"
-    d = d.select("server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "study_ratio", "verdict")
+    d = d.select("server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "study_ratio",
+                 "verdict").with_columns(charts.time_words())  # a latency ratio: lower is faster
     y = _y(d)
     one = alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(x=alt.datum(1.0))
     bars = alt.Chart().mark_rule(strokeWidth=2).encode(

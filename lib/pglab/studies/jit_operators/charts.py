@@ -6,6 +6,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ...core import charts
+
 PHASE_LABELS = {
     "generation_ms": "generation",
     "inlining_ms": "inlining",
@@ -20,7 +22,8 @@ PART_COLORS = ["#9ecae1", "#4292c6", "#08306b", "#9e9ac8", "#31a354"]
 
 def _x(df: pl.DataFrame) -> alt.X:
     order = df.sort("operator_order")["label"].unique(maintain_order=True).to_list()
-    return alt.X("label:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30))
+    # upright at -90: at -30 the neighbours "count" and "count(*)" overlap in a 330 px panel
+    return alt.X("label:N", sort=order, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=0))
 
 
 def _metric(df: pl.DataFrame) -> pl.DataFrame:
@@ -59,7 +62,7 @@ def reduction_chart(reduction: pl.DataFrame) -> alt.FacetChart:
     return (
         alt.layer(zero, ci, pts, study)
         .properties(width=330, height=180)
-        .facet(row=alt.Row("condition:N", title=None), column=_metric_column(), data=d)
+        .facet(row=alt.Row("condition:N", title=None, header=charts.header()), column=_metric_column(), data=d)
         .resolve_scale(y="independent")
         .properties(title="JIT time reduction per operator: ours (points, 95 % CI) and the study's (black ticks)")
     )
@@ -70,7 +73,7 @@ def times_chart(summary: pl.DataFrame, order: list[str] | None = None) -> alt.Fa
     d = _metric(summary).select("server", "time", "condition", "operator", "label", "n", "median", "min", "max",
                                 "ci_low", "ci_high")
     labels = order or d["label"].unique(maintain_order=True).to_list()
-    x = alt.X("label:N", sort=labels, title=None, axis=alt.Axis(labelAngle=-30))
+    x = alt.X("label:N", sort=labels, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=0))
     tip = ["server:N", "time:N", "condition:N", "label:N", "n:Q", *(alt.Tooltip(f"{c}:Q", format=".2f")
                                                           for c in ("median", "min", "max", "ci_low", "ci_high"))]
     rng = alt.Chart().mark_rule().encode(x=x, xOffset="condition:N", y=alt.Y("min:Q", title="ms (median, min-max)"),
@@ -121,6 +124,7 @@ def jit_time_chart(jit_time: pl.DataFrame) -> alt.FacetChart:
     return (
         alt.layer(bars)
         .properties(width=460, height=200)
-        .facet(row=alt.Row("server:N", title=None), column=alt.Column("condition:N", title=None), data=d)
+        .facet(row=alt.Row("server:N", title=None),
+               column=alt.Column("condition:N", title=None, header=charts.header()), data=d)
         .properties(title="Where JIT time goes: compilation phases (left bar) vs execution time saved (right bar)")
     )

@@ -5,7 +5,12 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-_WORKERS = alt.X("workers:Q", title="max_parallel_maintenance_workers", axis=alt.Axis(tickMinStep=1, format="d"))
+
+def _workers(df: pl.DataFrame) -> alt.X:
+    """The worker counts as ticks, exactly: a quantitative axis over 0-2 otherwise ticks every 0.5 ("0 1 1 2 2")."""
+    counts = sorted({int(w) for w in df["workers"].drop_nulls()})
+    return alt.X("workers:Q", title="max_parallel_maintenance_workers",
+                 axis=alt.Axis(values=counts, format="d"))  # fmt: skip
 
 
 def time_chart(summary: pl.DataFrame) -> alt.FacetChart:
@@ -16,7 +21,7 @@ def time_chart(summary: pl.DataFrame) -> alt.FacetChart:
            alt.Tooltip("median:Q", format=".3f"), alt.Tooltip("min:Q", format=".3f"),
            alt.Tooltip("max:Q", format=".3f"), alt.Tooltip("ideal_s:Q", title="ideal", format=".3f"),
            alt.Tooltip("launched_max:Q", title="workers launched"), alt.Tooltip("n:Q")]  # fmt: skip
-    base = alt.Chart().encode(x=_WORKERS, color=alt.Color("server:N", title="server"))
+    base = alt.Chart().encode(x=_workers(df), color=alt.Color("server:N", title="server"))
     measured = base.mark_line(point=True).encode(y=alt.Y("median:Q", title="seconds (median, min–max)"),
                                                  tooltip=tip)  # fmt: skip
     spread = base.mark_rule().encode(y="min:Q", y2="max:Q")
@@ -36,7 +41,7 @@ def speedup_chart(speedup: pl.DataFrame) -> alt.FacetChart:
            alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("ci_low:Q", title="95 % CI low", format=".2f"),
            alt.Tooltip("ci_high:Q", title="95 % CI high", format=".2f"), alt.Tooltip("verdict:N"),
            alt.Tooltip("ideal:Q", title="workers + 1")]  # fmt: skip
-    base = alt.Chart().encode(x=_WORKERS)
+    base = alt.Chart().encode(x=_workers(df))
     col = alt.Color("label:N", title="index key")
     points = base.mark_line(point=True).encode(y=alt.Y("speedup:Q", title="speed-up over 0 workers"), color=col,
                                                tooltip=tip)  # fmt: skip

@@ -6,7 +6,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-_SERVER = alt.Color("server:N", title="server")
+# full-strength legend swatches: nine servers' pale symbols could not be told apart
+_SERVER = alt.Color("server:N", title="server", legend=alt.Legend(symbolOpacity=1, symbolType="circle"))
 _INT = alt.Axis(format="d", tickMinStep=1)
 
 
@@ -90,38 +91,58 @@ def timeseries(ts: pl.DataFrame, experiment: str):
 
 def version_curve(curve: pl.DataFrame):
     """Our medians by major version relative to the oldest server (interval as whiskers) beside S3's readings
-    for 7.3 … 9.1 (relative to 7.3; text labels where the study gives no figure), on one version axis."""
+    for 7.3 … 9.1 (relative to 7.3), on one version axis: throughput in one panel, load speed in another (one
+    measure per axis), S3's readings numbered on the chart and written out beneath it (no rotated text)."""
     from . import reference as ref
 
-    rows = []
+    rows, oldest = [], None
     for (what, scale), g in curve.drop_nulls(["median", "major"]).group_by("what", "scale", maintain_order=True):
-        base = g.sort("major").row(0, named=True)["median"]
+        first = g.sort("major").row(0, named=True)
+        base, oldest = first["median"], oldest or str(first["major"])
         inv = what.startswith("load")  # a shorter load is better: shown as speed, 1 / time
         for r in g.iter_rows(named=True):
             def rel(x, base=base, inv=inv):
                 return None if not x else (base / x if inv else x / base)  # no interval from a single run
 
             lo, hi = (rel(r["high"]), rel(r["low"])) if inv else (rel(r["low"]), rel(r["high"]))
-            rows.append({"version": str(r["major"]), "relative": rel(r["median"]), "low": lo,
-                         "high": hi, "series": ("load speed (1 / time)" if inv else what)
-                         + f", scale {scale}", "interval": r["method"], "median": r["median"]})  # fmt: skip
-    ours = pl.from_dicts(rows) if rows else pl.DataFrame(schema={"version": pl.String, "relative": pl.Float64})
-    order = ref.version_order(ours["version"].to_list() if ours.height else [])
-    x = alt.X("version:O", sort=order, scale=alt.Scale(domain=order), title="PostgreSQL version")
-    y = alt.Y("relative:Q", title="relative to the oldest version (ours: 10 = 1; S3: 7.3 = 1)")
-    layers = []
-    if ours.height:
-        b = alt.Chart(ours).encode(x=x, color=alt.Color("series:N", title="ours"))
-        layers += [b.mark_line(point=True).encode(y=y, tooltip=["series", "version", "relative", "median", "interval"]),
-                   b.mark_rule().encode(y="low:Q", y2="high:Q")]
-    st = ref.readings()
-    layers.append(alt.Chart(st.drop_nulls("relative")).mark_point(shape="triangle-up", size=90, color="black",
-                                                                   filled=True).encode(x=x, y=y, tooltip=["label"]))
-    text = st.with_columns(pl.col("relative").fill_null(1.5))
-    layers.append(alt.Chart(text).mark_text(angle=300, align="left", dx=4, fontSize=9, color="black").encode(
-        x=x, y=alt.Y("relative:Q"), text="label:N"))
-    return alt.layer(*layers).properties(width=520, height=280, title="S3's versions (7.3 … 9.1, readings of its "
-                                         "text) and ours (medians, whiskers: their interval)")  # fmt: skip
+            rows.append({"version": str(r["major"]), "relative": rel(r["median"]), "low": lo, "high": hi,
+                         "panel": "load speed (1 / load time)" if inv else "throughput (tps)",
+                         "series": ("load speed" if inv else what) + f", scale {scale}", "interval": r["method"],
+                         "median": r["median"]})  # fmt: skip
+    schema = {"version": pl.String, "relative": pl.Float64, "low": pl.Float64, "high": pl.Float64, "panel": pl.String,
+              "series": pl.String, "interval": pl.String, "median": pl.Float64}  # fmt: skip
+    ours = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    order = ref.version_order(ours["version"].to_list())
+    x = alt.X("version:O", sort=order, scale=alt.Scale(domain=order), title="PostgreSQL version",
+              axis=alt.Axis(labelAngle=0))  # fmt: skip
+    st = ref.readings().with_row_index("n", offset=1).with_columns(
+        pl.col("relative").fill_null(1.0).alias("at"), pl.col("n").cast(pl.String).alias("mark"))
+    panels = []
+    for panel in ("throughput (tps)", "load speed (1 / load time)"):
+        mine = ours.filter(pl.col("panel") == panel)
+        if not mine.height:
+            continue
+        throughput = panel.startswith("throughput")
+        y = alt.Y("relative:Q", title=[f"{panel}, relative", f"(ours: {oldest} = 1" + ("; S3: 7.3 = 1)" if throughput
+                                                                                         else ")")])  # fmt: skip
+        mine_x = x if throughput else alt.X("version:O", sort=order[len(ref.VERSIONS):], title="PostgreSQL version",
+                                             axis=alt.Axis(labelAngle=0))  # S3 has no load figures  # fmt: skip
+        b = alt.Chart(mine).encode(x=mine_x, color=alt.Color("series:N", title="ours",
+                                                             legend=alt.Legend(labelLimit=0)))  # fmt: skip
+        layers = [b.mark_line(point=True).encode(y=y, tooltip=["series", "version", "relative", "median", "interval"]),
+                  b.mark_rule().encode(y="low:Q", y2="high:Q")]  # fmt: skip
+        if throughput:  # S3's readings are about tps
+            s3 = alt.Chart(st)
+            layers += [s3.mark_point(shape="triangle-up", size=90, color="black", filled=True).encode(
+                           x=x, y=alt.Y("at:Q"), tooltip=["label"]),
+                       s3.mark_text(dy=-12, fontSize=11, fontWeight="bold", color="black").encode(
+                           x=x, y=alt.Y("at:Q"), text="mark:N")]  # fmt: skip
+        panels.append(alt.layer(*layers).properties(width=520, height=220, title=panel))
+    notes = alt.Chart(st.with_columns((pl.col("mark") + pl.lit("  ") + pl.col("label")).alias("note"))).mark_text(
+        align="left", fontSize=11).encode(x=alt.value(0), y=alt.Y("n:O", axis=None), text="note:N").properties(
+        width=520, height=alt.Step(16), title="S3's readings (▲: a figure in its text; numbered on the chart)")
+    return alt.vconcat(*panels, notes).properties(
+        title="S3's versions (7.3 … 9.1, readings of its text) and ours (medians, whiskers: their interval)")
 
 
 def db_size(sizes: pl.DataFrame):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ...core import charts
 from . import reference as ref
 
 MODES = ["serial", "parallel", "parallel_jit"]
@@ -33,7 +34,7 @@ def times(summary: pl.DataFrame) -> alt.FacetChart:
     )  # fmt: skip
     modes = [m for m in MODES if m in set(data["mode"])] + sorted(set(data["mode"]) - set(MODES))
     return (bars + points).properties(width=520, height=170).facet(
-        row=alt.Row("mode:N", title=None, sort=modes)
+        row=alt.Row("mode:N", title=None, sort=modes, header=charts.header())
     ).resolve_scale(y="independent").properties(title="Seconds per query by server and mode")  # fmt: skip
 
 
@@ -47,6 +48,7 @@ def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame
         )
         .select("server", "mode", "query", "n", "n_baseline", "median", "median_baseline", "speedup",
                 "speedup_low", "speedup_high", "verdict")
+        .with_columns(charts.time_words())
         .sort("server", "query")
     )  # fmt: skip
 
@@ -88,6 +90,7 @@ def jit_frame(jit: pl.DataFrame) -> pl.DataFrame:
         .join(ref.s4_jit_table(), on="query", how="left")
         .select("server", "query", "n", "median", "median_baseline", "reduction_pct", "reduction_low_pct",
                 "reduction_high_pct", "verdict", "s4_jit_reduction_pct")
+        .with_columns(charts.time_words())
         .sort("server", "query")
     )  # fmt: skip
 
@@ -153,7 +156,7 @@ def workers(plans: pl.DataFrame, study_plans: pl.DataFrame | None = None) -> alt
         y="max(allowed_workers):Q", tooltip=[alt.Tooltip("max(allowed_workers):Q", title="allowed")]
     )
     return alt.layer(allowed, planned, launched, data=data).properties(width=520, height=130).facet(
-        row=alt.Row("condition:N", title=None)
+        row=alt.Row("condition:N", title=None, header=charts.header())
     ).properties(title="Workers per Gather: allowed (dashed), planned (filled), launched (open square)")  # fmt: skip
 
 
