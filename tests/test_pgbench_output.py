@@ -306,3 +306,18 @@ def test_a_zero_latency_in_the_transaction_log_is_no_measurement(tmp_path):
     logged = pgbench.transaction_latencies_us(tmp_path)
     assert logged == [0, 688, 0]  # the raw artefact keeps what pgbench wrote
     assert pgbench.timed(logged) == [688]
+
+
+def test_latency_percentiles_are_exact_on_a_known_log(tmp_path):
+    """1 … 1000 µs once each (and a 0 µs entry pgbench may log): p50 500.5 µs, p95 950.05, p99 990.01, max 1 ms,
+    numpy's linear percentiles on the values themselves; over two rounds an interval from the rounds' own."""
+    from pglab.pgtools import pgbench
+
+    us = [0, *range(1, 1001)]
+    (tmp_path / "txn.1").write_text("".join(f"0 {i} {v} 0 1764139200 {i}\n" for i, v in enumerate(us)))
+    got = pgbench.latency_percentiles(pgbench.transaction_latencies_us(tmp_path))
+    assert (got["n"], got["p50_ms"], got["p95_ms"], got["p99_ms"], got["max_ms"]) == (1000, 0.5005, 0.95005,
+                                                                                     0.99001, 1.0)  # fmt: skip
+    assert got["p50_low_ms"] is None  # one round: no interval
+    two = pgbench.latency_percentiles(list(range(1, 1001)), rounds=[i % 2 for i in range(1000)])
+    assert two["p50_low_ms"] < two["p50_ms"] < two["p50_high_ms"]

@@ -177,3 +177,32 @@ def timed(latencies_us):
     ends on the same reading it started on and is logged as 0 µs (seen in 2.6 % of 1 ms runs on this 2-core VM,
     where pgbench is often descheduled while the server works). Such a 0 is no latency: left out."""
     return [x for x in latencies_us if x > 0]
+
+
+PERCENTILES = (50, 95, 99)
+
+
+def latency_percentiles(latencies_us, rounds=None, confidence: float = 0.95) -> dict:
+    """p50 / p95 / p99 and max (ms) of a cell's transactions, each with an interval over its rounds (a round's own
+    percentile, min–max of them below 10 rounds, else a percentile bootstrap of the rounds): the tail beside tps.
+    `latencies_us`: every timed transaction (pgbench's 0 µs entries are left out, `timed`); `rounds`: the round of
+    each (None: one round). Percentiles are numpy's linear ones, exact on the values given."""
+    import numpy as np
+
+    x = np.asarray(latencies_us, dtype=float)
+    r = np.zeros(x.size, dtype=int) if rounds is None else np.asarray(rounds)
+    keep = x > 0
+    x, r = x[keep] / 1000.0, r[keep]
+    out: dict = {"n": int(x.size), "max_ms": float(x.max()) if x.size else None}
+    per_round = {k: x[r == k] for k in np.unique(r)}
+    for p in PERCENTILES:
+        out[f"p{p}_ms"] = float(np.percentile(x, p)) if x.size else None
+        values = np.array([np.percentile(v, p) for v in per_round.values() if v.size])
+        lo = hi = None
+        if values.size >= 10:
+            boot = np.random.default_rng(p).choice(values, (2000, values.size)).mean(axis=1)
+            lo, hi = (float(q) for q in np.quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2]))
+        elif values.size >= 2:
+            lo, hi = float(values.min()), float(values.max())
+        out[f"p{p}_low_ms"], out[f"p{p}_high_ms"] = lo, hi
+    return out
