@@ -291,7 +291,7 @@ def _synthetic_execs(parallel_factor: float, rounds: int = 12, jitter: float = 0
     "factor, cores, verdict, words",
     [
         (0.6, 2, findings.SUPPORTED, "is lower"),  # 1.67× on 2 cores: faster, within the ceiling
-        (1.0, 2, findings.UNDETERMINED, "below the noise floor"),  # no gain: a direction-only claim cannot be refuted
+        (1.0, 2, findings.CONTRADICTED, "no noticeable effect"),  # no gain: a claim of a gain, refuted
         (1.3, 2, findings.CONTRADICTED, "shows the opposite"),  # slower in parallel
         (0.2, 2, findings.UNDETERMINED, "above the physical ceiling"),  # 5× on 2 cores: a measurement problem
     ],

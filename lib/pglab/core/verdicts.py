@@ -213,6 +213,8 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None,
         if hi < need and lo > floor:
             return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but by less than {_pct(need)}: too "
                                            "small to notice")  # fmt: skip
+        if hi < 0:
+            return Verdict(CONTRADICTED, f"{ours} shows the opposite: not {claim.direction}")
         if hi < need:
             return Verdict(CONTRADICTED, f"{ours} shows no noticeable effect {claim.direction} (less than "
                                          f"{_pct(need)}, not past the noise floor {_pct(floor)})")  # fmt: skip
@@ -227,9 +229,11 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None,
     edges = sorted((math.exp(sign * e / tolerance), math.exp(sign * e * tolerance)))
     band = f"{edges[0]:.2f}×–{edges[1]:.2f}×"
     if z_lo == z_hi:
+        size = "a larger" if lo > e else "a smaller"
         what = {SUPPORTED: f"lies within ×/÷{tolerance:g} of {study} ({band})",
-                DIRECTION_ONLY: f"goes {claim.direction} but outside ×/÷{tolerance:g} of {study} ({band})",
-                CONTRADICTED: f"shows less than a third of {study}'s effect"}[z_lo]  # fmt: skip
+                DIRECTION_ONLY: f"is {claim.direction}, but {size} effect than ×/÷{tolerance:g} of {study} ({band})",
+                CONTRADICTED: f"shows the opposite of {study}" if hi < 0
+                else f"shows less than a third of the effect of {study}"}[z_lo]  # fmt: skip
         return Verdict(z_lo, f"{ours} {what}")
     return Verdict(UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})",
                    "more rounds narrow it")  # fmt: skip
