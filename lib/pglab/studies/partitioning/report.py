@@ -13,7 +13,6 @@ from ...core import derived
 from . import verdicts as pv
 from .params import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
 
-TITLE = "S5 · Hash partitioning and Parallel Append"
 TABLES = (
     "environment_servers",
     "partitioning_setup",
