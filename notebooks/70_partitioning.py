@@ -65,7 +65,8 @@ from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.partitioning import STUDY
 from pglab.studies.partitioning import verdicts as pverd
-from pglab.studies.partitioning.report import cores, load_text, speedup_chart, time_chart
+from pglab.studies.partitioning.charts import speedup_chart, time_chart
+from pglab.studies.partitioning.report import cores, load_text
 
 charts.setup()
 pl.Config.set_tbl_cols(20)
