@@ -345,9 +345,6 @@ class Stage:
         return min(kit, key=lambda s: (s.install.major, int(s.install.minor) if s.install.minor.isdigit() else 0)).name
 
 
-        return pgbench_tables.build(self.store, self.session.profile, self.baseline(), write=write)
-
-
 def run_stage(session: Session) -> StageResult:
     """Every experiment params enable, on the servers the kit may write to (the others recorded as skipped)."""
     t0 = time.monotonic()
