@@ -48,7 +48,7 @@ def stage(tmp_path_factory, installs):
             if x.install and x.install.jit:
                 _decoy(x, p.database)
         result = run_stage(s)
-        tables = stage_tables(s.store, s.params.jit_operators, result.setup)
+        tables = stage_tables(s.store, s.params.jit_operators, result.seen["setup"])
         root = d / "derived"
         derived.write(tables, s.profile, root=root)
         fnd = jv.findings_from(*(tables[f"jit_operators_{n}"] for n in ("setup", "paired", "overall", "noise")),
@@ -82,7 +82,7 @@ def _jit_servers(s):
 
 def test_not_available_is_recorded_not_dropped(stage):
     s, result, tables, _ = stage
-    setup = {r["server"]: r for r in result.setup.iter_rows(named=True)}
+    setup = {r["server"]: r for r in result.seen["setup"].iter_rows(named=True)}
     assert set(setup) == {x.name for x in s.servers}
     for x in s.servers:
         row = setup[x.name]

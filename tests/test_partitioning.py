@@ -94,7 +94,7 @@ def stage(tmp_path_factory):
             with x.connect() as conn:
                 after[x.name] = int(conn.execute("SHOW max_worker_processes").fetchone()[0])
             decoys[x.name] = _decoys_left(x, s.params.partitioning.database)
-        tables = pres.tables(s.store, s.params.partitioning, result.servers, result.preps)
+        tables = pres.tables(s.store, s.params.partitioning, result.servers, result.seen["preps"])
         derived.write(tables, PROFILE, root=root)
         servers = pl.from_dicts([environment.server(x)[0] for x in s.servers], infer_schema_length=None)
         derived.write_table(servers, "environment_servers", PROFILE, root=root)
