@@ -21,6 +21,11 @@ from ...core.config import ParamsError
 from .params import SERVER, Experiment
 
 
+# values PostgreSQL has only in builds with an optional library: refused by every server here, they are cells not
+# testable here, not a typo
+BUILD_OPTIONAL = frozenset({("io_method", "io_uring")})
+
+
 def where(i: int, e: Experiment, key: str) -> str:
     return f"experiments[{i}] ({e.name}).{key}"
 
@@ -124,13 +129,38 @@ def check_settings(experiments: list[Experiment], shown, installs: list) -> None
                 if not having:
                     raise ParamsError(f"{shown}: {key}: expected a setting a server of this experiment has; none of "
                                       f"{[x.name for x in mine]} knows {name!r}")  # fmt: skip
-                for x in having:
-                    reason = pc._postgres_c(runnable[x.name], folder, run_as, [(key, name, value)])
-                    if reason is not None:
-                        raise ParamsError(f"{shown}: {key}: expected a value that {x.name} (PostgreSQL {x.major}."
-                                          f"{x.minor}) accepts; got {value!r}: {reason}")  # fmt: skip
+                reasons = {x.name: pc._postgres_c(runnable[x.name], folder, run_as, [(key, name, value)])
+                           for x in having}
+                optional = (name.lower(), str(value).lower()) in BUILD_OPTIONAL
+                if all(r is not None for r in reasons.values()) and not optional:  # else a typo
+                    x = having[0]
+                    raise ParamsError(f"{shown}: {key}: expected a value that a server of this experiment accepts; "
+                                      f"got {value!r}: {reasons[x.name]} ({x.name}, PostgreSQL {x.major}."
+                                      f"{x.minor})")  # fmt: skip
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def refused_values(e: Experiment, inst) -> dict[str, str]:
+    """'name=value' -> why, for each factor value the install refuses (io_method=io_uring in a build without
+    liburing): those cells are not testable on it. The install's `postgres -C`, no server started."""
+    from ...core import osuser, reach
+
+    run_as = osuser.server_user()
+    folder = pc._config_folder(run_as)
+    out = {}
+    try:
+        runnable = reach.server_install(inst, run_as)
+        for k, values in e.setting_factors.items():
+            if "." in k or not has_setting(runnable, folder, run_as, k):
+                continue
+            for value in values:
+                reason = pc._postgres_c(runnable, folder, run_as, [(k, k, value)])
+                if reason is not None:
+                    out[f"{k}={value}"] = f"this server does not accept {k}={value}: {reason}"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
 
 
 def unavailable(e: Experiment, known: set[str]) -> dict[str, str]:

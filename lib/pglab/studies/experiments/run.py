@@ -123,7 +123,9 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
         pass
     server.recreate_database(dbname)
     if d.pgbench is not None:
-        client = pgbench.newest_client([s.install for s in [server] if s.install] or [])
+        from ...core.installs import discover
+
+        client = pgbench.newest_client(discover())
         res = pgbench.run(server, ["-i", "-q", "-s", str(d.pgbench.scale)], client, dbname=dbname, init=True)
         if not res.ok:
             raise RuntimeError(f"pgbench -i failed: {res.error}")
@@ -145,6 +147,8 @@ def prepare(e: Experiment, servers: list[Server], store: RunStore) -> dict[str, 
         try:
             p.contexts = _contexts(s)
             p.unavailable = checks.unavailable(e, {k.lower() for k in p.contexts})
+            if s.install is not None:
+                p.unavailable |= checks.refused_values(e, s.install)
             p.data = prepare_data(e, s, dbname, store)
         except Exception as ex:  # this server cannot take part: recorded, the others go on
             p.skipped = f"{type(ex).__name__}: {ex}"
@@ -180,8 +184,13 @@ def testable(setup: dict, server: str, settings: dict) -> str | None:
     prep = setup["prepared"][server]
     if prep["skipped"]:
         return prep["skipped"]
-    missing = [prep["unavailable"][k] for k in settings if k in prep["unavailable"]]
+    gone = prep["unavailable"]
+    missing = [gone[x] for k, v in settings.items() for x in (k, f"{k}={_value_text(v)}") if x in gone]
     return "; ".join(missing) or None
+
+
+def _value_text(v) -> str:
+    return ("True" if v else "False") if isinstance(v, bool) else str(v)  # as checks.refused_values writes it
 
 
 def _split(settings: dict, contexts: dict[str, str]) -> tuple[dict, dict]:
