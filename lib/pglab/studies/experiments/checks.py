@@ -20,7 +20,6 @@ from ...core import params_checks as pc
 from ...core.config import ParamsError
 from .params import SERVER, Experiment
 
-
 # values PostgreSQL has only in builds with an optional library: refused by every server here, they are cells not
 # testable here, not a typo
 BUILD_OPTIONAL = frozenset({("io_method", "io_uring")})

@@ -193,7 +193,7 @@ def setup_row(e: Experiment, setup: dict) -> dict:
 
     w = e.workload
     work = (f"pgbench {w.pgbench.builtin or 'script ' + w.pgbench.script.rsplit('/', 1)[-1]}, {w.pgbench.clients} "
-            f"client(s), {w.pgbench.duration_s:g} s a run" if w.kind == "pgbench"
+            f"client(s), {w.pgbench.duration_s} s a run" if w.kind == "pgbench"
             else f"{len(setup['items'])} SQL quer{'y' if len(setup['items']) == 1 else 'ies'}: "
                  + ", ".join(setup["items"]))  # fmt: skip
     d = e.data

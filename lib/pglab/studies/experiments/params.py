@@ -67,7 +67,7 @@ class PgbenchWorkload(Strict):
     script: str | None = None  # a custom script, made absolute when loaded
     clients: int = Field(default=1, ge=1, le=1000)
     threads: int = Field(default=1, ge=1, le=1000)
-    duration_s: float = Field(default=5, gt=0, le=3600)
+    duration_s: int = Field(default=5, ge=1, le=3600)  # pgbench -T takes whole seconds
 
     @model_validator(mode="after")
     def _one(self):

@@ -281,7 +281,7 @@ class Runner:
             kit = [x.install for x in self.s.servers if x.install]
             self.client = pgbench.newest_client(kit)
         with tempfile.TemporaryDirectory(prefix="pglab-xlog-") as logdir:
-            args = ["-n", "-c", w.clients, "-j", w.threads, "-T", f"{w.duration_s:g}", "-l",
+            args = ["-n", "-c", w.clients, "-j", w.threads, "-T", f"{w.duration_s}", "-l",
                     "--log-prefix", f"{logdir}/tx"]  # fmt: skip
             scripts = None
             if w.builtin:
