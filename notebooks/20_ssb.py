@@ -85,7 +85,7 @@ available
 
 # %%
 # every table of this notebook, from the raw store alone (as `python -m pglab derive` does)
-tables = ssb_derive.queries(s.store, s.params)
+tables = ssb_derive.derive(s.store, s.params)
 derived.write(tables, s.profile)
 execs, sweep, plans = tables["ssb_executions"], tables["ssb_sweep"], tables["ssb_plans"]
 checks, fingerprints = tables["ssb_checksums"], tables["ssb_fingerprints"]

@@ -69,9 +69,9 @@ from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts, derived, outcomes, session
+from pglab.studies.auto_explain import STUDY
 from pglab.studies.auto_explain import charts as aec
 from pglab.studies.auto_explain import derive as aer
-from pglab.studies.auto_explain import run as auto_explain_run
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="auto_explain")
@@ -100,17 +100,17 @@ aec.conditions_table(cfg)
 # %%
 s.start()
 t0 = time.monotonic()
-result = auto_explain_run.run_stage(s)
+result = STUDY.run(s)
 # a stage that measured on no server leaves no tables: the report then says it was not run (skips: below)
 # every table from the raw store alone, as `python -m pglab derive` does (the skips are written below)
-tables = aer.derive(s.store, s.params)
+tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("auto_explain_skipped",))
 print(f"stage: {result.steps_run} pgbench runs now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
-outcomes.report_skipped(s.store, [auto_explain_run.EXPERIMENT], "auto_explain_skipped", s.profile)
-result.servers
+outcomes.report_skipped(s.store, [STUDY.name], "auto_explain_skipped", s.profile)
+result.seen["servers"]
 
 # %%
-if result.servers.filter(pl.col("skipped").is_null()).is_empty():
+if result.seen["servers"].filter(pl.col("skipped").is_null()).is_empty():
     s.close()
     outcomes.stop_notebook("every server was skipped: nothing was measured (the reasons are above)")
 
@@ -185,8 +185,8 @@ if ls.width:
                       pl.col("log_bytes_per_txn").round(1), "first_reason"))
 failed = tables["auto_explain_log_checks"].filter(pl.col("log_check") == "failed") if ls.width else pl.DataFrame()
 print(f"log checks failed: {failed.height}" + ("" if failed.is_empty() else f" — {failed['log_reason'].to_list()[:3]}"))
-print(f"warnings and errors the servers logged during the stage: {result.log_problems.height}")
-result.log_problems
+print(f"warnings and errors the servers logged during the stage: {result.seen['log_problems'].height}")
+result.seen["log_problems"]
 
 # %% [markdown]
 # ## Why ANALYZE costs: the clock
@@ -200,7 +200,7 @@ result.log_problems
 
 # %%
 tm = tables["auto_explain_timer"]
-result.timer if tm.is_empty() else tm.select(
+result.seen["timer"] if tm.is_empty() else tm.select(
     "server", "item", "rows_processed", "clock_reads", "processes", "parallelism", "per_loop_ns",
     pl.col("baseline_ms", "analyze_ms", "no_timing_ms", "extra_ms", "predicted_timing_ms").round(3),
     pl.col("extra_ns_per_row", "timing_ns_per_clock_read").round(1),

@@ -67,10 +67,10 @@ from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
+from pglab.studies.jit_operators import STUDY
 from pglab.studies.jit_operators import charts as jc
 from pglab.studies.jit_operators import derive as jres
 from pglab.studies.jit_operators import report as jr
-from pglab.studies.jit_operators import run as jrun
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="jit_operators")
@@ -91,20 +91,20 @@ jres.conditions(p)
 # %%
 s.start()
 t0 = time.monotonic()
-result = jrun.run_stage(s)
+result = STUDY.run(s)
 # every table (the findings too) from the raw store alone, as `python -m pglab derive` does; a stage that
 # measured on no server leaves no tables: the report then says it was not run (skips: below)
-tables = jres.derive(s.store, s.params)
+tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("jit_operators_skipped",))  # the skips: report_skipped below
 runs = tables.get("jit_operators_runs", pl.DataFrame(schema=jres.RUNS_SCHEMA))
 errors = runs.filter(pl.col("error").is_not_null())
 print(f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "
       f"derived tables: {', '.join(written)}")
-outcomes.report_skipped(s.store, [jrun.EXPERIMENT], "jit_operators_skipped", s.profile)
+outcomes.report_skipped(s.store, [STUDY.name], "jit_operators_skipped", s.profile)
 errors.select("server", "condition", "operator", "repetition", "error")
 
 # %%
-if not jrun.runnable(result.setup):
+if not result.servers:
     s.close()
     outcomes.stop_notebook("no server can run the stage: nothing was measured (the reasons are above)")
 

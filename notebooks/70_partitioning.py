@@ -63,10 +63,10 @@ from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
-from pglab.studies.partitioning import derive as pres
-from pglab.studies.partitioning import run as partitioning_run
+from pglab.studies.partitioning import STUDY
 from pglab.studies.partitioning import verdicts as pverd
-from pglab.studies.partitioning.report import cores, load_text, speedup_chart, time_chart
+from pglab.studies.partitioning.charts import speedup_chart, time_chart
+from pglab.studies.partitioning.report import cores, load_text
 
 charts.setup()
 pl.Config.set_tbl_cols(20)
@@ -86,13 +86,13 @@ print(f"t: {cfg.rows:,} rows in {cfg.partitions} hash partitions, setseed({cfg.s
 # %%
 s.start()
 t0 = time.monotonic()
-result = partitioning_run.run_stage(s)
+result = STUDY.run(s)
 # every table from the raw store alone, as `python -m pglab derive` does; a stage that measured on no server
 # leaves no tables: the report then says it was not run (skips: below)
-tables = pres.derive(s.store, s.params)
+tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("partitioning_skipped",))
 print(f"stage: {result.steps_run} timed executions now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
-outcomes.report_skipped(s.store, [partitioning_run.EXPERIMENT], "partitioning_skipped", s.profile)
+outcomes.report_skipped(s.store, [STUDY.name], "partitioning_skipped", s.profile)
 tables["partitioning_setup"].select(
     "server", "skipped", "loaded_now", pl.col("load_s", "vacuum_s").cast(pl.Float64).round(1), "configure_status",
     "configured", "max_worker_processes", "max_parallel_workers", "fits_in_shared_buffers", "prewarmed_blocks",

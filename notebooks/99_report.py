@@ -24,7 +24,7 @@ params_file = "params/default.yaml"  # relative to the project root
 run_id = None
 
 # %%
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts
@@ -33,6 +33,7 @@ from pglab.report import appendix as report_appendix
 from pglab.report import sections as report_sections
 from pglab.report import summary as report_summary
 from pglab.report.environment import machine_table, run_header, servers_table, timer_chart
+from pglab.studies import report_order
 
 p = params.load(params_file, check_servers=False)
 charts.setup()
@@ -86,41 +87,11 @@ table(servers_table(p.profile))
 # %%
 timer_chart(p.profile)
 
-# %% [markdown]
-# ## S1 · SSB: parallel query, JIT and versions (with S4's SSB tests)
-
 # %%
-report_sections.show("ssb_report", p.profile)
-
-# %% [markdown]
-# ## S2 · auto_explain overhead with pgbench
-
-# %%
-report_sections.show("auto_explain_report", p.profile)
-
-# %% [markdown]
-# ## S3 · pgbench across versions and scales (with S4's client scaling)
-
-# %%
-report_sections.show("pgbench_report", p.profile)
-
-# %% [markdown]
-# ## S4 · JIT per operator
-
-# %%
-report_sections.show("jit_operators_report", p.profile)
-
-# %% [markdown]
-# ## S4 · Parallel B-tree index build (test C)
-
-# %%
-report_sections.show("parallel_index_report", p.profile)
-
-# %% [markdown]
-# ## S5 · Hash partitioning and Parallel Append
-
-# %%
-report_sections.show("partitioning_report", p.profile)
+# every study's section, in the order of the studies S1 … S5 (pglab.studies.report_order)
+for study in report_order():
+    display(Markdown(f"## {study.section.title}"))
+    report_sections.show(study, p.profile)
 
 # %% [markdown]
 # ## Appendix: the data behind this report

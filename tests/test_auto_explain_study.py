@@ -59,7 +59,7 @@ def stage(tmp_path_factory):
 def test_every_cell_is_recorded(stage):
     s, result, _ = stage
     cfg = s.params.auto_explain
-    runs = result.runs
+    runs = result.seen["runs"]
     want = {(srv.name, c, i, r) for srv in s.servers for c, i in cfg.cells() for r in range(2)}
     got = {(x["server"], x["condition"], x["item"], x["repetition"]) for x in runs.iter_rows(named=True)}
     assert got == want
@@ -82,12 +82,12 @@ def test_every_cell_is_recorded(stage):
         assert r["value"] == pytest.approx(statistics.median(pgbench.timed(lat)) / 1000) == r["latency_median_ms"]
     # auto_explain was in shared_preload_libraries exactly for the loaded conditions
     assert (runs["preloaded"] == (runs["condition"] != "not_loaded")).all()
-    assert (result.servers["restarts"] >= 2).all()  # a switch per round, not per cell
+    assert (result.seen["servers"]["restarts"] >= 2).all()  # a switch per round, not per cell
 
 
 def test_log_proof(stage):
     s, result, _ = stage
-    runs = result.runs
+    runs = result.seen["runs"]
     assert set(runs["log_check"]) == {"passed"}, runs.filter(runs["log_check"] != "passed")["log_reason"].to_list()
     logging = runs.filter(runs["expect_plans"] == "every")
     quiet = runs.filter(runs["expect_plans"] == "none")
@@ -110,14 +110,14 @@ def test_log_proof(stage):
 def test_analysis_and_reset(stage):
     s, result, after = stage
     cfg = s.params.auto_explain
-    tables = auto_explain_results.analyse(result, cfg)
+    tables = auto_explain_results.analyse(result.seen, cfg)
     ratios = tables["auto_explain_ratios"]
     overhead = ratios.filter(ratios["comparison"] == "overhead")
     want = {(srv.name, c, i) for srv in s.servers for c, i in cfg.cells() if c != cfg.baseline}
     assert set(zip(overhead["server"], overhead["condition"], overhead["item"], strict=True)) == want
     # two repetitions each: every ratio has an interval (on failure: which, and the runs' errors, to tell why)
     assert overhead["ci_low"].null_count() == 0, (overhead.filter(pl.col("ci_low").is_null()).to_dicts(),
-                                                  result.runs.filter(pl.col("error").is_not_null())
+                                                  result.seen["runs"].filter(pl.col("error").is_not_null())
                                                   .select("server", "condition", "item", "round", "error").to_dicts())
     logging = ratios.filter(ratios["comparison"] == "logging")
     assert set(zip(logging["condition"], logging["baseline"], strict=True)) == {
@@ -174,7 +174,7 @@ def test_session_preload_and_external_servers(tmp_path, embedded):
             result = run_stage(s)
         finally:
             s.close()
-        runs = result.runs
+        runs = result.seen["runs"]
         kit = runs.filter(runs["server"] == embedded.name)
         assert set(kit["log_check"]) == {"passed"} and not kit["restarted_before"].any()
         assert kit.filter(kit["condition"] == "explain_logged")["plans_logged"].to_list() == [60]
@@ -185,7 +185,7 @@ def test_session_preload_and_external_servers(tmp_path, embedded):
         labw = runs.filter(runs["server"] == "labw")
         assert labw["value"].null_count() == 0 and set(labw["log_check"]) == {"not available"}
         assert all("not reachable" in r for r in labw["log_reason"])
-        srv = {r["server"]: r for r in result.servers.iter_rows(named=True)}
+        srv = {r["server"]: r for r in result.seen["servers"].iter_rows(named=True)}
         assert srv["labw"]["restarts"] == 0 and srv["labw"]["loading"] == "session_preload"
     finally:
         ext.stop()

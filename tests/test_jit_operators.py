@@ -48,7 +48,7 @@ def stage(tmp_path_factory, installs):
             if x.install and x.install.jit:
                 _decoy(x, p.database)
         result = run_stage(s)
-        tables = stage_tables(s.store, s.params.jit_operators, result.setup)
+        tables = stage_tables(s.store, s.params.jit_operators, result.seen["setup"])
         root = d / "derived"
         derived.write(tables, s.profile, root=root)
         fnd = jv.findings_from(*(tables[f"jit_operators_{n}"] for n in ("setup", "paired", "overall", "noise")),
@@ -82,7 +82,7 @@ def _jit_servers(s):
 
 def test_not_available_is_recorded_not_dropped(stage):
     s, result, tables, _ = stage
-    setup = {r["server"]: r for r in result.setup.iter_rows(named=True)}
+    setup = {r["server"]: r for r in result.seen["setup"].iter_rows(named=True)}
     assert set(setup) == {x.name for x in s.servers}
     for x in s.servers:
         row = setup[x.name]
@@ -289,10 +289,10 @@ def _synthetic_runs(on_factor: float, rounds: int = 12, jitter: float = 0.02) ->
 @pytest.mark.parametrize(
     "factor, verdict, says",
     [
-        (0.75, findings.SUPPORTED, "includes the study's"),  # 25 % less: holds 18–32 % (the sizes vary by operator)
-        (1.0, findings.CONTRADICTED, "noise floor"),  # no effect, where 18–32 % would be well beyond the floor
+        (0.75, findings.SUPPORTED, "within ×/÷1.5 of the study's"),  # 25 % less, as the study
+        (1.0, findings.CONTRADICTED, "less than a third"),  # no effect, where 25 % would be well beyond the floor
         (1.2, findings.CONTRADICTED, "shows the opposite"),  # JIT slower
-        (0.4, findings.DIRECTION_ONLY, "larger effect"),  # 60 % less: the right direction, not the size
+        (0.4, findings.DIRECTION_ONLY, "a larger effect"),  # 60 % less: the right direction, not the size
     ],
 )  # fmt: skip
 def test_paired_verdicts_on_synthetic_rounds(factor, verdict, says):

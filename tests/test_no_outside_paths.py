@@ -35,9 +35,10 @@ def test_every_study_has_a_citation():
 
 
 def test_report_sections_cite_known_studies():
+    from pglab import studies
     from pglab.report import sections as report_sections
 
-    assert set(report_sections.STUDIES) == set(STUDIES)
-    for name in report_sections.SECTIONS:
-        assert set(report_sections.SECTION_STUDIES[name]) <= set(STUDIES), name
-        assert "docs/studies.md" in report_sections.sources_markdown(name)
+    assert set(report_sections.SOURCES) == set(STUDIES)
+    for study in studies.studies():
+        assert set(study.section.sources) <= set(STUDIES), study.name
+        assert "docs/studies.md" in report_sections.sources_markdown(study)

@@ -226,7 +226,7 @@ def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) ->
     "speedup, step, near, size",
     [
         (1.9, 1.5, fnd.SUPPORTED, fnd.SUPPORTED),  # near the ideal 2× on 2 cores; 3 columns take longer
-        (1.25, 1.0, fnd.DIRECTION_ONLY, fnd.UNDETERMINED),  # faster, far from 1/N; no size effect (direction only)
+        (1.25, 1.0, fnd.CONTRADICTED, fnd.CONTRADICTED),  # less than a third of the ideal 2×; no size effect at all
         (3.5, 0.7, fnd.UNDETERMINED, fnd.CONTRADICTED),  # above the ceiling of 2 cores: flagged; 3 columns faster
     ],
 )  # fmt: skip

@@ -109,7 +109,8 @@ def test_series_is_interleaved_and_grows(tiny):
 
 
 def test_derived_tables_and_summaries(tiny):
-    t = tiny["stage"].tables(write=True)
+    st = tiny["stage"]
+    t = pgbench_tables.build(st.store, st.session.profile, st.baseline(), write=True)
     n = len(tiny["session"].servers)
     sel = t["pgbench_select_only_summary"]
     assert sel.height == n and (sel["n"] == 2).all() and (sel["n_missing"] == 0).all()

@@ -147,12 +147,15 @@ def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
 
 def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
     from pglab.core import derived
+    from pglab.core.derived import Tables
     from pglab.report import sections as report_sections
+    from pglab.studies import by_name
 
-    assert report_sections.skipped_markdown("pgbench_report", "p", tmp_path) is None
+    pgbench, ssb = by_name("pgbench"), by_name("ssb")
+    assert report_sections.skipped_markdown(pgbench, Tables("p", tmp_path)) is None
     skips = pl.DataFrame({"server": ["lab"], "experiment": ["pgbench_init"],
                           "reason": ["external server without allow_destructive: true"]})
     derived.write_table(skips, "pgbench_skipped", "p", root=tmp_path)
-    text = report_sections.skipped_markdown("pgbench_report", "p", tmp_path)
+    text = report_sections.skipped_markdown(pgbench, Tables("p", tmp_path))
     assert "lab, pgbench_init: external server without allow_destructive" in text
-    assert report_sections.skipped_markdown("ssb_report", "p", tmp_path) is None
+    assert report_sections.skipped_markdown(ssb, Tables("p", tmp_path)) is None

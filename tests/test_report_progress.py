@@ -13,9 +13,10 @@ import pytest
 
 from pglab import params
 from pglab.core import paths
+from pglab.core.estimate import stand_in
 from pglab.core.installs import Install
 from pglab.core.servers import for_study
-from pglab.report.estimate import estimate_s, estimates, stand_in
+from pglab.report.estimate import estimate_s, estimates
 from pglab.report.progress import RunProgress
 
 

@@ -41,7 +41,8 @@ def test_agreement_flips_and_severe_flips():
 
 def test_per_claim_comparison_folds_servers_as_the_report_counts():
     """Per claim: pg15 and pg18 disagreeing in both runs is one stable undetermined claim; one server moving
-    from not run to tested changes nothing when it agrees; a claim that becomes mixed flips to undetermined."""
+    from not run to tested changes nothing when it agrees; a claim whose servers decide opposite ways becomes
+    mixed."""
     a = findings({("S2", "analyze", "pg15"): "supported", ("S2", "analyze", "pg18"): "direction only",
                   ("S2", "timing", "pg15"): "supported", ("S2", "timing", "pg18"): "not run",
                   ("S3", "load", "pg15"): "supported", ("S3", "load", "pg16"): "supported"})  # fmt: skip
@@ -51,7 +52,7 @@ def test_per_claim_comparison_folds_servers_as_the_report_counts():
     c = stability.compare_claims(a, b)
     assert (c["claims"], c["same"]) == (3, 2)
     assert c["flips"].select("study", "finding", "server", "verdict_a", "verdict_b", "severe").rows() == [
-        ("S3", "load", "all", "supported", "undetermined", False)
+        ("S3", "load", "all", "supported", "mixed", False)
     ]
     per_server = stability.compare_findings(a, b)
     assert (per_server["claims"], per_server["same"]) == (6, 2)
@@ -104,7 +105,7 @@ def test_quick_profile_twice_agrees_and_prints_its_agreement(capsys):
 
 def test_every_pair_of_several_runs_and_the_pooled_figure():
     """Three runs: a and b agree, c flips one claim severely (supported -> contradicted on pg18, so the claim's
-    verdict goes to undetermined) and another mildly; pooled over the three pairs: 2 + 0 + 0 of 6 claims."""
+    verdict goes to mixed) and another mildly; pooled over the three pairs: 2 + 0 + 0 of 6 claims."""
     a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
                   ("S2", "analyze", "pg15"): "undetermined"})  # fmt: skip
     c = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
@@ -112,7 +113,7 @@ def test_every_pair_of_several_runs_and_the_pooled_figure():
     text = stability.pairwise_text({"a": a, "b": a.clone(), "c": c})
     assert "a vs b, per claim:\nagreement: 2 of 2 claims the same (100.0%)" in text
     assert "a vs c, per claim:\nagreement: 0 of 2 claims the same (0.0%)" in text
-    assert "S1 speedup [all]: a: supported -> c: undetermined" in text
+    assert "S1 speedup [all]: a: supported -> c: mixed" in text
     assert "  per claim and server: 1 of 3 the same (33.3%), severe claim-server flips 1" in text
     assert text.endswith("over the 3 pairs: 2 of 6 claims the same (33.3%), severe claim flips: 0; 5 of 9 "
                          "claim-server verdicts (55.6%), severe claim-server flips: 2")  # fmt: skip

@@ -28,6 +28,7 @@ from .core.config import (
     valid_keys,
 )
 from .core.paramtypes import version_major
+from .studies import STUDIES
 from .studies.auto_explain.params import AutoExplainParams
 from .studies.jit_operators.params import JitOperatorsParams
 from .studies.parallel_index.params import ParallelIndexParams
@@ -50,7 +51,8 @@ __all__ = [
     "version_major",
 ]
 
-SECTIONS = ("ssb", "pgbench", "auto_explain", "jit_operators", "parallel_index", "partitioning")
+# the studies' params sections, in run order (each a field of Params below: a test holds the two in step)
+SECTIONS = tuple(s.params_key for s in STUDIES if s.params_key)
 
 
 class Params(CommonParams):

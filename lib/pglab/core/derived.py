@@ -18,6 +18,7 @@ import io
 import json
 import os
 import shutil
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
@@ -141,6 +142,32 @@ def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFram
     header = path.open().readline().rstrip("\n").split(",")
     overrides = {c: t for c, t in types.items() if c in header}
     return pl.read_csv(path, infer_schema_length=None, schema_overrides=overrides or None)
+
+
+class Tables(Mapping[str, pl.DataFrame]):
+    """A profile's derived tables by name, each read once when first asked for (`read_table`: the manifest's
+    types): what the report and a study's method, charts and judge read, instead of a profile and a folder."""
+
+    def __init__(self, profile: str, root: Path | None = None):
+        self.profile, self.root = profile, root
+        self.folder = profile_dir(profile, root)
+        self._read: dict[str, pl.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        if name not in self._read:
+            if name not in self:
+                raise KeyError(f"no derived table {name!r} in {self.folder}")
+            self._read[name] = read_table(name, self.profile, self.root)
+        return self._read[name]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (self.folder / f"{name}.csv").is_file()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(p.stem for p in self.folder.glob("*.csv")))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _sha256(path: Path) -> str:

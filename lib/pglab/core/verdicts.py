@@ -1,29 +1,31 @@
-"""One verdict vocabulary and one rule for every study (issue 16; in plain words in docs/verdicts.md).
+"""One verdict vocabulary and one rule for every study (in plain words in docs/verdicts.md).
 
-A claim is the source study's statement with a direction and, usually, a magnitude: the ratio of the measured
-value under condition B over condition A (0.5 = B takes half the time, 1.1 = B gives 10 % more tps), optionally
-with an equivalence margin ("roughly"), or "no change within ±x %". The evidence is our paired ratio and its
-interval (`paired.paired_compare`). In log terms, oriented so that the claimed direction is positive:
+A claim is the source study's statement with a direction and, usually, a size: the ratio of the measured value
+under condition B over condition A (0.5 = B takes half the time, 1.1 = B gives 10 % more tps), or "no change
+within ±x %" where the source says there is none. The evidence is our ratio and its interval. The rule, with its
+tolerance declared here once and fixed before the runs that test it (never fitted to them), on the log scale of
+the effect, oriented so that the claimed direction is positive (e: the study's effect, ours: our interval's):
 
-* **supported** — the interval lies wholly on the claimed side of 1 and contains the study's magnitude (or
-  reaches into its margin). A "no change within ±x %" claim: the interval lies inside ±x %, and the machine's
-  noise floor is no wider than ±x % (where A/A comparisons stray further, a narrow interval inside it is luck).
-* **contradicted** — the interval excludes the study's magnitude and does not show the claimed direction
-  (it contains 1, or lies on the opposite side). A "no change" claim: the interval lies wholly outside ±x %.
-* **direction only** — the interval shows the claimed direction but excludes the magnitude (smaller or larger).
-* **undetermined** — the interval contains both 1 and the claimed effect (too wide); or it covers less than 90 %
-  (min–max of fewer than 5 rounds); or the effect is smaller than the machine's measured noise floor (an A/A
-  control: `noise.noise_floor`), which then neither supports nor shows a direction. Such an effect still
-  contradicts a claim whose own magnitude lies beyond the floor: we would have seen it. And whenever the
-  evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
+* **supported** — our whole interval lies within ×/÷ TOLERANCE (1.5) of the study's effect: a faithful
+  reproduction of a 0.75× claim lies between 0.65× and 0.83×. A claim without a size: our whole interval shows an
+  effect beyond UNSIZED_MIN (5 %) and the noise floor. "No change within ±x %": the interval lies inside ±x %
+  and the machine's A/A noise floor is no wider than ±x %.
+* **direction only** — the whole interval shows at least a third of the study's effect but lies outside the
+  tolerance (smaller, or larger); unsized: past the noise floor but not beyond 5 % (too small to notice).
+* **contradicted** — the whole interval shows less than a third of the effect: none, or the opposite (0.7 %
+  against a claimed 31 % is no reproduction). "No change": the interval lies wholly outside ±x %.
+* **undetermined** — the interval reaches across two of those zones (it names both); or it covers less than 90 %
+  (too few rounds, see paired.FAST_COVERAGE); or the claim's own effect is within this machine's noise floor;
+  or the evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
 * **not testable here** — this machine, scale, version set or build cannot test the claim; always with the
-  reason and what would make it testable ("needs SF ≥ 30", "needs 16 and 17"). Decided by the study, not by data.
+  reason and what would make it testable ("needs SF ≥ 10", "needs 16 and 17"). Decided by the study, not by data.
 * **not run** — not in this profile.
 
 Counting is per claim, not per server: a claim tested on several servers gets one overall verdict — the
-servers' common verdict when all tested servers agree, else *undetermined* ("mixed"), the per-server breakdown
-kept. Servers where it was not testable or not run are left out of that; a claim tested nowhere is *not
-testable here* (if any server says so) or *not run*. Tallies keep those two apart from the tested claims.
+servers' common verdict when all tested servers agree; *mixed* when they decided opposite ways (one supported or
+direction only, another contradicted: decisively apart, not noisy); else *undetermined*, the per-server breakdown
+kept. Servers where it was not testable or not run are left out of that; a claim tested nowhere is *not testable
+here* (if any server says so) or *not run*. Tallies keep those two apart from the tested claims.
 """
 
 from __future__ import annotations
@@ -42,22 +44,25 @@ DIRECTION_ONLY = "direction only"
 UNDETERMINED = "undetermined"
 NOT_TESTABLE = "not testable here"
 NOT_RUN = "not run"
-VERDICTS = (SUPPORTED, CONTRADICTED, DIRECTION_ONLY, UNDETERMINED, NOT_TESTABLE, NOT_RUN)
-TESTED = VERDICTS[:4]
+MIXED = "mixed"
+VERDICTS = (SUPPORTED, CONTRADICTED, DIRECTION_ONLY, MIXED, UNDETERMINED, NOT_TESTABLE, NOT_RUN)
+TESTED = VERDICTS[:5]
 
 HIGHER, LOWER, SAME = "higher", "lower", "no change"
-MIN_COVERAGE = 0.90  # min–max of 5 rounds covers 94 %, of 4 only 88 %: below this an interval decides nothing
+MIN_COVERAGE = 0.90  # min–max of 5 rounds covers 94 %, the fast mode over 5 rounds 89 %: below, nothing is decided
 
 
 @dataclass(frozen=True)
 class Claim:
-    """The study's statement. ratio: its magnitude as B over A (None: a direction only). margin: relative
-    equivalence margin (0.1 = ±10 %) around that ratio, or, for SAME, the "no change within ±x %"."""
+    """The study's statement. ratio: its magnitude as B over A (None: a direction only). margin: for SAME, the
+    "no change within ±x %". tolerance: this claim's own ×/÷ factor where the study's spread justifies one (written
+    next to the claim, with why), else the declared TOLERANCE."""
 
     statement: str
     direction: str
     ratio: float | None = None
     margin: float | None = None
+    tolerance: float | None = None  # a claim-specific factor the study's own spread justifies (else TOLERANCE)
 
     def __post_init__(self):
         if self.direction not in (HIGHER, LOWER, SAME):
@@ -126,59 +131,37 @@ def _pct(log_x: float) -> str:
     return f"±{math.expm1(log_x):.1%}".replace("%", " %")
 
 
-def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) -> Verdict:
-    """The one rule (module docstring). noise_floor: relative, e.g. 0.04 (`noise.noise_floor()['floor']`)."""
-    ev = evidence
+def _checks(ev: Evidence) -> Verdict | None:
+    """What keeps any evidence from a verdict: flags, no data, no interval, no positive ratio, too few rounds."""
     if ev.flags:
         return Verdict(UNDETERMINED, "measurement problem: " + "; ".join(ev.flags))
     if ev.ratio is None:
         return Verdict(UNDETERMINED, "no paired rounds")
     if ev.low is None or ev.high is None:
-        return Verdict(UNDETERMINED, f"no interval ({ev.method})", "needs ≥ 5 rounds")
+        return Verdict(UNDETERMINED, f"no interval ({ev.method})", "needs more rounds (an interval covering ≥ 90 %)")
     if not (ev.ratio > 0 and ev.low > 0 and ev.high > 0):  # a zero time or tps: a failed run, not an effect
         return Verdict(UNDETERMINED, f"no positive ratio to judge ({ev.text()})")
     if (ev.coverage or 0) < MIN_COVERAGE:
         return Verdict(UNDETERMINED, f"{ev.method} covers only " + f"{ev.coverage:.0%}".replace("%", " %"),
-                       "needs ≥ 5 rounds")  # fmt: skip
-    floor = math.log1p(noise_floor) if noise_floor else 0.0
-    sign = -1.0 if claim.direction == LOWER else 1.0  # orient: the claimed direction is positive
-    lo, hi = sorted((sign * math.log(ev.low), sign * math.log(ev.high)))
-    est = sign * math.log(ev.ratio)
-    small = abs(est) < floor
-    ours = f"our {ev.text()}"
-    if claim.direction == SAME:
-        m = math.log1p(claim.margin)
-        if floor > m:
-            return Verdict(UNDETERMINED, f"{ours}: the noise floor {_pct(floor)} is wider than the claim's "
-                                         f"{_pct(m)}", "a quieter machine or a steadier measurement")  # fmt: skip
-        if -m <= lo and hi <= m:
-            return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
-        if (hi < -m or lo > m) and not small:
-            return Verdict(CONTRADICTED, f"{ours} lies wholly outside {_pct(m)}")
-        if small:
-            return Verdict(UNDETERMINED, f"{ours}: the effect is below the noise floor {_pct(floor)}")
-        return Verdict(UNDETERMINED, f"{ours} reaches beyond {_pct(m)}", "more rounds narrow it")
-    if claim.ratio is None:
-        band = (0.0, math.inf)
-    else:
-        b, m = sign * math.log(claim.ratio), math.log1p(claim.margin or 0.0)
-        band = (b - m, b + m)
-    overlaps = hi >= band[0] and lo <= band[1]
-    study = f"the study's {claim.magnitude_text()}"
+                       "needs more rounds (an interval covering ≥ 90 %)")  # fmt: skip
+    return None
+
+
+def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
+    """A claim the source states as no change within ±x %."""
+    lo, hi = sorted((math.log(ev.low), math.log(ev.high)))
+    small = abs(math.log(ev.ratio)) < floor
+    ours, m = f"our {ev.text()}", math.log1p(claim.margin)
+    if floor > m:
+        return Verdict(UNDETERMINED, f"{ours}: the noise floor {_pct(floor)} is wider than the claim's "
+                                     f"{_pct(m)}", "a quieter machine or a steadier measurement")  # fmt: skip
+    if -m <= lo and hi <= m:
+        return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
+    if (hi < -m or lo > m) and not small:
+        return Verdict(CONTRADICTED, f"{ours} lies wholly outside {_pct(m)}")
     if small:
-        if not overlaps and band[0] > floor:
-            return Verdict(CONTRADICTED, f"{ours}: no effect beyond the noise floor {_pct(floor)}, where {study} "
-                                         "would be well beyond it")  # fmt: skip
         return Verdict(UNDETERMINED, f"{ours}: the effect is below the noise floor {_pct(floor)}")
-    if lo > 0:
-        if overlaps:
-            return Verdict(SUPPORTED, f"{ours} is {claim.direction} and includes {study}")
-        side = "smaller" if hi < band[0] else "larger"
-        return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but a {side} effect than {study}")
-    if not overlaps:
-        opposite = "shows the opposite" if hi < 0 else "does not show the direction"
-        return Verdict(CONTRADICTED, f"{ours} excludes {study} and {opposite}")
-    return Verdict(UNDETERMINED, f"{ours} includes both no effect and {study}", "more rounds narrow it")
+    return Verdict(UNDETERMINED, f"{ours} reaches beyond {_pct(m)}", "more rounds narrow it")
 
 
 # -- the declared tolerance (issue 29): a faithful reproduction reads supported, a near-null contradicted ------------
@@ -190,13 +173,14 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None) 
 #   contradicted    ours < e * THIRD   (less than a third of the effect: none, or the opposite)
 # A verdict needs the whole interval in one zone; an interval across a boundary is undetermined, naming both.
 # A claim without a size ("JIT helps") needs a noticeable effect: supported when the whole interval is beyond
-# UNSIZED_MIN (and the noise floor), direction only when it is past the floor but not beyond UNSIZED_MIN,
-# contradicted when it shows no effect past the floor or the opposite. A claim whose own effect is within the
-# noise floor cannot be told from noise here: undetermined. "No change within ±x %" keeps `verdict`'s rule.
+# UNSIZED_MIN (and the noise floor); direction only when it is past the floor but wholly below UNSIZED_MIN;
+# contradicted when it is wholly below UNSIZED_MIN and not past the floor (no noticeable effect, or the opposite);
+# undetermined where the floor itself is wider than UNSIZED_MIN (a noticeable effect would drown in it). A sized
+# claim whose own effect is within the noise floor cannot be told from noise here: undetermined. "No change within
+# ±x %" (only where the source says there is none): inside ±x % with a floor no wider, or wholly outside it.
 TOLERANCE = 1.5
 THIRD = 1 / 3
 UNSIZED_MIN = 0.05  # 5 %: below it a DBA would not notice the effect a study only says exists
-MIXED = "mixed"
 
 
 def _zone(x: float, e: float, tol: float) -> str:
@@ -207,30 +191,36 @@ def _zone(x: float, e: float, tol: float) -> str:
     return DIRECTION_ONLY
 
 
-def judge(claim: Claim, evidence: Evidence, noise_floor: float | None = None, tolerance: float = TOLERANCE) -> Verdict:
-    """The declared-tolerance rule (comment above); checks on the evidence (flags, no interval, too few rounds)
-    as `verdict`'s, and a 'no change' claim by `verdict`."""
+def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None,
+            tolerance: float = TOLERANCE) -> Verdict:  # fmt: skip
+    """The one rule (module docstring, comment above). noise_floor: relative, e.g. 0.04 (`noise.noise_floor`)."""
     ev = evidence
-    if claim.direction == SAME or ev.flags or ev.ratio is None or ev.low is None or ev.high is None or \
-            not (ev.ratio > 0 and ev.low > 0 and ev.high > 0) or (ev.coverage or 0) < MIN_COVERAGE:
-        return verdict(claim, ev, noise_floor)
+    if (stop := _checks(ev)) is not None:
+        return stop
     floor = math.log1p(noise_floor) if noise_floor else 0.0
+    if claim.direction == SAME:
+        return _no_change(claim, ev, floor)
     sign = -1.0 if claim.direction == LOWER else 1.0
     lo, hi = sorted((sign * math.log(ev.low), sign * math.log(ev.high)))
     ours = f"our {ev.text()}"
     if claim.ratio is None:
-        need = max(math.log1p(UNSIZED_MIN), floor)
-        if lo > need:
-            return Verdict(SUPPORTED, f"{ours} is {claim.direction} by more than {_pct(need)}")
-        if hi < floor or hi < 0:
-            return Verdict(CONTRADICTED, f"{ours} shows no effect {claim.direction} past the noise floor "
-                                         f"{_pct(floor)}")  # fmt: skip
-        if lo > floor:
+        need = math.log1p(UNSIZED_MIN)
+        if lo > max(need, floor):
+            return Verdict(SUPPORTED, f"{ours} is {claim.direction} by more than {_pct(max(need, floor))}")
+        if floor > need:  # a noticeable effect would drown here: no test either way
+            return Verdict(UNDETERMINED, f"{ours}: the noise floor {_pct(floor)} is wider than a noticeable "
+                                         f"{_pct(need)}", "a quieter machine or a steadier measurement")  # fmt: skip
+        if hi < need and lo > floor:
             return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but by less than {_pct(need)}: too "
                                            "small to notice")  # fmt: skip
-        return Verdict(UNDETERMINED, f"{ours} reaches from below the noise floor {_pct(floor)} to {_pct(hi)}",
-                       "more rounds narrow it")  # fmt: skip
+        if hi < 0:
+            return Verdict(CONTRADICTED, f"{ours} shows the opposite: not {claim.direction}")
+        if hi < need:
+            return Verdict(CONTRADICTED, f"{ours} shows no noticeable effect {claim.direction} (less than "
+                                         f"{_pct(need)}, not past the noise floor {_pct(floor)})")  # fmt: skip
+        return Verdict(UNDETERMINED, f"{ours} reaches across a noticeable {_pct(need)}", "more rounds narrow it")
     e = abs(math.log(claim.ratio))
+    tolerance = claim.tolerance or tolerance
     study = f"the study's {claim.ratio:.2f}×"
     if e <= floor:
         return Verdict(UNDETERMINED, f"{study} is within this machine's noise floor {_pct(floor)}: no test here",
@@ -239,18 +229,23 @@ def judge(claim: Claim, evidence: Evidence, noise_floor: float | None = None, to
     edges = sorted((math.exp(sign * e / tolerance), math.exp(sign * e * tolerance)))
     band = f"{edges[0]:.2f}×–{edges[1]:.2f}×"
     if z_lo == z_hi:
+        size = "a larger" if lo > e else "a smaller"
         what = {SUPPORTED: f"lies within ×/÷{tolerance:g} of {study} ({band})",
-                DIRECTION_ONLY: f"goes {claim.direction} but outside ×/÷{tolerance:g} of {study} ({band})",
-                CONTRADICTED: f"shows less than a third of {study}'s effect"}[z_lo]  # fmt: skip
+                DIRECTION_ONLY: f"is {claim.direction}, but {size} effect than ×/÷{tolerance:g} of {study} ({band})",
+                CONTRADICTED: f"shows the opposite of {study}" if hi < 0
+                else f"shows less than a third of the effect of {study}"}[z_lo]  # fmt: skip
         return Verdict(z_lo, f"{ours} {what}")
     return Verdict(UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})",
                    "more rounds narrow it")  # fmt: skip
 
 
-def combine(verdicts: Sequence[str]) -> str:
-    """One claim's verdict over its servers under the declared rule: theirs when the tested servers agree; *mixed*
-    when two of them decided opposite ways (one supported or direction only, another contradicted: decisively
-    apart, not noisy); else undetermined. Tested nowhere: not testable here if any server says so, else not run."""
+# -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
+
+
+def overall(verdicts: Sequence[str]) -> str:
+    """One claim's verdict over its servers: theirs when the tested servers agree; *mixed* when two of them decided
+    opposite ways (one supported or direction only, another contradicted: decisively apart, not noisy); else
+    undetermined. Tested nowhere: not testable here if any server says so, else not run."""
     tested = [v for v in verdicts if v not in (NOT_TESTABLE, NOT_RUN)]
     if not tested:
         return NOT_TESTABLE if NOT_TESTABLE in verdicts else NOT_RUN
@@ -260,18 +255,6 @@ def combine(verdicts: Sequence[str]) -> str:
     if CONTRADICTED in kinds and kinds & {SUPPORTED, DIRECTION_ONLY}:
         return MIXED
     return UNDETERMINED
-
-
-# -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
-
-
-def overall(verdicts: Sequence[str]) -> str:
-    """One claim's verdict over its servers: the common verdict of the servers where it was tested, else
-    undetermined (mixed); tested nowhere: not testable here if any server says so, else not run."""
-    tested = {v for v in verdicts if v not in (NOT_TESTABLE, NOT_RUN)}
-    if not tested:
-        return NOT_TESTABLE if NOT_TESTABLE in verdicts else NOT_RUN
-    return tested.pop() if len(tested) == 1 else UNDETERMINED
 
 
 def claim_verdicts(findings: pl.DataFrame) -> pl.DataFrame:

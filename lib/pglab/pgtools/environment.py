@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from ..core import paths, raw_frames
+from ..core.estimate import COST, servers_for
 from ..core.provenance import git_revision
 from ..core.servers import Server, with_external_versions
 from ..core.store import RunStore
@@ -248,3 +249,11 @@ def _shown_folder(path: str) -> str:
 def _shown_folders(df: pl.DataFrame) -> pl.DataFrame:
     cols = [c for c in FOLDER_COLUMNS if c in df.columns and df.schema[c] == pl.String]
     return df.with_columns(pl.col(c).map_elements(_shown_folder, return_dtype=pl.String) for c in cols)
+
+
+def estimate_s(p, base: list[Server]) -> float:
+    """Notebook 00: every server started, pg_test_timing where the install has it."""
+    servers = servers_for(p, None, base)
+    # pg_test_timing runs where the install has it: the machine's own, not the downloads
+    timed = [s for s in servers if s.install and s.install.source != "download"]
+    return COST["server"] * len(servers) + p.environment.pg_test_timing_seconds * len(timed)

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import polars as pl
 
-from . import sections as report_sections
 from ..core import derived, paths
+from ..studies import STUDIES as STAGES
 
 ENVIRONMENT = "environment"
-# the study a table belongs to is its name's prefix: the report sections' names, longest first
-STUDIES = sorted([s.removesuffix("_report") for s in report_sections.SECTIONS] + [ENVIRONMENT], key=len, reverse=True)
+# the study a table belongs to is its name's prefix: the stages' names (ssb_load's tables count as ssb's), longest
+# first
+STUDIES = sorted([s.name for s in STAGES if s.name != "ssb_load"], key=len, reverse=True)
 VALUE_COLUMNS = ("median", "ci_low", "ci_high", "min", "max")
 UNIT_COLUMNS = ("unit", "metric")
 

@@ -30,14 +30,21 @@ from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
 from ..core.config import check_reference
 from ..core.session import check_resume
 from ..core.store import begin_run, finish_run
+from ..studies import STUDIES
 
 KERNEL = "pglab"
 REPORT_NOTEBOOK = "99_report.ipynb"
 HTML = "report.html"
 
 
-def notebooks() -> list[Path]:
-    return sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+def notebooks(stages=STUDIES) -> list[Path]:
+    """Every stage's notebook in run order, then the report's."""
+    return [notebook_path(s.notebook) for s in stages] + [paths.NOTEBOOKS / REPORT_NOTEBOOK]
+
+
+def notebook_path(name: str) -> Path:
+    """notebooks/<name>.ipynb; a path as it is (a study outside the kit, e.g. a test's)."""
+    return Path(name).with_suffix(".ipynb") if Path(name).is_absolute() else paths.NOTEBOOKS / f"{name}.ipynb"
 
 
 def _stable_injected_id(path: Path) -> None:
@@ -74,8 +81,8 @@ def _shown_run(profile: str) -> str | None:
     return runs.pop() if len(runs) == 1 else None
 
 
-def _todo(only: list[str] | None) -> list[Path]:
-    return [nb for nb in notebooks() if not only or any(nb.name.startswith(o) for o in only)]
+def _todo(only: list[str] | None, stages=STUDIES) -> list[Path]:
+    return [nb for nb in notebooks(stages) if not only or any(nb.name.startswith(o) for o in only)]
 
 
 def default_out(profile: str) -> Path:
@@ -96,7 +103,8 @@ def _run_id(text: str) -> str:
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, stages=STUDIES) -> int:
+    """`stages`: the run's stages (pglab.studies.STUDIES; a test passes its own)."""
     ap = argparse.ArgumentParser(prog="python -m pglab.report", description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params/default.yaml")
     ap.add_argument(
@@ -122,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     params_path = paths.resolve(args.params)
     if params_path.is_relative_to(paths.ROOT):
         params_path = params_path.relative_to(paths.ROOT)
-    todo = _todo(args.only)
+    todo = _todo(args.only, stages)
     # the report notebook alone reads data/derived/ only: it needs no run (and must not start one)
     measuring = any(nb.name != REPORT_NOTEBOOK for nb in todo)
     run_id = begin_run(p.profile, args.run_id or p.run_id) if measuring else args.run_id or _shown_run(p.profile)
@@ -148,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
-    estimates = estimate_all([nb.name for nb in todo], p)  # servers counted as the studies choose them
+    estimates = estimate_all([nb.name for nb in todo], p, stages=stages)  # servers counted as the studies choose them
     resume = f"make report PARAMS={params_path} RUN_ID={run_id}" if measuring else None
     try:
         with RunProgress([nb.name for nb in todo], estimates) as progress, _ctrl_c(progress, resume):

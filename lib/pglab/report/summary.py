@@ -16,7 +16,7 @@ from ..core import charts
 from ..core import verdicts as v
 from ..core.stats import ratio_with_interval
 
-COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00",
+COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", v.MIXED: "#6a1b9a",
           v.UNDETERMINED: "#616161", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}  # fmt: skip
 # the class doubled: JupyterLab's own table rules (right-aligned cells) are one class more specific than ".x td"
 STYLE = """<style>
@@ -25,7 +25,7 @@ table.pglab-sum.pglab-sum { border-collapse: collapse; font-size: 13px; width: 1
 .pglab-sum.pglab-sum th, .pglab-sum.pglab-sum td { padding: 2px 6px; border-bottom: 1px solid #eee;
   text-align: left; vertical-align: middle; line-height: 1.35; }
 .pglab-sum.pglab-sum th { font-weight: 600; border-bottom: 1px solid #bbb; }
-.pglab-sum.pglab-sum td.claim { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.pglab-sum.pglab-sum td.claim { white-space: normal; overflow-wrap: anywhere; }
 .pglab-sum.pglab-sum td.claim a { color: inherit; text-decoration: none; }
 .pglab-sum.pglab-sum td.num { white-space: nowrap; font-variant-numeric: tabular-nums; font-size: 12px; }
 .pglab-sum.pglab-sum .apart { border-left: 2px solid #bbb; }
@@ -84,7 +84,7 @@ def summary_html(findings: pl.DataFrame) -> str:
         numbers += [x for o in ours for x in (o["value"], o["low"], o["high"])]
     domain = charts.ratio_domain(numbers)
     head = ('<tr><th style="width:3em">study</th><th>the study’s claim</th><th style="width:4.5em">theirs</th>'
-            '<th style="width:11em">ours [interval]</th><th style="width:10em">verdict</th>'
+            '<th style="width:14em">ours [interval]</th><th style="width:10em">verdict</th>'
             f'<th style="width:{charts.STRIP_W + 12}px">{charts.ratio_axis_svg(domain)}</th></tr>')  # fmt: skip
     body = []
     for r in rows.iter_rows(named=True):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -25,17 +24,6 @@ from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainPar
 KEY = ["server", "condition", "item"]
 
 
-@dataclass
-class StageResult:
-    runs: pl.DataFrame  # every run recorded in this run id (warm-ups flagged)
-    servers: pl.DataFrame  # per server: how auto_explain was loaded, restarts, log reachable, skipped
-    plans: pl.DataFrame  # per server × item: the plan, parallelism, rows processed, node calls
-    timer: pl.DataFrame  # per server: pg_test_timing's per_loop_ns and where it came from
-    log_problems: pl.DataFrame  # warnings and errors the server logged during the stage
-    wall_s: float
-    steps_run: int
-
-
 def derive(store, params) -> dict[str, pl.DataFrame]:
     """Notebook 40's tables from the raw store alone: the skips, and when some server was measured every
     table of `auto_explain_results.analyse` that has columns."""
@@ -45,9 +33,9 @@ def derive(store, params) -> dict[str, pl.DataFrame]:
         return out
     runs = store.records(EXPERIMENT)
     cores = runs["cores"].drop_nulls().head(1).to_list() if "cores" in runs.columns else []  # the measuring machine's
-    result = StageResult(runs=runs, **seen, log_problems=pl.DataFrame(), wall_s=0, steps_run=0)
+    seen["runs"] = runs
     txns = transactions(store, runs) if params.auto_explain.estimate == "fast" else None
-    tables = analyse(result, params.auto_explain, cores=int(cores[0]) if cores else None, txns=txns)
+    tables = analyse(seen, params.auto_explain, cores=int(cores[0]) if cores else None, txns=txns)
     out |= {n: df for n, df in tables.items() if df.width}
     if (m := measurements.table(store, "auto_explain", [EXPERIMENT])) is not None:
         out["auto_explain_measurements"] = m
@@ -308,15 +296,15 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
 # -- everything at once -------------------------------------------------------------------------------------------
 
 
-def analyse(result, params: AutoExplainParams, cores: int | None = None,
+def analyse(seen: dict[str, pl.DataFrame], params: AutoExplainParams, cores: int | None = None,
             txns: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
     """All derived tables of the stage, keyed by their derived-table name; with `txns` (`transactions`) every
     comparison in the fast mode."""
-    runs = result.runs
+    runs = seen["runs"]
     summ = summary(runs, params)
     rat = ratios(runs, params, txns)
     checks = log_checks(runs)
-    tim = timer(summ, result.plans, result.timer, params, cores=cores)
+    tim = timer(summ, seen["plans"], seen["timer"], params, cores=cores)
     m = measured(runs)
     noise_df = auto_explain_verdicts.noise_table(m, params, txns)
     return {
@@ -326,10 +314,10 @@ def analyse(result, params: AutoExplainParams, cores: int | None = None,
         "auto_explain_study": study_table(rat, summ),
         "auto_explain_log_checks": checks,
         "auto_explain_log_summary": log_summary(checks, params),
-        "auto_explain_plans": result.plans,
+        "auto_explain_plans": seen["plans"],
         "auto_explain_timer": tim,
-        "auto_explain_servers": result.servers,
+        "auto_explain_servers": seen["servers"],
         "auto_explain_noise": noise_df,
         "auto_explain_drift": auto_explain_verdicts.drift_table(m, params),
-        "auto_explain_findings": auto_explain_verdicts.findings(runs, result.plans, noise_df, params, txns),
+        "auto_explain_findings": auto_explain_verdicts.findings(runs, seen["plans"], noise_df, params, txns),
     }

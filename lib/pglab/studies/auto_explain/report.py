@@ -15,7 +15,6 @@ from ...core import findings as fs
 from . import charts as auto_explain_charts
 from .derive import TXNS_PER_RUN
 
-TITLE = "S2 · auto_explain overhead with pgbench"
 TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
           "auto_explain_plans", "auto_explain_servers", "auto_explain_noise", "environment_servers")  # fmt: skip
 LOADING = {"shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",

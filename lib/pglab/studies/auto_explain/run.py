@@ -30,8 +30,8 @@ import polars as pl
 from ...core import derived, outcomes, raw_frames, schedule
 from ...core.installs import Install, discover
 from ...core.session import Session
+from ...core.stage import StageResult
 from ...pgtools import environment, pgbench
-from .derive import StageResult
 from .logcheck import LogWatch
 from .params import EXPERIMENT, AutoExplainParams
 from .prepare import ServerState, plan_rows
@@ -218,12 +218,9 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
             "timer": _timer(list(states.values()), session.profile, session.params.environment.pg_test_timing_seconds)}
     # kept in the raw store as seen (a resumed run keeps the first): derive reads them back without a server
     seen = {name: raw_frames.keep(session.store, f"{EXPERIMENT}/{name}.json", df) for name, df in seen.items()}
-    return StageResult(
-        runs=session.store.records(EXPERIMENT), **seen,
-        log_problems=pl.from_dicts(problems, infer_schema_length=None) if problems else pl.DataFrame(schema=empty),
-        wall_s=time.monotonic() - t0,
-        steps_run=ran,
-    )  # fmt: skip
+    seen["runs"] = session.store.records(EXPERIMENT)
+    seen["log_problems"] = pl.from_dicts(problems, infer_schema_length=None) if problems else pl.DataFrame(schema=empty)
+    return StageResult(steps_run=ran, wall_s=time.monotonic() - t0, servers=active, seen=seen)  # fmt: skip
 
 
 def _measure_with_client(step, states, watches, params, clients, store) -> dict:

@@ -14,7 +14,6 @@ from . import verdicts as jv
 from .charts import jit_time_chart, reduction_chart, times_chart
 from .params import GENERATOR, OPERATORS, QUALIFIED, label
 
-TITLE = "S4 · JIT per operator"
 TABLES = (
     "jit_operators_setup",
     "jit_operators_conditions",

@@ -15,7 +15,6 @@ per cell and the JIT settings in force, stored as artefacts of the run."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import polars as pl
 import psycopg
@@ -26,6 +25,7 @@ from ...core.db import explain_json, timed_statement
 from ...core.schedule import plan_blocked, run_steps
 from ...core.servers import DestructiveStepRefused, Server
 from ...core.session import Session
+from ...core.stage import StageResult
 from ...core.store import RunStore
 from .params import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 
@@ -37,13 +37,6 @@ SETUP_SCHEMA = {
     "round_value": pl.String, "spread": pl.String, "warmups": pl.Int64,
     "shuffle_seed": pl.Int64, "metric": pl.String,
 }  # fmt: skip
-
-
-@dataclass
-class StageResult:
-    setup: pl.DataFrame  # one row per server: version, JIT available (or why not), the table, the schedule
-    steps_run: int  # timed or warm-up runs executed now (0 when resuming a finished run)
-    wall_s: float
 
 
 def table_comment(p: JitOperatorsParams) -> str:
@@ -230,7 +223,7 @@ def run_stage(session: Session) -> StageResult:
     n = _measure_all(go, p, session) if go else 0
     outcomes.require_measured(session.store, [EXPERIMENT], list(go))
     capture_plans(go, p, session)
-    return StageResult(setup=setup, steps_run=n, wall_s=time.monotonic() - t0)
+    return StageResult(steps_run=n, wall_s=time.monotonic() - t0, servers=list(go), seen={"setup": setup})
 
 
 def load_plan(store: RunStore, server: str, condition: str, operator: str) -> dict | None:

@@ -13,7 +13,6 @@ from ...core.derived import read_table
 from . import verdicts as piv
 from .charts import size_chart, speedup_chart, time_chart
 
-TITLE = "S4 · Parallel B-tree index build (test C)"
 TABLES = ("parallel_index_setup", "parallel_index_builds", "parallel_index_summary", "parallel_index_speedup",
           "parallel_index_paired_suite", "parallel_index_size_paired", "parallel_index_noise", "parallel_index_drift")
 ORDER = {"time_falls": 0, "near_inverse": 1, "size": 2}  # reading order of the findings (the table sorts by key)

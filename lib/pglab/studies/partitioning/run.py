@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 
 from ...core import outcomes
 from ...core.config import ParamsError
@@ -20,6 +19,7 @@ from ...core.installs import discover
 from ...core.schedule import plan, run_steps
 from ...core.servers import Connections, Server
 from ...core.session import Session
+from ...core.stage import StageResult
 from ...core.store import RunStore
 from . import prepare as setup
 from .params import (
@@ -45,14 +45,6 @@ def loadavg_1m() -> float | None:
 def session_settings(workers: int) -> dict:
     """Per-connection settings of a condition; JIT off everywhere (the study's PostgreSQL 11 had it off)."""
     return {"max_parallel_workers_per_gather": workers, "jit": False}
-
-
-@dataclass
-class StageResult:
-    preps: dict[str, setup.Prepared]
-    servers: list[str]  # the servers that took part
-    steps_run: int = 0
-    wall_s: float = 0.0
 
 
 def time_query(servers: list[Server], p: PartitioningParams, store: RunStore) -> int:
@@ -144,8 +136,8 @@ def run_stage(s: Session, p: PartitioningParams | None = None) -> StageResult:
     finally:
         setup.reset(s.servers, preps)
     outcomes.require_measured(s.store, [EXPERIMENT], [x.name for x in active])
-    return StageResult(preps=preps, servers=[x.name for x in active], steps_run=steps,
-                       wall_s=time.monotonic() - t0)  # fmt: skip
+    return StageResult(steps_run=steps, wall_s=time.monotonic() - t0, servers=[x.name for x in active],
+                       seen={"preps": preps})  # fmt: skip
 
 
 def store_setup(store: RunStore, prep: setup.Prepared) -> None:

@@ -23,6 +23,7 @@ from ...core import derived, measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.pgbench_output import parse_aggregate_log
 from . import paired_tables as pgbench_paired
+from .run import FACTS
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
 EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")
@@ -238,7 +239,6 @@ def servers(store: RunStore) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
-FACTS = "pgbench/facts.json"  # pgbench_stage.Stage.capture_settings: the baseline server and the cores
 
 
 def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:

@@ -13,7 +13,6 @@ from . import charts as pgbench_charts
 from . import paired_tables as pgbench_paired
 from . import verdicts as pgbench_verdicts
 
-TITLE = "S3 · pgbench across versions and scales (with S4's client scaling)"
 TABLES = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series", "pgbench_series_summary",
           "pgbench_series_sizes", "pgbench_scaling_summary", "pgbench_settings", "pgbench_runs", "pgbench_paired",
           "pgbench_noise", "pgbench_drift", "pgbench_no_vacuum", "pgbench_version_curve", "pgbench_servers",

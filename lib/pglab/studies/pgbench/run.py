@@ -1,7 +1,6 @@
 """The pgbench experiments of study S3 and S4's scale-up, on every server of the session.
 
-    st = Stage(session); st.run()            # or st.load(), st.select_only(), st.scaling(), st.series()
-    tables = st.tables()                     # derived tables (written to data/derived/<profile>/)
+    run_stage(session)                       # all of it (Study.run); or st = Stage(session); st.load(), ...
 
 Experiments (each recorded under its own name in the run's raw store; see `pgbench_study` for params):
 
@@ -32,11 +31,12 @@ from ...core.db import scrub
 from ...core.installs import Install, discover
 from ...core.servers import Server, matches_version
 from ...core.session import Session
+from ...core.stage import StageResult
 from ...pgtools import environment, pgbench
 from . import databases as pgbench_db
-from .derive import FACTS
 from .measure import Bench, threads_for
 
+FACTS = "pgbench/facts.json"  # Stage.capture_settings: the baseline server and the cores, for derive
 EXP_INIT = "pgbench_init"
 EXP_SELECT = "pgbench_select_only"
 EXP_SCALING = "pgbench_scaling"
@@ -344,8 +344,12 @@ class Stage:
             return self.servers[0].name if self.servers else None
         return min(kit, key=lambda s: (s.install.major, int(s.install.minor) if s.install.minor.isdigit() else 0)).name
 
-    def tables(self, write: bool = True) -> dict:
-        from . import derive as pgbench_tables
 
-        return pgbench_tables.build(self.store, self.session.profile, self.baseline(), write=write)
-
+def run_stage(session: Session) -> StageResult:
+    """Every experiment params enable, on the servers the kit may write to (the others recorded as skipped)."""
+    t0 = time.monotonic()
+    st = Stage(session)
+    st.skipped()
+    ran = st.run()
+    return StageResult(steps_run=sum(ran.values()), wall_s=time.monotonic() - t0, servers=[s.name for s in st.servers],
+                       seen={"stage": st})  # fmt: skip

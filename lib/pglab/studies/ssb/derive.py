@@ -1,5 +1,5 @@
 """The SSB notebooks' derived tables from the run's raw store alone (`python -m pglab derive` and the notebooks
-call the same functions): `load` for notebook 10 (the loads, the data's selectivity), `queries` for notebook 20
+call the same functions): `load` for notebook 10 (the loads, the data's selectivity), `derive` for notebook 20
 (the timed runs, plans, answers, paired comparisons, versions and the worker sweep).
 
 What the notebooks read from a live server is recorded first: each server's load (`record_load`), the
@@ -81,7 +81,7 @@ def _measurements(store: RunStore, study: str, experiments: list[str]) -> dict[s
     return {} if m is None else {f"{study}_measurements": m}
 
 
-def queries(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
+def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
     """Notebook 20's tables; only the skips when no server held the dataset (nothing was run)."""
     out = {"ssb_skipped": skipped(store, [ex.EXPERIMENT])}
     facts = study_plans.read_facts(store)

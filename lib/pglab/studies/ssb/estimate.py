@@ -1,11 +1,12 @@
-"""The SSB study's part of `make report`'s time estimate (pglab.report.estimate, reached through the registry):
-which (server, mode) cells one round of run_modes times, and the worker counts of the sweep, by the study's
-own rules (experiment.availability, experiment.workers), so that the report imports no study."""
+"""Notebooks 20 and 10's time for `make report`'s estimate (Study.estimate_s): which (server, mode) cells one
+round of run_modes times, and the worker counts of the sweep, by the study's own rules (experiment.availability,
+experiment.workers)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ...core.estimate import COST, jit, servers_for
 from ...core.servers import Server
 from .experiment import version_server, workers
 from .params import JIT_MODES, SsbParams
@@ -27,3 +28,21 @@ def round_cells(servers: list[Server], q: SsbParams, jit: Callable[[Server], boo
 def sweep_counts(q: SsbParams) -> Iterable[int]:
     """The worker counts of the sweep: ssb.worker_sweep, or 0 … the parallel modes' workers."""
     return q.worker_sweep if q.worker_sweep is not None else range(workers(q) + 1)
+
+
+def estimate_s(p, base: list[Server]) -> float:
+    q, servers = p.ssb, servers_for(p, "ssb", base)
+    serial, parallel = COST["ssb_serial"] * q.sf, COST["ssb_parallel"] * q.sf
+    round_s = 0.0  # one round of run_modes: every available (server, mode, query), as ex.availability decides
+    for m, n_queries in round_cells(servers, q, jit):
+        each = serial if m == "serial" else parallel + (COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0)
+        round_s += each * n_queries
+    counts = sweep_counts(q)
+    sweep = sum(serial if k == 0 else parallel for k in counts) * len(q.sweep_query_ids()) * len(servers)
+    return (COST["server"] * len(servers) + round_s * (q.repetitions + q.warmups + COST["ssb_plans"])
+            + sweep * (q.sweep_repetitions + q.warmups))  # fmt: skip
+
+
+def load_s(p, base: list[Server]) -> float:
+    """Notebook 10: generate and load the dataset on every SSB server."""
+    return len(servers_for(p, "ssb", base)) * (COST["server"] + COST["ssb_load"] * p.ssb.sf)

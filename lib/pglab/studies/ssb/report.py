@@ -14,9 +14,8 @@ from ...core.findings import table as findings_table
 from . import report_text, verdicts
 from .report_data import TABLES
 
-__all__ = ["TABLES", "TITLE", "charts", "findings", "method"]
+__all__ = ["TABLES", "charts", "findings", "method"]
 
-TITLE = "S1 · SSB: parallel query, JIT and versions (with S4's SSB tests)"
 
 
 def method(profile: str, root: Path | None = None) -> str:

@@ -1,0 +1,68 @@
+"""The per-unit costs of make report's time estimate and the servers a study would run on, for the studies' own
+models (`Study.estimate_s`, each study's estimate.py; `pglab.report.estimate` adds them up).
+
+The costs (`COST`) are fitted to measured runs on the reference machine (2 cores; installs: the wheel's 18,
+Debian's 15 with JIT; downloads 10 … 17 without): the default profile (SSB 15 rounds, S2 10) took 00 13-18 s,
+10 57 s, 20 946-949 s, 30 812-821 s, 40 592-594 s, 50 343-356 s, 60 190-202 s, 70 39-48 s, 99 9 s (2983 and
+3041 s in all, two runs of 2026-11-24 in a quiet hour); the quick profile 153-166 s in all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import CommonParams
+from .installs import Install
+from .paramtypes import version_major
+from .servers import Server, for_study
+
+# Seconds per unit, fitted to the measured runs above; each says what one unit is.
+COST = {
+    "notebook": 6.0,  # a notebook's kernel, imports, session, derived tables and charts
+    "report": 9.0,  # 99_report: renders data/derived/ (no server)
+    "server": 1.0,  # start and stop of one kit server
+    # SSB (10, 20, 60): times per unit of SF
+    "ssb_load": 18.0,  # generate + COPY FREEZE, VACUUM ANALYZE, prewarm and the selectivity check, per server
+    "ssb_serial": 0.75,  # one query, serial (mean over the 13)
+    "ssb_parallel": 0.45,  # one query with parallel workers (JIT at S1's thresholds adds next to nothing)
+    "ssb_jit_forced": 0.45,  # + seconds of forced inlining and optimisation per query, whatever the SF
+    "ssb_plans": 1.3,  # EXPLAIN ANALYZE of every (server, mode, query) once plus the plan-only captures, in rounds
+    # pgbench (30)
+    "pgbench_load": 0.25,  # pgbench -i, per unit of scale (recreate, load, vacuum, keys)
+    "pgbench_load_fixed": 0.3,  # pgbench -i, whatever the scale (CHECKPOINT, sizes)
+    "pgbench_run": 0.1,  # a -T run beyond its -T: pgbench start, the clients' connections, sizes
+    # auto_explain (40): pgbench -c 1 runs of one-statement scripts on tab1
+    "ae_txn": 0.056e-3,  # a transaction of a statement that reads one row (LIMIT 1)
+    "ae_row": 7.0e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
+    "ae_logged_plan": 30e-6,  # a plan logged by auto_explain, written and then checked in the log
+    "ae_run": 0.03,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
+    "ae_restart": 0.3,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
+    "ae_setup": 1.0,  # per server: database, tab1, plans and timer capture
+    # JIT per operator (50), serial aggregates over jit_ops
+    "jit_row": 4.8e-8,  # one execution, per row (6 passes a round at 3e6 rows: 343-361 s quiet, 546-561 s noisy)
+    "jit_compile": 0.02,  # + one execution with jit on: generation and emission
+    "jit_table_row": 1.5e-6,  # creating, analysing and prewarming jit_ops, per row
+    # parallel index build (60), on SSB lineorder
+    "index_build": 2.5,  # one CREATE INDEX, per unit of SF (mean over key widths and worker counts on 2 cores)
+    # partitioning (70)
+    "part_row": 1e-7,  # one count over the partitioned table, per row (mean over worker counts)
+    "part_load_row": 1e-6,  # loading, checksumming and prewarming the table, per row
+}
+
+
+def stand_in(spec: int | str) -> Install:
+    """An install of version `spec` as a download would give (no JIT, no tools of its own), made up without
+    fetching anything: for_study names and counts it as it would the real one."""
+    major = version_major(spec)
+    minor = str(spec).split(".", 1)[1] if "." in str(spec) else "0"
+    folder = Path(f"/nonexistent/pglab-estimate/{spec}")
+    return Install(name=f"pg{major}", source="download", bin_dir=folder / "bin", lib_dir=folder / "lib",
+                   share_dir=folder / "share", version="", major=major, minor=minor)  # fmt: skip
+
+
+def servers_for(p: CommonParams, study: str | None, base: list[Server]) -> list[Server]:
+    """The servers `study` would run on among `base`, a version the run lacks stood in for (`stand_in`)."""
+    return for_study(p, study, base, fetch=stand_in)
+
+
+def jit(s: Server) -> bool:
+    return s.install.jit if s.install else False

@@ -1,0 +1,132 @@
+"""What a study is to the rest of the kit: one `Study` object per study package (`studies/<x>/__init__.py` exports
+it as STUDY), listed once in `pglab.studies.STUDIES`. The report, derive, the time estimate, the disk check and
+the notebooks all go through it; none names a study's modules.
+
+Every study package has the same modules, found by name: run.py (`run_stage(session) -> StageResult`, on
+servers), derive.py (`derive(store, params) -> tables`, from the raw store alone), verdicts.py (the claims under
+the one rule, `pglab.core.verdicts`), charts.py, report.py (`method`, `charts`, `findings` and the TABLES the
+section reads), estimate.py (`estimate_s(params, servers)`: make report's time model) and params.py. The Study
+object imports them when called, so `import pglab.studies` stays cheap.
+
+A stage that is not a study (the environment, the SSB load) is a `Stage`: a notebook and its derive function."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..core.config import CommonParams
+    from ..core.derived import Tables
+    from ..core.servers import Server
+    from ..core.session import Session
+    from ..core.stage import StageResult
+    from ..core.store import RunStore
+
+
+@dataclass(frozen=True)
+class Section:
+    """A study's section of the report, and how the study's setup differs from ours."""
+
+    title: str
+    sources: tuple[str, ...]  # the source studies it sets beside our data ("S1", "S4": docs/studies.md)
+    question: str
+    theirs: dict[str, str]  # aspect -> the study's setup (scale, cores, versions, cache)
+    ours_scale: tuple[str, str, str] | None  # (table, column, how to say it: "{}" gets the values)
+    ours_cache: str
+    why: str  # why the differences matter for reading the verdicts
+
+
+def _call(target: str, *args: Any) -> Any:
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)(*args)
+
+
+def _check_tables(name: str, out: dict, tables: tuple[str, ...]) -> dict:
+    unknown = sorted(set(out) - set(tables))
+    if unknown:
+        raise ValueError(f"{name}: derive returned tables the registry does not list: {unknown}")
+    return out
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A notebook of the run that measures no claim: it records what the studies need (derive only)."""
+
+    name: str
+    notebook: str  # notebooks/<notebook>.py
+    tables: tuple[str, ...]  # every table the stage may write, in the order it writes them
+    derive_function: str  # "pglab.module:function" (store, params) -> tables, imported when called
+    estimate_function: str  # "pglab.module:function" (params, servers) -> seconds, imported when called
+    params_key: str | None = None
+    section: Section | None = None
+
+    def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
+        return _check_tables(self.name, _call(self.derive_function, store, params), self.tables)
+
+    def estimate_s(self, params: CommonParams, servers: list[Server]) -> float:
+        return _call(self.estimate_function, params, servers)
+
+    def disk_bytes(self, params: CommonParams) -> dict[str, float]:
+        return {}
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study: its notebook, params section, tables and report section, and what it does, through its
+    package's modules (imported when first called)."""
+
+    name: str  # the package under pglab.studies, the tables' prefix and the params section
+    notebook: str  # notebooks/<notebook>.py
+    tables: tuple[str, ...]  # every table derive may write, in the order it writes them
+    section: Section
+    params_key: str = field(default="")  # the params section; "" -> name
+
+    def __post_init__(self):
+        if not self.params_key:
+            object.__setattr__(self, "params_key", self.name)
+
+    def module(self, name: str) -> ModuleType:
+        """The study's module `name` (run, derive, verdicts, charts, report, estimate, params)."""
+        return importlib.import_module(f"{__package__}.{self.name}.{name}")
+
+    def run(self, session: Session) -> StageResult:
+        """Measure on the session's started servers, recording into its raw store (resumable)."""
+        return self.module("run").run_stage(session)
+
+    def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
+        """Every table of the study from the raw store alone: no server, no derived folder."""
+        return _check_tables(self.name, self.module("derive").derive(store, params), self.tables)
+
+    @property
+    def report_tables(self) -> tuple[str, ...]:
+        """The tables the report section needs: without them the section says the study was not run."""
+        return self.module("report").TABLES
+
+    def judge(self, tables: Tables) -> pl.DataFrame:
+        """The findings: every claim of the study under the one rule (`pglab.core.verdicts`)."""
+        return self.module("report").findings(tables.profile, tables.root)
+
+    def method(self, tables: Tables) -> str:
+        """How it was measured (Markdown)."""
+        return self.module("report").method(tables.profile, tables.root)
+
+    def charts(self, tables: Tables) -> list:
+        return self.module("report").charts(tables.profile, tables.root)
+
+    def estimate_s(self, params: CommonParams, servers: list[Server]) -> float:
+        """Seconds the study's notebook should take on `servers` (make report's estimate, `core.estimate`)."""
+        return self.module("estimate").estimate_s(params, servers)
+
+    def disk_bytes(self, params: CommonParams) -> dict[str, float]:
+        """What the study writes per server on disk, by what (the params section's own sizes)."""
+        return getattr(getattr(params, self.params_key), "disk_bytes", dict)()
+
+
+def prefixed(prefix: str, names: str) -> tuple[str, ...]:
+    """("<prefix>_a", "<prefix>_b") from "a b": a study's tables all carry its name."""
+    return tuple(f"{prefix}_{n}" for n in names.split())

@@ -1,0 +1,39 @@
+"""Notebook 30's time: the grid of run.Stage.plan (loads, -T seconds and runs), for make report's estimate."""
+
+from __future__ import annotations
+
+from ...core.estimate import COST, servers_for
+from ...core.servers import Server, matches_version
+
+
+def estimate_s(p, base: list[Server]) -> float:
+    """The grid of pgbench_stage.Stage.plan: loads, -T seconds and runs."""
+    g = p.pgbench
+    servers = [s for s in servers_for(p, "pgbench", base) if s.allow_destructive]
+    n = len(servers)
+    aa = {"all": n, "baseline": min(n, 1), "none": 0}[g.select_only.aa_control]
+    wanted = g.scaling.versions
+    ns = len([s for s in servers if not wanted or s.install is None
+              or any(matches_version(s.install, v) for v in wanted)])  # fmt: skip
+    loads, runs, seconds = [], 0, 0.0  # loads by scale
+    if "load" in g.experiments:
+        loads += [sc for sc in g.scales for _ in range(n * g.init.repetitions)]
+    if "select_only" in g.experiments:
+        q, cells = g.select_only, (n + aa) * len(g.scales)
+        runs += cells * (q.repetitions + (1 if q.warmup_s else 0))
+        seconds += cells * (q.repetitions * q.duration_s + q.warmup_s)
+        if "load" not in g.experiments:
+            loads += [sc for sc in g.scales for _ in range(n)]
+    if "scaling" in g.experiments:
+        c = g.scaling
+        cells = ns * len(c.modes) * len(c.client_counts())
+        runs += cells * (c.repetitions + (1 if c.warmup_s else 0))
+        seconds += cells * (c.repetitions * c.duration_s + c.warmup_s)
+    if "series" in g.experiments:
+        s = g.series
+        loads += [sc for sc in g.series_scales for _ in range(n * s.repetitions)]
+        runs += n * len(g.series_scales) * s.repetitions * s.runs
+        # a -t series has no -T: at least a second a run (the default is time-based)
+        seconds += n * len(g.series_scales) * s.repetitions * s.runs * (s.duration_s or 1)
+    load_s = sum(COST["pgbench_load_fixed"] + COST["pgbench_load"] * sc for sc in loads)
+    return COST["server"] * n + load_s + seconds + COST["pgbench_run"] * runs

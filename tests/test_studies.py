@@ -1,0 +1,122 @@
+"""The one list of studies (pglab.studies.STUDIES) and the Study interface: everything that names the studies
+names the same ones in the same order, and a new study goes through make report's driver like the others."""
+
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+
+from pglab import params, studies
+from pglab.core import derived
+from pglab.studies.base import Study
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_params_pyproject_and_notebooks_name_the_studies_of_STUDIES_in_its_order():
+    names = [s.name for s in studies.studies()]
+    assert list(params.SECTIONS) == [s.params_key for s in studies.studies()] == names
+    fields = [f for f in params.Params.model_fields if f in names]  # Params' study sections, in field order
+    assert fields == names
+    contracts = {c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+                 ["contracts"]}  # fmt: skip
+    packages = [f"pglab.studies.{n}" for n in names]
+    assert contracts["studies-independent"]["modules"] == packages
+    assert contracts["only-studies-and-params-import-a-study"]["forbidden_modules"] == packages
+    assert contracts["within-study-layers"]["containers"] == packages
+    on_disk = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py") if not p.stem.startswith("99"))
+    assert on_disk == [s.notebook for s in studies.STUDIES]
+    for s in studies.studies():
+        assert f"from pglab.studies.{s.name} import STUDY" in (
+            ROOT / "notebooks" / f"{s.notebook}.py"
+        ).read_text() or s.name in (
+            "ssb",
+            "pgbench",
+            "parallel_index",
+        )  # their notebooks still call their modules step by step
+    assert "report_order()" in (ROOT / "notebooks" / "99_report.py").read_text()  # no section named by hand
+
+
+STUDY_MODULE = '''
+"""A minimal study for tests: one tiny table, one query timed for 2 rounds, one claim."""
+import time
+
+import polars as pl
+
+from pglab.core import findings
+from pglab.core.stage import StageResult
+from pglab.studies.base import Section, Study
+
+
+class TinyStudy(Study):
+    def run(self, session):
+        t0, rows = time.monotonic(), []
+        for server in session.servers:
+            with server.connect() as conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS tiny AS SELECT g FROM generate_series(1, 100) g")
+                for r in range(2):
+                    t = time.perf_counter()
+                    n = conn.execute("SELECT count(*) FROM tiny").fetchone()[0]
+                    rows.append({"server": server.name, "round": r, "ms": (time.perf_counter() - t) * 1e3, "n": n})
+        session.store.save_json("tiny/runs.json", rows)
+        return StageResult(steps_run=len(rows), wall_s=time.monotonic() - t0, servers=[s.name for s in session.servers])
+
+    def derive(self, store, params):
+        return {"tiny_runs": pl.from_dicts(store.load_json("tiny/runs.json"))}
+
+    def judge(self, tables):
+        runs = tables["tiny_runs"]
+        return findings.table([{"study": "T1", "finding": "count", "server": r["server"], "claim": "100 rows",
+                                "verdict": "supported" if r["n"] == 100 else "contradicted", "evidence": "count(*)"}
+                               for r in runs.filter(pl.col("round") == 0).iter_rows(named=True)])
+
+    def method(self, tables):
+        return "one count(*), 2 rounds"
+
+    def charts(self, tables):
+        return []
+
+    def estimate_s(self, params, servers):
+        return 1.0
+
+
+STUDY = TinyStudy(name="tiny", notebook=NOTEBOOK, tables=("tiny_runs",),
+                  section=Section("T1 · tiny", ("S1",), "Does count(*) count?", {}, None, "", ""))
+'''
+
+NOTEBOOK_CELLS = [
+    'params_file = "params/quick.yaml"\nrun_id = None',
+    "import sys\nsys.path.insert(0, {folder!r})\nfrom tiny_study import STUDY\n\n"
+    "from pglab import params\nfrom pglab.core import derived, session\nfrom pglab.core.derived import Tables\n\n"
+    "s = session.begin(params.load(params_file), run_id)\ns.start()\nresult = STUDY.run(s)\n"
+    "tables = STUDY.derive(s.store, s.params)\nderived.write(tables, s.profile)\n"
+    "verdicts = STUDY.judge(Tables(s.profile))\ns.close()\nassert verdicts['verdict'].to_list() == ['supported']",
+]
+
+
+def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monkeypatch):
+    from pglab.report import driver
+
+    nb_path = tmp_path / "05_tiny"
+    (tmp_path / "tiny_study.py").write_text(STUDY_MODULE.replace("NOTEBOOK", repr(str(nb_path))))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "pglab", "display_name": "pglab", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c.format(folder=str(tmp_path))) for c in NOTEBOOK_CELLS]
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nbformat.write(nb, nb_path.with_suffix(".ipynb"))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from tiny_study import STUDY
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert isinstance(STUDY, Study)
+    yaml = tmp_path / "tiny.yaml"
+    yaml.write_text((ROOT / "params" / "quick.yaml").read_text().replace("profile: quick", "profile: tiny")
+                    .replace("use: all", f"use: [{embedded.name}]"))  # fmt: skip
+    out = tmp_path / "out"
+    code = driver.main(["--params", str(yaml), "--out", str(out), "--only", "05"], stages=(STUDY,))
+    assert code == 0
+    assert (out / "05_tiny.ipynb").is_file()
+    t = derived.Tables("tiny")
+    assert t["tiny_runs"].height == 2 and set(t["tiny_runs"]["n"]) == {100}
