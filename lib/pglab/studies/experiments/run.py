@@ -363,3 +363,16 @@ def run_experiment(s: Session, e: Experiment) -> Result:
 
 def run_all(s: Session) -> list[Result]:
     return [run_experiment(s, e) for e in s.params.experiments]
+
+
+def estimate_s(params, servers: list[Server]) -> float:
+    """make report's time model: every step of every experiment (SQL: ~0.1 s a step beside the statement, whose
+    time is not known before it runs; pgbench: its duration), plus data loads and restarts, roughly."""
+    total = 0.0
+    for e in getattr(params, "experiments", []) or []:
+        n_servers = len(resolve_servers(e, servers)[0]) or 1
+        steps = (e.rounds + e.warmups) * len(e.conditions()) * n_servers
+        per = (e.workload.pgbench.duration_s + 0.5 if e.workload.kind == "pgbench"
+               else 0.1 * len(e.workload.sql or []))  # fmt: skip
+        total += steps * per + 15 * n_servers
+    return total
