@@ -42,7 +42,7 @@ experiments:
     question: Does B sleep twice as long?
     workload: {{sql: q/*.sql}}
     servers: [{server}]
-    factors: {{x.sleep: [0.02, 0.04]}}
+    factors: {{x.sleep: [0.05, 0.1]}}
     rounds: 10
   - name: broken
     question: Does a failing statement stop the rest?
@@ -75,7 +75,7 @@ def sql_run(tmp_path_factory, embedded):
 def test_known_effect_and_aa(sql_run):
     _, _, t = sql_run
     v = t["experiments_verdicts"].filter(experiment="sleepy").row(0, named=True)
-    assert 1.7 < v["ratio"] < 2.3 and v["low"] > 1, v
+    assert 1.6 < v["ratio"] < 2.4 and v["low"] > 1, v  # 50 ms against 100 ms: client overhead is small beside it
     assert v["verdict"] == "slower"
     aa = t["experiments_paired"].filter(experiment="sleepy", kind="A/A").row(0, named=True)
     assert aa["low"] <= 1 <= aa["high"], aa

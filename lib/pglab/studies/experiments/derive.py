@@ -8,8 +8,9 @@
 - experiments_paired: each condition against the baseline within rounds (and with a server factor, each server
   against the baseline server under each condition): B / A with its interval (`core.paired.paired_compare`).
 - experiments_noise: the A/A control's noise floor per (experiment, server, metric).
-- experiments_verdicts: one row per comparison of the experiment's main metric: with `expect`, the declared-
-  tolerance verdict on the hypothesis (`core.verdicts.judge`); without, B / A beyond the A/A floor or not.
+- experiments_verdicts: one row per comparison of the experiment's main metric: with `expect`, the one rule's
+  verdict on the hypothesis (`core.verdicts.verdict`, the declared tolerance); without, B / A beyond the A/A
+  floor or not.
 - experiments_plans: per SQL cell its plan's root node, shape fingerprint and execution time (the JSON is raw).
 - experiments_errors: every failed measurement, with its cell and server."""
 
@@ -140,7 +141,7 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
         floor = _floor(noise_df, e.name, servers, metric)
         if e.expect is not None and r["kind"] == hypothesis_kind:
             claim = v.Claim(e.question, v.LOWER if e.expect.ratio < 1 else v.HIGHER, e.expect.ratio)
-            verdict = v.judge(claim, v.Evidence.from_row(r), floor)
+            verdict = v.verdict(claim, v.Evidence.from_row(r), floor)  # the one rule: the declared tolerance
             label, reason = verdict.label, verdict.text()
         else:
             label, reason = plain(r, floor, sense)

@@ -105,7 +105,7 @@ class Workload(Strict):
 
 class Expect(Strict):
     """The hypothesis: B / A of the measured value (time for SQL: 0.8 = 20 % faster; tps for pgbench: 1.2 =
-    20 % more), scored with the declared tolerance (`core.verdicts.judge`)."""
+    20 % more), scored with the one rule and its declared tolerance (`core.verdicts.verdict`)."""
 
     ratio: float = Field(gt=0)
 
