@@ -16,7 +16,7 @@ TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler stability
-.PHONY: compare lock notebooks derive archive export results publish
+.PHONY: compare lock notebooks derive archive export results publish experiment
 
 help: ## list the targets with their time on a 2-core machine
 	@echo "Using pglab:"
@@ -51,6 +51,9 @@ lock: $(STAMP) ##dev [30 s] regenerate requirements.lock from pyproject.toml (de
 
 report: $(STAMP) ## [50 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] run the notebooks, write the report
 	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) $(foreach o,$(ONLY),--only $(o))
+
+experiment: $(STAMP) ## [1-3 min per example] PARAMS=<file>: only its experiments -> build/experiment-<profile>/report.html
+	$(BIN)/python -m pglab.report.experiment --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID))
 
 derive: $(STAMP) ## [10 s] RUN_ID=<id>: every derived table again from data/raw/<id>/ alone, no server
 	@test -n "$(RUN_ID)" || { echo "make derive: RUN_ID=<run id> is required (a folder of data/raw/ or data/raw-archive/)" >&2; exit 2; }

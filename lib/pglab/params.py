@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import ValidationError
+from pydantic import ValidationError, field_validator
 
 from .core import paths
 from .core.config import (
@@ -30,6 +30,7 @@ from .core.config import (
 from .core.paramtypes import version_major
 from .studies import STUDIES
 from .studies.auto_explain.params import AutoExplainParams
+from .studies.experiments.params import Experiment, check_names
 from .studies.jit_operators.params import JitOperatorsParams
 from .studies.parallel_index.params import ParallelIndexParams
 from .studies.partitioning.params import PartitioningParams
@@ -66,6 +67,12 @@ class Params(CommonParams):
     jit_operators: JitOperatorsParams = JitOperatorsParams()
     parallel_index: ParallelIndexParams = ParallelIndexParams()
     partitioning: PartitioningParams = PartitioningParams()
+    experiments: list[Experiment] = []  # the user's own (studies/experiments): not a section, a list
+
+    @field_validator("experiments")
+    @classmethod
+    def _experiment_names(cls, v: list[Experiment]) -> list[Experiment]:
+        return check_names(v)
 
 
 def load(path: str | Path, check_servers: bool = True) -> Params:
@@ -84,4 +91,8 @@ def load(path: str | Path, check_servers: bool = True) -> Params:
         from .core.params_checks import check_machine
 
         check_machine(params, shown)
+        if params.experiments:
+            from .studies.experiments.checks import check
+
+            check(params, shown)
     return params

@@ -24,8 +24,13 @@ ENVIRONMENT = Stage("environment", "00_environment", prefixed("environment", "ma
 SSB_LOAD = Stage("ssb_load", "10_ssb_load", ("ssb_load_skipped", "ssb_load", "ssb_selectivity"),
                  "pglab.studies.ssb.derive:load", "pglab.studies.ssb.estimate:load_s")  # fmt: skip
 
+# the user's own experiments from params (`experiments:`): derived like a stage, judged in their own section
+EXPERIMENTS = Stage("experiments", "80_experiments", prefixed("experiments", "setup cells runs summary paired noise "
+                                                             "verdicts plans errors"),
+                    "pglab.studies.experiments.derive:derive", "pglab.studies.experiments.run:estimate_s")  # fmt: skip
+
 STUDIES: tuple[Stage | Study, ...] = (ENVIRONMENT, SSB_LOAD, SSB, PGBENCH, AUTO_EXPLAIN, JIT_OPERATORS,
-                                      PARALLEL_INDEX, PARTITIONING)  # fmt: skip
+                                      PARALLEL_INDEX, PARTITIONING, EXPERIMENTS)  # fmt: skip
 
 
 def studies(stages: tuple[Stage | Study, ...] = STUDIES) -> list[Study]:

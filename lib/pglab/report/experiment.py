@@ -1,0 +1,57 @@
+"""`make experiment PARAMS=<file>`: only the `experiments:` of a params file (and the environment capture), their
+notebooks and report.html under build/experiment-<profile>/.
+
+    python -m pglab.report.experiment --params params/examples/work_mem_ssb.yaml [--out DIR] [--run-id ID]
+
+The params are checked before any server starts (exit 2, naming file, experiment and key); the notebooks run as in
+`make report` (00_environment, 80_experiments: one run id, resumable), the run is then marked complete, so
+`make derive RUN_ID=<id>` re-derives its tables, and 80_experiments is written as the self-contained report.html."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import params as params_mod
+from ..core import paths
+from ..core.store import begin_run, finish_run
+from . import driver
+
+NOTEBOOKS = ("00_environment", "80_experiments")
+
+
+def default_out(profile: str):
+    return paths.ROOT / "build" / f"experiment-{profile}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pglab.report.experiment", description=__doc__.splitlines()[0])
+    ap.add_argument("--params", required=True)
+    ap.add_argument("--out", default=None, help="default: build/experiment-<profile>/")
+    ap.add_argument("--run-id", default=None, type=driver._run_id)
+    args = ap.parse_args(argv)
+    try:
+        p = params_mod.load(args.params)
+    except params_mod.ParamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not p.experiments:
+        print(f"error: {args.params}: experiments: expected at least one experiment (docs/experiments.md)",
+              file=sys.stderr)
+        return 2
+    out = paths.resolve(args.out) if args.out else default_out(p.profile)
+    run_id = begin_run(p.profile, args.run_id or p.run_id)
+    code = driver.main(["--params", args.params, "--out", str(out), "--run-id", run_id,
+                        *[x for nb in NOTEBOOKS for x in ("--only", nb)]])  # fmt: skip
+    if code:
+        return code
+    finish_run(p.profile, run_id)
+    from .html_export import write_html
+
+    html = write_html(out / f"{NOTEBOOKS[-1]}.ipynb", out / driver.HTML)
+    print(f"pglab experiment: run {run_id} -> {html}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

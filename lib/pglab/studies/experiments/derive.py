@@ -1,0 +1,270 @@
+"""The experiments' raw store -> tidy tables (data/derived/<profile>/experiments_*.csv), with no server.
+
+- experiments_setup: one row per experiment: its question, data, workload, factors, baseline, hypothesis, rounds.
+- experiments_cells: every (experiment, server, condition, item) and whether it was testable here (else why).
+- experiments_runs: every measurement (warm-ups flagged), with its error; pgbench runs with their latency
+  percentiles.
+- experiments_summary: median and its interval per (experiment, server, condition, item, metric).
+- experiments_paired: each condition against the baseline within rounds (and with a server factor, each server
+  against the baseline server under each condition): B / A with its interval (`core.paired.paired_compare`).
+- experiments_noise: the A/A control's noise floor per (experiment, server, metric).
+- experiments_verdicts: one row per comparison of the experiment's main metric: with `expect`, the one rule's
+  verdict on the hypothesis (`core.verdicts.verdict`, the declared tolerance); without, B / A beyond the A/A
+  floor or not.
+- experiments_plans: per SQL cell its plan's root node, shape fingerprint and execution time (the JSON is raw).
+- experiments_errors: every failed measurement, with its cell and server."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ...core import noise, paired, stats
+from ...core import verdicts as v
+from ...core.store import RunStore
+from ...pgtools.explain import parse_plan
+from .params import AA_SUFFIX, SERVER, Experiment
+from .run import PGBENCH_ITEM, plan_path, setup_path, store_name
+
+SUITE = "suite"  # the SQL workload's items summed per round: the whole report's time
+METRICS = {"sql": (("time_s", "lower"),), "pgbench": (("tps", "higher"), ("p95_ms", "lower"))}
+
+RUN_TYPES = {"experiment": pl.String, "server": pl.String, "condition": pl.String, "item": pl.String,
+             "repetition": pl.Int64, "warmup": pl.Boolean, "round": pl.Int64, "value": pl.Float64, "unit": pl.String,
+             "error": pl.String, "sqlstate": pl.String, "rows": pl.Int64, "n": pl.Int64, "p50_ms": pl.Float64,
+             "p95_ms": pl.Float64, "p99_ms": pl.Float64, "max_ms": pl.Float64}  # fmt: skip
+
+
+def main_metric(e: Experiment) -> str:
+    return METRICS[e.workload.kind][0][0]
+
+
+def runs(store: RunStore, e: Experiment) -> pl.DataFrame:
+    df = store.records(store_name(e))
+    if df.is_empty():
+        return pl.DataFrame(schema=RUN_TYPES)
+    df = df.with_columns(experiment=pl.lit(e.name))
+    return df.select(pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t).alias(c)
+                     for c, t in RUN_TYPES.items())  # fmt: skip
+
+
+def long_values(e: Experiment, r: pl.DataFrame) -> pl.DataFrame:
+    """Timed values as (experiment, server, condition, item, round, metric, value); SQL adds the suite per round
+    (rounds where every item of the cell succeeded)."""
+    t = r.filter(~pl.col("warmup") & pl.col("value").is_not_null())
+    keys = ["experiment", "server", "condition", "item", "round"]
+    if e.workload.kind == "sql":
+        out = t.select(*keys, metric=pl.lit("time_s"), value="value")
+        n_items = r["item"].n_unique()
+        suite = (out.group_by("experiment", "server", "condition", "round", "metric")
+                 .agg(pl.col("value").sum(), pl.len().alias("_n")).filter(pl.col("_n") == n_items).drop("_n")
+                 .with_columns(item=pl.lit(SUITE)))  # fmt: skip
+        return pl.concat([out, suite.select(out.columns)]) if n_items > 1 else out
+    return pl.concat([t.select(*keys, metric=pl.lit("tps"), value="value"),
+                      t.filter(pl.col("p95_ms").is_not_null()).select(*keys, metric=pl.lit("p95_ms"), value="p95_ms")])
+
+
+def comparisons(e: Experiment, values: pl.DataFrame, setup: dict) -> pl.DataFrame:
+    """Every condition against the baseline (per server, item, metric), and with a server factor every server
+    against the baseline server (per condition, item, metric); the A/A copy only against its baseline."""
+    base, aa = setup["baseline"], setup["aa"]
+    parts = []
+    cmp = paired.paired_compare(values, ["experiment", "server", "item", "metric"], "condition", base)
+    parts.append(cmp.rename({"condition": "b", "baseline": "a"}).with_columns(
+        kind=pl.when(pl.col("b") == aa).then(pl.lit("A/A")).otherwise(pl.lit("setting"))))
+    if setup.get("base_server"):
+        by_server = paired.paired_compare(values.filter(pl.col("condition") != aa),
+                                          ["experiment", "condition", "item", "metric"], "server",
+                                          setup["base_server"])  # fmt: skip
+        parts.append(by_server.rename({"server": "b", "baseline": "a", "condition": "server"})
+                     .with_columns(kind=pl.lit("server")))  # the condition sits in `server`'s place: renamed below
+    cols = ["experiment", "kind", "server", "item", "metric", "a", "b", "n_rounds", "ratio", "low", "high",
+            "coverage", "method"]  # fmt: skip
+    out = [p.select(cols) for p in parts if p.height]
+    if not out:
+        return pl.DataFrame(schema={c: pl.Float64 if c in ("ratio", "low", "high", "coverage") else
+                                    pl.Int64 if c == "n_rounds" else pl.String for c in cols})  # fmt: skip
+    df = pl.concat(out)
+    # for a server comparison, `server` holds the condition: say so in a column of its own
+    return df.with_columns(
+        condition=pl.when(pl.col("kind") == "server").then(pl.col("server")).otherwise(None),
+        server=pl.when(pl.col("kind") == "server").then(pl.lit(None)).otherwise(pl.col("server")),
+    ).select("experiment", "kind", "server", "condition", *cols[3:])
+
+
+def noise_table(cmp: pl.DataFrame) -> pl.DataFrame:
+    rows = []
+    aa = cmp.filter(kind="A/A")
+    for (exp, server, metric), g in aa.sort("experiment", "server", "metric").group_by(
+            "experiment", "server", "metric", maintain_order=True):  # fmt: skip
+        rows.append({"experiment": exp, "server": server, "metric": metric} | noise.noise_floor(g))
+    schema = {"experiment": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
+              "false_difference_rate": pl.Float64, "floor": pl.Float64, "floor_log": pl.Float64, "method": pl.String}
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def _floor(noise_df: pl.DataFrame, exp: str, servers: list[str], metric: str) -> float | None:
+    f = noise_df.filter(pl.col("experiment") == exp, pl.col("metric") == metric, pl.col("server").is_in(servers))
+    vals = [x for x in f["floor"].to_list() if x is not None]
+    return max(vals) if vals else None
+
+
+def plain(row: dict, floor: float | None, sense: str) -> tuple[str, str]:
+    """Without a hypothesis: B / A with its interval, beyond the A/A floor or not."""
+    ev = v.Evidence.from_row(row)
+    if row["ratio"] is None or row["low"] is None:
+        return v.UNDETERMINED, f"{ev.text()}: no interval"
+    if (row["coverage"] or 0) < v.MIN_COVERAGE:
+        return v.UNDETERMINED, f"{ev.text()}: the interval covers {row['coverage']:.0%}, too few rounds to decide"
+    better = "faster" if sense == "lower" else "higher"
+    worse = "slower" if sense == "lower" else "lower"
+    fl = f"the A/A floor ±{floor:.1%}" if floor is not None else "no A/A floor"
+    if row["low"] > 1 or row["high"] < 1:
+        up = row["low"] > 1
+        word = (worse if up else better) if sense == "lower" else (better if up else worse)
+        if noise.below_floor(row["ratio"], floor):
+            return "no difference", f"{ev.text()}: excludes 1 but within {fl}"
+        return word, f"B / A {ev.text()}: {word}, beyond {fl}"
+    return "no difference", f"{ev.text()}: includes 1 ({fl})"
+
+
+def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> list[dict]:
+    metric = main_metric(e)
+    sense = dict(METRICS[e.workload.kind])[metric]
+    item = SUITE if e.workload.kind == "sql" and cmp.filter(item=SUITE).height else None
+    # the hypothesis is about the setting factors; about the servers when they are the only factor
+    hypothesis_kind = "setting" if e.setting_factors else "server"
+    rows = []
+    for r in cmp.filter(pl.col("metric") == metric, pl.col("kind") != "A/A").iter_rows(named=True):
+        if item is not None and r["item"] != item:
+            continue
+        servers = [r["server"]] if r["kind"] != "server" else [r["a"], r["b"]]
+        floor = _floor(noise_df, e.name, servers, metric)
+        if e.expect is not None and r["kind"] == hypothesis_kind:
+            claim = v.Claim(e.question, v.LOWER if e.expect.ratio < 1 else v.HIGHER, e.expect.ratio)
+            verdict = v.verdict(claim, v.Evidence.from_row(r), floor)  # the one rule: the declared tolerance
+            label, reason = verdict.label, verdict.text()
+        else:
+            label, reason = plain(r, floor, sense)
+        rows.append({"experiment": e.name, "kind": r["kind"], "server": r["server"], "condition": r["condition"],
+                     "item": r["item"], "metric": metric, "a": r["a"], "b": r["b"], "ratio": r["ratio"],
+                     "low": r["low"], "high": r["high"], "method": r["method"], "floor": floor,
+                     "expected": e.expect.ratio if e.expect and r["kind"] == hypothesis_kind else None,
+                     "verdict": label, "reason": reason})
+    return rows
+
+
+def cells_table(e: Experiment, setup: dict, r: pl.DataFrame) -> list[dict]:
+    from .run import testable
+
+    rows = []
+    for server in setup["servers"]:
+        for c in setup["conditions"]:
+            why = testable(setup, server, c["settings"])
+            for item in setup["items"]:
+                got = r.filter(server=server, condition=c["condition"], item=item, warmup=False)
+                rows.append({"experiment": e.name, "server": server, "condition": c["condition"], "item": item,
+                             "testable": why is None, "reason": why, "measured": got["value"].is_not_null().sum(),
+                             "failed": got["value"].is_null().sum()})  # fmt: skip
+    return rows
+
+
+def plan_rows(store: RunStore, e: Experiment, setup: dict) -> list[dict]:
+    rows = []
+    if e.workload.kind != "sql":
+        return rows
+    for server in setup["servers"]:
+        for c in setup["conditions"]:
+            for item in setup["items"]:
+                doc = store.load_json(plan_path(e, server, c["index"], item))
+                if doc is None:
+                    continue
+                base = {"experiment": e.name, "server": server, "condition": c["condition"], "item": item}
+                if isinstance(doc["plan"], dict) and "error" in doc["plan"]:
+                    rows.append(base | {"error": doc["plan"]["error"]})
+                    continue
+                p = parse_plan(doc["plan"])
+                rows.append(base | {"root": p.root["node_type"], "fingerprint": p.fingerprint,
+                                    "execution_ms": p.execution_ms, "error": None})  # fmt: skip
+    return rows
+
+
+def setup_row(e: Experiment, setup: dict) -> dict:
+    def short(m) -> str:
+        return ", ".join(f"{k}: {x}" for k, x in (m or {}).items() if x is not None)
+
+    w = e.workload
+    work = (f"pgbench {w.pgbench.builtin or 'script ' + w.pgbench.script.rsplit('/', 1)[-1]}, {w.pgbench.clients} "
+            f"client(s), {w.pgbench.duration_s} s a run" if w.kind == "pgbench"
+            else f"{len(setup['items'])} SQL quer{'y' if len(setup['items']) == 1 else 'ies'}: "
+                 + ", ".join(setup["items"]))  # fmt: skip
+    d = e.data
+    data = (f"SSB SF {d.ssb.sf:g}" if d.ssb else f"pgbench -i scale {d.pgbench.scale}" if d.pgbench
+            else f"setup script {d.sql.rsplit('/', 1)[-1]}" if d.sql else "none")  # fmt: skip
+    return {"experiment": e.name, "question": e.question, "data": data, "workload": work,
+            "servers": ", ".join(setup["servers"]), "factors": short({k: x if isinstance(x, str) else
+                                                                      ", ".join(map(str, x))
+                                                                      for k, x in e.factors.items()}),
+            "baseline": setup["baseline"] + (f" on {setup['base_server']}" if setup.get("base_server") else ""),
+            "expect": e.expect.ratio if e.expect else None, "rounds": e.rounds, "warmups": e.warmups,
+            "metric": main_metric(e), "database": setup["database"]}  # fmt: skip
+
+
+def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+S, F, N, B = pl.String, pl.Float64, pl.Int64, pl.Boolean
+SCHEMAS = {
+    "experiments_setup": {"experiment": S, "question": S, "data": S, "workload": S, "servers": S, "factors": S,
+                          "baseline": S, "expect": F, "rounds": N, "warmups": N, "metric": S, "database": S},
+    "experiments_cells": {"experiment": S, "server": S, "condition": S, "item": S, "testable": B, "reason": S,
+                          "measured": N, "failed": N},
+    "experiments_verdicts": {"experiment": S, "kind": S, "server": S, "condition": S, "item": S, "metric": S, "a": S,
+                             "b": S, "ratio": F, "low": F, "high": F, "method": S, "floor": F, "expected": F,
+                             "verdict": S, "reason": S},
+    "experiments_plans": {"experiment": S, "server": S, "condition": S, "item": S, "root": S, "fingerprint": S,
+                          "execution_ms": F, "error": S},
+}  # fmt: skip
+
+
+def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
+    """Every experiments_* table from the raw store alone; none when the params have no experiments (or none ran)."""
+    done = [e for e in (getattr(params, "experiments", None) or []) if store.load_json(setup_path(e)) is not None]
+    if not done:
+        return {}
+    setups, cells, verdicts, plans, all_runs, all_cmp, values = [], [], [], [], [], [], []
+    for e in done:
+        setup = store.load_json(setup_path(e))
+        r = runs(store, e)
+        vals = long_values(e, r)
+        cmp = comparisons(e, vals, setup)
+        setups.append(setup_row(e, setup))
+        cells += cells_table(e, setup, r)
+        plans += plan_rows(store, e, setup)
+        all_runs.append(r)
+        all_cmp.append(cmp)
+        values.append(vals)
+    cmp = pl.concat(all_cmp)
+    nz = noise_table(cmp)
+    for e, c in zip(done, all_cmp, strict=True):
+        verdicts += verdict_rows(e, c, nz)
+    r = pl.concat(all_runs)
+    vals = pl.concat(values)
+    summary = stats.summarize(vals, by=["experiment", "server", "condition", "item", "metric"], value="value")
+    return {
+        "experiments_setup": _frame(setups, SCHEMAS["experiments_setup"]),
+        "experiments_cells": _frame(cells, SCHEMAS["experiments_cells"]),
+        "experiments_runs": r,
+        "experiments_summary": summary,
+        "experiments_paired": cmp,
+        "experiments_noise": nz,
+        "experiments_verdicts": _frame(verdicts, SCHEMAS["experiments_verdicts"]),
+        "experiments_plans": _frame(plans, SCHEMAS["experiments_plans"]),
+        "experiments_errors": r.filter(pl.col("error").is_not_null()).select(
+            "experiment", "server", "condition", "item", "repetition", "warmup", "error", "sqlstate"),
+    }
+
+
+TABLES = ("experiments_setup", "experiments_cells", "experiments_runs", "experiments_summary", "experiments_paired",
+          "experiments_noise", "experiments_verdicts", "experiments_plans", "experiments_errors")
+__all__ = ["AA_SUFFIX", "PGBENCH_ITEM", "SERVER", "TABLES", "derive"]

@@ -1,0 +1,378 @@
+"""Running the experiments of params on the session's servers, recording into the raw store.
+
+Per experiment: the data once per server (kept when the database already holds it), the conditions (every
+combination of the setting factors, the baseline twice: A and its A/A copy), then warm-up rounds and interleaved
+rounds over servers, conditions and items (`core.schedule.plan`, `run_steps`: a killed run resumes, skipping
+what is recorded). Session-level settings go with the condition's connection; server-level ones are written to the
+server's configuration (reload, or restart where PostgreSQL needs one). Within a round the steps are grouped by
+server configuration, the groups' order rotating from round to round, so that a round costs one restart per
+configuration, not one per step; after a restart each item runs once untimed before it is timed (a restart
+empties shared_buffers). A cell whose setting the server lacks is *not testable here*; a failing statement is
+recorded with its error and the other cells go on. Every SQL cell's plan (EXPLAIN (ANALYZE, BUFFERS, FORMAT
+JSON)) is kept once, taken right after its first timed execution under the same configuration."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from ...core import outcomes
+from ...core.db import explain_json, timed_statement
+from ...core.schedule import Step, plan, run_steps
+from ...core.servers import Server
+from ...core.session import Session
+from ...core.store import RunStore
+from ...pgtools import pgbench
+from . import checks
+from .params import AA_SUFFIX, SERVER, Experiment
+
+SESSION_CONTEXTS = frozenset({"user", "superuser"})  # what a connection may set for itself once connected
+PGBENCH_ITEM = "pgbench"
+
+
+def store_name(e: Experiment) -> str:
+    """The experiment's name in the raw store's `experiment` column."""
+    return f"x_{e.name}"
+
+
+def setup_path(e: Experiment) -> str:
+    return f"experiments/{e.name}/setup.json"
+
+
+def plan_path(e: Experiment, server: str, cond_index: int, item: str) -> str:
+    return f"experiments/{e.name}/plans/{server}/c{cond_index}/{item}.json"
+
+
+def database(e: Experiment) -> str:
+    d = e.data
+    if d.ssb is not None:
+        from ...datasets.ssb.load import database_name
+
+        return database_name(d.ssb.sf)
+    if d.pgbench is not None:
+        return f"pgbench_s{d.pgbench.scale}"
+    return f"x_{e.name}".lower().replace("-", "_").replace(".", "_")
+
+
+def items(e: Experiment) -> dict[str, str]:
+    """item -> its SQL (SQL workloads: a file each, named by its stem); pgbench: its one item."""
+    if e.workload.kind == "pgbench":
+        return {PGBENCH_ITEM: ""}
+    return {p.stem: p.read_text() for p in checks.sql_files(e)}
+
+
+def _ordered(servers: list[Server]) -> list[Server]:
+    def version(s: Server):
+        i = s.install
+        return (i.major, int(i.minor) if i and i.minor.isdigit() else 0) if i else (0, 0)
+
+    return sorted(servers, key=version)
+
+
+def resolve_servers(e: Experiment, servers: list[Server]) -> tuple[list[Server], str | None]:
+    """The experiment's servers (oldest version first) and, with a server factor, its baseline server."""
+    chosen = servers if e.servers == "all" else [s for s in servers if s.name in e.servers]
+    factor = e.factors.get(SERVER)
+    if isinstance(factor, list):
+        chosen = [s for s in chosen if s.name in map(str, factor)]
+    chosen = _ordered(chosen)
+    if SERVER not in e.factors or not chosen:
+        return chosen, None
+    base = str(e.baseline.get(SERVER, "oldest"))
+    name = {"oldest": chosen[0].name, "newest": chosen[-1].name}.get(base, base)
+    return chosen, name
+
+
+def _contexts(server: Server) -> dict[str, str]:
+    with server.connect() as conn:
+        return dict(conn.execute("SELECT name, context FROM pg_settings").fetchall())
+
+
+@dataclass
+class Prepared:
+    """One server's part in an experiment, as first recorded (setup.json)."""
+
+    server: str
+    database: str
+    contexts: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+    skipped: str | None = None
+
+
+def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) -> dict:
+    """The experiment's data in `dbname` on `server`: loaded now, or kept when it is there already."""
+    d = e.data
+    t0 = time.monotonic()
+    if d.ssb is not None:
+        from ...datasets.ssb.load import load
+
+        r = load(server, d.ssb.sf, d.ssb.seed, run_id=store.run_id)
+        return {"kind": "ssb", "sf": d.ssb.sf, "loaded_now": not r.skipped, "bytes": r.database_bytes,
+                "seconds": round(time.monotonic() - t0, 3)}  # fmt: skip
+    marker = {"kind": d.kind, "pgbench_scale": d.pgbench.scale if d.pgbench else None,
+              "sql": (open(d.sql).read() if d.sql else None)}  # fmt: skip
+    try:
+        with server.connect(dbname) as conn:
+            row = conn.execute("SELECT spec FROM pglab_experiment_data").fetchone()
+        if row and json.loads(row[0]) == marker:
+            return {"kind": d.kind, "loaded_now": False, "seconds": 0.0}
+    except Exception:  # no such database or table yet: load below
+        pass
+    server.recreate_database(dbname)
+    if d.pgbench is not None:
+        from ...core.installs import discover
+
+        client = pgbench.newest_client(discover())
+        res = pgbench.run(server, ["-i", "-q", "-s", str(d.pgbench.scale)], client, dbname=dbname, init=True)
+        if not res.ok:
+            raise RuntimeError(f"pgbench -i failed: {res.error}")
+    elif d.sql:
+        with server.connect(dbname) as conn:
+            conn.execute(marker["sql"])  # the whole script in one go: several statements are allowed here
+    with server.connect(dbname) as conn:
+        conn.execute("VACUUM ANALYZE")
+        conn.execute("CREATE TABLE pglab_experiment_data (spec text)")
+        conn.execute("INSERT INTO pglab_experiment_data VALUES (%s)", (json.dumps(marker),))
+    return {"kind": d.kind, "loaded_now": True, "seconds": round(time.monotonic() - t0, 3)}
+
+
+def prepare(e: Experiment, servers: list[Server], store: RunStore) -> dict[str, Prepared]:
+    out = {}
+    dbname = database(e)
+    for s in servers:
+        p = Prepared(s.name, dbname)
+        try:
+            p.contexts = _contexts(s)
+            p.unavailable = checks.unavailable(e, {k.lower() for k in p.contexts})
+            if s.install is not None:
+                p.unavailable |= checks.refused_values(e, s.install)
+            p.data = prepare_data(e, s, dbname, store)
+        except Exception as ex:  # this server cannot take part: recorded, the others go on
+            p.skipped = f"{type(ex).__name__}: {ex}"
+            outcomes.skip(store, store_name(e), s.name, p.skipped)
+        out[s.name] = p
+    return out
+
+
+def save_setup(e: Experiment, store: RunStore, servers: list[Server], base_server: str | None,
+               preps: dict[str, Prepared]) -> dict:
+    """What the run decided for the experiment, written once: a resumed run keeps (and reuses) the first."""
+    first = store.load_json(setup_path(e))
+    if first is not None:
+        return first
+    conds = e.conditions()
+    doc = {
+        "experiment": e.name, "store_name": store_name(e), "database": database(e),
+        "servers": [s.name for s in servers], "base_server": base_server,
+        "conditions": [{"index": i, "condition": c, "settings": v} for i, (c, v) in enumerate(conds.items())],
+        "baseline": e.baseline_condition(), "aa": e.baseline_condition() + AA_SUFFIX,
+        "items": list(items(e)),
+        "prepared": {n: {"database": p.database, "unavailable": p.unavailable, "data": p.data, "skipped": p.skipped,
+                         "contexts": {k: p.contexts.get(k) for k in sorted({*e.settings, *e.setting_factors})}}
+                     for n, p in preps.items()},
+        "versions": {s.name: (s.install.version if s.install else None) for s in servers},
+    }  # fmt: skip
+    store.save_json(setup_path(e), doc, keep_order=True)
+    return doc
+
+
+def testable(setup: dict, server: str, settings: dict) -> str | None:
+    """None when the server can run a condition with these settings, else why not."""
+    prep = setup["prepared"][server]
+    if prep["skipped"]:
+        return prep["skipped"]
+    gone = prep["unavailable"]
+    missing = [gone[x] for k, v in settings.items() for x in (k, f"{k}={_value_text(v)}") if x in gone]
+    return "; ".join(missing) or None
+
+
+def _value_text(v) -> str:
+    return ("True" if v else "False") if isinstance(v, bool) else str(v)  # as checks.refused_values writes it
+
+
+def _split(settings: dict, contexts: dict[str, str]) -> tuple[dict, dict]:
+    """(server-level, session-level) settings: by pg_settings.context on the server (extension settings: session)."""
+    server, session = {}, {}
+    for k, v in settings.items():
+        (session if contexts.get(k) in SESSION_CONTEXTS or "." in k else server)[k] = v
+    return server, session
+
+
+class Runner:
+    """Measures one experiment's steps, configuring each server as the step's condition needs."""
+
+    def __init__(self, e: Experiment, s: Session, servers: list[Server], setup: dict):
+        self.e, self.s, self.setup = e, s, setup
+        self.servers = {x.name: x for x in servers}
+        self.conds = {c["condition"]: c for c in setup["conditions"]}
+        self.items = items(e)
+        self.current: dict[str, dict] = {}  # server -> server-level settings in force
+        self.conns: dict[tuple[str, str], object] = {}
+        self.warm: set[tuple[str, str, str]] = set()
+        self.client = None
+        self.configured: list[dict] = []
+
+    def levels(self, server: str, condition: str) -> tuple[dict, dict]:
+        settings = dict(self.e.settings) | self.conds[condition]["settings"]
+        contexts = {k: self.setup["prepared"][server]["contexts"].get(k) for k in settings}
+        return _split(settings, contexts)
+
+    def config_key(self, step: Step) -> str:
+        return json.dumps(self.levels(step.server, step.condition)[0], sort_keys=True, default=str)
+
+    def ensure(self, server: str, wanted: dict) -> None:
+        if self.current.get(server) == wanted:
+            return
+        x = self.servers[server]
+        res = x.configure(wanted)
+        self.configured.append({"server": server, "settings": wanted, **res})
+        self.current[server] = wanted
+        for key in [k for k in self.conns if k[0] == server]:
+            self.conns.pop(key).close()
+        self.warm = {w for w in self.warm if w[0] != server}
+
+    def conn(self, server: str, condition: str, session_settings: dict):
+        c = self.conns.get((server, condition))
+        if c is None or c.closed:
+            c = self.servers[server].connect(self.setup["database"], settings=session_settings or None)
+            self.conns[(server, condition)] = c
+        return c
+
+    def measure(self, step: Step) -> dict:
+        server_level, session_level = self.levels(step.server, step.condition)
+        try:
+            self.ensure(step.server, server_level)
+        except Exception as ex:  # a configuration the server refuses: this step fails, recorded, the rest go on
+            self.current.pop(step.server, None)
+            return {"value": None, "unit": self.unit(), "error": f"configure: {ex}"}
+        if self.e.workload.kind == "pgbench":
+            return self.pgbench_step(step, session_level)
+        return self.sql_step(step, session_level)
+
+    def unit(self) -> str:
+        return "tps" if self.e.workload.kind == "pgbench" else "s"
+
+    def sql_step(self, step: Step, session_level: dict) -> dict:
+        sql = self.items[step.item]
+        try:
+            conn = self.conn(step.server, step.condition, session_level)
+        except Exception as ex:
+            return {"value": None, "unit": "s", "error": f"connect: {ex}"}
+        key = (step.server, step.condition, step.item)
+        if key not in self.warm and not step.warmup:  # cold after a (re)configuration: one untimed run first
+            timed_statement(conn, sql, timeout_s=self.e.timeout_s, keep_rows=False)
+        self.warm.add(key)
+        t = timed_statement(conn, sql, timeout_s=self.e.timeout_s, keep_rows=False)
+        out = {"value": t.elapsed_s if t.ok else None, "unit": "s", "rows": t.rowcount, "error": t.error,
+               "sqlstate": t.sqlstate}  # fmt: skip
+        idx = self.conds[step.condition]["index"]
+        path = plan_path(self.e, step.server, idx, step.item)
+        if t.ok and not step.warmup and not self.s.store.has_artifact(path):
+            doc = explain_json(conn, sql, record_error=True)
+            self.s.store.save_json(path, {"condition": step.condition, "plan": doc})
+        return out
+
+    def pgbench_step(self, step: Step, session_level: dict) -> dict:
+        w = self.e.workload.pgbench
+        if self.client is None:
+            kit = [x.install for x in self.s.servers if x.install]
+            self.client = pgbench.newest_client(kit)
+        with tempfile.TemporaryDirectory(prefix="pglab-xlog-") as logdir:
+            args = ["-n", "-c", w.clients, "-j", w.threads, "-T", f"{w.duration_s}", "-l",
+                    "--log-prefix", f"{logdir}/tx"]  # fmt: skip
+            scripts = None
+            if w.builtin:
+                args += ["-b", w.builtin]
+            else:
+                scripts = {"workload.sql": open(w.script).read()}
+                args += ["-f", "workload.sql"]
+            res = pgbench.run(self.servers[step.server], args, self.client, dbname=self.setup["database"],
+                              scripts=scripts, settings=session_level or None, timeout_s=w.duration_s + 120)
+            lat = pgbench.timed(pgbench.transaction_latencies_us(logdir)) if res.ok else []
+        tps = res.parsed.get("tps") if res.ok and res.parsed else None
+        out = {"value": tps, "unit": "tps", "error": res.error, "command": res.command}
+        if lat:
+            p = pgbench.latency_percentiles(lat)
+            out |= {k: p[k] for k in ("n", "p50_ms", "p95_ms", "p99_ms", "max_ms")}
+        return out
+
+
+def steps_for(e: Experiment, setup: dict) -> tuple[list[Step], list[dict]]:
+    """The schedule of the testable cells, and the cells that are not testable (with why)."""
+    cells, not_testable = [], []
+    for server in setup["servers"]:
+        for c in setup["conditions"]:
+            why = testable(setup, server, c["settings"])
+            for item in setup["items"]:
+                if why is None:
+                    cells.append((server, c["condition"], item))
+                else:
+                    not_testable.append({"server": server, "condition": c["condition"], "item": item, "reason": why})
+    return plan(cells, e.rounds, e.warmups, e.shuffle_seed), not_testable
+
+
+def grouped(steps: list[Step], key) -> list[Step]:
+    """Within each round, the steps of one server configuration together (the round's shuffled order kept inside
+    a group); the groups' order rotates with the round, so no configuration always runs first after a restart."""
+    out: list[Step] = []
+    rounds: dict[int, list[Step]] = {}
+    for st in steps:
+        rounds.setdefault(st.round, []).append(st)
+    for n, group in rounds.items():
+        keys = list(dict.fromkeys((st.server, key(st)) for st in group))
+        keys = sorted(keys)
+        k = n % len(keys) if keys else 0
+        order = {gk: i for i, gk in enumerate(keys[k:] + keys[:k])}
+        out += sorted(group, key=lambda st: order[(st.server, key(st))])
+    return out
+
+
+@dataclass
+class Result:
+    experiment: str
+    servers: list[str]
+    steps_run: int
+    not_testable: list[dict]
+    wall_s: float
+
+
+def run_experiment(s: Session, e: Experiment) -> Result:
+    t0 = time.monotonic()
+    servers, base_server = resolve_servers(e, s.servers)
+    first = s.store.load_json(setup_path(e))
+    if first is not None:  # a resumed run measures the servers and conditions it began with
+        servers = [x for x in s.servers if x.name in first["servers"]]
+    preps = prepare(e, servers, s.store)
+    setup = save_setup(e, s.store, servers, base_server, preps)
+    steps, not_testable = steps_for(e, setup)
+    runner = Runner(e, s, servers, setup)
+    steps = grouped(steps, runner.config_key)
+    try:
+        n = run_steps(steps, s.store, store_name(e), runner.measure, desc=e.name)
+    finally:
+        for c in runner.conns.values():
+            c.close()
+        for x in servers:
+            if x.name in runner.current and runner.current[x.name]:
+                x.reset()
+    return Result(e.name, [x.name for x in servers], n, not_testable, time.monotonic() - t0)
+
+
+def run_all(s: Session) -> list[Result]:
+    return [run_experiment(s, e) for e in s.params.experiments]
+
+
+def estimate_s(params, servers: list[Server]) -> float:
+    """make report's time model: every step of every experiment (SQL: ~0.1 s a step beside the statement, whose
+    time is not known before it runs; pgbench: its duration), plus data loads and restarts, roughly."""
+    total = 0.0
+    for e in getattr(params, "experiments", []) or []:
+        n_servers = len(resolve_servers(e, servers)[0]) or 1
+        steps = (e.rounds + e.warmups) * len(e.conditions()) * n_servers
+        per = (e.workload.pgbench.duration_s + 0.5 if e.workload.kind == "pgbench"
+               else 0.1 * len(e.workload.sql or []))  # fmt: skip
+        total += steps * per + 15 * n_servers
+    return total

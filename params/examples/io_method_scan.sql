@@ -1,0 +1,1 @@
+SELECT count(*), max(a) FROM t;
