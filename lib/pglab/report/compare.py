@@ -26,6 +26,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from ..core import paths
 from .compare_sources import (
     CompareError,
     Dataset,
@@ -36,7 +37,6 @@ from .compare_sources import (
     resolve,
     study_of,
 )
-from ..core import paths
 
 __all__ = ["CompareError", "Dataset", "available", "check_comparable", "params_differences", "resolve"]
 NOTEBOOK = "compare.ipynb"
@@ -108,12 +108,17 @@ def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str])
         .otherwise(pl.lit("inside interval"))
     )  # fmt: skip
     unit, better = UNITS.get(base, ("", "lower"))
+    unit_e, better_e = pl.lit(unit), pl.lit(better)
+    if "metric" in keys:  # a table of several measures (e.g. an experiment's time_s and tps): each row its own
+        m = pl.col("metric").cast(pl.String)
+        unit_e = (pl.when(m.str.contains("tps")).then(pl.lit("tps")).when(m.str.ends_with("_ms")).then(pl.lit("ms"))
+                  .when(m.str.ends_with("_s")).then(pl.lit("s")).otherwise(unit_e))  # fmt: skip
+        better_e = pl.when(m.str.contains("tps")).then(pl.lit("higher")).otherwise(better_e)
     return j.select(
         pl.lit(study_of(table)).alias("study"), metric.alias("metric"),
         (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
         *[c for c in RATIO_SCHEMA if c[:2] in ("a_", "b_") or c.startswith("ratio")],
-        pl.lit(interval).alias("interval"), change.alias("change"), pl.lit(unit).alias("unit"),
-        pl.lit(better).alias("better"),
+        pl.lit(interval).alias("interval"), change.alias("change"), unit_e.alias("unit"), better_e.alias("better"),
     ).cast(RATIO_SCHEMA)  # fmt: skip
 
 
