@@ -95,6 +95,27 @@ class SourceParam(Strict):
         return "tarball" if self.tarball else "debian" if self.debian else "git"
 
 
+class InstallParam(Strict):
+    """An install of the user's: a folder of binaries (`bin_dir`), or PostgreSQL built from `source`."""
+
+    name: SafeName
+    bin_dir: str | None = None  # made absolute when loaded: a relative one is taken from the params file's folder
+    source: SourceParam | None = None
+
+    @field_validator("bin_dir")
+    @classmethod
+    def _absolute(cls, v: str, info: ValidationInfo) -> str:
+        return _from_params_dir(v, info)
+
+    @model_validator(mode="after")
+    def _bin_dir_or_source(self):
+        if (self.bin_dir is None) == (self.source is None):
+            raise ValueError("expected either bin_dir (a folder with PostgreSQL's binaries) or source (a tarball, a "
+                             "Debian source package or a git ref to build from)"
+                             + (", not both" if self.bin_dir else ""))  # fmt: skip
+        return self
+
+
 # configure options the kit decides: where the build goes, and what servers.build says in its own keys
 _KIT_CONFIGURE = re.compile(r"--(prefix|exec-prefix|bindir|sbindir|libdir|libexecdir|datadir|datarootdir|"
                             r"sysconfdir|includedir|docdir|mandir|with-llvm|without-llvm)(=|$)|CFLAGS=|LLVM_CONFIG=|"
@@ -138,18 +159,6 @@ class BuildParam(Strict):
         return v
 
 
-class InstallParam(Strict):
-    name: SafeName
-    bin_dir: str  # made absolute when loaded: a relative one is taken from the params file's folder
-
-    @field_validator("bin_dir")
-    @classmethod
-    def _absolute(cls, v: str, info: ValidationInfo) -> str:
-        # resolved once here: papermill runs the notebooks in notebooks/, the command line elsewhere
-        base = (info.context or {}).get("params_dir", paths.ROOT)
-        return os.path.normpath(Path(base) / Path(v).expanduser())
-
-
 class ExternalServer(Strict):
     name: SafeName
     dsn: str = Field(repr=False)  # may hold a password: never printed or stored
@@ -174,6 +183,7 @@ class ExternalServer(Strict):
 class Servers(Strict):
     use: Literal["all"] | list[str] = "all"
     installs: list[InstallParam] = []
+    build: BuildParam = BuildParam()  # the flags of every install built from source
     external: list[ExternalServer] = []
     # more PostgreSQL versions, fetched into the per-user cache: majors (16) or exact versions ("16.14")
     versions: list[int | str] = []

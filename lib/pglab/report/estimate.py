@@ -19,7 +19,7 @@ from pathlib import Path
 from subprocess import SubprocessError
 
 from .. import studies
-from ..core.installs import Install, InstallError, discover
+from ..core.installs import Install, InstallError, discover, from_params
 from ..core.paramtypes import version_major
 from ..core.servers import Server, for_study, matches_version, select
 from ..params import Params
@@ -72,7 +72,7 @@ def run_servers(p: Params) -> list[Server]:
     """The run's servers as `servers.select` picks them: the installs found (probed, nothing started) and a
     stand-in for each of servers.versions (not downloaded)."""
     try:
-        installs = discover({i.name: i.bin_dir for i in p.servers.installs})
+        installs = discover(from_params(p.servers))
     except (InstallError, OSError, SubprocessError):  # an estimate never stops a run; params_checks reports it
         installs = []
     names = {i.name for i in installs}
