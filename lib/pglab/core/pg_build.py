@@ -651,6 +651,9 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # ensure_build removed the unfinished build
+        print("\ninterrupted: nothing of the unfinished build was kept; run the same command again", file=sys.stderr)
+        return 130
     return 0
 
 
