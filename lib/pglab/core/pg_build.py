@@ -621,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--tarball", help="a release tarball (file or URL), with --sha256")
     src.add_argument("--sha256", help="the tarball's SHA-256")
     how = ap.add_argument_group("how (servers.build of params; default: the kit's)")
-    how.add_argument("--cflags", help="default -O2")
+    how.add_argument("--cflags", help="default -O2; flags start with a dash, so write --cflags=-O0")
     how.add_argument("--configure", action="append", help="a configure option (repeat it); replaces the defaults: "
                      + " ".join(DEFAULT_CONFIGURE))  # fmt: skip
     how.add_argument("--llvm", choices=["auto", "true", "false"], help="default auto")
