@@ -15,7 +15,7 @@ UPGRADE ?=
 TEST_DIR := build/test
 
 .DEFAULT_GOAL := help
-.PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler stability
+.PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler bench-build stability
 .PHONY: compare lock notebooks derive archive export results publish experiment
 
 help: ## list the targets with their time on a 2-core machine
@@ -93,7 +93,7 @@ notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired 
 	$(BIN)/jupytext --sync notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 
-test: lint ##dev [15 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
+test: lint ##dev [18 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
 	rm -rf $(TEST_DIR)
 	$(BIN)/python -m pytest tests --durations=12
 	# the committed report re-run on the committed derived data: every output must reproduce
@@ -106,7 +106,7 @@ test: lint ##dev [15 min] lint, tests on real servers, a quick report pass, nbva
 	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/state)
 	PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/pytest/state $(BIN)/python -m pglab.core.clean --check-orphans
 
-bench: bench-ssb bench-download bench-sampler ##dev [5 min] every benchmark, printed
+bench: bench-ssb bench-download bench-sampler bench-build ##dev [9 min] every benchmark, printed
 
 bench-ssb: $(STAMP) ##dev [3 min] SSB generation vs C dbgen (PGLAB_DBGEN=path), load speed at SF 1, memory
 	$(BIN)/python -m pglab.datasets.ssb.bench --sf 1
@@ -116,6 +116,9 @@ bench-download: $(STAMP) ##dev [2 min] download + unpack time of PostgreSQL 10, 
 
 bench-sampler: $(STAMP) ##dev [10 s] the /proc sampler's own cost per sample and share of a core
 	$(BIN)/python -m pglab.core.system_sampler
+
+bench-build: $(STAMP) ##dev [4 min] Debian's PostgreSQL 15 built from source, default flags: cold, then cached
+	$(BIN)/python -m pglab.core.pg_build --bench --debian postgresql-15
 
 stability: $(STAMP) ##dev [1 h 40 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
 	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \

@@ -102,6 +102,22 @@ CASES = {
     "versions_word.yaml": r"servers\.versions: expected PostgreSQL majors 10, .*, 18 or exact versions .*'latest' is "
     r"neither",
     "versions_twice.yaml": r"servers\.versions: expected each version once",
+    "source_and_bin_dir.yaml": r"servers\.installs\[0\]: expected either bin_dir \(a folder with PostgreSQL's "
+    r"binaries\) or source \(a tarball, a Debian source package or a git ref to build from\), not both$",
+    "source_tarball_without_sha256.yaml": r"servers\.installs\[0\]\.source: expected sha256 \(the tarball's SHA-256, "
+    r"64 hex digits\) with tarball",
+    "source_two_kinds.yaml": r"servers\.installs\[0\]\.source: expected exactly one of tarball \(with sha256\), debian "
+    r"or git \(with ref\); got debian and git$",
+    "source_git_without_ref.yaml": r"servers\.installs\[0\]\.source: expected ref \(a branch, tag or commit\) with git",
+    "source_debian_not_postgresql.yaml": r"servers\.installs\[0\]\.source\.debian: expected a Debian PostgreSQL "
+    r"source package, e\.g\. postgresql-17.*; got 'nginx'$",
+    "source_git_option.yaml": r"servers\.installs\[0\]\.source\.git: expected a git repository: a folder, or a URL",
+    "build_configure_prefix.yaml": r"servers\.build\.configure: expected options the kit does not set itself; "
+    r"'--prefix=/opt/pg' is set by the kit",
+    "source_git_missing.yaml": r"servers\.installs\[0\]\.source: expected PostgreSQL to build from it; git repository "
+    r"/nonexistent/postgresql\.git: no such folder$",
+    "source_tarball_missing.yaml": r"servers\.installs\[0\]\.source: expected PostgreSQL to build from it; tarball "
+    r"/nonexistent/postgresql-17\.5\.tar\.bz2: no such file$",
     "dsn_unquoted_space.yaml": r"servers\.external\[0\]\.dsn: expected a libpq connection string .* it does not "
     r"parse \(not shown: it may hold a password\)",
     "dsn_uri_password.yaml": r"servers\.external\[0\]\.dsn: expected a server answering within 5s; "

@@ -9,7 +9,8 @@ A raw run with measurements and no archive in data/raw-archive/ is the only copy
 
 The kit's state is `.pglab/` (or PGLAB_STATE_DIR), the folders standing in for it when the service user
 could not reach it (reach.py), the copies of this clone's server binaries in the install cache, and socket
-folders a killed run left in the temp folder. Downloaded PostgreSQL builds stay in the cache."""
+folders a killed run left in the temp folder. Downloaded PostgreSQL and the builds from source stay in the cache
+(`<cache>/postgres/<version>/` and `build-<key>/`: only `copy-*` folders are removed)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def running_servers(whole_clone: bool = True) -> list[str]:
     return out
 
 
-def _binary_copies() -> list[Path]:
+def binary_copies() -> list[Path]:
+    """This clone's copies of server binaries in the install cache (reach.py): the only cache folders removed."""
     out = []
     for d in sorted(paths.postgres_cache_dir().glob("copy-*")):
         try:
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
 
     removed = []
     stand_ins = reach.stand_ins_for(paths.ROOT) + reach.stand_ins_for(paths.state_dir())
-    for d in list(dict.fromkeys(stand_ins)) + _binary_copies():
+    for d in list(dict.fromkeys(stand_ins)) + binary_copies():
         shutil.rmtree(d, ignore_errors=True)
         removed.append(str(d))
     for d in socketdir.stale({os.getuid(), server_user().uid}):

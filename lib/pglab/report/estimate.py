@@ -16,7 +16,7 @@ from pathlib import Path
 from subprocess import SubprocessError
 
 from ..core.estimate import COST, stand_in
-from ..core.installs import InstallError, discover
+from ..core.installs import InstallError, discover, from_params
 from ..core.servers import Server, select
 from ..params import Params
 from ..studies import STUDIES
@@ -28,7 +28,7 @@ def run_servers(p: Params) -> list[Server]:
     """The run's servers as `servers.select` picks them: the installs found (probed, nothing started) and a
     stand-in for each of servers.versions (not downloaded)."""
     try:
-        installs = discover({i.name: i.bin_dir for i in p.servers.installs})
+        installs = discover(from_params(p.servers))
     except (InstallError, OSError, SubprocessError):  # an estimate never stops a run; params_checks reports it
         installs = []
     names = {i.name for i in installs}

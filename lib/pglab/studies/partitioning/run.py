@@ -15,7 +15,7 @@ import time
 from ...core import outcomes
 from ...core.config import ParamsError
 from ...core.db import explain_json, plan_shape, timed_statement
-from ...core.installs import discover
+from ...core.installs import discover, from_params
 from ...core.schedule import plan, run_steps
 from ...core.servers import Connections, Server
 from ...core.session import Session
@@ -101,7 +101,7 @@ def known_servers(s: Session) -> list[str]:
     install found and every external server too."""
     names = {x.name for x in s.servers}
     if s.params.servers.use != "all":
-        names |= {i.name for i in discover({x.name: x.bin_dir for x in s.params.servers.installs})}
+        names |= {i.name for i in discover(from_params(s.params.servers))}
         names |= {e.name for e in s.params.servers.external}
     return sorted(names)
 

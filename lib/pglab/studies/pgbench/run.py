@@ -28,7 +28,7 @@ import time
 
 from ...core import outcomes, schedule
 from ...core.db import scrub
-from ...core.installs import Install, discover
+from ...core.installs import Install, discover, from_params
 from ...core.servers import Server, matches_version
 from ...core.session import Session
 from ...core.stage import StageResult
@@ -68,7 +68,7 @@ class Stage:
         self.refused = {s.name: _refusal(s) for s in session.servers if not s.allow_destructive}
         self._by_name = {s.name: s for s in self.servers}
         if installs is None:
-            installs = discover({i.name: i.bin_dir for i in session.params.servers.installs})
+            installs = discover(from_params(session.params.servers))
         self.bench = Bench(self.store, installs, self.p.client, self.p.aggregate_log_s, self.p.run_timeout_s)
         self.timings: dict[str, float] = {}  # experiment -> seconds spent in this process
         self._series_ready: set[tuple[str, int, int]] = set()  # series loaded by this process
