@@ -83,8 +83,9 @@ publish: $(STAMP) ## [5 s; + make export when missing] DSN="..." RUN_ID=<id>: th
 compare: $(STAMP) ## [20 s] A=<profile|run id|folder> B=<...>: two runs side by side -> build/compare/
 	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)" $(if $(FORCE),--force)
 
-lint: $(STAMP) ##dev [20 s] ruff, every notebook in step with its .py, the import layers
+lint: $(STAMP) ##dev [20 s] ruff check and format, every notebook in step with its .py, the import layers
 	$(BIN)/ruff check lib tests tools notebooks/*.py
+	$(BIN)/ruff format --check lib tests tools notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 	$(BIN)/lint-imports
 

@@ -26,10 +26,10 @@
 # Parameters (papermill injects its own values after this cell)
 params_file = "params/default.yaml"  # relative to the project root
 run_id = None
-servers = None     # e.g. ["pg18"]; None: every server of the params
-sf = None          # None: ssb.sf of the params
+servers = None  # e.g. ["pg18"]; None: every server of the params
+sf = None  # None: ssb.sf of the params
 seed = None
-query_set = None   # pg_ssb_run | ssb_paper
+query_set = None  # pg_ssb_run | ssb_paper
 prewarm = None
 
 # %%
@@ -96,8 +96,11 @@ sel.select("server", "query", "passing_rows", "measured", "expected", "published
 # %%
 # NBVAL_CHECK_OUTPUT
 outside = sel.filter(~pl.col("within_tolerance"))
-print("every query's measured filter factor is within sampling tolerance of the rules" if outside.is_empty()
-      else f"OUTSIDE TOLERANCE: {outside.select('server', 'query').rows()}")
+print(
+    "every query's measured filter factor is within sampling tolerance of the rules"
+    if outside.is_empty()
+    else f"OUTSIDE TOLERANCE: {outside.select('server', 'query').rows()}"
+)
 
 # %%
 import altair as alt

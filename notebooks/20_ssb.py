@@ -30,10 +30,10 @@
 # Parameters (papermill injects its own values after this cell)
 params_file = "params/default.yaml"  # relative to the project root
 run_id = None
-servers = None       # e.g. ["pg18", "pg15"]; None: every server of the params
-modes = None         # subset of ["serial", "parallel", "parallel_aa", "parallel_jit", "parallel_jit_forced"]
+servers = None  # e.g. ["pg18", "pg15"]; None: every server of the params
+modes = None  # subset of ["serial", "parallel", "parallel_aa", "parallel_jit", "parallel_jit_forced"]
 repetitions = None
-workers = None       # parallel modes' worker count; None: ssb.workers of the params, else the machine's cores
+workers = None  # parallel modes' worker count; None: ssb.workers of the params, else the machine's cores
 worker_sweep = None  # e.g. [0, 1, 2]
 query_set = None
 sf = None
@@ -55,15 +55,25 @@ from pglab.studies.ssb import study_plans
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="ssb")
-p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, modes=modes, repetitions=repetitions,
-                         workers=workers, worker_sweep=worker_sweep)
+p = ssb_stage.ssb_params(
+    s,
+    sf=sf,
+    seed=seed,
+    query_set=query_set,
+    modes=modes,
+    repetitions=repetitions,
+    workers=workers,
+    worker_sweep=worker_sweep,
+)
 targets = ssb_stage.servers(s, servers)
 ssb_stage.prepare(targets, p)
 loads = ssb_stage.load_all(targets, p, s.store)  # skipped when 10_ssb_load already loaded this dataset
 targets = ssb_stage.usable(s.store, targets, loads, ex.EXPERIMENT)
 outcomes.report_skipped(s.store, [ex.EXPERIMENT], "ssb_skipped", s.profile)
-print(f"run {s.run_id}: SF {p.sf:g}, {p.query_set}, modes {p.modes}, {p.repetitions} repetitions + {p.warmups} "
-      f"warm-up, {ex.workers(p)} workers, servers {[t.name for t in targets]}")
+print(
+    f"run {s.run_id}: SF {p.sf:g}, {p.query_set}, modes {p.modes}, {p.repetitions} repetitions + {p.warmups} "
+    f"warm-up, {ex.workers(p)} workers, servers {[t.name for t in targets]}"
+)
 if not targets:
     s.close()
     outcomes.stop_notebook("no server holds the SSB dataset: nothing to measure (the skips are above)")
@@ -91,8 +101,10 @@ execs, sweep, plans = tables["ssb_executions"], tables["ssb_sweep"], tables["ssb
 checks, fingerprints = tables["ssb_checksums"], tables["ssb_fingerprints"]
 study, scaled = tables["ssb_plans_study_workers"], tables["ssb_plans_scaled"]
 errors = execs.filter(pl.col("error").is_not_null())
-print(f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
-      f"{sweep.height} sweep executions")
+print(
+    f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
+    f"{sweep.height} sweep executions"
+)
 errors.select("server", "mode", "query", "repetition", "error")
 
 # %% [markdown]
@@ -101,20 +113,30 @@ errors.select("server", "mode", "query", "repetition", "error")
 # %%
 wrong = checks.filter(~pl.col("agree"))
 if wrong.is_empty():
-    print(f"yes: every query returned the same rows on every server and in every mode ({checks['executions'].sum()} "
-          "executions checked)")
+    print(
+        f"yes: every query returned the same rows on every server and in every mode ({checks['executions'].sum()} "
+        "executions checked)"
+    )
 else:
     print("WRONG ANSWER SOMEWHERE: results differ for " + ", ".join(wrong["query"]))
 ans = tables["ssb_answers"]
 checked = ans.filter("checked")
 if checked.is_empty():
-    print("not checked against dbgen's expected answers: the data is not dbgen's at SF 1 "
-          f"({ans['generator'][0] if ans.height else 'no dataset record'})")
+    print(
+        "not checked against dbgen's expected answers: the data is not dbgen's at SF 1 "
+        f"({ans['generator'][0] if ans.height else 'no dataset record'})"
+    )
 else:
     bad = checked.filter(pl.col("wrong") > 0)
-    print(f"against dbgen's expected answers (SF 1): {checked.height} server x query results, "
-          f"{checked['executions'].sum()} executions, " + ("all right" if bad.is_empty() else
-          "WRONG: " + ", ".join(f"{r['server']} {r['query']}" for r in bad.iter_rows(named=True))))
+    print(
+        f"against dbgen's expected answers (SF 1): {checked.height} server x query results, "
+        f"{checked['executions'].sum()} executions, "
+        + (
+            "all right"
+            if bad.is_empty()
+            else "WRONG: " + ", ".join(f"{r['server']} {r['query']}" for r in bad.iter_rows(named=True))
+        )
+    )
 checks
 
 # %% [markdown]
@@ -145,7 +167,8 @@ vp.filter(pl.col("query").is_in(["all", "q1.x"])) if vp.height else "this run la
 # %%
 summ = tables["ssb_summary"]
 summ.with_columns(cell=pl.col("server") + " " + pl.col("mode")).pivot(
-    on="cell", index="query", values="median", sort_columns=True).sort("query")
+    on="cell", index="query", values="median", sort_columns=True
+).sort("query")
 
 # %%
 ssb_charts.times(summ)
@@ -173,8 +196,14 @@ ssb_charts.speedup(tables["ssb_speedup"], "parallel", ceiling=min(ex.workers(p) 
 
 # %%
 jit_vs_s4 = ssb_charts.jit_frame(tables["ssb_jit"]).select(
-    "server", "query", "reduction_pct", "reduction_low_pct", "reduction_high_pct",
-    ex.readable(pl.col("verdict")).alias("verdict"), "s4_jit_reduction_pct")
+    "server",
+    "query",
+    "reduction_pct",
+    "reduction_low_pct",
+    "reduction_high_pct",
+    ex.readable(pl.col("verdict")).alias("verdict"),
+    "s4_jit_reduction_pct",
+)
 jit_vs_s4 if not jit_vs_s4.is_empty() else "no server of this run has JIT available"
 
 # %%
@@ -182,8 +211,9 @@ ssb_charts.jit(tables["ssb_jit"]) if not jit_vs_s4.is_empty() else "nothing to c
 
 # %%
 # the JIT thresholds the plans were made under: JIT compiles only plans costed above them
-plans.filter(mode="parallel_jit").select("server", "jit_above_cost", "jit_inline_above_cost",
-                                         "jit_optimize_above_cost").unique().sort("server")
+plans.filter(mode="parallel_jit").select(
+    "server", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost"
+).unique().sort("server")
 
 # %% [markdown]
 # ## Workers planned and launched (why q4.3 gets fewer)
@@ -194,18 +224,24 @@ plans.filter(mode="parallel_jit").select("server", "jit_above_cost", "jit_inline
 
 # %%
 gathers = plans.filter(pl.col("mode") != "serial", pl.col("gather_id").is_not_null())
-gathers.select("server", "mode", "query", "allowed_workers", "workers_planned", "workers_launched",
-               "leftmost_relation").sort("server", "mode", "query")
+gathers.select(
+    "server", "mode", "query", "allowed_workers", "workers_planned", "workers_launched", "leftmost_relation"
+).sort("server", "mode", "query")
 
 # %%
 # the study's finding, stated from our plans
 q43 = gathers.filter(query="q4.3", mode="parallel")
 for row in q43.iter_rows(named=True):
     below = row["workers_planned"] < row["allowed_workers"]
-    print(f"{row['server']}: q4.3 planned {row['workers_planned']} of {row['allowed_workers']} allowed workers, "
-          f"launched {row['workers_launched']}, driven by {row['leftmost_relation']} -> "
-          + ("planned below the maximum, as in the study" if below else "NOT below the maximum here: "
-             "the study's finding does not reproduce at this scale and worker count"))
+    print(
+        f"{row['server']}: q4.3 planned {row['workers_planned']} of {row['allowed_workers']} allowed workers, "
+        f"launched {row['workers_launched']}, driven by {row['leftmost_relation']} -> "
+        + (
+            "planned below the maximum, as in the study"
+            if below
+            else "NOT below the maximum here: the study's finding does not reproduce at this scale and worker count"
+        )
+    )
 others_below = gathers.filter(mode="parallel").filter(pl.col("workers_planned") < pl.col("allowed_workers"))
 print("queries planned below the maximum:", sorted(set(others_below["query"])) or "none")
 
@@ -216,11 +252,15 @@ print("queries planned below the maximum:", sorted(set(others_below["query"])) o
 # %%
 # NBVAL_CHECK_OUTPUT
 for row in scaled.filter(query="q4.3").iter_rows(named=True):
-    print(f"{row['server']}: min_parallel_table_scan_size scaled to {row['min_parallel_table_scan_kb']} kB (SF/70): "
-          f"q4.3 plans {row['workers_planned']} of {row['allowed_workers']}, driven by {row['leftmost_relation']}")
+    print(
+        f"{row['server']}: min_parallel_table_scan_size scaled to {row['min_parallel_table_scan_kb']} kB (SF/70): "
+        f"q4.3 plans {row['workers_planned']} of {row['allowed_workers']}, driven by {row['leftmost_relation']}"
+    )
 for row in study.filter(query="q4.3").iter_rows(named=True):
-    print(f"{row['server']}: q4.3 plans {row['workers_planned']} of {row['allowed_workers']} workers "
-          f"(study: {ref.S1_Q43_PLANNED_WORKERS} of {ref.S1_ALLOWED_WORKERS}), driven by {row['leftmost_relation']}")
+    print(
+        f"{row['server']}: q4.3 plans {row['workers_planned']} of {row['allowed_workers']} workers "
+        f"(study: {ref.S1_Q43_PLANNED_WORKERS} of {ref.S1_ALLOWED_WORKERS}), driven by {row['leftmost_relation']}"
+    )
 print(study.with_columns(cell=pl.col("server")).pivot(on="cell", index="query", values="workers_planned"))
 
 # %%
@@ -232,8 +272,11 @@ ssb_charts.workers(plans, study)
 # The fingerprint hashes each plan's shape (`EXPLAIN (COSTS OFF)`): the same fingerprint means the same plan.
 
 # %%
-fp = plans.select("server", "mode", "query", "fingerprint").unique().with_columns(
-    cell=pl.col("server") + " " + pl.col("mode"))
+fp = (
+    plans.select("server", "mode", "query", "fingerprint")
+    .unique()
+    .with_columns(cell=pl.col("server") + " " + pl.col("mode"))
+)
 print("; ".join(study_plans.plan_changes(fingerprints)) or "the same plan on every version for every query")
 fp.pivot(on="cell", index="query", values="fingerprint", sort_columns=True).sort("query")
 

@@ -60,8 +60,10 @@ s = session.begin(params.load(params_file), run_id, study="pgbench")
 st = Stage(s)
 st.skipped()
 outcomes.report_skipped(s.store, list(EXPERIMENT_NAMES.values()), "pgbench_skipped", s.profile)
-print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in st.servers]}, "
-      f"pgbench client: {s.params.pgbench.client}, baseline for comparisons: {st.baseline()}")
+print(
+    f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in st.servers]}, "
+    f"pgbench client: {s.params.pgbench.client}, baseline for comparisons: {st.baseline()}"
+)
 if not st.servers:
     s.close()
     outcomes.stop_notebook("no server may run pgbench: nothing to measure (the skips are above)")
@@ -77,10 +79,16 @@ pl.from_dicts(st.plan())
 s.start()
 st.capture_settings()
 wall = {}
-pl.from_dicts([
-    {"server": x.name, "version": x.install.version if x.install else "external",
-     "pgbench client": st.bench.client_install(x).version} for x in st.servers
-])
+pl.from_dicts(
+    [
+        {
+            "server": x.name,
+            "version": x.install.version if x.install else "external",
+            "pgbench client": st.bench.client_install(x).version,
+        }
+        for x in st.servers
+    ]
+)
 
 # %% [markdown]
 # ## Load: `pgbench -i -s S`
@@ -100,7 +108,11 @@ pgbench_charts.load_time(tables["pgbench_init_summary"])
 if tables["pgbench_init_steps"].height:
     display(pgbench_charts.load_steps(tables["pgbench_init_steps"]))
 tables["pgbench_init_summary"].select(
-    "server", "scale", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(3),
+    "server",
+    "scale",
+    "n",
+    "n_missing",
+    pl.col("median", "min", "max", "ci_low", "ci_high").round(3),
     (pl.col("db_bytes_median") / 2**20).round(1).alias("database MiB"),
     (pl.col("datadir_growth_median") / 2**20).round(1).alias("data dir growth MiB"),
 )
@@ -121,7 +133,11 @@ pgbench_charts.select_only(tables["pgbench_select_only_summary"])
 
 # %%
 tables["pgbench_select_only_summary"].select(
-    "server", "scale", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(0),
+    "server",
+    "scale",
+    "n",
+    "n_missing",
+    pl.col("median", "min", "max", "ci_low", "ci_high").round(0),
     (((pl.col("max") - pl.col("min")) / pl.col("median")) * 100).round(1).alias("spread %"),
     "latency_avg_ms_median",
 )
@@ -143,7 +159,12 @@ pgbench_charts.scaling(tables["pgbench_scaling_summary"])
 
 # %%
 tables["pgbench_scaling_summary"].select(
-    "server", "mode", "clients", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(0),
+    "server",
+    "mode",
+    "clients",
+    "n",
+    "n_missing",
+    pl.col("median", "min", "max", "ci_low", "ci_high").round(0),
     "latency_avg_ms_median",
 ).sort("mode", "clients", "server")
 
@@ -170,7 +191,11 @@ pgbench_charts.degradation(tables["pgbench_series_summary"], tables["pgbench_ser
 
 # %%
 tables["pgbench_no_vacuum"].select(
-    "server", "scale", "n_rounds", pl.col("tps_first", "tps_last").round(0), pl.col("ratio", "low", "high").round(3),
+    "server",
+    "scale",
+    "n_rounds",
+    pl.col("tps_first", "tps_last").round(0),
+    pl.col("ratio", "low", "high").round(3),
     "method",
 )
 
@@ -221,8 +246,9 @@ else:
 # %%
 display(pgbench_charts.version_curve(tables["pgbench_version_curve"]))
 v = tables["pgbench_paired"]
-v.select("what", "group", "server", "baseline", "n_rounds", pl.col("ratio", "low", "high").round(3), "method",
-         "flag") if v.height else print("only one server: nothing to compare")
+v.select(
+    "what", "group", "server", "baseline", "n_rounds", pl.col("ratio", "low", "high").round(3), "method", "flag"
+) if v.height else print("only one server: nothing to compare")
 
 # %% [markdown]
 # ## Noise floor, drift and failed runs

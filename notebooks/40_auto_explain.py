@@ -79,8 +79,10 @@ cfg = s.params.auto_explain
 r = cfg.run
 length = f"-T {r.duration_s}" if r.mode == "time" else "-t " + ", ".join(f"{k} {v}" for k, v in r.transactions.items())
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
-print(f"tab1: {cfg.rows:,} rows; loading: {cfg.loading}; pgbench -c 1 -j 1 {length}; "
-      f"{r.repetitions} repetitions after {r.warmups} warm-up round(s); baseline: {cfg.baseline}")
+print(
+    f"tab1: {cfg.rows:,} rows; loading: {cfg.loading}; pgbench -c 1 -j 1 {length}; "
+    f"{r.repetitions} repetitions after {r.warmups} warm-up round(s); baseline: {cfg.baseline}"
+)
 aec.items_table(cfg)
 
 # %% [markdown]
@@ -137,8 +139,14 @@ aec.latency_chart(tables["auto_explain_summary"])
 
 # %%
 tables["auto_explain_summary"].sort("server", "item", "condition_order").select(
-    "server", "item", "label", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(4),
-    "ci_method", "study_ms",
+    "server",
+    "item",
+    "label",
+    "n",
+    "n_missing",
+    pl.col("median", "min", "max", "ci_low", "ci_high").round(4),
+    "ci_method",
+    "study_ms",
 )
 
 # %% [markdown]
@@ -163,10 +171,19 @@ aec.overhead_chart(tables["auto_explain_ratios"])
 logging = tables["auto_explain_ratios"].filter(pl.col("comparison") == "logging")
 sizes = tables["auto_explain_log_summary"]
 if sizes.width:
-    logging = logging.join(sizes.select("server", "condition", "item", "log_bytes_per_txn"),
-                           on=["server", "condition", "item"], how="left")
-logging.select("server", "item", "condition", "baseline", pl.col("median", "median_baseline", "ratio", "ci_low",
-               "ci_high").round(4), "verdict", "study_ratio", *(["log_bytes_per_txn"] if sizes.width else []))
+    logging = logging.join(
+        sizes.select("server", "condition", "item", "log_bytes_per_txn"), on=["server", "condition", "item"], how="left"
+    )
+logging.select(
+    "server",
+    "item",
+    "condition",
+    "baseline",
+    pl.col("median", "median_baseline", "ratio", "ci_low", "ci_high").round(4),
+    "verdict",
+    "study_ratio",
+    *(["log_bytes_per_txn"] if sizes.width else []),
+)
 
 # %% [markdown]
 # ## Proof from the log
@@ -180,9 +197,25 @@ logging.select("server", "item", "condition", "baseline", pl.col("median", "medi
 # %%
 ls = tables["auto_explain_log_summary"]
 if ls.width:
-    display(ls.select("server", "label", "item", "expect_plans", "runs", "passed", "failed", "other", "plans_logged",
-                      "transactions", "plans_parsed", "with_actual_rows", "with_times",
-                      pl.col("log_bytes_per_txn").round(1), "first_reason"))
+    display(
+        ls.select(
+            "server",
+            "label",
+            "item",
+            "expect_plans",
+            "runs",
+            "passed",
+            "failed",
+            "other",
+            "plans_logged",
+            "transactions",
+            "plans_parsed",
+            "with_actual_rows",
+            "with_times",
+            pl.col("log_bytes_per_txn").round(1),
+            "first_reason",
+        )
+    )
 failed = tables["auto_explain_log_checks"].filter(pl.col("log_check") == "failed") if ls.width else pl.DataFrame()
 print(f"log checks failed: {failed.height}" + ("" if failed.is_empty() else f" — {failed['log_reason'].to_list()[:3]}"))
 print(f"warnings and errors the servers logged during the stage: {result.seen['log_problems'].height}")
@@ -201,7 +234,13 @@ result.seen["log_problems"]
 # %%
 tm = tables["auto_explain_timer"]
 result.seen["timer"] if tm.is_empty() else tm.select(
-    "server", "item", "rows_processed", "clock_reads", "processes", "parallelism", "per_loop_ns",
+    "server",
+    "item",
+    "rows_processed",
+    "clock_reads",
+    "processes",
+    "parallelism",
+    "per_loop_ns",
     pl.col("baseline_ms", "analyze_ms", "no_timing_ms", "extra_ms", "predicted_timing_ms").round(3),
     pl.col("extra_ns_per_row", "timing_ns_per_clock_read").round(1),
 )

@@ -76,10 +76,12 @@ charts.setup()
 s = session.begin(params.load(params_file), run_id, study="jit_operators")
 p = s.params.jit_operators
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
-print(f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} rounds of "
-      f"{p.executions} execution(s) per cell (round value: {p.round_value}) after "
-      f"{p.warmups} warm-up round(s), shuffle seed {p.shuffle_seed}; baseline {p.baseline!r}, "
-      f"study condition {p.study_condition!r}; findings in {p.metric} time")
+print(
+    f"jit_ops: {p.rows:,} rows of {p.column_type}; operators {p.operators}; {p.repetitions} rounds of "
+    f"{p.executions} execution(s) per cell (round value: {p.round_value}) after "
+    f"{p.warmups} warm-up round(s), shuffle seed {p.shuffle_seed}; baseline {p.baseline!r}, "
+    f"study condition {p.study_condition!r}; findings in {p.metric} time"
+)
 jres.conditions(p)
 
 # %% [markdown]
@@ -98,8 +100,10 @@ tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("jit_operators_skipped",))  # the skips: report_skipped below
 runs = tables.get("jit_operators_runs", pl.DataFrame(schema=jres.RUNS_SCHEMA))
 errors = runs.filter(pl.col("error").is_not_null())
-print(f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "
-      f"derived tables: {', '.join(written)}")
+print(
+    f"stage: {result.steps_run} runs now, {result.wall_s:.0f} s; {errors.height} failed runs; "
+    f"derived tables: {', '.join(written)}"
+)
 outcomes.report_skipped(s.store, [STUDY.name], "jit_operators_skipped", s.profile)
 errors.select("server", "condition", "operator", "repetition", "error")
 
@@ -126,8 +130,13 @@ for r in setup.iter_rows(named=True):
 # NBVAL_CHECK_OUTPUT
 checks = tables["jit_operators_results"]
 bad = checks.filter(~pl.col("agree"))
-print("yes: every operator returned the same value with JIT off and on" if bad.is_empty() and checks.height
-      else f"RESULTS DIFFER for {bad['label'].to_list()}" if checks.height else "nothing was run")
+print(
+    "yes: every operator returned the same value with JIT off and on"
+    if bad.is_empty() and checks.height
+    else f"RESULTS DIFFER for {bad['label'].to_list()}"
+    if checks.height
+    else "nothing was run"
+)
 print(checks.select("server", "label", "conditions", "distinct_results", "result").sort("server", "label"))
 
 # %% [markdown]
@@ -154,10 +163,18 @@ summ.pivot(on="condition", index=["server", "metric", "label"], values="median")
 red = tables["jit_operators_reduction"]
 display(jc.reduction_chart(red))
 red.sort("server", "metric", "condition", "operator_order").select(
-    "server", "metric", "condition", "label", pl.col("median_baseline").round(2).alias("off_ms"),
-    pl.col("median").round(2).alias("jit_ms"), pl.col("reduction_pct").round(1).alias("reduction_%"),
-    pl.col("reduction_ci_low").round(1).alias("ci_low_%"), pl.col("reduction_ci_high").round(1).alias("ci_high_%"),
-    pl.col("study_pct").alias("study_%"), "verdict")
+    "server",
+    "metric",
+    "condition",
+    "label",
+    pl.col("median_baseline").round(2).alias("off_ms"),
+    pl.col("median").round(2).alias("jit_ms"),
+    pl.col("reduction_pct").round(1).alias("reduction_%"),
+    pl.col("reduction_ci_low").round(1).alias("ci_low_%"),
+    pl.col("reduction_ci_high").round(1).alias("ci_high_%"),
+    pl.col("study_pct").alias("study_%"),
+    "verdict",
+)
 
 # %% [markdown]
 # ## Where JIT time goes
@@ -173,9 +190,25 @@ red.sort("server", "metric", "condition", "operator_order").select(
 jt = tables["jit_operators_jit_time"]
 display(jc.jit_time_chart(jt))
 jt.sort("server", "condition", "operator_order").select(
-    "server", "metric", "condition", "label", "jit_functions", "jit_inlining", "jit_optimization",
-    pl.col("generation_ms", "inlining_ms", "optimization_ms", "emission_ms", "jit_total_ms", "off_median_ms",
-           "on_median_ms", "saved_ms", "compiled_code_saved_ms").round(2))
+    "server",
+    "metric",
+    "condition",
+    "label",
+    "jit_functions",
+    "jit_inlining",
+    "jit_optimization",
+    pl.col(
+        "generation_ms",
+        "inlining_ms",
+        "optimization_ms",
+        "emission_ms",
+        "jit_total_ms",
+        "off_median_ms",
+        "on_median_ms",
+        "saved_ms",
+        "compiled_code_saved_ms",
+    ).round(2),
+)
 
 # %% [markdown]
 # ## The plans
@@ -188,13 +221,24 @@ jt.sort("server", "condition", "operator_order").select(
 plans = tables["jit_operators_plans"]
 for (server, cond), g in plans.group_by("server", "condition", maintain_order=True):
     inl, opt = g["jit_inlining"].fill_null(False).sum(), g["jit_optimization"].fill_null(False).sum()
-    print(f"{server} {cond}: JIT block in {g['jit'].sum()} of {g.height} plans; inlining in {inl}, optimisation "
-          f"in {opt}; plan errors {g['error'].is_not_null().sum()}")
+    print(
+        f"{server} {cond}: JIT block in {g['jit'].sum()} of {g.height} plans; inlining in {inl}, optimisation "
+        f"in {opt}; plan errors {g['error'].is_not_null().sum()}"
+    )
 
 # %%
 plans.sort("server", "condition", "label").select(
-    "server", "condition", "label", "nodes", "total_cost", "workers_planned", "jit_functions",
-    pl.col("execution_ms", "jit_total_ms").round(2), "shared_hit_blocks", "shared_read_blocks")
+    "server",
+    "condition",
+    "label",
+    "nodes",
+    "total_cost",
+    "workers_planned",
+    "jit_functions",
+    pl.col("execution_ms", "jit_total_ms").round(2),
+    "shared_hit_blocks",
+    "shared_read_blocks",
+)
 
 # %% [markdown]
 # ## The fast mode, and this machine's noise floor
@@ -218,7 +262,8 @@ for r in nz.iter_rows(named=True):
 # %%
 pair = tables["jit_operators_paired"].filter(pl.col("condition") != p.aa_condition)
 pair.sort("server", "condition", "operator").select(
-    "server", "metric", "condition", "operator", "n_rounds", pl.col("ratio", "low", "high").round(3), "method")
+    "server", "metric", "condition", "operator", "n_rounds", pl.col("ratio", "low", "high").round(3), "method"
+)
 
 # %%
 dr = tables["jit_operators_drift"]

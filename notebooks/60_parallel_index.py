@@ -37,10 +37,10 @@
 # Parameters (papermill injects its own values after this cell)
 params_file = "params/default.yaml"  # relative to the project root
 run_id = None
-servers = None       # e.g. ["pg18"]; None: every server of the params
-max_workers = None   # N; None: parallel_index.max_workers of the params (null there: this machine's cores)
+servers = None  # e.g. ["pg18"]; None: every server of the params
+max_workers = None  # N; None: parallel_index.max_workers of the params (null there: this machine's cores)
 repetitions = None
-sf = None            # None: ssb.sf of the params (the dataset notebook 10 loads)
+sf = None  # None: ssb.sf of the params (the dataset notebook 10 loads)
 seed = None
 
 # %%
@@ -66,8 +66,10 @@ ssb_stage.prepare(targets, p)
 loads = ssb_stage.load_all(targets, p, s.store)  # skipped when notebook 10 already loaded this dataset
 targets = pirun.usable(s.store, ssb_stage.usable(s.store, targets, loads, pirun.EXPERIMENT))
 outcomes.report_skipped(s.store, [pirun.EXPERIMENT], "parallel_index_skipped", s.profile)
-print(f"run {s.run_id}: SSB SF {p.sf:g} (seed {p.seed}) on {[t.name for t in targets]}; workers {pi.workers()}, "
-      f"{pi.repetitions} repetitions after {pi.warmups} warm-up round(s) ({pi.warmup_cells} cells)")
+print(
+    f"run {s.run_id}: SSB SF {p.sf:g} (seed {p.seed}) on {[t.name for t in targets]}; workers {pi.workers()}, "
+    f"{pi.repetitions} repetitions after {pi.warmups} warm-up round(s) ({pi.warmup_cells} cells)"
+)
 if not targets:
     s.close()
     outcomes.stop_notebook("no server to build indexes on: nothing to measure (the skips are above)")
@@ -94,9 +96,20 @@ for k, cols in pi.column_sets().items():
 
 # %%
 setup = pirun.setup(targets, p, pi, s.store)
-setup.select("server", "server_version", "cores", "lineorder_rows", (pl.col("lineorder_bytes") / 2**20).alias("MiB"),
-             "lineorder_indexes_before", "maintenance_work_mem", "max_worker_processes", "max_parallel_workers",
-             "parallel_leader_participation", "wal_level", "configure_status")
+setup.select(
+    "server",
+    "server_version",
+    "cores",
+    "lineorder_rows",
+    (pl.col("lineorder_bytes") / 2**20).alias("MiB"),
+    "lineorder_indexes_before",
+    "maintenance_work_mem",
+    "max_worker_processes",
+    "max_parallel_workers",
+    "parallel_leader_participation",
+    "wal_level",
+    "configure_status",
+)
 
 # %% [markdown]
 # ## Running the builds
@@ -125,14 +138,17 @@ check
 # %%
 # NBVAL_CHECK_OUTPUT
 for r in check.iter_rows(named=True):
-    print(f"{r['server']}: {r['workers']} allowed -> planned {r['planned_min']}"
-          + (f"-{r['planned_max']}" if r["planned_max"] != r["planned_min"] else ""))
+    print(
+        f"{r['server']}: {r['workers']} allowed -> planned {r['planned_min']}"
+        + (f"-{r['planned_max']}" if r["planned_max"] != r["planned_min"] else "")
+    )
 
 # %%
 # NBVAL_CHECK_OUTPUT
 # the index each build left behind, as the catalog described it before it was dropped
 b.group_by("server", "key_columns").agg(pl.col("index_columns").unique().sort().str.join(" | ")).sort(
-    "server", "key_columns")
+    "server", "key_columns"
+)
 
 # %% [markdown]
 # ## Time against workers
@@ -146,7 +162,8 @@ b.group_by("server", "key_columns").agg(pl.col("index_columns").unique().sort().
 # %%
 summ = tables["parallel_index_summary"]
 summ.with_columns(cell=pl.col("server") + " w=" + pl.col("workers").cast(pl.String)).pivot(
-    on="cell", index="label", values="median", sort_columns=True).sort("label")
+    on="cell", index="label", values="median", sort_columns=True
+).sort("label")
 
 # %%
 pic.time_chart(summ)
@@ -159,8 +176,9 @@ pic.time_chart(summ)
 
 # %%
 spd = tables["parallel_index_speedup"].filter(pl.col("workers") > 0)
-spd.select("server", "label", "workers", pl.col("speedup", "ci_low", "ci_high", "efficiency").round(2),
-           "verdict", "ceiling")
+spd.select(
+    "server", "label", "workers", pl.col("speedup", "ci_low", "ci_high", "efficiency").round(2), "verdict", "ceiling"
+)
 
 # %%
 pic.speedup_chart(tables["parallel_index_speedup"])
@@ -176,7 +194,8 @@ pic.speedup_chart(tables["parallel_index_speedup"])
 
 # %%
 summ.select("server", "label", "workers", "sort", pl.col("spill_mib").round(1), pl.col("median").round(3)).sort(
-    "server", "label", "workers")
+    "server", "label", "workers"
+)
 
 # %% [markdown]
 # ## Time and the size of the index
@@ -198,8 +217,12 @@ pires.size_table(summ)  # the study's distinct key combinations at SF 100, our i
 
 # %%
 wu = pires.warmup_effect(b)
-wu.group_by("server").agg(pl.len().alias("warmup_builds"), pl.col("ratio").median().alias("median_ratio"),
-                          pl.col("ratio").min().alias("min"), pl.col("ratio").max().alias("max")).sort("server")
+wu.group_by("server").agg(
+    pl.len().alias("warmup_builds"),
+    pl.col("ratio").median().alias("median_ratio"),
+    pl.col("ratio").min().alias("min"),
+    pl.col("ratio").max().alias("max"),
+).sort("server")
 
 # %% [markdown]
 # ## Paired by round, and this machine's noise floor
@@ -216,8 +239,11 @@ for r in tables["parallel_index_noise"].iter_rows(named=True):
     print(f"{r['server']}: noise floor {fl}, A/A false-difference rate {fdr} of {r['n_pairs']} pair(s)")
 
 # %%
-display(tables["parallel_index_paired_suite"].select("server", "condition", "n_rounds",
-                                                    pl.col("ratio", "low", "high").round(3), "method"))
+display(
+    tables["parallel_index_paired_suite"].select(
+        "server", "condition", "n_rounds", pl.col("ratio", "low", "high").round(3), "method"
+    )
+)
 tables["parallel_index_drift"]
 
 # %% [markdown]
@@ -232,7 +258,8 @@ display(Markdown(report.method(s.profile)))
 f = report.findings(s.profile)
 text = []
 for (claim,), g in f.sort(pl.col("finding").replace_strict(report.ORDER), "server").group_by(
-        ["claim"], maintain_order=True):
+    ["claim"], maintain_order=True
+):
     text.append(f"**{claim}**\n")
     text += [f"- {r['server']}: **{r['verdict']}**. {r['evidence']}" for r in g.iter_rows(named=True)]
     text.append("")

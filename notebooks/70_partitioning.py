@@ -73,8 +73,10 @@ pl.Config.set_tbl_cols(20)
 s = session.begin(params.load(params_file), run_id, study="partitioning")
 cfg = s.params.partitioning
 print(f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in s.servers]}")
-print(f"t: {cfg.rows:,} rows in {cfg.partitions} hash partitions, setseed({cfg.seed}); workers 0 … {cfg.max_workers}; "
-      f"{cfg.repetitions} repetitions after {cfg.warmups} warm-up round(s); tablespaces: {cfg.tablespaces.enabled}")
+print(
+    f"t: {cfg.rows:,} rows in {cfg.partitions} hash partitions, setseed({cfg.seed}); workers 0 … {cfg.max_workers}; "
+    f"{cfg.repetitions} repetitions after {cfg.warmups} warm-up round(s); tablespaces: {cfg.tablespaces.enabled}"
+)
 
 # %% [markdown]
 # ## Running the stage
@@ -94,9 +96,18 @@ written = derived.write(tables, s.profile, skip=("partitioning_skipped",))
 print(f"stage: {result.steps_run} timed executions now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [STUDY.name], "partitioning_skipped", s.profile)
 tables["partitioning_setup"].select(
-    "server", "skipped", "loaded_now", pl.col("load_s", "vacuum_s").cast(pl.Float64).round(1), "configure_status",
-    "configured", "max_worker_processes", "max_parallel_workers", "fits_in_shared_buffers", "prewarmed_blocks",
-    "prewarm_error") if written else tables["partitioning_skipped"]
+    "server",
+    "skipped",
+    "loaded_now",
+    pl.col("load_s", "vacuum_s").cast(pl.Float64).round(1),
+    "configure_status",
+    "configured",
+    "max_worker_processes",
+    "max_parallel_workers",
+    "fits_in_shared_buffers",
+    "prewarmed_blocks",
+    "prewarm_error",
+) if written else tables["partitioning_skipped"]
 
 # %%
 if not result.servers:
@@ -124,8 +135,9 @@ print("identical data on every server" if len(sums) == 1 else f"DATA DIFFERS bet
 # Where each partition lives (its tablespace and the file PostgreSQL keeps it in):
 
 # %%
-parts.select("server", "partition", "tablespace", "location", "filepath",
-             (pl.col("bytes") / 2**20).round(1).alias("MB"))
+parts.select(
+    "server", "partition", "tablespace", "location", "filepath", (pl.col("bytes") / 2**20).round(1).alias("MB")
+)
 
 # %% [markdown]
 # ## The plans
@@ -140,8 +152,17 @@ parts.select("server", "partition", "tablespace", "location", "filepath",
 plans = tables["partitioning_plans"].sort("server", "allowed_workers")
 for r in plans.iter_rows(named=True):
     print(f"{r['server']} {r['condition']:>9}: {r['shape']}")
-print(plans.select("server", "allowed_workers", "parallel_append_under_gather", "append_of_seq_scans", "seq_scans",
-                   "workers_planned", "predicted_workers"))
+print(
+    plans.select(
+        "server",
+        "allowed_workers",
+        "parallel_append_under_gather",
+        "append_of_seq_scans",
+        "seq_scans",
+        "workers_planned",
+        "predicted_workers",
+    )
+)
 serial, parallel = plans.filter(allowed_workers=0), plans.filter(pl.col("allowed_workers") > 0)
 print("serial plans are an Append of Seq Scans without Gather:", serial["append_of_seq_scans"].all())
 print("serial plans have no Parallel Append:", not serial["parallel_append_under_gather"].any())
@@ -153,7 +174,8 @@ print("parallel plans have Parallel Append under Gather:", parallel["parallel_ap
 
 # %%
 tables["partitioning_gathers"].sort("server", "allowed_workers").select(
-    "server", "allowed_workers", "node_type", "workers_planned", "workers_launched", "nodes_below")
+    "server", "allowed_workers", "node_type", "workers_planned", "workers_launched", "nodes_below"
+)
 
 # %% [markdown]
 # ## Why the study got 7 workers
@@ -165,9 +187,20 @@ tables["partitioning_gathers"].sort("server", "allowed_workers").select(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(tables["partitioning_planner"].select(
-    "server", "allowed_workers", "partitions", "max_partition_pages", "workers_planned", "predicted_workers",
-    "study_predicted_workers", "study_workers_planned").sort("server"))
+print(
+    tables["partitioning_planner"]
+    .select(
+        "server",
+        "allowed_workers",
+        "partitions",
+        "max_partition_pages",
+        "workers_planned",
+        "predicted_workers",
+        "study_predicted_workers",
+        "study_workers_planned",
+    )
+    .sort("server")
+)
 
 # %% [markdown]
 # ## Do all servers and worker counts return the same result?
@@ -176,10 +209,14 @@ print(tables["partitioning_planner"].select(
 res = tables["partitioning_results"]
 counts = set(res["count_min"]) | set(res["count_max"])
 lo, hi = res["avg_min"].min(), res["avg_max"].max()
-print(f"count: {sorted(counts)} over {res['executions'].sum()} executions "
-      + ("(one value: agree)" if len(counts) == 1 else "(DIFFERENT COUNTS)"))
-print(f"avg(x): {lo!r} … {hi!r}, relative spread {(hi - lo) / ((hi + lo) / 2):.1e} "
-      "(float sums added in another order by the workers; the study saw the same in the 13th digit)")
+print(
+    f"count: {sorted(counts)} over {res['executions'].sum()} executions "
+    + ("(one value: agree)" if len(counts) == 1 else "(DIFFERENT COUNTS)")
+)
+print(
+    f"avg(x): {lo!r} … {hi!r}, relative spread {(hi - lo) / ((hi + lo) / 2):.1e} "
+    "(float sums added in another order by the workers; the study saw the same in the 13th digit)"
+)
 res
 
 # %% [markdown]
@@ -207,8 +244,15 @@ summ.select("server", "workers", "n", "n_missing", pl.col("median", "min", "max"
 # %%
 spd = tables["partitioning_speedup"]
 display(speedup_chart(spd, cores(s.profile)))
-spd.select("server", "workers", "n", "n_baseline", pl.col("median_baseline", "median").round(4),
-           pl.col("speedup", "speedup_ci_low", "speedup_ci_high").round(3), "verdict")
+spd.select(
+    "server",
+    "workers",
+    "n",
+    "n_baseline",
+    pl.col("median_baseline", "median").round(4),
+    pl.col("speedup", "speedup_ci_low", "speedup_ci_high").round(3),
+    "verdict",
+)
 
 # %% [markdown]
 # ## Paired by round, and this machine's noise floor

@@ -50,8 +50,10 @@ print(f"profile {s.profile}, run {s.run_id}, experiments: {[e.name for e in p.ex
 s.start()
 try:
     for r in xrun.run_all(s):
-        print(f"{r.experiment}: {r.steps_run} measurements now on {r.servers}, {r.wall_s:.0f} s; "
-              f"{len(r.not_testable)} cell(s) not testable here")
+        print(
+            f"{r.experiment}: {r.steps_run} measurements now on {r.servers}, {r.wall_s:.0f} s; "
+            f"{len(r.not_testable)} cell(s) not testable here"
+        )
 finally:
     s.close()
 tables = xderive.derive(s.store, s.params)  # from the raw store alone, as `python -m pglab derive` does

@@ -23,8 +23,10 @@ P = AutoExplainParams()  # params/default.yaml's (tests/test_auto_explain_study.
 SPECS = {s.key: s for s in av.specs(P)}
 
 # figures that are not ratios of ours: the study's own, and the parallel ceiling check's speed-up and ceiling
-_NOT_OURS = re.compile(r"\(study: [^)]*\)|the study's \d+\.\d\d×|speed-up \d+\.\d\d×|ceiling \d+×"
-                       r"|\(\d+\.\d\d×–\d+\.\d\d×\)")  # the last: the tolerance band around the study's figure
+_NOT_OURS = re.compile(
+    r"\(study: [^)]*\)|the study's \d+\.\d\d×|speed-up \d+\.\d\d×|ceiling \d+×"
+    r"|\(\d+\.\d\d×–\d+\.\d\d×\)"
+)  # the last: the tolerance band around the study's figure
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def _read(name, root):
 def _ratios_without_interval(evidence: str) -> list[str]:
     """Our ratios (N.NN×) not followed by their [low–high]."""
     text = _NOT_OURS.sub("", evidence)
-    return [m.group() for m in re.finditer(r"\d\.\d\d×", text) if not re.match(r" \[\d", text[m.end():])]
+    return [m.group() for m in re.finditer(r"\d\.\d\d×", text) if not re.match(r" \[\d", text[m.end() :])]
 
 
 def _rounds(root) -> int:
@@ -78,7 +80,8 @@ def test_stored_verdicts_are_those_of_the_stage(root):
     stored = _read("auto_explain_findings", root).sort("finding", "server")
     f = auto_explain_report.findings("default", root).sort("finding", "server")
     assert f.select("finding", "server", "verdict", "evidence").equals(
-        stored.select("finding", "server", "verdict", "evidence"))  # fmt: skip
+        stored.select("finding", "server", "verdict", "evidence")
+    )
 
 
 def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
@@ -93,8 +96,11 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
     raw_archive.unpack(run_id, raw, ROOT / "data" / "raw-archive" / f"{run_id}.tar.xz")
     store = open_run(run_id, raw)
     got = aed.derive(store, run_params(store))
-    for name, keys in (("auto_explain_noise", ["server", "metric"]), ("auto_explain_drift", ["server", "item"]),
-                       ("auto_explain_findings", ["finding", "server"])):
+    for name, keys in (
+        ("auto_explain_noise", ["server", "metric"]),
+        ("auto_explain_drift", ["server", "item"]),
+        ("auto_explain_findings", ["finding", "server"]),
+    ):
         want = _read(name, root).sort(keys)
         mine = got[name].sort(keys)
         assert mine.height == want.height and mine.height, name

@@ -20,8 +20,13 @@ from pglab.studies.auto_explain.params import EXPERIMENT, AutoExplainParams
 from pglab.studies.auto_explain.run import LOGGED_TXNS, PLAIN, PRELOAD, order_steps, run_stage
 from pglab.studies.auto_explain.verdicts import PARALLEL_MAGNITUDE
 
-TINY_RUN = {"mode": "transactions", "transactions": {"limit": 60, "count": 3, "count_serial": 3},
-            "repetitions": 2, "warmups": 0, "settle_s": 0}  # fmt: skip
+TINY_RUN = {
+    "mode": "transactions",
+    "transactions": {"limit": 60, "count": 3, "count_serial": 3},
+    "repetitions": 2,
+    "warmups": 0,
+    "settle_s": 0,
+}
 
 # limit's 2,000 transactions are more than a run logs: pgbench samples about LOGGED_TXNS of them
 SAMPLED_RUN = TINY_RUN | {"transactions": {"limit": 2000, "count": 3, "count_serial": 3}}
@@ -40,11 +45,15 @@ def stage(tmp_path_factory):
     conditions = AutoExplainParams().model_dump(mode="json")["conditions"]
     conditions["analyze_json_logged"] = {
         "items": ["count"],
-        "settings": {"auto_explain.log_min_duration": 0, "auto_explain.log_analyze": True,
-                     "auto_explain.log_format": "json"},
-    }  # fmt: skip
-    f = _params_file(tmp_path_factory.mktemp("ae"), "pytest-ae", {"rows": 20000, "conditions": conditions,
-                                                                  "run": SAMPLED_RUN})  # fmt: skip
+        "settings": {
+            "auto_explain.log_min_duration": 0,
+            "auto_explain.log_analyze": True,
+            "auto_explain.log_format": "json",
+        },
+    }
+    f = _params_file(
+        tmp_path_factory.mktemp("ae"), "pytest-ae", {"rows": 20000, "conditions": conditions, "run": SAMPLED_RUN}
+    )
     s = session.begin(params.load(str(f)), run_id=f"pytest-ae-{uuid.uuid4().hex[:8]}")  # fresh: never resume an old run
     s.start()
     try:
@@ -97,15 +106,23 @@ def test_log_proof(stage):
     assert set(runs["log_check"]) == {"passed"}, runs.filter(runs["log_check"] != "passed")["log_reason"].to_list()
     logging = runs.filter(runs["expect_plans"] == "every")
     quiet = runs.filter(runs["expect_plans"] == "none")
-    assert set(logging["condition"]) == {"explain_logged", "analyze_logged", "analyze_no_timing_logged",
-                                         "analyze_json_logged"}  # fmt: skip
+    assert set(logging["condition"]) == {
+        "explain_logged",
+        "analyze_logged",
+        "analyze_no_timing_logged",
+        "analyze_json_logged",
+    }
     assert (logging["plans_logged"] == logging["transactions"]).all()
     assert (quiet["plans_logged"] == 0).all() and quiet.height == runs.height - logging.height
     assert (logging["plans_parsed"] > 0).all() and (logging["parse_errors"] == 0).all()
     assert (logging["log_bytes_per_txn"] > 100).all()
     by = {c: logging.filter(logging["condition"] == c) for c in set(logging["condition"])}
-    for cond, rows_, times in [("analyze_logged", True, True), ("analyze_no_timing_logged", True, False),
-                               ("explain_logged", False, False), ("analyze_json_logged", True, True)]:  # fmt: skip
+    for cond, rows_, times in [
+        ("analyze_logged", True, True),
+        ("analyze_no_timing_logged", True, False),
+        ("explain_logged", False, False),
+        ("analyze_json_logged", True, True),
+    ]:
         d = by[cond]
         assert ((d["plans_with_rows"] == d["plans_parsed"]) if rows_ else (d["plans_with_rows"] == 0)).all(), cond
         assert ((d["plans_with_times"] == d["plans_parsed"]) if times else (d["plans_with_times"] == 0)).all(), cond
@@ -122,12 +139,19 @@ def test_analysis_and_reset(stage):
     want = {(srv.name, c, i) for srv in s.servers for c, i in cfg.cells() if c != cfg.baseline}
     assert set(zip(overhead["server"], overhead["condition"], overhead["item"], strict=True)) == want
     # two repetitions each: every ratio has an interval (on failure: which, and the runs' errors, to tell why)
-    assert overhead["ci_low"].null_count() == 0, (overhead.filter(pl.col("ci_low").is_null()).to_dicts(),
-                                                  result.seen["runs"].filter(pl.col("error").is_not_null())
-                                                  .select("server", "condition", "item", "round", "error").to_dicts())
+    assert overhead["ci_low"].null_count() == 0, (
+        overhead.filter(pl.col("ci_low").is_null()).to_dicts(),
+        result.seen["runs"]
+        .filter(pl.col("error").is_not_null())
+        .select("server", "condition", "item", "round", "error")
+        .to_dicts(),
+    )
     logging = ratios.filter(ratios["comparison"] == "logging")
     assert set(zip(logging["condition"], logging["baseline"], strict=True)) == {
-        ("explain_logged", "explain"), ("analyze_logged", "analyze"), ("analyze_no_timing_logged", "analyze_no_timing")}
+        ("explain_logged", "explain"),
+        ("analyze_logged", "analyze"),
+        ("analyze_no_timing_logged", "analyze_no_timing"),
+    }
     findings = tables["auto_explain_findings"]
     assert findings.height == 12 * len(s.servers)
     # two rounds: min–max covers 50 %, so nothing is decided (and nothing is missing from the matrix); below the
@@ -151,7 +175,8 @@ def test_snake_order_restarts_once_per_round():
     steps = schedule.plan(cells, repetitions=3, warmups=1, shuffle_seed=7)
     ordered = order_steps(steps, lambda s: PRELOAD if s.condition != "x" else PLAIN)
     assert sorted(ordered, key=lambda s: (s.round, s.server, s.condition)) == sorted(
-        steps, key=lambda s: (s.round, s.server, s.condition))
+        steps, key=lambda s: (s.round, s.server, s.condition)
+    )
     groups = [PRELOAD if s.condition != "x" else PLAIN for s in ordered]
     switches = sum(a != b for a, b in zip(groups, groups[1:], strict=False))
     assert switches == 4  # 4 rounds: one switch inside each, none between rounds
@@ -165,14 +190,21 @@ def test_session_preload_and_external_servers(tmp_path, embedded):
     ext.start({"shared_buffers": "128MB"})
     try:
         dsn = ext.conninfo()
-        section = {"rows": 2000, "loading": "session_preload",
-                   "conditions": {"not_loaded": {"load": False}, "loaded_disabled": {"settings": {
-                       "auto_explain.log_min_duration": -1}}, "explain_logged": {"settings": {
-                       "auto_explain.log_min_duration": 0}}},
-                   "items": {"limit": {"sql": "SELECT c1 FROM tab1 LIMIT 1;"}},
-                   "run": TINY_RUN | {"repetitions": 1}}  # fmt: skip
-        servers = {"use": [embedded.name, "lab", "labw"],
-                   "external": [{"name": "lab", "dsn": dsn}, {"name": "labw", "dsn": dsn, "allow_destructive": True}]}
+        section = {
+            "rows": 2000,
+            "loading": "session_preload",
+            "conditions": {
+                "not_loaded": {"load": False},
+                "loaded_disabled": {"settings": {"auto_explain.log_min_duration": -1}},
+                "explain_logged": {"settings": {"auto_explain.log_min_duration": 0}},
+            },
+            "items": {"limit": {"sql": "SELECT c1 FROM tab1 LIMIT 1;"}},
+            "run": TINY_RUN | {"repetitions": 1},
+        }
+        servers = {
+            "use": [embedded.name, "lab", "labw"],
+            "external": [{"name": "lab", "dsn": dsn}, {"name": "labw", "dsn": dsn, "allow_destructive": True}],
+        }
         f = _params_file(tmp_path, "pytest-ae-session", section, servers=servers)
         s = session.begin(params.load(str(f)), run_id=f"pytest-ae-session-{uuid.uuid4().hex[:8]}")
         s.start()
@@ -202,18 +234,26 @@ def test_session_preload_and_external_servers(tmp_path, embedded):
     [
         ({"rowz": 1}, r"auto_explain.rowz: unknown key"),
         ({"loading": "always"}, r"auto_explain.loading: .*'shared_preload' or 'session_preload'"),
-        ({"conditions": {"x": {"items": ["nope"]}}, "baseline": "x"},
-         r"auto_explain.conditions: x.items: expected 'all' or names among \['count', 'count_serial', 'limit'\]"),
+        (
+            {"conditions": {"x": {"items": ["nope"]}}, "baseline": "x"},
+            r"auto_explain.conditions: x.items: expected 'all' or names among \['count', 'count_serial', 'limit'\]",
+        ),
         ({"baseline": "nobody"}, r"auto_explain.baseline: expected one of the conditions"),
-        ({"run": {"mode": "transactions", "transactions": {"limit": 5}}},
-         r"auto_explain.run: mode transactions: expected transactions for every item; missing \['count', "),
-        ({"conditions": {"x": {"settings": {"auto_explain.log_min_duration": "soon"}}}, "baseline": "x"},
-         r"auto_explain.conditions.x.settings: auto_explain.log_min_duration: expected a number of ms"),
-        ({"conditions": {"x": {"load": False, "settings": {"auto_explain.log_analyze": True}}}, "baseline": "x"},
-         r"auto_explain.conditions.x: .*load: false cannot have auto_explain"),
+        (
+            {"run": {"mode": "transactions", "transactions": {"limit": 5}}},
+            r"auto_explain.run: mode transactions: expected transactions for every item; missing \['count', ",
+        ),
+        (
+            {"conditions": {"x": {"settings": {"auto_explain.log_min_duration": "soon"}}}, "baseline": "x"},
+            r"auto_explain.conditions.x.settings: auto_explain.log_min_duration: expected a number of ms",
+        ),
+        (
+            {"conditions": {"x": {"load": False, "settings": {"auto_explain.log_analyze": True}}}, "baseline": "x"},
+            r"auto_explain.conditions.x: .*load: false cannot have auto_explain",
+        ),
         ({"run": {"duration_s": 0}}, r"auto_explain.run.duration_s: .*greater than or equal to 1"),
     ],
-)  # fmt: skip
+)
 def test_params_errors_name_file_key_and_expectation(tmp_path, section, expected):
     f = tmp_path / "p.yaml"
     f.write_text(yaml.safe_dump({"auto_explain": section}))
@@ -231,9 +271,18 @@ def test_log_summary_of_a_server_whose_log_is_out_of_reach():
     with ColumnNotFoundError 'plans_logged' on any external server)."""
     import polars as pl
 
-    checks = pl.DataFrame({"server": ["ext"], "condition": ["loaded_disabled"], "item": ["limit"], "repetition": [0],
-                           "warmup": [False], "expect_plans": ["none"], "log_check": ["not available"],
-                           "transactions": [10]})  # fmt: skip
+    checks = pl.DataFrame(
+        {
+            "server": ["ext"],
+            "condition": ["loaded_disabled"],
+            "item": ["limit"],
+            "repetition": [0],
+            "warmup": [False],
+            "expect_plans": ["none"],
+            "log_check": ["not available"],
+            "transactions": [10],
+        }
+    )
     out = auto_explain_results.log_summary(checks, AutoExplainParams())
     row = out.row(0, named=True)
     assert row["plans_logged"] is None and row["other"] == "not available" and row["transactions"] == 10

@@ -28,16 +28,28 @@ def _truth(**ratio) -> dict:
     return t
 
 
-def _runs(truth: dict, rounds: int = 8, round_sd: float = 0.05, sd: float = 0.003, seed: int = 1,
-          servers=("pgA",)) -> pl.DataFrame:  # fmt: skip
+def _runs(
+    truth: dict, rounds: int = 8, round_sd: float = 0.05, sd: float = 0.003, seed: int = 1, servers=("pgA",)
+) -> pl.DataFrame:
     """Rounds share a machine factor (what pairing cancels); each run adds its own small noise."""
     rng = np.random.default_rng(seed)
     rows = []
     for server in servers:
         for r in range(rounds):
             f = np.exp(rng.normal(0, round_sd))
-            rows += [{"server": server, "condition": c, "item": i, "repetition": r, "warmup": False, "round": r,
-                      "value": x * f * np.exp(rng.normal(0, sd)), "cores": 2} for (c, i), x in truth.items()]
+            rows += [
+                {
+                    "server": server,
+                    "condition": c,
+                    "item": i,
+                    "repetition": r,
+                    "warmup": False,
+                    "round": r,
+                    "value": x * f * np.exp(rng.normal(0, sd)),
+                    "cores": 2,
+                }
+                for (c, i), x in truth.items()
+            ]
     return pl.from_dicts(rows)
 
 
@@ -132,12 +144,19 @@ def test_noise_table_drift_and_paired_ratios():
     d = av.drift_table(m, P)
     assert d.height == 6 and d["drift"].is_not_null().all()
     r = aer.ratios(runs, P)
-    over = r.filter((pl.col("comparison") == "overhead") & (pl.col("condition") == "analyze")
-                    & (pl.col("item") == "count_serial") & (pl.col("server") == "pgA"))  # fmt: skip
+    over = r.filter(
+        (pl.col("comparison") == "overhead")
+        & (pl.col("condition") == "analyze")
+        & (pl.col("item") == "count_serial")
+        & (pl.col("server") == "pgA")
+    )
     assert over["ratio"][0] == pytest.approx(96.212 / 50.726, rel=0.01) and over["method"][0] == "min–max, n=8"
     logging = r.filter(pl.col("comparison") == "logging")
     assert set(zip(logging["condition"], logging["baseline"], strict=True)) == {
-        ("explain_logged", "explain"), ("analyze_logged", "analyze"), ("analyze_no_timing_logged", "analyze_no_timing")}
+        ("explain_logged", "explain"),
+        ("analyze_logged", "analyze"),
+        ("analyze_no_timing_logged", "analyze_no_timing"),
+    }
     s = aer.summary(runs, P)
     assert set(s["ci_method"]) == {"min–max, n=8"}
 

@@ -163,8 +163,9 @@ class _PostgresWatch:
 def _run_report(params_file: Path, env: dict, out: Path) -> tuple[subprocess.CompletedProcess, float]:
     cmd = [sys.executable, "-m", "pglab.report", "--params", str(params_file), "--out", str(out)]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         stdout, stderr = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -195,8 +196,10 @@ def test_report_refuses_every_bad_params_file_before_any_server_starts():
         if leaked:
             failures.append(f"{f.name}: the message shows {leaked}")
     slowest = max(results.items(), key=lambda kv: kv[1][1])
-    print(f"\n{len(files)} bad params files refused in {total:.1f} s (2 at a time); slowest "
-          f"{slowest[0].name} {slowest[1][1]:.2f} s")  # fmt: skip
+    print(
+        f"\n{len(files)} bad params files refused in {total:.1f} s (2 at a time); slowest "
+        f"{slowest[0].name} {slowest[1][1]:.2f} s"
+    )
     assert not failures, "\n".join(failures)
     assert not watch.seen, f"postgres processes started under {home}: {watch.seen}"
     assert not (state / "clusters").exists() or not any((state / "clusters").iterdir())
@@ -208,9 +211,20 @@ def test_report_refuses_every_bad_params_file_before_any_server_starts():
 @pytest.mark.parametrize("run_id", ["..", ".", "../../x", "a/b", "/tmp/x", "-rf", "x..y"])
 def test_report_refuses_a_bad_run_id_on_the_command_line(tmp_path, run_id):
     out = subprocess.run(
-        [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(tmp_path / "r"),
-         f"--run-id={run_id}"], cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pglab.report",
+            "--params",
+            "params/quick.yaml",
+            "--out",
+            str(tmp_path / "r"),
+            f"--run-id={run_id}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2
     assert "argument --run-id: expected letters, digits" in out.stderr
     assert not (tmp_path / "r").exists()

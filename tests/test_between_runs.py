@@ -43,6 +43,5 @@ def test_the_across_run_interval_covers_and_the_within_run_one_does_not():
 
 def test_no_between_cluster_variance_gives_the_within_run_interval_back():
     lo, hi, se, df = br.within_run_interval([0.01, -0.01, 0.02, 0.0, 0.005])
-    assert br.across_run_interval(float(np.mean([0.01, -0.01, 0.02, 0.0, 0.005])), se, df, 0.0, 10) == \
-        (lo, hi)  # fmt: skip
+    assert br.across_run_interval(float(np.mean([0.01, -0.01, 0.02, 0.0, 0.005])), se, df, 0.0, 10) == (lo, hi)
     assert br.cluster_variance([0.001, -0.001], [0.01, 0.01]) == (0.0, 2)  # within noise explains it all

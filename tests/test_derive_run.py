@@ -52,8 +52,12 @@ def quick():
         env = os.environ | {"PGLAB_DATA_DIR": str(OWN / "data"), "PGLAB_STATE_DIR": str(OWN / "state")}
         done = subprocess.run(
             [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(OWN / "report")],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         subprocess.run([sys.executable, "-m", "pglab.core.clean", "--check-orphans"], cwd=ROOT, env=env, timeout=300)
         run = _run_of(OWN / "data")
@@ -95,12 +99,21 @@ def _derive(args: list[str], data: Path, marker: str, cmd: list[str] | None = No
 
     t = threading.Thread(target=watch)
     t.start()
-    env = os.environ | {"PGLAB_DATA_DIR": str(data), "PGLAB_STATE_DIR": str(data.parent / "derive-state"),
-                        "PGLAB_DERIVE_TEST": marker}  # fmt: skip
+    env = os.environ | {
+        "PGLAB_DATA_DIR": str(data),
+        "PGLAB_STATE_DIR": str(data.parent / "derive-state"),
+        "PGLAB_DERIVE_TEST": marker,
+    }
     t0 = time.monotonic()
     try:
-        res = subprocess.run(cmd or [sys.executable, "-m", "pglab", "derive", *args], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
+        res = subprocess.run(
+            cmd or [sys.executable, "-m", "pglab", "derive", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         took = time.monotonic() - t0
         stop.set()
@@ -175,22 +188,35 @@ def test_archive_round_trip_through_make_derive(quick, tmp_path):
     mine = tmp_path / "data"
     shutil.copytree(data / "raw" / run, mine / "raw" / run, ignore=shutil.ignore_patterns("derived-work"))
     env = os.environ | {"PGLAB_DATA_DIR": str(mine)}
-    arch = subprocess.run([sys.executable, "-m", "pglab", "derive", "--archive", run], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    arch = subprocess.run(
+        [sys.executable, "-m", "pglab", "derive", "--archive", run],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert arch.returncode == 0, arch.stdout + arch.stderr
     path = mine / "raw-archive" / f"{run}.tar.xz"
     assert path.is_file() and f"{path.stat().st_size:,} bytes" in arch.stdout
     first = path.read_bytes()
     path.unlink()
-    again = subprocess.run([sys.executable, "-m", "pglab", "derive", "--archive", run], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    again = subprocess.run(
+        [sys.executable, "-m", "pglab", "derive", "--archive", run],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert again.returncode == 0 and path.read_bytes() == first, "the archive is not deterministic"
     print(f"archive of {run}: {len(first):,} bytes ({len(first) / 2**20:.2f} MiB)")
     original = {p.relative_to(mine / "raw" / run): p.read_bytes() for p in raw_archive.members(mine / "raw" / run)}
     shutil.rmtree(mine / "raw" / run)
     out = tmp_path / "from-archive"
-    res, _, started = _derive([], mine, uuid.uuid4().hex,
-                              cmd=["make", "--no-print-directory", "derive", f"RUN_ID={run}", f"OUT={out}"])
+    res, _, started = _derive(
+        [], mine, uuid.uuid4().hex, cmd=["make", "--no-print-directory", "derive", f"RUN_ID={run}", f"OUT={out}"]
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "unpacking" in res.stdout and started == []
     back = {p.relative_to(mine / "raw" / run): p.read_bytes() for p in raw_archive.members(mine / "raw" / run)}

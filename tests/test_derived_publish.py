@@ -84,8 +84,15 @@ def test_the_environment_points_reads_and_writes_at_the_working_copy(tmp_path):
 def test_column_types_are_kept_in_the_manifest_and_restored_on_reading(tmp_path):
     """A CSV keeps no types: version names "15", a float column of whole numbers and an all-missing string
     column would read back as whatever inference guesses. The manifest records them; read_table restores them."""
-    df = pl.DataFrame({"server": ["15", "18"], "ms": [2.0, 3.0], "note": pl.Series([None, None], dtype=pl.String),
-                       "n": [1, 2], "ok": [True, False]})  # fmt: skip
+    df = pl.DataFrame(
+        {
+            "server": ["15", "18"],
+            "ms": [2.0, 3.0],
+            "note": pl.Series([None, None], dtype=pl.String),
+            "n": [1, 2],
+            "ok": [True, False],
+        }
+    )
     derived.write_table(df, "t", "p", root=tmp_path)
     entry = _manifest(tmp_path / "p")["t.csv"]
     assert entry["types"] == {"server": "String", "ms": "Float64", "note": "String", "n": "Int64", "ok": "Boolean"}
@@ -117,8 +124,9 @@ def test_a_folder_derived_by_an_older_pglab_is_refused_until_derived_again(tmp_p
     for name in ("a", "b"):
         with pytest.raises(derived.FormatError) as e:
             derived.read_table(name, "p", root=final)
-        assert str(e.value) == (f"{final / 'p'} was derived by an older pglab (format 0); re-derive it: "
-                                "make derive RUN_ID=run-1")  # fmt: skip
+        assert str(e.value) == (
+            f"{final / 'p'} was derived by an older pglab (format 0); re-derive it: make derive RUN_ID=run-1"
+        )
     m = _manifest(final / "p")
     del m["a.csv"]["run_id"]
     (final / "p" / derived.MANIFEST).write_text(json.dumps(m))

@@ -36,7 +36,9 @@ SLEEP = "SELECT pg_sleep(current_setting('x.sleep')::float)\n"
 
 
 def sql_params(folder, server: str) -> str:
-    return write(folder, f"""profile: xtest-{uuid.uuid4().hex[:6]}
+    return write(
+        folder,
+        f"""profile: xtest-{uuid.uuid4().hex[:6]}
 experiments:
   - name: sleepy
     question: Does B sleep twice as long?
@@ -51,7 +53,9 @@ experiments:
     factors: {{x.sleep: [0.001, 0.002]}}
     rounds: 2
     warmups: 0
-""", {"q/sleep.sql": SLEEP, "bad/fails.sql": "SELECT 1 / 0\n"})
+""",
+        {"q/sleep.sql": SLEEP, "bad/fails.sql": "SELECT 1 / 0\n"},
+    )
 
 
 def run(p):
@@ -124,7 +128,10 @@ def test_compare_two_runs(sql_run, tmp_path):
 
 
 def test_pgbench_experiment(tmp_path, embedded):
-    p = params.load(write(tmp_path, f"""profile: xtest-pgb-{uuid.uuid4().hex[:6]}
+    p = params.load(
+        write(
+            tmp_path,
+            f"""profile: xtest-pgb-{uuid.uuid4().hex[:6]}
 experiments:
   - name: tiny_pgbench
     question: Does the placeholder setting change tps?
@@ -134,7 +141,9 @@ experiments:
     factors: {{x.label: [a, b]}}
     rounds: 3
     warmups: 0
-"""))
+""",
+        )
+    )
     s, _ = run(p)
     t = xderive.derive(s.store, s.params)
     runs = t["experiments_runs"]
@@ -146,12 +155,18 @@ experiments:
 BAD = {
     "missing": ("workload: {sql: nothere/*.sql}", r"experiments\[0\] \(e1\)\.workload\.sql: no file matches"),
     "empty": ("workload: {sql: empty.sql}", r"experiments\[0\] \(e1\)\.workload\.sql: .* is empty"),
-    "unknown setting": ("workload: {sql: ok.sql}\n    factors: {no_such_setting: [1, 2]}",
-                        r"experiments\[0\] \(e1\)\.factors\.no_such_setting\[0\]: expected a setting a server"),
-    "bad value": ("workload: {sql: ok.sql}\n    factors: {work_mem: [4MB, lots]}",
-                  r"experiments\[0\] \(e1\)\.factors\.work_mem\[1\]: expected a value that a server"),
-    "too big": ("data: {ssb: {sf: 100}}\n    workload: {sql: ok.sql}\n    settings: {work_mem: 4MB}",
-                r"experiments\[0\] \(e1\)\.data: expected data that fits on disk"),
+    "unknown setting": (
+        "workload: {sql: ok.sql}\n    factors: {no_such_setting: [1, 2]}",
+        r"experiments\[0\] \(e1\)\.factors\.no_such_setting\[0\]: expected a setting a server",
+    ),
+    "bad value": (
+        "workload: {sql: ok.sql}\n    factors: {work_mem: [4MB, lots]}",
+        r"experiments\[0\] \(e1\)\.factors\.work_mem\[1\]: expected a value that a server",
+    ),
+    "too big": (
+        "data: {ssb: {sf: 100}}\n    workload: {sql: ok.sql}\n    settings: {work_mem: 4MB}",
+        r"experiments\[0\] \(e1\)\.data: expected data that fits on disk",
+    ),
 }
 
 
@@ -160,13 +175,21 @@ def test_bad_input_before_any_server(case, tmp_path):
     body, message = BAD[case]
     if "factors" not in body:
         body += "\n    factors: {work_mem: [4MB, 8MB]}"
-    path = write(tmp_path, f"profile: xbad\nexperiments:\n  - name: e1\n    question: q?\n    {body}\n",
-                 {"ok.sql": "SELECT 1\n", "empty.sql": "-- nothing\n"})
+    path = write(
+        tmp_path,
+        f"profile: xbad\nexperiments:\n  - name: e1\n    question: q?\n    {body}\n",
+        {"ok.sql": "SELECT 1\n", "empty.sql": "-- nothing\n"},
+    )
     if case == "too big" and shutil.disk_usage(tmp_path).free > 100 * 671.2e6:
         pytest.skip("this machine has room for SSB SF 100")
     if case == "missing":  # once through the command: exit 2, the message on stderr, no run begun
-        out = subprocess.run([sys.executable, "-m", "pglab.report.experiment", "--params", str(path)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "pglab.report.experiment", "--params", str(path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 2 and str(path) in out.stderr, out.stderr
         assert re.search(message, out.stderr), out.stderr
         return
@@ -177,8 +200,12 @@ def test_bad_input_before_any_server(case, tmp_path):
 def test_factor_a_server_lacks_is_not_an_error(tmp_path, installs):
     if not any(i.major < 18 for i in installs) or not any(i.major >= 18 for i in installs):
         pytest.skip("needs a server before 18 and one from 18")
-    path = write(tmp_path, "profile: xio\nexperiments:\n  - name: io\n    question: q?\n    workload: {sql: ok.sql}\n"
-                           "    factors: {io_method: [sync, worker, io_uring]}\n", {"ok.sql": "SELECT 1\n"})
+    path = write(
+        tmp_path,
+        "profile: xio\nexperiments:\n  - name: io\n    question: q?\n    workload: {sql: ok.sql}\n"
+        "    factors: {io_method: [sync, worker, io_uring]}\n",
+        {"ok.sql": "SELECT 1\n"},
+    )
     p = params.load(path)  # io_method before 18, io_uring without liburing: not testable there, not an error
     from pglab.studies.experiments import checks
 
@@ -197,7 +224,9 @@ def test_report_html_shows_the_section(tmp_path, embedded):
     from selenium.webdriver.common.by import By
 
     profile = f"xtest-html-{uuid.uuid4().hex[:6]}"
-    path = write(tmp_path, f"""profile: {profile}
+    path = write(
+        tmp_path,
+        f"""profile: {profile}
 servers: {{use: [{embedded.name}]}}
 experiments:
   - name: sleepy_html
@@ -206,10 +235,17 @@ experiments:
     factors: {{x.sleep: [0.005, 0.01]}}
     expect: {{ratio: 2}}
     rounds: 5
-""", {"q.sql": SLEEP})
+""",
+        {"q.sql": SLEEP},
+    )
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "pglab.report.experiment", "--params", str(path), "--out", str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "pglab.report.experiment", "--params", str(path), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
@@ -223,9 +259,11 @@ experiments:
         assert any(w in body for w in ("supported", "direction only", "undetermined", "contradicted"))
         assert "A/A noise floor" in body
         # nbconvert inlines a chart's SVG as an <img> of data:image/svg+xml: drawn = decoded, of real size
-        drawn = driver.execute_script("return [...document.querySelectorAll('img')].filter(i => "
-                                      "i.src.startsWith('data:image/svg+xml') && i.complete && i.naturalWidth > 0)"
-                                      ".length")  # fmt: skip
+        drawn = driver.execute_script(
+            "return [...document.querySelectorAll('img')].filter(i => "
+            "i.src.startsWith('data:image/svg+xml') && i.complete && i.naturalWidth > 0)"
+            ".length"
+        )
         assert drawn >= 1, "no chart drawn"
     finally:
         driver.quit()

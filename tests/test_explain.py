@@ -370,17 +370,13 @@ def test_input_forms():
     assert parse_plan(reference) is reference
 
 
-@pytest.mark.parametrize(
-    "name", ["pg15_autoexplain.log", "pg15_autoexplain_json.log", "pg18_autoexplain.log"]
-)
+@pytest.mark.parametrize("name", ["pg15_autoexplain.log", "pg15_autoexplain_json.log", "pg18_autoexplain.log"])
 def test_auto_explain_log_entries(name):
     plan = load(name)
     assert plan.format == ("json" if "json" in name else "text")
     header = re.search(r"duration: ([\d.]+) ms", read(name))
     assert plan.duration_ms == float(header[1])
-    assert plan.query_text.startswith("WITH am AS MATERIALIZED") and plan.query_text.endswith(
-        "ORDER BY am.c_city"
-    )
+    assert plan.query_text.startswith("WITH am AS MATERIALIZED") and plan.query_text.endswith("ORDER BY am.c_city")
     assert plan.query_text.count("\n") == 5
     assert plan.nodes.height == 14 and col(plan, "relation")[2] == "customer"
     assert plan.fingerprint == load(name.split("_")[0] + "_subplans.json").fingerprint

@@ -12,8 +12,12 @@ CREATE TABLE t_explain AS SELECT g AS id, g % 100 AS k FROM generate_series(1, 2
 ANALYZE t_explain;
 """
 QUERY = "SELECT k, count(*) FROM t_explain WHERE id > 10 GROUP BY k ORDER BY k"
-FORCE_PARALLEL = {"parallel_setup_cost": 0, "parallel_tuple_cost": 0, "min_parallel_table_scan_size": 0,
-                  "max_parallel_workers_per_gather": 2}  # fmt: skip
+FORCE_PARALLEL = {
+    "parallel_setup_cost": 0,
+    "parallel_tuple_cost": 0,
+    "min_parallel_table_scan_size": 0,
+    "max_parallel_workers_per_gather": 2,
+}
 COLUMNS = ["node_type", "relation", "depth", "parent_id", "workers_planned", "workers_launched", "actual_rows"]
 
 
@@ -49,8 +53,9 @@ def test_fingerprint_follows_the_shape_only(conn, cluster):
 def test_jit_block_is_parsed_where_the_build_has_jit(cluster):
     if not cluster.install.jit:
         pytest.skip(f"{cluster.install.name} has no llvmjit")
-    with cluster.connect(settings={"jit": True, "jit_above_cost": 0, "jit_inline_above_cost": 0,
-                                   "jit_optimize_above_cost": 0}) as c:  # fmt: skip
+    with cluster.connect(
+        settings={"jit": True, "jit_above_cost": 0, "jit_inline_above_cost": 0, "jit_optimize_above_cost": 0}
+    ) as c:
         plan = parse_plan(c.execute("EXPLAIN (ANALYZE, FORMAT JSON) SELECT sum(id) FROM t_explain").fetchone()[0])
     assert plan.jit["functions"] > 0 and plan.jit["total_ms"] > 0
     assert plan.jit["inlining"] is True and plan.jit["optimization"] is True

@@ -46,8 +46,7 @@ def test_password_never_appears_in_what_is_stored(external_params):
     assert "s3cret" not in repr(external_params)
 
 
-def test_pgbench_gets_the_password_through_its_environment_never_argv(external_params, cluster, tmp_path,
-                                                                      monkeypatch):  # fmt: skip
+def test_pgbench_gets_the_password_through_its_environment_never_argv(external_params, cluster, tmp_path, monkeypatch):
     from pglab.pgtools import pgbench
 
     lab = servers.select(external_params)[0]

@@ -25,8 +25,15 @@ from pglab.core.cluster import Cluster
 
 PASSWORD = "Ext-pw-" + uuid.uuid4().hex[:12]
 # the experiment notebooks and the skip table each writes (an external server may be skipped by any of them)
-SKIP_TABLES = {"10": "ssb_load_skipped", "20": "ssb_skipped", "30": "pgbench_skipped", "40": "auto_explain_skipped",
-               "50": "jit_operators_skipped", "60": "parallel_index_skipped", "70": "partitioning_skipped"}  # fmt: skip
+SKIP_TABLES = {
+    "10": "ssb_load_skipped",
+    "20": "ssb_skipped",
+    "30": "pgbench_skipped",
+    "40": "auto_explain_skipped",
+    "50": "jit_operators_skipped",
+    "60": "parallel_index_skipped",
+    "70": "partitioning_skipped",
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +64,8 @@ def _snapshot(c: Cluster) -> dict:
             relations = conn.execute(
                 "SELECT n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                 " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'"
-                " ORDER BY 1, 2").fetchall()  # fmt: skip
+                " ORDER BY 1, 2"
+            ).fetchall()
             out[db] = relations + conn.execute("SELECT 'extension', extname, '' FROM pg_extension").fetchall()
     return out
 
@@ -65,8 +73,11 @@ def _snapshot(c: Cluster) -> dict:
 def _params(path: Path, profile: str, dsn: str, destructive: bool, small: dict | None = None) -> Path:
     p = yaml.safe_load((ROOT / "params" / "quick.yaml").read_text())
     p["profile"] = profile
-    p["servers"] = {"use": ["ext"], "installs": [],
-                    "external": [{"name": "ext", "dsn": dsn, "allow_destructive": destructive}]}  # fmt: skip
+    p["servers"] = {
+        "use": ["ext"],
+        "installs": [],
+        "external": [{"name": "ext", "dsn": dsn, "allow_destructive": destructive}],
+    }
     for section, values in (small or {}).items():
         p[section] |= values
     path.write_text(yaml.safe_dump(p, sort_keys=False))
@@ -74,12 +85,19 @@ def _params(path: Path, profile: str, dsn: str, destructive: bool, small: dict |
 
 
 def _report(params: Path, work: Path, env_extra: dict) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | env_extra | {
-        "PGLAB_DATA_DIR": str(work / "data"), "PGLAB_STATE_DIR": str(work / "state")}  # fmt: skip
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        | env_extra
+        | {"PGLAB_DATA_DIR": str(work / "data"), "PGLAB_STATE_DIR": str(work / "state")}
+    )
     return subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", str(params), "--out", str(work / "report")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def _files_holding(folder: Path, secret: str) -> list[str]:
@@ -140,9 +158,11 @@ def test_password_in_the_environment_and_nothing_may_change(external, work, tmp_
 
 def test_password_in_the_dsn_and_the_stages_run_there(external, work, tmp_path):
     dsn = f"host=127.0.0.1 port={external.port} dbname=extdb user=ext password={PASSWORD}"
-    small = {"ssb": {"sf": 0.01, "worker_sweep": [0, 1], "repetitions": 1},
-             "parallel_index": {"column_counts": [1], "repetitions": 1},
-             "partitioning": {"rows": 100000, "repetitions": 2}}  # fmt: skip
+    small = {
+        "ssb": {"sf": 0.01, "worker_sweep": [0, 1], "repetitions": 1},
+        "parallel_index": {"column_counts": [1], "repetitions": 1},
+        "partitioning": {"rows": 100000, "repetitions": 2},
+    }
     params = _params(tmp_path / "ext-dsn.yaml", "extdsn", dsn, destructive=True, small=small)
     run = _report(params, work, {})
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

@@ -51,8 +51,9 @@ def stage(tmp_path_factory, installs):
         tables = stage_tables(s.store, s.params.jit_operators, result.seen["setup"])
         root = d / "derived"
         derived.write(tables, s.profile, root=root)
-        fnd = jv.findings_from(*(tables[f"jit_operators_{n}"] for n in ("setup", "paired", "overall", "noise")),
-                               p.study_condition)
+        fnd = jv.findings_from(
+            *(tables[f"jit_operators_{n}"] for n in ("setup", "paired", "overall", "noise")), p.study_condition
+        )
         derived.write_table(fnd, "jit_operators_findings", s.profile, root=root)
         yield s, result, tables, root  # servers still up for the tests that talk to them
     finally:
@@ -118,10 +119,35 @@ def test_failed_run_has_no_time(stage):
 
 def test_failed_runs_are_missing_in_both_metrics():
     # as an older record of a statement timeout held it: 300 s of CPU time beside the error
-    rows = [{"server": "a", "condition": "off", "operator": "sum", "repetition": i, "warmup": False, "round": i,
-             "ms": 10.0, "cpu_ms": 9.5, "result": "1", "error": None} for i in range(3)]
-    rows.append({"server": "a", "condition": "off", "operator": "sum", "repetition": 3, "warmup": False,
-                 "round": 3, "ms": None, "cpu_ms": 300_000.0, "result": None, "error": "canceling statement"})
+    rows = [
+        {
+            "server": "a",
+            "condition": "off",
+            "operator": "sum",
+            "repetition": i,
+            "warmup": False,
+            "round": i,
+            "ms": 10.0,
+            "cpu_ms": 9.5,
+            "result": "1",
+            "error": None,
+        }
+        for i in range(3)
+    ]
+    rows.append(
+        {
+            "server": "a",
+            "condition": "off",
+            "operator": "sum",
+            "repetition": 3,
+            "warmup": False,
+            "round": 3,
+            "ms": None,
+            "cpu_ms": 300_000.0,
+            "result": None,
+            "error": "canceling statement",
+        }
+    )
     # an external server: no CPU time at all, so no cpu rows, not even for its failure
     rows += [r | {"server": "b", "cpu_ms": None} for r in rows]
     r = pl.from_dicts(rows, schema=RUNS_SCHEMA)
@@ -137,8 +163,13 @@ def test_every_cell_recorded_and_results_agree(stage):
     s, _, tables, _ = stage
     p = s.params.jit_operators
     runs = tables["jit_operators_runs"]
-    want = {(srv, c, op, r, w) for srv in _jit_servers(s) for c in p.measured_conditions() for op in p.operators
-            for r, w in [*((i, False) for i in range(REPS)), (0, True)]}  # fmt: skip
+    want = {
+        (srv, c, op, r, w)
+        for srv in _jit_servers(s)
+        for c in p.measured_conditions()
+        for op in p.operators
+        for r, w in [*((i, False) for i in range(REPS)), (0, True)]
+    }
     got = set(runs.select("server", "condition", "operator", "repetition", "warmup").iter_rows())
     assert got == want
     assert runs["error"].null_count() == runs.height and (runs["ms"] > 0).all()
@@ -152,9 +183,14 @@ def test_every_cell_recorded_and_results_agree(stage):
     # and the values are right: the generator, computed here
     c1 = [i % 1000 + 1 for i in range(1, ROWS + 1)]
     c2 = [(i * 7) % 997 + 1 for i in range(1, ROWS + 1)]
-    expect = {"count": ROWS, "count_star": ROWS, "sum": sum(c1), "max": max(c1),
-              "mul": sum(a * b for a, b in zip(c1, c2, strict=True)),
-              "sub": sum(a - b for a, b in zip(c1, c2, strict=True))}  # fmt: skip
+    expect = {
+        "count": ROWS,
+        "count_star": ROWS,
+        "sum": sum(c1),
+        "max": max(c1),
+        "mul": sum(a * b for a, b in zip(c1, c2, strict=True)),
+        "sub": sum(a - b for a, b in zip(c1, c2, strict=True)),
+    }
     for r in checks.iter_rows(named=True):
         if r["operator"] in expect:
             assert int(r["result"]) == expect[r["operator"]], r
@@ -179,8 +215,10 @@ def test_jit_block_exactly_when_on(stage):
             assert r["jit_inlining"] == (r["condition"] == "on_optimized"), r
         else:
             assert r["jit_functions"] is None
-    st = {(r["server"], r["condition"], r["name"]): r["setting"] for r in tables["jit_operators_settings"].iter_rows(
-        named=True)}  # fmt: skip
+    st = {
+        (r["server"], r["condition"], r["name"]): r["setting"]
+        for r in tables["jit_operators_settings"].iter_rows(named=True)
+    }
     for srv in _jit_servers(s):
         assert st[(srv, "off", "jit")] == "off" and st[(srv, "on", "jit")] == "on"
         assert st[(srv, "on", "jit_above_cost")] == "0"
@@ -209,8 +247,10 @@ def test_report_section_on_derived_data(stage):
         mine = f.filter(f["server"] == x.name)
         if x.install.jit:  # the one rule in the fast mode (the default): our ratio JIT / off with its interval
             assert not {findings.NOT_RUN, findings.NOT_TESTABLE} & set(mine["verdict"])
-            assert all("JIT on / off in the fast mode" in e
-                       and "fast mode: 10 % quantile of every execution" in e.lower() for e in mine["evidence"])
+            assert all(
+                "JIT on / off in the fast mode" in e and "fast mode: 10 % quantile of every execution" in e.lower()
+                for e in mine["evidence"]
+            )
             assert mine["our_value"].null_count() == 0 and mine["study_value"].null_count() == 0
         else:
             assert set(mine["verdict"]) == {findings.NOT_TESTABLE}
@@ -228,19 +268,33 @@ def test_report_section_on_derived_data(stage):
     [
         ({"baseline": "nope"}, "jit_operators", "baseline 'nope' is not among conditions"),
         ({"operators": ["mul", "div"]}, "jit_operators.operators[1]", "got 'div'"),
-        ({"conditions": {"off": {"jit": True}}, "study_condition": "off"}, "jit_operators",
-         "baseline condition 'off' must have jit: false"),
+        (
+            {"conditions": {"off": {"jit": True}}, "study_condition": "off"},
+            "jit_operators",
+            "baseline condition 'off' must have jit: false",
+        ),
         ({"conditions": {"off": {"jit_above_cost": 0}}}, "jit_operators.conditions", "must set jit"),
         ({"rows": 10}, "jit_operators.rows", "greater than or equal to 100"),
         ({"database": "postgres"}, "jit_operators.database", "not postgres or template*"),
         ({"database": "template1"}, "jit_operators.database", "got 'template1'"),
-        ({"conditions": {"off": {"jit": False}, "on": {"jit": True, "jit_above_cost;drop": 0}}},
-         "jit_operators.conditions", "condition 'on': jit_above_cost;drop: expected a PostgreSQL setting name"),
-        ({"metric": "cpu", "max_parallel_workers_per_gather": 2}, "jit_operators",
-         "metric: cpu counts the backend's CPU time only"),
-        ({"metric": "cpu",
-          "conditions": {"off": {"jit": False}, "on": {"jit": True, "max_parallel_workers_per_gather": 1}}},
-         "jit_operators", "condition 'on' runs with max_parallel_workers_per_gather = 1"),
+        (
+            {"conditions": {"off": {"jit": False}, "on": {"jit": True, "jit_above_cost;drop": 0}}},
+            "jit_operators.conditions",
+            "condition 'on': jit_above_cost;drop: expected a PostgreSQL setting name",
+        ),
+        (
+            {"metric": "cpu", "max_parallel_workers_per_gather": 2},
+            "jit_operators",
+            "metric: cpu counts the backend's CPU time only",
+        ),
+        (
+            {
+                "metric": "cpu",
+                "conditions": {"off": {"jit": False}, "on": {"jit": True, "max_parallel_workers_per_gather": 1}},
+            },
+            "jit_operators",
+            "condition 'on' runs with max_parallel_workers_per_gather = 1",
+        ),
     ],
 )
 def test_params_errors(tmp_path, section, where, says):
@@ -281,8 +335,20 @@ def _synthetic_runs(on_factor: float, rounds: int = 12, jitter: float = 0.02) ->
         for cond, f in (("off", 1.0), ("off_aa", 1.0), ("on", on_factor)):
             for op in OPERATORS:
                 ms = level * f * (1 + jitter * rng.uniform(-1, 1))
-                rows.append({"server": "pg15", "condition": cond, "operator": op, "repetition": r, "warmup": False,
-                             "round": r + 1, "ms": ms, "cpu_ms": ms, "result": "1", "error": None})
+                rows.append(
+                    {
+                        "server": "pg15",
+                        "condition": cond,
+                        "operator": op,
+                        "repetition": r,
+                        "warmup": False,
+                        "round": r + 1,
+                        "ms": ms,
+                        "cpu_ms": ms,
+                        "result": "1",
+                        "error": None,
+                    }
+                )
     return pl.from_dicts(rows, schema=RUNS_SCHEMA)
 
 
@@ -294,7 +360,7 @@ def _synthetic_runs(on_factor: float, rounds: int = 12, jitter: float = 0.02) ->
         (1.2, findings.CONTRADICTED, "shows the opposite"),  # JIT slower
         (0.4, findings.DIRECTION_ONLY, "a larger effect"),  # 60 % less: the right direction, not the size
     ],
-)  # fmt: skip
+)
 def test_paired_verdicts_on_synthetic_rounds(factor, verdict, says):
     from pglab.studies.jit_operators.params import JitOperatorsParams
 
@@ -302,8 +368,13 @@ def test_paired_verdicts_on_synthetic_rounds(factor, verdict, says):
     t = jv.tables(_synthetic_runs(factor), p)
     nz = t["jit_operators_noise"].row(0, named=True)
     assert nz["n_pairs"] == len(OPERATORS) and nz["floor"] < 0.05  # the ±40 % between rounds cancels in pairs
-    setup = pl.DataFrame({"server": ["pg15", "pg18"], "jit_available": [True, False],
-                          "reason": [None, "JIT not available: this build ships no llvmjit"]})
+    setup = pl.DataFrame(
+        {
+            "server": ["pg15", "pg18"],
+            "jit_available": [True, False],
+            "reason": [None, "JIT not available: this build ships no llvmjit"],
+        }
+    )
     f = jv.findings_from(setup, t["jit_operators_paired"], t["jit_operators_overall"], t["jit_operators_noise"], "on")
     ours = f.filter(pl.col("server") == "pg15", pl.col("finding") == "all_operators").row(0, named=True)
     assert ours["verdict"] == verdict and says in ours["evidence"], ours["evidence"]

@@ -37,8 +37,14 @@ def lab():
     # as a user starts it: the report reads the committed data/derived/, not the tests' data directory
     env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR")}
     log = open(WORK / "lab.log", "w")
-    proc = subprocess.Popen(["make", "-s", "lab", f"LAB_EXTRA={extra}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=log, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        ["make", "-s", "lab", f"LAB_EXTRA={extra}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -55,8 +61,9 @@ def lab():
         # the server's own shutdown also shuts its kernels down (they run in sessions of their own, which a
         # signal to our process group would not reach); signals only if that fails
         try:
-            urllib.request.urlopen(urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST"),
-                                   timeout=10)  # fmt: skip
+            urllib.request.urlopen(
+                urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST"), timeout=10
+            )
             proc.wait(timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -97,12 +104,21 @@ def test_report_runs_in_jupyterlab_with_interactive_charts(lab, browser):
     base, token = lab
     rel = WORK.relative_to(ROOT) / "99_report.ipynb"
     browser.get(f"{base}/lab/tree/{rel}?token={token}")
-    _wait(browser, "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
-          90, "the lab page and the notebook")  # fmt: skip
+    _wait(
+        browser,
+        "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
+        90,
+        "the lab page and the notebook",
+    )
     # the notebook's kernel must be the project's, and idle, before running it
-    _wait(browser, """const w = window.jupyterapp.shell.currentWidget;
+    _wait(
+        browser,
+        """const w = window.jupyterapp.shell.currentWidget;
         const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-        return k && k.name === 'pglab' && k.status === 'idle';""", 90, "the pglab kernel")  # fmt: skip
+        return k && k.name === 'pglab' && k.status === 'idle';""",
+        90,
+        "the pglab kernel",
+    )
     # run all cells once the session is ready; the command resolves when the last cell has run
     browser.set_script_timeout(240)
     ran = browser.execute_async_script("""const done = arguments[arguments.length - 1];
@@ -113,9 +129,14 @@ def test_report_runs_in_jupyterlab_with_interactive_charts(lab, browser):
     assert ran == "true", f"a cell failed or did not run ({ran})"
     # every code cell has run: read from the notebook's model, not the prompts on screen (JupyterLab draws only the
     # cells near the viewport, so an off-screen prompt may lag; on a loaded machine that failed a fixed 30 s wait)
-    n_code = _wait(browser, """const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    n_code = _wait(
+        browser,
+        """const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
         const code = [...Array(cells.length).keys()].map(i => cells.get(i)).filter(c => c.type === 'code');
-        return code.length && code.every(c => c.executionCount !== null) && code.length;""", 240, "all cells to run")
+        return code.length && code.every(c => c.executionCount !== null) && code.length;""",
+        240,
+        "all cells to run",
+    )
     errors = browser.execute_script("""return [...document.querySelectorAll(
         '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
         .map(e => e.textContent).filter(t => /Error|Traceback/.test(t));""")
@@ -152,22 +173,29 @@ def _tooltip_on_hover(driver) -> bool:
     for y in range(-h // 2 + 8, h // 2, 12):
         for x in range(-w // 2 + 8, w // 2, 24):
             ActionChains(driver).move_to_element_with_offset(view, x, y).perform()
-            if driver.execute_script("const t = document.getElementById('vg-tooltip-element');"
-                                     "return t !== null && t.classList.contains('visible');"):  # fmt: skip
+            if driver.execute_script(
+                "const t = document.getElementById('vg-tooltip-element');"
+                "return t !== null && t.classList.contains('visible');"
+            ):
                 return True
     return False
 
 
 def _git_status(*paths: str) -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def _open_and_save(browser, base: str, token: str, rel: str) -> str:
     """Open a notebook in lab, let its kernel run every cell, then save as autosave would; lab's own answer."""
     browser.get(f"{base}/lab/tree/{rel}?token={token}")
-    _wait(browser, "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
-          90, f"{rel} in lab")  # fmt: skip
+    _wait(
+        browser,
+        "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
+        90,
+        f"{rel} in lab",
+    )
     browser.set_script_timeout(240)
     return browser.execute_async_script("""const done = arguments[arguments.length - 1];
         const w = window.jupyterapp.shell.currentWidget;

@@ -18,12 +18,17 @@ def test_one_shape_for_every_record_and_a_cpu_metric_beside_the_time(tmp_path):
     jit = measurements.table(store, "jit_operators", ["jit_operators"])
     assert jit.columns[: len(LEADING)] == LEADING and jit.schema == pl.Schema(measurements.SCHEMA)
     assert jit.select("condition", "item", "metric", "value", "unit", "warmup").rows() == [
-        ("off", "avg", "time", 0.2, "s", True), ("off", "avg", "cpu time", 199.0, "ms", True),
-        ("on", "avg", "time", 0.18, "s", False), ("on", "avg", "cpu time", 179.5, "ms", False),
-        ("on", "sum", "time", None, "s", False), ("on", "sum", "cpu time", None, "ms", False),
-    ]  # fmt: skip
+        ("off", "avg", "time", 0.2, "s", True),
+        ("off", "avg", "cpu time", 199.0, "ms", True),
+        ("on", "avg", "time", 0.18, "s", False),
+        ("on", "avg", "cpu time", 179.5, "ms", False),
+        ("on", "sum", "time", None, "s", False),
+        ("on", "sum", "cpu time", None, "ms", False),
+    ]
     pgb = measurements.table(store, "pgbench", ["pgbench_init", "pgbench_select_only", "pgbench_scaling"])
     assert pgb.select("experiment", "metric", "unit", "round").rows() == [
-        ("pgbench_init", "time", "s", None), ("pgbench_select_only", "throughput", "tps", 1)]
+        ("pgbench_init", "time", "s", None),
+        ("pgbench_select_only", "throughput", "tps", 1),
+    ]
     assert set(pgb["run"]) == {"quick-20260101-000000"} and set(pgb["study"]) == {"pgbench"}
     assert measurements.table(store, "partitioning", ["partitioning"]) is None

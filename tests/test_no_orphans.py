@@ -44,9 +44,12 @@ def _hangup_default() -> None:
 
 def _start_runner(name: str, mode: str = "sleep") -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, name, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", RUNNER, name, mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=_hangup_default,
-    )  # fmt: skip
+    )
     line = proc.stdout.readline()
     if mode != "raise":
         assert line.strip() == "ready", proc.stderr.read()
@@ -62,9 +65,7 @@ def _gone_within(data, seconds=15.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize(
-    "how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name
-)
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_server_stops_when_its_runner_is_killed(how):
     name = f"orphan-{how.name.lower()}"
     proc = _start_runner(name)
@@ -91,10 +92,11 @@ def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
     c.port = _free()
     c._write_conf({})
     subprocess.run(
-        [str(c.server_install.tool("pg_ctl")), "-D", str(c.data), "-l", str(c.data / "pgctl.log"),
-         "-w", "start"],
-        check=True, capture_output=True, **c.run_as.popen_kwargs(),
-    )  # fmt: skip
+        [str(c.server_install.tool("pg_ctl")), "-D", str(c.data), "-l", str(c.data / "pgctl.log"), "-w", "start"],
+        check=True,
+        capture_output=True,
+        **c.run_as.popen_kwargs(),
+    )
     dead = subprocess.Popen(["true"])
     dead.wait()
     c.owner_file.write_text(json.dumps({"pid": dead.pid, "ticks": "gone"}))

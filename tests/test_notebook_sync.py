@@ -49,8 +49,9 @@ def test_an_ipynb_edited_alone_is_reported_with_the_command_to_resync(pair):
     assert str(ipynb) in line and "cell 2 (code) differs in its source" in line
     assert f"jupytext --sync {py}" in line and "make notebooks" in line
     # as `make lint` runs it: exit status 1, the file named
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "check_notebooks.py"), str(ipynb.parent)],
-                         capture_output=True, text=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "check_notebooks.py"), str(ipynb.parent)], capture_output=True, text=True
+    )
     assert run.returncode == 1 and str(ipynb) in run.stderr, run.stderr
 
 

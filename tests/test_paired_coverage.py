@@ -14,8 +14,13 @@ def _fast_study(rng, n: int, seed: int) -> dict:
     shared = rng.normal(0, 0.02, n)  # a round's shared slowdown
     a = np.exp(shared[:, None] + rng.normal(0, 0.05, (n, 3)))
     b = DELTA * np.exp(shared[:, None] + rng.normal(0, 0.05, (n, 3)))
-    df = pl.DataFrame({"cond": ["a"] * a.size + ["b"] * b.size, "round": list(np.repeat(np.arange(n), 3)) * 2,
-                       "value": [*a.ravel(), *b.ravel()]})  # fmt: skip
+    df = pl.DataFrame(
+        {
+            "cond": ["a"] * a.size + ["b"] * b.size,
+            "round": list(np.repeat(np.arange(n), 3)) * 2,
+            "value": [*a.ravel(), *b.ravel()],
+        }
+    )
     return paired.fast_compare(df, [], "cond", "a", "round", seed=seed).row(0, named=True)
 
 

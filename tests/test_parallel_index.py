@@ -25,8 +25,9 @@ from pglab.studies.parallel_index.params import ParallelIndexParams, build_memor
 from pglab.studies.ssb.params import SsbParams
 
 SSB = SsbParams(sf=0.05, seed=7, prewarm=False)
-P = ParallelIndexParams(column_counts=[1, 4], worker_counts=[0, 2], maintenance_work_mem="96MB", repetitions=2,
-                        warmups=1, shuffle_seed=3)  # fmt: skip
+P = ParallelIndexParams(
+    column_counts=[1, 4], worker_counts=[0, 2], maintenance_work_mem="96MB", repetitions=2, warmups=1, shuffle_seed=3
+)
 DB = database_name(SSB.sf)
 KEY4 = ["lo_orderkey", "lo_custkey", "lo_partkey", "lo_suppkey"]
 
@@ -125,8 +126,9 @@ def test_cleanup_spares_servers_it_may_not_touch_and_keeps_the_original_error(se
     srv = servers[0]
     # the kit's index on a kit cluster that params also reach as an external server without allow_destructive
     ext = Server("ext", external=ExternalServer(name="ext", dsn=srv.conninfo(DB), allow_destructive=False))
-    gone = Server("gone", external=ExternalServer(name="gone", dsn="host=/nonexistent port=1 dbname=x",
-                                                  allow_destructive=True))  # fmt: skip
+    gone = Server(
+        "gone", external=ExternalServer(name="gone", dsn="host=/nonexistent port=1 dbname=x", allow_destructive=True)
+    )
     build(srv, DB, ["lo_orderkey"], 0, "64MB", keep=True)
     try:
         # in the order listed (no shuffle): ext's build is refused first; the cleanup leaves ext alone, cannot
@@ -216,9 +218,20 @@ def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) ->
         level = 1 + 0.3 * rng.uniform(-1, 1)
         for k, base in ((2, 2.0), (3, 2.0 * step)):
             for cond, w, f in (("workers=0", 0, 1.0), ("workers=0_aa", 0, 1.0), ("workers=2", 2, 1 / speedup)):
-                store.record("pg18", "parallel_index", cond, f"columns={k}", r, level * base * f *
-                             (1 + 0.01 * rng.uniform(-1, 1)), "s", warmup=False, round=r + 1, workers=w,
-                             key_columns=k, index_bytes=k * 2**20)  # fmt: skip
+                store.record(
+                    "pg18",
+                    "parallel_index",
+                    cond,
+                    f"columns={k}",
+                    r,
+                    level * base * f * (1 + 0.01 * rng.uniform(-1, 1)),
+                    "s",
+                    warmup=False,
+                    round=r + 1,
+                    workers=w,
+                    key_columns=k,
+                    index_bytes=k * 2**20,
+                )
     return store
 
 
@@ -229,7 +242,7 @@ def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) ->
         (1.25, 1.0, fnd.CONTRADICTED, fnd.CONTRADICTED),  # less than a third of the ideal 2×; no size effect at all
         (3.5, 0.7, fnd.UNDETERMINED, fnd.CONTRADICTED),  # above the ceiling of 2 cores: flagged; 3 columns faster
     ],
-)  # fmt: skip
+)
 def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size):
     from pglab.studies.parallel_index import verdicts as piv
 
@@ -238,8 +251,13 @@ def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size
     nz = t["parallel_index_noise"].row(0, named=True)
     assert nz["n_pairs"] == 2 and nz["floor"] < 0.05  # the ±30 % between rounds cancels in the pairs
     setup = pl.DataFrame({"server": ["pg18"], "cores": [2]})
-    f = piv.findings_from(setup, pires.builds(store), t["parallel_index_paired_suite"], t["parallel_index_size_paired"],
-                          t["parallel_index_noise"])
+    f = piv.findings_from(
+        setup,
+        pires.builds(store),
+        t["parallel_index_paired_suite"],
+        t["parallel_index_size_paired"],
+        t["parallel_index_noise"],
+    )
     by = {r["finding"]: r for r in f.iter_rows(named=True)}
     assert by["time_falls"]["verdict"] == fnd.SUPPORTED
     assert by["near_inverse"]["verdict"] == near, by["near_inverse"]["evidence"]

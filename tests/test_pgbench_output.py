@@ -131,12 +131,18 @@ def test_pg14_statement_latencies_single_column():
     assert rec["pgbench_version"] == "14.11 (Ubuntu 14.11-1.pgdg22.04+1)"
     assert rec["initial_connection_ms"] == 12.34 and rec["max_tries"] is None
     assert rec["statement_latencies"][8] == (
-        1, "UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;", 0.804)
+        1,
+        "UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;",
+        0.804,
+    )
 
 
 def test_weighted_scripts_pg15_pg18_and_pg13():
-    for name in ("pg15_scripts_weighted_r_T2.stdout", "pg18_scripts_weighted_r_T2.stdout",
-                 "handmade_pg13_scripts_weighted_r_T60.stdout"):
+    for name in (
+        "pg15_scripts_weighted_r_T2.stdout",
+        "pg18_scripts_weighted_r_T2.stdout",
+        "handmade_pg13_scripts_weighted_r_T60.stdout",
+    ):
         rec = run(name)
         assert rec["transaction_type"] == "multiple scripts"
         a, b = rec["scripts"]
@@ -159,8 +165,9 @@ def test_builtin_mix():
     assert names == ["<builtin: select only>", "<builtin: simple update>"]
 
 
-@pytest.mark.parametrize("name", ["pg15_rate_latlimit_T2.stdout", "pg18_rate_latlimit_T2.stdout",
-                                  "handmade_pg13_rate_latlimit_T10.stdout"])
+@pytest.mark.parametrize(
+    "name", ["pg15_rate_latlimit_T2.stdout", "pg18_rate_latlimit_T2.stdout", "handmade_pg13_rate_latlimit_T10.stdout"]
+)
 def test_rate_limit_and_latency_limit(name):
     rec = run(name)
     assert rec["latency_limit_ms"] == 5.0
@@ -195,10 +202,13 @@ def test_abort_is_reported():
     assert rec["aborted"] is True and len(rec["errors"]) == 1
 
 
-@pytest.mark.parametrize("name, fragment", [
-    ("handmade_garbage.txt", "no 'tps = ' line found"),
-    ("handmade_truncated.stdout", "no 'tps = ' line found"),
-])
+@pytest.mark.parametrize(
+    "name, fragment",
+    [
+        ("handmade_garbage.txt", "no 'tps = ' line found"),
+        ("handmade_truncated.stdout", "no 'tps = ' line found"),
+    ],
+)
 def test_garbage_raises(name, fragment):
     with pytest.raises(PgbenchOutputError, match=fragment):
         run(name)
@@ -227,8 +237,7 @@ def test_two_runs_in_one_text_raise():
 def test_init_breakdown(version):
     out = parse_pgbench_init_output((FIX / f"{version}_init_s1.stderr").read_text())
     assert out["total_s"] > 0
-    assert list(out["steps_s"]) == ["drop_tables", "create_tables", "client_side_generate", "vacuum",
-                                    "primary_keys"]
+    assert list(out["steps_s"]) == ["drop_tables", "create_tables", "client_side_generate", "vacuum", "primary_keys"]
     assert out["generation"] == "client-side" and out["tuples_generated"] == 100000
     server = parse_pgbench_init_output((FIX / f"{version}_init_steps_dtGvp.stderr").read_text())
     assert "server_side_generate" in server["steps_s"] and server["tuples_generated"] is None
@@ -301,8 +310,10 @@ def test_a_zero_latency_in_the_transaction_log_is_no_measurement(tmp_path):
     wrote them for three 1 ms count(*) transactions on this VM (the cause of a flaky S2 test)."""
     from pglab.pgtools import pgbench
 
-    (tmp_path / "txn.4242").write_text("0 0 0 0 1764139200 120001\n0 1 688 0 1764139200 120689\n"
-                                       "0 2 0 0 1764139200 120689\n0 3 skipped 0 1764139200 120690\n")
+    (tmp_path / "txn.4242").write_text(
+        "0 0 0 0 1764139200 120001\n0 1 688 0 1764139200 120689\n"
+        "0 2 0 0 1764139200 120689\n0 3 skipped 0 1764139200 120690\n"
+    )
     logged = pgbench.transaction_latencies_us(tmp_path)
     assert logged == [0, 688, 0]  # the raw artefact keeps what pgbench wrote
     assert pgbench.timed(logged) == [688]
@@ -316,8 +327,13 @@ def test_latency_percentiles_are_exact_on_a_known_log(tmp_path):
     us = [0, *range(1, 1001)]
     (tmp_path / "txn.1").write_text("".join(f"0 {i} {v} 0 1764139200 {i}\n" for i, v in enumerate(us)))
     got = pgbench.latency_percentiles(pgbench.transaction_latencies_us(tmp_path))
-    assert (got["n"], got["p50_ms"], got["p95_ms"], got["p99_ms"], got["max_ms"]) == (1000, 0.5005, 0.95005,
-                                                                                     0.99001, 1.0)  # fmt: skip
+    assert (got["n"], got["p50_ms"], got["p95_ms"], got["p99_ms"], got["max_ms"]) == (
+        1000,
+        0.5005,
+        0.95005,
+        0.99001,
+        1.0,
+    )
     assert got["p50_low_ms"] is None  # one round: no interval
     two = pgbench.latency_percentiles(list(range(1, 1001)), rounds=[i % 2 for i in range(1000)])
     assert two["p50_low_ms"] < two["p50_ms"] < two["p50_high_ms"]

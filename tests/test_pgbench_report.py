@@ -81,7 +81,7 @@ def test_every_ratio_carries_its_interval(found):
     """Or says why it has none."""
     for r in found.iter_rows(named=True):
         for m in re.finditer(r"our \d\.\d\d×", r["evidence"]):  # ours (the study's and the tolerance band aside)
-            rest = r["evidence"][m.end():]
+            rest = r["evidence"][m.end() :]
             assert re.match(r" \[\d+\.\d\d–\d+\.\d\d\]| \(too few repetitions", rest), (r["finding"], r["evidence"])
 
 
@@ -147,8 +147,11 @@ def test_the_scale_up_follows_the_paired_table_for_11_over_10(root, found):
     paired = derived.read_table("pgbench_paired", "default", root).filter(pl.col("what") == "scale-up tps")
     majors = dict(derived.read_table("pgbench_servers", "default", root).select("server", "major").iter_rows())
     for mode in ("select-only", "tpcb"):
-        pair = [r for r in paired.filter(pl.col("group") == f"mode={mode}").iter_rows(named=True)
-                if majors.get(r["server"]) == 11 and majors.get(r["baseline"]) == 10]
+        pair = [
+            r
+            for r in paired.filter(pl.col("group") == f"mode={mode}").iter_rows(named=True)
+            if majors.get(r["server"]) == 11 and majors.get(r["baseline"]) == 10
+        ]
         rows = found.filter(pl.col("finding") == f"scaleup_{mode}")
         if not pair:
             assert rows["server"].to_list() == ["all"] and rows["verdict"][0] in (V.NOT_RUN, V.NOT_TESTABLE)

@@ -43,16 +43,22 @@ def tiny(tmp_path_factory):
 def _count(df, experiment, warmup=False):
     return (
         df.filter((pl.col("experiment") == experiment) & (pl.col("warmup") == warmup))
-        .group_by("server", "condition", "item").len().sort("server", "condition", "item")
-    )  # fmt: skip
+        .group_by("server", "condition", "item")
+        .len()
+        .sort("server", "condition", "item")
+    )
 
 
 def test_every_cell_has_its_measurements(tiny):
     df, names = tiny["df"], sorted(x.name for x in tiny["session"].servers)
     assert len(names) >= 1
     # select-only: every cell twice per round, under "select-only" and the A/A control's "select-only-aa"
-    assert tiny["ran"] == {"load": 2 * len(names), "select_only": 6 * len(names), "scaling": 2 * len(names),
-                           "series": 4 * len(names)}  # fmt: skip
+    assert tiny["ran"] == {
+        "load": 2 * len(names),
+        "select_only": 6 * len(names),
+        "scaling": 2 * len(names),
+        "series": 4 * len(names),
+    }
     assert _count(df, EXP_INIT)["len"].to_list() == [2] * len(names)
     assert _count(df, EXP_SELECT)["len"].to_list() == [2] * 2 * len(names)
     assert _count(df, EXP_SELECT)["item"].to_list() == ["select-only", "select-only-aa"] * len(names)
@@ -150,8 +156,9 @@ def test_a_failing_pgbench_is_recorded_not_dropped(tiny):
     steps = schedule.plan([(srv.name, "bad-script", "f")], repetitions=1, warmups=0)
 
     def measure(st):
-        return bench.run(srv, "pgbench_s1", ["-n", "-f", "bad.sql", "-t", 1], "custom/bad",
-                         scripts={"bad.sql": "\\set x (\n"})  # fmt: skip
+        return bench.run(
+            srv, "pgbench_s1", ["-n", "-f", "bad.sql", "-t", 1], "custom/bad", scripts={"bad.sql": "\\set x (\n"}
+        )
 
     assert schedule.run_steps(steps, s.store, "pgbench_custom", measure) == 1
     rec = s.store.records("pgbench_custom").row(0, named=True)
@@ -164,8 +171,12 @@ def test_external_server_without_allow_destructive_is_refused_the_load(tiny, tmp
     with kit.connect() as conn:
         oid = conn.execute("SELECT oid FROM pg_database WHERE datname = 'pgbench_s1'").fetchone()
     f = tmp_path / "ext.yaml"
-    f.write_text(TINY.replace("profile: pgbenchtest", "profile: pgbenchtest\nservers:\n  use: [lab]\n  external:\n"
-                              f"    - {{name: lab, dsn: '{kit.conninfo()}'}}"))  # fmt: skip
+    f.write_text(
+        TINY.replace(
+            "profile: pgbenchtest",
+            f"profile: pgbenchtest\nservers:\n  use: [lab]\n  external:\n    - {{name: lab, dsn: '{kit.conninfo()}'}}",
+        )
+    )
     ext = session.begin(params.load(str(f)), f"pgbench-ext-{time.time_ns()}")
     stage = Stage(ext)
     assert stage.servers == [] and stage.skipped() == ["lab"]
@@ -197,7 +208,7 @@ def _load(tmp_path, text):
         ("pgbench: {select_only: {duration_s: 0}}\n", r"pgbench.select_only.duration_s: .*greater than or equal to 1"),
         ("pgbench: {experiments: [load, vacuum]}\n", r"pgbench.experiments\[1\]: Input should be"),
     ],
-)  # fmt: skip
+)
 def test_params_errors_name_file_key_and_expectation(tmp_path, text, expected):
     with pytest.raises(ParamsError, match=expected):
         _load(tmp_path, text)
@@ -219,8 +230,13 @@ def test_a_stage_that_measured_nothing_fails_naming_the_server(tiny, tmp_path):
         conn.execute("CREATE ROLE nocreate LOGIN PASSWORD 'Pw-n0create-77'")
     dsn = f"host=127.0.0.1 port={kit.cluster.port} dbname=postgres user=nocreate password=Pw-n0create-77"
     f = tmp_path / "bad.yaml"
-    f.write_text(TINY.replace("profile: pgbenchtest", "profile: pgbenchtest\nservers:\n  use: [weak]\n  external:\n"
-                              f"    - {{name: weak, dsn: '{dsn}', allow_destructive: true}}"))  # fmt: skip
+    f.write_text(
+        TINY.replace(
+            "profile: pgbenchtest",
+            "profile: pgbenchtest\nservers:\n  use: [weak]\n  external:\n"
+            f"    - {{name: weak, dsn: '{dsn}', allow_destructive: true}}",
+        )
+    )
     weak = session.begin(params.load(str(f)), f"pgbench-weak-{time.time_ns()}")
     with pytest.raises(outcomes.NothingMeasured, match=r"weak: all 2 pgbench_init measurements failed") as e:
         Stage(weak).load()

@@ -11,8 +11,16 @@ from pglab.studies.pgbench import verdicts as pgbench_verdicts
 ROUNDS = 6
 
 
-def _tables(select_ratio=1.0, series_ratio=1.0, load_ratio=1.0, tpcb_11=1.10, aa_wobble=0.01, series_fall=1.0,
-            majors=(10, 11), scaling_gain=1.0) -> dict:
+def _tables(
+    select_ratio=1.0,
+    series_ratio=1.0,
+    load_ratio=1.0,
+    tpcb_11=1.10,
+    aa_wobble=0.01,
+    series_fall=1.0,
+    majors=(10, 11),
+    scaling_gain=1.0,
+) -> dict:
     """Two servers (majors), ROUNDS rounds; the newer one's values are the older's times the given ratios, with
     a small alternating wobble so intervals have width; A/A runs differ by aa_wobble."""
     a, b = (f"pg{m}" for m in majors)
@@ -20,25 +28,54 @@ def _tables(select_ratio=1.0, series_ratio=1.0, load_ratio=1.0, tpcb_11=1.10, aa
     sel, init, series, scaling = [], [], [], []
     for r in range(ROUNDS):
         for srv, k in ((a, 1.0), (b, select_ratio)):
-            sel.append({"server": srv, "scale": 10, "item": "select-only", "round": r, "warmup": False,
-                        "tps": 1000 * k * w[r]})
-            sel.append({"server": srv, "scale": 10, "item": "select-only-aa", "round": r, "warmup": False,
-                        "tps": 1000 * k * w[r] * (1 + aa_wobble * (-1) ** r)})
+            sel.append(
+                {"server": srv, "scale": 10, "item": "select-only", "round": r, "warmup": False, "tps": 1000 * k * w[r]}
+            )
+            sel.append(
+                {
+                    "server": srv,
+                    "scale": 10,
+                    "item": "select-only-aa",
+                    "round": r,
+                    "warmup": False,
+                    "tps": 1000 * k * w[r] * (1 + aa_wobble * (-1) ** r),
+                }
+            )
         for srv, k in ((a, 1.0), (b, load_ratio)):
             init.append({"server": srv, "scale": 10, "round": r, "load_s": 2.0 * k * w[r]})
         for srv, k in ((a, 1.0), (b, series_ratio)):
-            series.append({"server": srv, "scale": 10, "series": 0, "run": r + 1,
-                           "tps": 500 * k * w[r] * series_fall ** r})
+            series.append(
+                {"server": srv, "scale": 10, "series": 0, "run": r + 1, "tps": 500 * k * w[r] * series_fall**r}
+            )
         for c in (1, 2):
             for srv, k in ((a, 1.0), (b, tpcb_11)):
                 gain = scaling_gain if c == 2 else 1.0
-                scaling.append({"server": srv, "mode": "tpcb", "clients": c, "round": r, "warmup": False,
-                                "tps": 300 * k * w[r] * gain})
-    servers = pl.DataFrame({"server": [a, b], "major": list(majors), "version_num": [m * 10000 for m in majors],
-                            "pgbench_client_version": ["18.6"] * 2, "client_note": [None, None]})
-    t = {"pgbench_select_only": pl.from_dicts(sel), "pgbench_init": pl.from_dicts(init),
-         "pgbench_series": pl.from_dicts(series), "pgbench_scaling": pl.from_dicts(scaling),
-         "pgbench_servers": servers}  # fmt: skip
+                scaling.append(
+                    {
+                        "server": srv,
+                        "mode": "tpcb",
+                        "clients": c,
+                        "round": r,
+                        "warmup": False,
+                        "tps": 300 * k * w[r] * gain,
+                    }
+                )
+    servers = pl.DataFrame(
+        {
+            "server": [a, b],
+            "major": list(majors),
+            "version_num": [m * 10000 for m in majors],
+            "pgbench_client_version": ["18.6"] * 2,
+            "client_note": [None, None],
+        }
+    )
+    t = {
+        "pgbench_select_only": pl.from_dicts(sel),
+        "pgbench_init": pl.from_dicts(init),
+        "pgbench_series": pl.from_dicts(series),
+        "pgbench_scaling": pl.from_dicts(scaling),
+        "pgbench_servers": servers,
+    }
     return t | pgbench_paired.tables(t, a, cores=2)
 
 
@@ -89,7 +126,9 @@ def test_a_collapsed_run_shows_in_the_drift_table():
     t = _tables()
     sel = t["pgbench_select_only"].with_columns(
         tps=pl.when((pl.col("round") == 3) & (pl.col("server") == "pg11") & (pl.col("item") == "select-only"))
-        .then(pl.col("tps") / 4).otherwise(pl.col("tps")))  # fmt: skip
+        .then(pl.col("tps") / 4)
+        .otherwise(pl.col("tps"))
+    )
     t = t | {"pgbench_select_only": sel}
     d = pgbench_paired.drift_table(t).filter((pl.col("what") == "select-only tps") & (pl.col("server") == "pg11"))
     assert d["collapsed_runs"][0] == 1 and d["lowest_over_median"][0] < 1 / 3

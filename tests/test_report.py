@@ -25,8 +25,12 @@ def test_quick_report_end_to_end():
     t0 = time.monotonic()
     run = subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(OUT / "report")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     elapsed = time.monotonic() - t0
     assert run.returncode == 0, run.stdout + run.stderr
     print(f"quick report: {elapsed:.1f} s")  # a figure for the notes, not a timed assertion (busy machines)
@@ -71,8 +75,12 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
     again = OUT / "report-again"
     run = subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(again), "--only", "99"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(p.name for p in (OUT / "data" / "raw").iterdir()) == raw_before, "the report started a run"
     assert _outputs(again / "99_report.ipynb") == _outputs(first)
@@ -88,8 +96,15 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
 def _findings(rows):
     from pglab.core import findings
 
-    base = {"claim": "B halves the time", "evidence": "Our `x`.", "study_value": None, "our_value": None,
-            "our_low": None, "our_high": None, "interval": None}  # fmt: skip
+    base = {
+        "claim": "B halves the time",
+        "evidence": "Our `x`.",
+        "study_value": None,
+        "our_value": None,
+        "our_low": None,
+        "our_high": None,
+        "interval": None,
+    }
     return findings.table([base | r for r in rows])
 
 
@@ -97,17 +112,40 @@ def test_summary_one_row_per_claim_with_numbers_and_strip():
     from pglab.core import verdicts
     from pglab.report import summary as rs
 
-    f = _findings([
-        {"study": "S1", "finding": "a", "server": "pg15", "verdict": "supported", "study_value": 0.5,
-         "our_value": 0.55, "our_low": 0.5, "our_high": 0.6, "interval": "95 % bootstrap over 12 rounds"},
-        {"study": "S1", "finding": "a", "server": "pg18", "verdict": "direction only", "study_value": 0.5,
-         "our_value": 0.8, "our_low": 0.75, "our_high": 0.85, "interval": "min–max, n=5"},
-        {"study": "S2", "finding": "b", "server": "all", "verdict": "not testable here"},
-        {"study": "S2", "finding": "c", "server": "pg18", "verdict": "not run"},
-    ])  # fmt: skip
+    f = _findings(
+        [
+            {
+                "study": "S1",
+                "finding": "a",
+                "server": "pg15",
+                "verdict": "supported",
+                "study_value": 0.5,
+                "our_value": 0.55,
+                "our_low": 0.5,
+                "our_high": 0.6,
+                "interval": "95 % bootstrap over 12 rounds",
+            },
+            {
+                "study": "S1",
+                "finding": "a",
+                "server": "pg18",
+                "verdict": "direction only",
+                "study_value": 0.5,
+                "our_value": 0.8,
+                "our_low": 0.75,
+                "our_high": 0.85,
+                "interval": "min–max, n=5",
+            },
+            {"study": "S2", "finding": "b", "server": "all", "verdict": "not testable here"},
+            {"study": "S2", "finding": "c", "server": "pg18", "verdict": "not run"},
+        ]
+    )
     c = rs.claims(f)
     assert c.select("study", "finding", "verdict").rows() == [
-        ("S1", "a", "undetermined"), ("S2", "b", "not testable here"), ("S2", "c", "not run")]
+        ("S1", "a", "undetermined"),
+        ("S2", "b", "not testable here"),
+        ("S2", "c", "not run"),
+    ]
     html = rs.summary_html(f)
     assert html.count("<tr>") == 4 and html.count('class="ratio-strip"') == 1  # no mark without numbers
     assert "pg15 0.55× [0.50–0.60]" in html and "0.50×" in html and "<details>" in html
@@ -119,8 +157,9 @@ def test_summary_one_row_per_claim_with_numbers_and_strip():
 def test_evidence_folds_one_details_per_claim_and_escapes():
     from pglab.report import evidence as ev
 
-    f = _findings([{"study": "S5", "finding": "x", "server": "pg18", "verdict": "supported",
-                    "claim": "a <b>bold</b> claim"}])  # fmt: skip
+    f = _findings(
+        [{"study": "S5", "finding": "x", "server": "pg18", "verdict": "supported", "claim": "a <b>bold</b> claim"}]
+    )
     html = ev.findings_html(f)
     assert html.count("<details") == 1 and 'id="claim-S5-x"' in html and "&lt;b&gt;" in html
     assert "<code>x</code>" in html  # the evidence's Markdown rendered
@@ -133,8 +172,12 @@ def test_appendix_names_runs_and_revisions_and_flags_dirty(tmp_path):
     from pglab.core import derived
     from pglab.report import appendix as report_appendix
 
-    derived.write_table(pl.DataFrame({"key": ["pglab_revision"], "value": ["abc123def4567890+dirty"]}),
-                        "environment_machine", "p", root=tmp_path)  # fmt: skip
+    derived.write_table(
+        pl.DataFrame({"key": ["pglab_revision"], "value": ["abc123def4567890+dirty"]}),
+        "environment_machine",
+        "p",
+        root=tmp_path,
+    )
     m = json.loads((tmp_path / "p" / "MANIFEST.json").read_text())
     m["environment_machine.csv"] |= {"run_id": "p-20250101-000000", "derived_by": "fedcba9876543210"}
     (tmp_path / "p" / "MANIFEST.json").write_text(json.dumps(m))
@@ -153,8 +196,13 @@ def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
 
     pgbench, ssb = by_name("pgbench"), by_name("ssb")
     assert report_sections.skipped_markdown(pgbench, Tables("p", tmp_path)) is None
-    skips = pl.DataFrame({"server": ["lab"], "experiment": ["pgbench_init"],
-                          "reason": ["external server without allow_destructive: true"]})
+    skips = pl.DataFrame(
+        {
+            "server": ["lab"],
+            "experiment": ["pgbench_init"],
+            "reason": ["external server without allow_destructive: true"],
+        }
+    )
     derived.write_table(skips, "pgbench_skipped", "p", root=tmp_path)
     text = report_sections.skipped_markdown(pgbench, Tables("p", tmp_path))
     assert "lab, pgbench_init: external server without allow_destructive" in text

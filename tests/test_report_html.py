@@ -28,8 +28,12 @@ def rendered(tmp_path_factory) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR", "PGLAB_DERIVED_DIR")}
     run = subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", "params/default.yaml", "--only", "99", "--out", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     return str(out / "report.html")
 
@@ -54,8 +58,10 @@ def browser():
     opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # DevTools Network events
     driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
     # the viewport itself, not the window around it
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False},
+    )
     try:
         yield driver
     finally:
@@ -74,7 +80,7 @@ def test_first_screen_holds_the_summary_not_the_inventory(page):
         return {height: h, summary: !!summary, summaryTop: summary && summary.getBoundingClientRect().top,
                 rows: rows.length, appendixShown: !!appendix && vis(appendix), inventories: inventory.length,
                 inventoryShown: inventory.some(vis), polars: /shape: \\(/.test(document.body.innerText.slice(0, 3000))};
-    """)  # fmt: skip
+    """)
     assert seen["height"] == VIEWPORT[1], seen
     assert seen["summary"] and 0 <= seen["summaryTop"] < VIEWPORT[1] / 2, seen
     assert seen["rows"] >= 10, f"the first screen shows only {seen['rows']} rows of the summary: {seen}"
@@ -107,9 +113,23 @@ def test_a_quick_render_opens_with_its_banner(browser, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_STATE_DIR", "PGLAB_DERIVED_DIR")}
     env["PGLAB_DATA_DIR"] = str(tmp_path / "data")
     run = subprocess.run(
-        [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--only", "99", "--out",
-         str(tmp_path / "report")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pglab.report",
+            "--params",
+            "params/quick.yaml",
+            "--only",
+            "99",
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     browser.get("file://" + str(tmp_path / "report" / "report.html"))
     text = _first_screen_text(browser)
@@ -172,15 +192,18 @@ def test_every_details_opens(page):
     blocks = page.find_elements(By.CSS_SELECTOR, "details")
     assert len(blocks) >= 48, len(blocks)  # one per claim at least
     for d in blocks:
-        summary = page.execute_script("""const s = arguments[0].querySelector(':scope > summary');
-            s.scrollIntoView({block: 'center'}); return arguments[0].open ? null : s;""", d)
+        summary = page.execute_script(
+            """const s = arguments[0].querySelector(':scope > summary');
+            s.scrollIntoView({block: 'center'}); return arguments[0].open ? null : s;""",
+            d,
+        )
         assert summary is not None, d.get_attribute("outerHTML")[:200]  # folded to start with
         # the marker end of the line: a click there opens the block and follows no link inside the summary
         ActionChains(page).move_to_element_with_offset(summary, -summary.size["width"] // 2 + 4, 0).click().perform()
-    shut = page.execute_script('''return [...document.querySelectorAll('details')].filter(d => !d.open ||
+    shut = page.execute_script("""return [...document.querySelectorAll('details')].filter(d => !d.open ||
         ![...d.children].some(c => c.tagName !== 'SUMMARY' && c.getClientRects().length > 0 &&
                                     getComputedStyle(c).visibility !== 'hidden'))
-        .map(d => d.querySelector('summary').textContent.slice(0, 120));''')
+        .map(d => d.querySelector('summary').textContent.slice(0, 120));""")
     assert shut == [], f"{len(shut)} blocks did not open or show their content: {shut[:5]}"
     assert page.current_url == url
 

@@ -99,23 +99,29 @@ def test_the_five_documented_queries_run_on_the_index(data):
 def _snapshot(conn: psycopg.Connection, schema: str) -> set:
     """Every schema, database, role, extension and function, and each relation outside `schema` (its tables' own
     TOAST tables live in pg_toast and come and go with them)."""
-    return set(conn.execute(
-        "SELECT 'rel', n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname <> %s AND n.nspname NOT LIKE 'pg_toast%%' AND n.nspname NOT LIKE 'pg_temp%%' "
-        "UNION ALL SELECT 'schema', nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_temp%%' "
-        "AND nspname NOT LIKE 'pg_toast_temp%%' "
-        "UNION ALL SELECT 'db', datname FROM pg_database UNION ALL SELECT 'role', rolname FROM pg_roles "
-        "UNION ALL SELECT 'ext', extname FROM pg_extension "
-        "UNION ALL SELECT 'proc', p.oid::regprocedure::text FROM pg_proc p", [schema]).fetchall())  # fmt: skip
+    return set(
+        conn.execute(
+            "SELECT 'rel', n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname <> %s AND n.nspname NOT LIKE 'pg_toast%%' AND n.nspname NOT LIKE 'pg_temp%%' "
+            "UNION ALL SELECT 'schema', nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_temp%%' "
+            "AND nspname NOT LIKE 'pg_toast_temp%%' "
+            "UNION ALL SELECT 'db', datname FROM pg_database UNION ALL SELECT 'role', rolname FROM pg_roles "
+            "UNION ALL SELECT 'ext', extname FROM pg_extension "
+            "UNION ALL SELECT 'proc', p.oid::regprocedure::text FROM pg_proc p",
+            [schema],
+        ).fetchall()
+    )
 
 
 def _counts(conn: psycopg.Connection, run_id: str, tables: list[str], schema: str = "pglab_results") -> dict:
-    return {t: conn.execute(f"SELECT count(*) FROM {schema}.{t} WHERE run_id = %s", [run_id]).fetchone()[0]
-            for t in tables}  # fmt: skip
+    return {
+        t: conn.execute(f"SELECT count(*) FROM {schema}.{t} WHERE run_id = %s", [run_id]).fetchone()[0] for t in tables
+    }
 
 
-def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(data, embedded, tmp_path, monkeypatch,
-                                                                               capsys):  # fmt: skip
+def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
+    data, embedded, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("PGLAB_DATA_DIR", str(data))
     cluster = Cluster(embedded, name="results-publish")
     cluster.start()
@@ -124,8 +130,10 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
         with cluster.connect() as conn:
             conn.execute("DROP SCHEMA IF EXISTS pglab_results, other, shared CASCADE")
             # a table of the same name and a row of the same run in another schema: publish must not touch it
-            conn.execute("CREATE SCHEMA other; CREATE TABLE other.runs (run_id text); "
-                         f"INSERT INTO other.runs VALUES ('{REFERENCE}')")  # fmt: skip
+            conn.execute(
+                "CREATE SCHEMA other; CREATE TABLE other.runs (run_id text); "
+                f"INSERT INTO other.runs VALUES ('{REFERENCE}')"
+            )
             before = _snapshot(conn, "pglab_results")
         ref = json.loads((data / "export" / REFERENCE / export.MANIFEST).read_text())["tables"]
         want = {t: e["rows"] for t, e in ref.items()} | {"runs": 1, "servers": 9}
@@ -140,7 +148,9 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
         with cluster.connect() as conn:
             assert _counts(conn, REFERENCE, list(want)) == want
             assert _counts(conn, SECOND, ["runs", "pgbench_select_only_summary"]) == {
-                "runs": 1, "pgbench_select_only_summary": 9}  # fmt: skip
+                "runs": 1,
+                "pgbench_select_only_summary": 9,
+            }
             after = _snapshot(conn, "pglab_results")
             assert after - before == {("schema", "pglab_results")} and before - after == set()
             assert conn.execute("SELECT run_id FROM other.runs").fetchall() == [(REFERENCE,)]
@@ -162,10 +172,14 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
         assert "pgbench_select_only_summary.newer_column added (double precision)" in capsys.readouterr().out
         with cluster.connect() as conn:
             assert _counts(conn, REFERENCE, list(want)) == want  # untouched, its new column empty
-            assert conn.execute("SELECT count(*), count(newer_column) FROM pglab_results.pgbench_select_only_summary "
-                                "WHERE run_id = %s", [REFERENCE]).fetchone() == (9, 0)  # fmt: skip
+            assert conn.execute(
+                "SELECT count(*), count(newer_column) FROM pglab_results.pgbench_select_only_summary WHERE run_id = %s",
+                [REFERENCE],
+            ).fetchone() == (9, 0)
             assert _counts(conn, SECOND, ["ssb_sweep", "pgbench_select_only_summary"]) == {
-                "ssb_sweep": 0, "pgbench_select_only_summary": 9}  # fmt: skip
+                "ssb_sweep": 0,
+                "pgbench_select_only_summary": 9,
+            }
 
             # a schema holding a table of that name that pglab did not make: refused, nothing created there
             conn.execute("CREATE SCHEMA shared; CREATE TABLE shared.runs (run_id text)")

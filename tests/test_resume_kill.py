@@ -44,8 +44,17 @@ def _params(path: Path, server: str) -> Path:
 
 def _start(params: Path, work: Path, run_id: str) -> subprocess.Popen:
     env = os.environ | {"PGLAB_DATA_DIR": str(work / "data"), "PGLAB_STATE_DIR": str(work / "state")}
-    args = [sys.executable, "-m", "pglab.report", "--params", str(params), "--out", str(work / "report"),
-            "--run-id", run_id]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "pglab.report",
+        "--params",
+        str(params),
+        "--out",
+        str(work / "report"),
+        "--run-id",
+        run_id,
+    ]
     for nb in NOTEBOOKS:
         args += ["--only", nb]
     log = open(work / f"report-{time.time_ns()}.log", "w")  # noqa: SIM115 - closed by the caller's wait
@@ -131,15 +140,25 @@ def test_kill_9_and_rerun_loses_and_duplicates_nothing(work, embedded):
     else:
         pytest.fail("the rerun after the kills did not finish: " + _log_tail(work / "killed"))
     got = _keys(work / "killed", "killed-run")
-    print(f"uninterrupted run {ref_s:.0f} s, {len(expected)} measurements; killed at {moments} s; "
-          f"{len(got)} measurements after the reruns")
+    print(
+        f"uninterrupted run {ref_s:.0f} s, {len(expected)} measurements; killed at {moments} s; "
+        f"{len(got)} measurements after the reruns"
+    )
     assert [k for k, n in got.items() if n > 1] == []  # nothing recorded twice
-    assert set(got) == set(expected), {"lost": sorted(set(expected) - set(got))[:10],
-                                       "extra": sorted(set(got) - set(expected))[:10]}  # fmt: skip
+    assert set(got) == set(expected), {
+        "lost": sorted(set(expected) - set(got))[:10],
+        "extra": sorted(set(got) - set(expected))[:10],
+    }
 
     for run in ("ref", "killed"):
         assert _live_postmasters(work / run) == []
         env = os.environ | {"PGLAB_STATE_DIR": str(work / run / "state"), "PGLAB_DATA_DIR": str(work / run / "data")}
-        check = subprocess.run([sys.executable, "-m", "pglab.core.clean", "--check-orphans"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        check = subprocess.run(
+            [sys.executable, "-m", "pglab.core.clean", "--check-orphans"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert check.returncode == 0, check.stdout + check.stderr

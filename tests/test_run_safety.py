@@ -38,8 +38,19 @@ def test_only_the_reference_file_writes_the_reference(tmp_path):
 
 def _report(params_file: Path, work: Path, run_id: str) -> subprocess.CompletedProcess:
     env = os.environ | {"PGLAB_DATA_DIR": str(work / "data"), "PGLAB_STATE_DIR": str(work / "state")}
-    cmd = [sys.executable, "-m", "pglab.report", "--params", str(params_file), "--out", str(work / "report"),
-           "--run-id", run_id, "--only", "00"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pglab.report",
+        "--params",
+        str(params_file),
+        "--out",
+        str(work / "report"),
+        "--run-id",
+        run_id,
+        "--only",
+        "00",
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -47,8 +58,12 @@ def test_a_resume_with_other_params_is_refused_and_with_the_same_ones_announced(
     # inside the checkout, not /tmp: the kit's clusters there must be reachable by its service user
     work = ROOT / "build" / "test" / f"resume-{uuid.uuid4().hex[:8]}"
     work.mkdir(parents=True)
-    doc = {"profile": "pytest-resume", "servers": {"use": [embedded.name]}, "settings": {"work_mem": "4MB"},
-           "environment": {"pg_test_timing_seconds": 1}}  # fmt: skip
+    doc = {
+        "profile": "pytest-resume",
+        "servers": {"use": [embedded.name]},
+        "settings": {"work_mem": "4MB"},
+        "environment": {"pg_test_timing_seconds": 1},
+    }
     f = work / "p.yaml"
     f.write_text(yaml.safe_dump(doc, sort_keys=False))
     first = _report(f, work, "r1")
@@ -68,9 +83,12 @@ def test_a_resume_with_other_params_is_refused_and_with_the_same_ones_announced(
     changed = _report(f, work, "r1")
     assert changed.returncode == 2, changed.stdout + changed.stderr
     err = changed.stderr.strip().splitlines()[0]
-    assert re.search(r"run r1 was begun with other params \(1 measurements kept\): environment\.pg_test_timing_"
-                     r"seconds: 1 then, 2 now; settings\.work_mem: '4MB' then, '64MB' now\. Either put those keys "
-                     r"back .* or start a new run: make report PARAMS=.*p\.yaml RUN_ID=pytest-resume-<new name>", err)
+    assert re.search(
+        r"run r1 was begun with other params \(1 measurements kept\): environment\.pg_test_timing_"
+        r"seconds: 1 then, 2 now; settings\.work_mem: '4MB' then, '64MB' now\. Either put those keys "
+        r"back .* or start a new run: make report PARAMS=.*p\.yaml RUN_ID=pytest-resume-<new name>",
+        err,
+    )
     assert "Traceback" not in changed.stderr and postmasters(work) == []
     assert len((raw / "measurements.jsonl").read_text().splitlines()) == 1  # nothing written by the refusal
 
@@ -138,10 +156,22 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedde
     f = work / "p.yaml"
     f.write_text(yaml.safe_dump(p, sort_keys=False))
     env = os.environ | {"PGLAB_DATA_DIR": str(work / "data"), "PGLAB_STATE_DIR": str(work / "state")}
-    cmd = [sys.executable, "-m", "pglab.report", "--params", str(f), "--out", str(work / "report"), "--run-id", "c1",
-           "--only", "30"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pglab.report",
+        "--params",
+        str(f),
+        "--out",
+        str(work / "report"),
+        "--run-id",
+        "c1",
+        "--only",
+        "30",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     jsonl = work / "data" / "raw" / "c1" / "measurements.jsonl"
     deadline = time.monotonic() + 240
     while not (jsonl.is_file() and jsonl.read_text().count("\n") >= 1) and time.monotonic() < deadline:
@@ -152,8 +182,11 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedde
     assert proc.returncode == 130, stdout + stderr
     said = [ln for ln in stderr.splitlines() if ln.strip()]
     assert len(said) == 1, stderr
-    assert re.fullmatch(r"pglab report: interrupted in 30_pgbench\.ipynb, stopping its servers; measurements "
-                        r"recorded so far are kept; resume with: make report PARAMS=.*p\.yaml RUN_ID=c1", said[0])
+    assert re.fullmatch(
+        r"pglab report: interrupted in 30_pgbench\.ipynb, stopping its servers; measurements "
+        r"recorded so far are kept; resume with: make report PARAMS=.*p\.yaml RUN_ID=c1",
+        said[0],
+    )
     assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr
     left = postmasters(work)
     for _ in range(40):

@@ -27,7 +27,7 @@ def test_blocked_rounds_keep_each_block_together_and_run_every_condition_k_times
         assert Counter((s.server, s.condition, s.item) for s in r) == Counter({c: 3 for c in CELLS})
     # passes within a block are shuffled on their own, and the same seed gives the same plan
     assert plan_blocked(CELLS, 4, 1, 7, 3) == steps
-    orders = {tuple(s.condition for s in timed_steps[k:k + 3]) for k in range(0, len(timed_steps), 3)}
+    orders = {tuple(s.condition for s in timed_steps[k : k + 3]) for k in range(0, len(timed_steps), 3)}
     assert len(orders) > 1
 
 
@@ -41,7 +41,7 @@ def test_spread_over_the_round_puts_a_cells_executions_a_whole_pass_apart():
         r = [s for s in timed_steps if s.round == rnd]
         assert Counter((s.server, s.condition, s.item) for s in r) == Counter({c: 3 for c in CELLS})
         for k in range(3):
-            chunk = r[k * per_pass:(k + 1) * per_pass]
+            chunk = r[k * per_pass : (k + 1) * per_pass]
             assert Counter((s.server, s.condition, s.item) for s in chunk) == Counter(CELLS)  # pass k: each cell once
             assert {s.repetition % 3 for s in chunk} == {k}
             blocks = [(s.server, s.item) for s in chunk]
@@ -54,17 +54,27 @@ def test_spread_over_the_round_puts_a_cells_executions_a_whole_pass_apart():
 def test_one_execution_is_plan_with_blocks_and_bad_counts_are_refused():
     one = plan_blocked(CELLS, 3, 0, None, 1)
     assert Counter((s.server, s.condition, s.item, s.repetition) for s in one) == Counter(
-        (s.server, s.condition, s.item, s.repetition) for s in plan(CELLS, 3, 0, None))
+        (s.server, s.condition, s.item, s.repetition) for s in plan(CELLS, 3, 0, None)
+    )
     with pytest.raises(ValueError, match="executions must be ≥ 1"):
         plan_blocked(CELLS, 3, 0, None, 0)
 
 
 def test_the_rounds_value_is_its_fastest_execution_or_median():
     # one round, three executions of off: a burst made one of them 1.6x slower
-    runs = pl.DataFrame({"server": ["pgA"] * 3, "condition": ["off"] * 3, "operator": ["avg"] * 3,
-                         "warmup": [False] * 3, "error": [None] * 3, "round": [1] * 3,
-                         "ms": [200.0, 320.0, 210.0], "cpu_ms": [199.0, 318.0, 209.0]},
-                        schema_overrides={"error": pl.String})  # fmt: skip
+    runs = pl.DataFrame(
+        {
+            "server": ["pgA"] * 3,
+            "condition": ["off"] * 3,
+            "operator": ["avg"] * 3,
+            "warmup": [False] * 3,
+            "error": [None] * 3,
+            "round": [1] * 3,
+            "ms": [200.0, 320.0, 210.0],
+            "cpu_ms": [199.0, 318.0, 209.0],
+        },
+        schema_overrides={"error": pl.String},
+    )
     assert timed(runs, "wall", "min")["value"].to_list() == [200.0]
     assert timed(runs, "wall", "median")["value"].to_list() == [210.0]
     assert timed(runs, "cpu", "min")["value"].to_list() == [199.0]

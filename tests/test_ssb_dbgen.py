@@ -41,8 +41,10 @@ def chunk_rows(table: str, sf: float) -> list[int]:
         total = getattr(c, table)
         return [min(size, total - i * size) for i in range(n_chunks)]
     size = dbgen_counts.CHUNK_ORDERS
-    return [int(dbgen_lineorder.line_counts(i * size, min(size, c.orders - i * size), c.date_rows).sum())
-            for i in range(n_chunks)]
+    return [
+        int(dbgen_lineorder.line_counts(i * size, min(size, c.orders - i * size), c.date_rows).sum())
+        for i in range(n_chunks)
+    ]
 
 
 def lines(table: str, sf: float, first: int, count: int) -> bytes:
@@ -52,7 +54,7 @@ def lines(table: str, sf: float, first: int, count: int) -> bytes:
         end = start + rows  # this chunk holds lines start .. end - 1
         if end > first and start < first + count:
             block = ssb.chunk_block(table, sf, 1, chunk, "tbl")[1].split(b"\n")[:-1]
-            out += block[max(0, first - start):first + count - start]
+            out += block[max(0, first - start) : first + count - start]
         start = end
     return b"".join(line + b"\n" for line in out)
 
@@ -119,8 +121,12 @@ def test_sf2_whole_files_match_dbgen():
 
 def test_fractional_sf_matches_dbgen_but_keeps_the_whole_calendar(tmp_path):
     reference = reference_sums("sf0.01")
-    result = subprocess.run([sys.executable, "-m", "pglab.datasets.ssb", "--sf", "0.01", "--out", str(tmp_path),
-                             "--processes", "2"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "pglab.datasets.ssb", "--sf", "0.01", "--out", str(tmp_path), "--processes", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     for table in ("part", "supplier", "customer", "lineorder"):
         data = (tmp_path / f"{table}.tbl").read_bytes()
@@ -142,8 +148,13 @@ def test_output_depends_on_neither_seed_nor_processes_nor_chunk_order():
         assert list(blocks) == serial
     backwards = [ssb.chunk_block("lineorder", 0.05, 1, i, "copy")[1] for i in reversed(range(len(serial)))]
     assert backwards[::-1] == serial
-    assert ssb.dataset_id(0.05, 99) == {"benchmark": "ssb", "sf": 0.05, "seed": 99, "flavor": "dbgen",
-                                        "generator_version": ssb.GENERATOR_VERSION}
+    assert ssb.dataset_id(0.05, 99) == {
+        "benchmark": "ssb",
+        "sf": 0.05,
+        "seed": 99,
+        "flavor": "dbgen",
+        "generator_version": ssb.GENERATOR_VERSION,
+    }
 
 
 def test_dbgen_quirks_are_kept():

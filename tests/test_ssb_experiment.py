@@ -10,8 +10,17 @@ from pglab.core.store import RunStore
 from pglab.studies.ssb import experiment as ex
 from pglab.studies.ssb.params import SsbParams
 
-P = SsbParams(sf=0.05, seed=7, queries=["q1.1", "q4.3"], repetitions=2, warmups=1, workers=2,
-              worker_sweep=[0, 2], sweep_repetitions=1, statement_timeout_s=30)  # fmt: skip
+P = SsbParams(
+    sf=0.05,
+    seed=7,
+    queries=["q1.1", "q4.3"],
+    repetitions=2,
+    warmups=1,
+    workers=2,
+    worker_sweep=[0, 2],
+    sweep_repetitions=1,
+    statement_timeout_s=30,
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +61,14 @@ def test_jit_availability_follows_the_build(run, servers):
 
 def test_all_servers_and_modes_agree_on_every_answer(run):
     store, _ = run
-    checks = ex.checksum_agreement(pl.concat([ex.executions(store),
-                                              ex.executions(store, ex.SWEEP).rename({"workers": "mode"})
-                                              .with_columns(pl.col("mode").cast(pl.String))]))  # fmt: skip
+    checks = ex.checksum_agreement(
+        pl.concat(
+            [
+                ex.executions(store),
+                ex.executions(store, ex.SWEEP).rename({"workers": "mode"}).with_columns(pl.col("mode").cast(pl.String)),
+            ]
+        )
+    )
     assert checks.height == 2 and checks["agree"].all(), checks
 
 

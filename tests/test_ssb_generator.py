@@ -74,7 +74,13 @@ def test_generated_row_counts_follow_the_scale_rules(sf):
 def test_row_count_formulas_at_large_scale_factors():
     for flavor in ssb.FLAVORS:
         assert [ssb.row_count("part", sf, flavor=flavor) for sf in (1, 2, 3, 4, 10, 100)] == [
-            200_000, 400_000, 400_000, 600_000, 800_000, 1_400_000]  # 200,000 x floor(1 + log2 SF)
+            200_000,
+            400_000,
+            400_000,
+            600_000,
+            800_000,
+            1_400_000,
+        ]  # 200,000 x floor(1 + log2 SF)
         assert ssb.row_count("part", 0.5, flavor=flavor) == 100_000
         assert ssb.row_count("customer", 10, flavor=flavor) == 300_000
         assert ssb.row_count("supplier", 10, flavor=flavor) == 20_000
@@ -164,8 +170,7 @@ def test_names_phones_and_segments(tables):
     codes = dict(tables["customer"].select("c_nation", pl.col("c_phone").str.slice(0, 2)).unique().iter_rows())
     assert codes["ALGERIA"] == "10" and codes["UNITED STATES"] == "34"  # TPC-H nation index + 10
     assert sorted(set(codes.values())) == [str(cc) for cc in range(10, 35)]
-    assert set(tables["customer"]["c_mktsegment"]) == {"AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD",
-                                                        "MACHINERY"}
+    assert set(tables["customer"]["c_mktsegment"]) == {"AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY"}
 
 
 def test_part_hierarchy_and_words(tables):
@@ -201,8 +206,7 @@ def test_lineorder_value_domains(lineorder):
         assert (lineorder[column].min(), lineorder[column].max()) == (low, high), column
         assert lineorder[column].n_unique() == high - low + 1
     assert set(lineorder["lo_shipmode"]) == {"REG AIR", "AIR", "RAIL", "TRUCK", "MAIL", "FOB", "SHIP"}
-    assert set(lineorder["lo_orderpriority"]) == {"1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED",
-                                                   "5-LOW"}
+    assert set(lineorder["lo_orderpriority"]) == {"1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"}
     assert set(lineorder["lo_shippriority"]) == {"0"}
 
 
@@ -218,21 +222,53 @@ def test_date_table(tables):
     date = tables["date"]
     calendar = [FIRST_DAY + dt.timedelta(days=i) for i in range((dt.date(1998, 12, 31) - FIRST_DAY).days + 1)]
     assert date.height == len(calendar) == 2557
-    months = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-              "October", "November", "December"]
-    seasons = {12: "Christmas", 6: "Summer", 7: "Summer", 8: "Summer", 1: "Winter", 2: "Winter", 3: "Spring",
-               4: "Spring", 5: "Spring", 9: "Fall", 10: "Fall", 11: "Fall"}
+    months = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ]
+    seasons = {
+        12: "Christmas",
+        6: "Summer",
+        7: "Summer",
+        8: "Summer",
+        1: "Winter",
+        2: "Winter",
+        3: "Spring",
+        4: "Spring",
+        5: "Spring",
+        9: "Fall",
+        10: "Fall",
+        11: "Fall",
+    }
     for row, day in zip(date.iter_rows(named=True), calendar, strict=True):
         yday = day.timetuple().tm_yday
         last_of_month = (day + dt.timedelta(days=1)).month != day.month
         sunday_first = day.isoweekday() % 7 + 1
         assert row == row | {
-            "d_datekey": int(day.strftime("%Y%m%d")), "d_date": f"{months[day.month - 1]} {day.day}, {day.year}",
-            "d_dayofweek": day.strftime("%A"), "d_month": months[day.month - 1], "d_year": day.year,
-            "d_yearmonthnum": day.year * 100 + day.month, "d_yearmonth": f"{months[day.month - 1][:3]}{day.year}",
-            "d_daynuminweek": sunday_first, "d_daynuminmonth": day.day, "d_daynuminyear": yday,
-            "d_monthnuminyear": day.month, "d_weeknuminyear": yday // 7 + 1,
-            "d_sellingseason": seasons[day.month], "d_lastdayinweekfl": "1" if day.isoweekday() == 6 else "0",
+            "d_datekey": int(day.strftime("%Y%m%d")),
+            "d_date": f"{months[day.month - 1]} {day.day}, {day.year}",
+            "d_dayofweek": day.strftime("%A"),
+            "d_month": months[day.month - 1],
+            "d_year": day.year,
+            "d_yearmonthnum": day.year * 100 + day.month,
+            "d_yearmonth": f"{months[day.month - 1][:3]}{day.year}",
+            "d_daynuminweek": sunday_first,
+            "d_daynuminmonth": day.day,
+            "d_daynuminyear": yday,
+            "d_monthnuminyear": day.month,
+            "d_weeknuminyear": yday // 7 + 1,
+            "d_sellingseason": seasons[day.month],
+            "d_lastdayinweekfl": "1" if day.isoweekday() == 6 else "0",
             "d_lastdayinmonthfl": "1" if last_of_month else "0",
             "d_weekdayfl": "1" if day.isoweekday() <= 5 else "0",
         }, day
@@ -245,9 +281,13 @@ def test_date_table(tables):
 
 
 def test_referential_integrity(tables, lineorder):
-    references = [("lo_custkey", "customer", "c_custkey"), ("lo_partkey", "part", "p_partkey"),
-                  ("lo_suppkey", "supplier", "s_suppkey"), ("lo_orderdate", "date", "d_datekey"),
-                  ("lo_commitdate", "date", "d_datekey")]
+    references = [
+        ("lo_custkey", "customer", "c_custkey"),
+        ("lo_partkey", "part", "p_partkey"),
+        ("lo_suppkey", "supplier", "s_suppkey"),
+        ("lo_orderdate", "date", "d_datekey"),
+        ("lo_commitdate", "date", "d_datekey"),
+    ]
     for fk, table, key in references:
         assert tables[table][key].is_unique().all()
         dangling = lineorder.join(tables[table], left_on=fk, right_on=key, how="anti")
@@ -261,11 +301,18 @@ def test_only_customers_not_divisible_by_3_order(tables, lineorder):
 
 
 def test_sparse_order_keys_and_lines(lineorder):
-    orders = lineorder.group_by("lo_orderkey").agg(
-        lines=pl.len(), numbers=pl.col("lo_linenumber").sort(), custkeys=pl.col("lo_custkey").n_unique(),
-        dates=pl.col("lo_orderdate").n_unique(), priorities=pl.col("lo_orderpriority").n_unique(),
-        totals=pl.col("lo_ordertotalprice").n_unique(),
-    ).sort("lo_orderkey")
+    orders = (
+        lineorder.group_by("lo_orderkey")
+        .agg(
+            lines=pl.len(),
+            numbers=pl.col("lo_linenumber").sort(),
+            custkeys=pl.col("lo_custkey").n_unique(),
+            dates=pl.col("lo_orderdate").n_unique(),
+            priorities=pl.col("lo_orderpriority").n_unique(),
+            totals=pl.col("lo_ordertotalprice").n_unique(),
+        )
+        .sort("lo_orderkey")
+    )
     n = ssb.order_count(SF)
     assert orders.height == n
     expected_keys = [(i // 8) * 32 + i % 8 for i in range(1, n + 1)]  # 1-7, 32-39, 64-71, ...
@@ -313,8 +360,13 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
         assert table_digest(table, 0.01, SEED) == first
         assert table_digest(table, 0.01, SEED + 1) != first
     assert table_digest("date", 0.01, 1) == table_digest("date", 0.01, 2)  # the calendar has no randomness
-    assert ssb.dataset_id(0.01, SEED, SPEC) == {"benchmark": "ssb", "sf": 0.01, "seed": SEED,
-                                                "generator_version": ssb.GENERATOR_VERSION, "flavor": SPEC}
+    assert ssb.dataset_id(0.01, SEED, SPEC) == {
+        "benchmark": "ssb",
+        "sf": 0.01,
+        "seed": SEED,
+        "generator_version": ssb.GENERATOR_VERSION,
+        "flavor": SPEC,
+    }
     assert ssb.dataset_id(0.01, SEED)["flavor"] == "dbgen"  # the default
 
 
@@ -416,8 +468,7 @@ def test_copy_and_tbl_blocks_parse_back_to_the_frames(table, flavor):
     copy_text = b"".join(ssb.iter_copy_blocks(table, 0.01, SEED, flavor))
     assert copy_text.endswith(b"\n") and copy_text.count(b"\n") == frame.height
     assert {line.count(b"\t") for line in copy_text.splitlines()} == {len(schema) - 1}
-    parsed = pl.read_csv(io.BytesIO(copy_text), separator="\t", has_header=False, schema=schema,
-                         quote_char=None)
+    parsed = pl.read_csv(io.BytesIO(copy_text), separator="\t", has_header=False, schema=schema, quote_char=None)
     assert parsed.equals(frame)
 
     tbl_text = b"".join(ssb.iter_tbl_blocks(table, 0.01, SEED, flavor))
@@ -452,10 +503,15 @@ def test_expected_filter_factors_follow_from_the_rules():
     derived = {
         "q1.1": 365 / order_days * 3 / 11 * 24 / 50,
         "q1.2": 31 / order_days * 3 / 11 * 10 / 50,
-        "q2.1": 1 / 25 * 1 / 5, "q2.2": 8 / 1000 * 1 / 5, "q2.3": 1 / 1000 * 1 / 5,
-        "q3.1": 1 / 25 * years_92_97 / order_days, "q3.2": 1 / 625 * years_92_97 / order_days,
-        "q3.3": (2 / 250) ** 2 * years_92_97 / order_days, "q3.4": (2 / 250) ** 2 * 31 / order_days,
-        "q4.1": 1 / 25 * 2 / 5, "q4.2": 1 / 25 * 2 / 5 * days_97_98 / order_days,
+        "q2.1": 1 / 25 * 1 / 5,
+        "q2.2": 8 / 1000 * 1 / 5,
+        "q2.3": 1 / 1000 * 1 / 5,
+        "q3.1": 1 / 25 * years_92_97 / order_days,
+        "q3.2": 1 / 625 * years_92_97 / order_days,
+        "q3.3": (2 / 250) ** 2 * years_92_97 / order_days,
+        "q3.4": (2 / 250) ** 2 * 31 / order_days,
+        "q4.1": 1 / 25 * 2 / 5,
+        "q4.2": 1 / 25 * 2 / 5 * days_97_98 / order_days,
         "q4.3": 1 / 5 * 1 / 25 * 1 / 25 * days_97_98 / order_days,
     }
     week_6_of_1994 = 7 / order_days * 3 / 11  # days 35-41 of 1994, discount 5-7
@@ -471,18 +527,22 @@ def test_expected_filter_factors_follow_from_the_rules():
 
 def test_generated_rows_pass_the_queries_as_often_as_expected(tables, lineorder):
     """Observed pass rates against the generation rules, given the dimension rows actually generated."""
-    star = (lineorder.join(tables["date"], left_on="lo_orderdate", right_on="d_datekey")
-            .join(tables["part"], left_on="lo_partkey", right_on="p_partkey")
-            .join(tables["supplier"], left_on="lo_suppkey", right_on="s_suppkey")
-            .join(tables["customer"], left_on="lo_custkey", right_on="c_custkey"))
+    star = (
+        lineorder.join(tables["date"], left_on="lo_orderdate", right_on="d_datekey")
+        .join(tables["part"], left_on="lo_partkey", right_on="p_partkey")
+        .join(tables["supplier"], left_on="lo_suppkey", right_on="s_suppkey")
+        .join(tables["customer"], left_on="lo_custkey", right_on="c_custkey")
+    )
     assert star.height == lineorder.height
     # What each predicate is tested on: every order day and (quantity, discount) pair is equally likely;
     # for the dimensions, the rows actually generated (only customers not divisible by 3 order).
     outcomes = {
         "date": tables["date"].filter(day_number(pl.col("d_datekey")) <= LAST_ORDER_DAY),
         "lineorder": pl.DataFrame({"lo_quantity": range(1, 51)}).join(
-            pl.DataFrame({"lo_discount": range(11)}), how="cross"),
-        "part": tables["part"], "supplier": tables["supplier"],
+            pl.DataFrame({"lo_discount": range(11)}), how="cross"
+        ),
+        "part": tables["part"],
+        "supplier": tables["supplier"],
         "customer": tables["customer"].filter(pl.col("c_custkey") % 3 != 0),
     }
     for qid in ssb.QUERY_IDS:
@@ -499,8 +559,9 @@ def test_generated_rows_pass_the_queries_as_often_as_expected(tables, lineorder)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pglab.datasets.ssb", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pglab.datasets.ssb", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_help():
@@ -527,8 +588,9 @@ def test_cli_rejects_unusable_output_directories(tmp_path):
 @pytest.mark.parametrize(("flavor", "processes"), [("spec", "1"), ("spec", "3"), ("dbgen", "2")])
 def test_cli_writes_the_tables(tmp_path, flavor, processes):
     out = tmp_path / "new" / "sf0.01"
-    result = run_cli("--sf", "0.01", "--seed", str(SEED), "--out", str(out), "--flavor", flavor,
-                     "--processes", processes)
+    result = run_cli(
+        "--sf", "0.01", "--seed", str(SEED), "--out", str(out), "--flavor", flavor, "--processes", processes
+    )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.tbl" for t in ssb.TABLES)
     for table in ssb.TABLES:

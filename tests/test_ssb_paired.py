@@ -26,9 +26,18 @@ def _execs(rounds=12, seed=0, drift_amplitude=0.2):
         for server, speed in (("pg16", 1.0), ("pg17", 0.975)):
             for mode, f in TRUTH.items():
                 for q in QUERIES:
-                    rows.append({"server": server, "mode": mode, "query": q, "round": r, "warmup": False,
-                                 "seconds": speed * f * drift * (1 + rng.normal(0, 0.002)), "error": None,
-                                 "checksum": "x"})  # fmt: skip
+                    rows.append(
+                        {
+                            "server": server,
+                            "mode": mode,
+                            "query": q,
+                            "round": r,
+                            "warmup": False,
+                            "seconds": speed * f * drift * (1 + rng.normal(0, 0.002)),
+                            "error": None,
+                            "checksum": "x",
+                        }
+                    )
     return pl.DataFrame(rows)
 
 
@@ -77,15 +86,18 @@ def test_a_burst_breaks_round_ratios_not_the_fast_mode():
     its floor stays narrow."""
     burst = (pl.col("mode") == "parallel_aa") & pl.col("round").is_in([2, 5, 9])
     ex = _execs(drift_amplitude=0.02).with_columns(
-        seconds=pl.when(burst).then(pl.col("seconds") * 1.8).otherwise(pl.col("seconds")))
+        seconds=pl.when(burst).then(pl.col("seconds") * 1.8).otherwise(pl.col("seconds"))
+    )
     floors = {e: pt.noise_table(ex, estimate=e)[1].filter(server="all")["floor"][0] for e in (pt.FAST, pt.ROUND)}
     assert floors[pt.FAST] < 0.02 < 0.1 < floors[pt.ROUND], floors
 
 
 def test_a_wrong_answer_is_counted_where_answers_apply():
     ex = _execs(rounds=1).filter(pl.col("query") == "q1.1")
-    facts = {"query_set": "pg_ssb_run", "servers": {"pg16": {"dataset": {"flavor": "dbgen", "sf": 1,
-                                                                         "generator_version": "2", "seed": 1}}}}
+    facts = {
+        "query_set": "pg_ssb_run",
+        "servers": {"pg16": {"dataset": {"flavor": "dbgen", "sf": 1, "generator_version": "2", "seed": 1}}},
+    }
     from pglab.datasets.ssb import answers
 
     facts["servers"]["pg16"]["dataset"]["generator_version"] = answers.GENERATOR_VERSION

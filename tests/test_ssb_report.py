@@ -36,8 +36,11 @@ def _mtimes():
 @pytest.fixture(scope="module")
 def section():
     before = _mtimes()
-    out = {"findings": ssb_report.findings(PROFILE, COMMITTED), "method": ssb_report.method(PROFILE, COMMITTED),
-           "charts": ssb_report.charts(PROFILE, COMMITTED)}  # fmt: skip
+    out = {
+        "findings": ssb_report.findings(PROFILE, COMMITTED),
+        "method": ssb_report.method(PROFILE, COMMITTED),
+        "charts": ssb_report.charts(PROFILE, COMMITTED),
+    }
     assert _mtimes() == before, "the section wrote into data/derived/default"
     assert derived.verify(PROFILE, COMMITTED) == []
     return out
@@ -89,8 +92,12 @@ def test_jit_findings_not_run_exactly_where_the_server_has_no_jit(section, serve
     for srv in servers.iter_rows(named=True):
         for finding, item in (("jit_q1", "q1.x"), ("jit_q3.1", "q3.1"), ("jit_q4.3", "q4.3"), ("jit_per_query", "all")):
             row = _evidence(f, finding, srv["server"])
-            cmp = paired.filter(pl.col("server") == srv["server"], pl.col("query") == item,
-                                pl.col("mode") == "parallel_jit", pl.col("baseline") == "parallel")  # fmt: skip
+            cmp = paired.filter(
+                pl.col("server") == srv["server"],
+                pl.col("query") == item,
+                pl.col("mode") == "parallel_jit",
+                pl.col("baseline") == "parallel",
+            )
             if srv["jit_available"]:
                 assert cmp.height == 1, (finding, srv["server"])
                 assert row["verdict"] != NOT_RUN, row
@@ -100,8 +107,9 @@ def test_jit_findings_not_run_exactly_where_the_server_has_no_jit(section, serve
                 assert cmp.is_empty()
                 assert row["verdict"] == NOT_RUN and "JIT" in row["evidence"], row
             forced = _evidence(f, finding + "_forced", srv["server"])
-            has = paired.filter(pl.col("server") == srv["server"], pl.col("query") == item,
-                                pl.col("mode") == "parallel_jit_forced").height  # fmt: skip
+            has = paired.filter(
+                pl.col("server") == srv["server"], pl.col("query") == item, pl.col("mode") == "parallel_jit_forced"
+            ).height
             assert (forced["verdict"] != NOT_RUN) == bool(has), forced
     assert servers["jit_available"].any() and not servers["jit_available"].all(), "both kinds of server expected"
 
@@ -155,8 +163,14 @@ def test_parallel_speedups_agree_with_the_speedup_table(section, servers):
         assert a["evidence"].startswith(_ours(suite)) and f"speed-up {1 / suite['ratio']:.2f}×" in a["evidence"]
         for r in mine.filter(~pl.col("query").is_in(["all", "q1.x"])).iter_rows(named=True):
             assert f"{r['query']} {1 / r['ratio']:.2f}×" in a["evidence"], (r, a["evidence"])
-        procs = int(_table("ssb_plans").filter(pl.col("server") == srv, pl.col("mode") == "parallel")[
-            "workers_planned"].max()) + 1  # fmt: skip
+        procs = (
+            int(
+                _table("ssb_plans")
+                .filter(pl.col("server") == srv, pl.col("mode") == "parallel")["workers_planned"]
+                .max()
+            )
+            + 1
+        )
         assert f"ceiling min({procs} processes, {cores} cores)" in a["evidence"]
         # S1's 5× needs six processes at once; fewer cores or workers make it untestable, not contradicted
         assert (s1["verdict"] == NOT_TESTABLE) == (min(procs, cores) < 6), s1
@@ -223,7 +237,8 @@ def test_one_repetition_leaves_the_ratios_undetermined(tmp_path):
 
 def _wrong_q22(root, profile):
     ck = _table("ssb_checksums").with_columns(
-        agree=pl.when(pl.col("query") == "q2.2").then(False).otherwise(pl.col("agree")))
+        agree=pl.when(pl.col("query") == "q2.2").then(False).otherwise(pl.col("agree"))
+    )
     derived.write_table(ck, "ssb_checksums", profile, root=root)
     return _evidence(ssb_report.findings(profile, root), "results_agree", "all")
 

@@ -8,21 +8,39 @@ from pglab.report import stability
 
 
 def findings(verdicts: dict[tuple[str, str, str], str]) -> pl.DataFrame:
-    return pl.DataFrame([{"study": s, "finding": f, "server": v, "verdict": verdict, "evidence": "…"}
-                         for (s, f, v), verdict in verdicts.items()])  # fmt: skip
+    return pl.DataFrame(
+        [
+            {"study": s, "finding": f, "server": v, "verdict": verdict, "evidence": "…"}
+            for (s, f, v), verdict in verdicts.items()
+        ]
+    )
 
 
 def test_agreement_flips_and_severe_flips():
-    a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
-                  ("S2", "analyze", "pg15"): "undetermined", ("S3", "load", "pg15"): "contradicted",
-                  ("S4", "jit", "pg18"): "not run"})  # fmt: skip
-    b = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
-                  ("S2", "analyze", "pg15"): "supported", ("S3", "load", "pg15"): "direction only",
-                  ("S5", "plan", "pg18"): "supported"})  # fmt: skip
+    a = findings(
+        {
+            ("S1", "speedup", "pg15"): "supported",
+            ("S1", "speedup", "pg18"): "supported",
+            ("S2", "analyze", "pg15"): "undetermined",
+            ("S3", "load", "pg15"): "contradicted",
+            ("S4", "jit", "pg18"): "not run",
+        }
+    )
+    b = findings(
+        {
+            ("S1", "speedup", "pg15"): "supported",
+            ("S1", "speedup", "pg18"): "contradicted",
+            ("S2", "analyze", "pg15"): "supported",
+            ("S3", "load", "pg15"): "direction only",
+            ("S5", "plan", "pg18"): "supported",
+        }
+    )
     c = stability.compare_findings(a, b)
     assert (c["claims"], c["same"]) == (6, 1) and c["agreement"] == 1 / 6
-    flips = {(r["study"], r["server"]): (r["verdict_a"], r["verdict_b"], r["severe"])
-             for r in c["flips"].iter_rows(named=True)}  # fmt: skip
+    flips = {
+        (r["study"], r["server"]): (r["verdict_a"], r["verdict_b"], r["severe"])
+        for r in c["flips"].iter_rows(named=True)
+    }
     assert flips == {
         ("S1", "pg18"): ("supported", "contradicted", True),
         ("S2", "pg15"): ("undetermined", "supported", False),
@@ -43,12 +61,26 @@ def test_per_claim_comparison_folds_servers_as_the_report_counts():
     """Per claim: pg15 and pg18 disagreeing in both runs is one stable undetermined claim; one server moving
     from not run to tested changes nothing when it agrees; a claim whose servers decide opposite ways becomes
     mixed."""
-    a = findings({("S2", "analyze", "pg15"): "supported", ("S2", "analyze", "pg18"): "direction only",
-                  ("S2", "timing", "pg15"): "supported", ("S2", "timing", "pg18"): "not run",
-                  ("S3", "load", "pg15"): "supported", ("S3", "load", "pg16"): "supported"})  # fmt: skip
-    b = findings({("S2", "analyze", "pg15"): "direction only", ("S2", "analyze", "pg18"): "supported",
-                  ("S2", "timing", "pg15"): "supported", ("S2", "timing", "pg18"): "supported",
-                  ("S3", "load", "pg15"): "supported", ("S3", "load", "pg16"): "contradicted"})  # fmt: skip
+    a = findings(
+        {
+            ("S2", "analyze", "pg15"): "supported",
+            ("S2", "analyze", "pg18"): "direction only",
+            ("S2", "timing", "pg15"): "supported",
+            ("S2", "timing", "pg18"): "not run",
+            ("S3", "load", "pg15"): "supported",
+            ("S3", "load", "pg16"): "supported",
+        }
+    )
+    b = findings(
+        {
+            ("S2", "analyze", "pg15"): "direction only",
+            ("S2", "analyze", "pg18"): "supported",
+            ("S2", "timing", "pg15"): "supported",
+            ("S2", "timing", "pg18"): "supported",
+            ("S3", "load", "pg15"): "supported",
+            ("S3", "load", "pg16"): "contradicted",
+        }
+    )
     c = stability.compare_claims(a, b)
     assert (c["claims"], c["same"]) == (3, 2)
     assert c["flips"].select("study", "finding", "server", "verdict_a", "verdict_b", "severe").rows() == [
@@ -69,10 +101,19 @@ def test_identical_runs_agree_fully_and_empty_runs_say_so():
 
 
 def test_findings_csvs_name_a_table_without_study_column(tmp_path):
-    pl.DataFrame({"finding": ["analyze"], "claim": ["c"], "server": ["pg15"], "verdict": ["supported"],
-                  "evidence": ["e"]}).write_csv(tmp_path / "auto_explain_findings.csv")  # fmt: skip
-    pl.DataFrame({"study": ["S4"], "finding": ["all"], "claim": ["c"], "server": ["pg18"], "verdict": ["not run"],
-                  "evidence": ["e"]}).write_csv(tmp_path / "jit_operators_findings.csv")  # fmt: skip
+    pl.DataFrame(
+        {"finding": ["analyze"], "claim": ["c"], "server": ["pg15"], "verdict": ["supported"], "evidence": ["e"]}
+    ).write_csv(tmp_path / "auto_explain_findings.csv")
+    pl.DataFrame(
+        {
+            "study": ["S4"],
+            "finding": ["all"],
+            "claim": ["c"],
+            "server": ["pg18"],
+            "verdict": ["not run"],
+            "evidence": ["e"],
+        }
+    ).write_csv(tmp_path / "jit_operators_findings.csv")
     f = stability.findings_csvs(tmp_path)
     assert f.rows() == [("auto_explain", "analyze", "pg15", "supported"), ("S4", "all", "pg18", "not run")]
 
@@ -106,17 +147,29 @@ def test_quick_profile_twice_agrees_and_prints_its_agreement(capsys):
 def test_every_pair_of_several_runs_and_the_pooled_figure():
     """Three runs: a and b agree, c flips one claim severely (supported -> contradicted on pg18, so the claim's
     verdict goes to mixed) and another mildly; pooled over the three pairs: 2 + 0 + 0 of 6 claims."""
-    a = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "supported",
-                  ("S2", "analyze", "pg15"): "undetermined"})  # fmt: skip
-    c = findings({("S1", "speedup", "pg15"): "supported", ("S1", "speedup", "pg18"): "contradicted",
-                  ("S2", "analyze", "pg15"): "direction only"})  # fmt: skip
+    a = findings(
+        {
+            ("S1", "speedup", "pg15"): "supported",
+            ("S1", "speedup", "pg18"): "supported",
+            ("S2", "analyze", "pg15"): "undetermined",
+        }
+    )
+    c = findings(
+        {
+            ("S1", "speedup", "pg15"): "supported",
+            ("S1", "speedup", "pg18"): "contradicted",
+            ("S2", "analyze", "pg15"): "direction only",
+        }
+    )
     text = stability.pairwise_text({"a": a, "b": a.clone(), "c": c})
     assert "a vs b, per claim:\nagreement: 2 of 2 claims the same (100.0%)" in text
     assert "a vs c, per claim:\nagreement: 0 of 2 claims the same (0.0%)" in text
     assert "S1 speedup [all]: a: supported -> c: mixed" in text
     assert "  per claim and server: 1 of 3 the same (33.3%), severe claim-server flips 1" in text
-    assert text.endswith("over the 3 pairs: 2 of 6 claims the same (33.3%), severe claim flips: 0; 5 of 9 "
-                         "claim-server verdicts (55.6%), severe claim-server flips: 2")  # fmt: skip
+    assert text.endswith(
+        "over the 3 pairs: 2 of 6 claims the same (33.3%), severe claim flips: 0; 5 of 9 "
+        "claim-server verdicts (55.6%), severe claim-server flips: 2"
+    )
     assert "over the one pair: 2 of 2 claims" in stability.pairwise_text({"a": a, "b": a})
 
 
@@ -138,8 +191,11 @@ def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
     assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", ids[0]]) == 2
     assert stability.main(["--params", "params/default.yaml", "--first", "data", "--archives", *ids]) == 2
     # a run id names a folder that is replaced: '..' under --out x would be this test's data folder
-    assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path / "x"), "--archives", "..",
-                           ids[0]]) == 1 and len(list((tmp_path / "data" / "raw-archive").iterdir())) == 2  # fmt: skip
+    assert (
+        stability.main(["--params", "params/default.yaml", "--out", str(tmp_path / "x"), "--archives", "..", ids[0]])
+        == 1
+        and len(list((tmp_path / "data" / "raw-archive").iterdir())) == 2
+    )
     assert stability.main(["--params", "params/quick.yaml", "--out", str(tmp_path), "--archives", *ids]) == 1
     assert f"error: run {ids[0]} is of profile 'default', not 'quick'" in capsys.readouterr().err
     assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", *ids[-2:]]) == 0

@@ -39,11 +39,27 @@ def frame() -> pl.DataFrame:
 
 def test_summarize_values_order_and_columns():
     out = summarize(frame(), by=["server", "condition"])
-    assert out.columns == ["server", "condition", "n", "n_missing", "median", "mean", "min", "max",
-                           "stddev", "ci_low", "ci_high"]
+    assert out.columns == [
+        "server",
+        "condition",
+        "n",
+        "n_missing",
+        "median",
+        "mean",
+        "min",
+        "max",
+        "stddev",
+        "ci_low",
+        "ci_high",
+    ]
     assert out.select("server", "condition").rows() == [
-        ("pg15", "jit_off"), ("pg15", "jit_on"), ("pg15", "same"),
-        ("pg18", "jit_off"), ("pg18", "jit_on"), ("pg18", "same")]
+        ("pg15", "jit_off"),
+        ("pg15", "jit_on"),
+        ("pg15", "same"),
+        ("pg18", "jit_off"),
+        ("pg18", "jit_on"),
+        ("pg18", "same"),
+    ]
     row = out.row(1, named=True)
     v = np.array([20.1, 19.8, 20.4, 20.0, 19.9])
     assert row["n"] == 5 and row["n_missing"] == 0
@@ -72,8 +88,7 @@ def test_summarize_single_value_missing_values_and_no_by():
 
 
 def test_summarize_all_missing_group():
-    out = summarize(pl.DataFrame({"q": ["a"], "value": [None]}, schema={"q": pl.String, "value": pl.Float64}),
-                    by=["q"])
+    out = summarize(pl.DataFrame({"q": ["a"], "value": [None]}, schema={"q": pl.String, "value": pl.Float64}), by=["q"])
     row = out.row(0, named=True)
     assert row["n"] == 0 and row["n_missing"] == 1 and row["median"] is None
 
@@ -148,8 +163,10 @@ def test_interval_covers_true_ratio_in_simulation():
 
 def test_no_effect_rarely_called_a_difference():
     rng = np.random.default_rng(7)
-    verdicts = [ratio_ci(np.exp(rng.normal(0, 0.3, 10)), np.exp(rng.normal(0, 0.3, 10)),
-                         n_boot=2000, seed=i)["verdict"] for i in range(200)]
+    verdicts = [
+        ratio_ci(np.exp(rng.normal(0, 0.3, 10)), np.exp(rng.normal(0, 0.3, 10)), n_boot=2000, seed=i)["verdict"]
+        for i in range(200)
+    ]
     assert verdicts.count(NO_DIFFERENCE) / 200 >= 0.85
 
 
@@ -163,10 +180,25 @@ def test_bootstrap_is_fast():
 
 def test_compare_long_output():
     out = compare(frame(), by=["server"], condition_col="condition", baseline="jit_off")
-    assert out.columns == ["server", "condition", "baseline", "n", "n_baseline", "median", "median_baseline",
-                           "ratio", "ci_low", "ci_high", "verdict"]
+    assert out.columns == [
+        "server",
+        "condition",
+        "baseline",
+        "n",
+        "n_baseline",
+        "median",
+        "median_baseline",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "verdict",
+    ]
     assert out.select("server", "condition").rows() == [
-        ("pg15", "jit_on"), ("pg15", "same"), ("pg18", "jit_on"), ("pg18", "same")]
+        ("pg15", "jit_on"),
+        ("pg15", "same"),
+        ("pg18", "jit_on"),
+        ("pg18", "same"),
+    ]
     assert out["verdict"].to_list() == [HIGHER, NO_DIFFERENCE, HIGHER, NO_DIFFERENCE]
     assert out["ratio"].to_list() == pytest.approx([2.0, 1.0, 2.0, 1.0])
     assert out["baseline"].unique().to_list() == ["jit_off"]
@@ -174,11 +206,13 @@ def test_compare_long_output():
 
 
 def test_compare_missing_baseline_and_single_repetition():
-    df = pl.DataFrame({
-        "query": ["q1", "q1", "q1", "q2", "q2"],
-        "cond": ["base", "base", "new", "new", "new"],
-        "value": [1.0, 1.2, 2.0, 3.0, 3.1],
-    })
+    df = pl.DataFrame(
+        {
+            "query": ["q1", "q1", "q1", "q2", "q2"],
+            "cond": ["base", "base", "new", "new", "new"],
+            "value": [1.0, 1.2, 2.0, 3.0, 3.1],
+        }
+    )
     out = compare(df, by=["query"], condition_col="cond", baseline="base")
     q1, q2 = out.rows(named=True)
     assert q1["verdict"] == TOO_FEW and q1["ratio"] == pytest.approx(2.0 / 1.1) and q1["ci_low"] is None

@@ -19,8 +19,9 @@ def test_params_pyproject_and_notebooks_name_the_studies_of_STUDIES_in_its_order
     assert list(params.SECTIONS) == [s.params_key for s in studies.studies()] == names
     fields = [f for f in params.Params.model_fields if f in names]  # Params' study sections, in field order
     assert fields == names
-    contracts = {c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-                 ["contracts"]}  # fmt: skip
+    contracts = {
+        c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    }
     packages = [f"pglab.studies.{n}" for n in names]
     assert contracts["studies-independent"]["modules"] == packages
     assert contracts["only-studies-and-params-import-a-study"]["forbidden_modules"] == packages
@@ -112,8 +113,12 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
         sys.path.remove(str(tmp_path))
     assert isinstance(STUDY, Study)
     yaml = tmp_path / "tiny.yaml"
-    yaml.write_text((ROOT / "params" / "quick.yaml").read_text().replace("profile: quick", "profile: tiny")
-                    .replace("use: all", f"use: [{embedded.name}]"))  # fmt: skip
+    yaml.write_text(
+        (ROOT / "params" / "quick.yaml")
+        .read_text()
+        .replace("profile: quick", "profile: tiny")
+        .replace("use: all", f"use: [{embedded.name}]")
+    )
     out = tmp_path / "out"
     code = driver.main(["--params", str(yaml), "--out", str(out), "--only", "05"], stages=(STUDY,))
     assert code == 0

@@ -52,12 +52,15 @@ def test_one_block_per_clock_source():
     assert out["blocks"][1]["histogram"][-1] == (1024, 17, 0.0001)
 
 
-@pytest.mark.parametrize("text", [
-    "",
-    "garbage\nmore garbage\n",
-    (FIX / "handmade_clock_backwards.stdout").read_text(),
-    "Testing timing overhead for 1 second.\nPer loop time including overhead: 42.57 ns\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "garbage\nmore garbage\n",
+        (FIX / "handmade_clock_backwards.stdout").read_text(),
+        "Testing timing overhead for 1 second.\nPer loop time including overhead: 42.57 ns\n",
+    ],
+)
 def test_unrecognised_output_raises(text):
     with pytest.raises(TimingOutputError, match="not recognised"):
         parse_pg_test_timing(text)

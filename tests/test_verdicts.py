@@ -12,8 +12,15 @@ from pglab.core import noise, paired, stats
 from pglab.core import verdicts as vd
 
 
-def rounds_table(effect: float, rounds: int = 12, sd: float = 0.03, seed: int = 1, drift: float = 0.0,
-                 bimodal: float = 0.0, base: float = 100.0) -> pl.DataFrame:
+def rounds_table(
+    effect: float,
+    rounds: int = 12,
+    sd: float = 0.03,
+    seed: int = 1,
+    drift: float = 0.0,
+    bimodal: float = 0.0,
+    base: float = 100.0,
+) -> pl.DataFrame:
     """Times of conditions A and B over interleaved rounds: B = A × effect (truth); lognormal noise of `sd`;
     `drift`: the machine slows by this share from the first round to the last (both conditions alike);
     `bimodal`: each value lands in a second mode this much slower with probability 1/2."""
@@ -23,8 +30,14 @@ def rounds_table(effect: float, rounds: int = 12, sd: float = 0.03, seed: int = 
         machine = 1 + drift * r / max(rounds - 1, 1)
         for cond, truth in (("A", 1.0), ("B", effect)):
             mode = 1 + bimodal * (rng.random() < 0.5)
-            rows.append({"server": "pg18", "round": r, "condition": cond,
-                         "value": base * truth * machine * mode * float(np.exp(rng.normal(0, sd)))})
+            rows.append(
+                {
+                    "server": "pg18",
+                    "round": r,
+                    "condition": cond,
+                    "value": base * truth * machine * mode * float(np.exp(rng.normal(0, sd))),
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -39,16 +52,19 @@ SLOWER_10 = vd.Claim("B is 10 % slower", vd.HIGHER, 1.1)
 NO_CHANGE = vd.Claim("B changes nothing", vd.SAME, margin=0.05)
 
 
-@pytest.mark.parametrize("effect, claim, expected", [
-    (1.0, NO_CHANGE, vd.SUPPORTED),
-    (1.0, FASTER_2X, vd.CONTRADICTED),
-    (0.9, FASTER_10, vd.SUPPORTED),
-    (0.9, FASTER_2X, vd.CONTRADICTED),  # 10 % is less than a third of a 2× effect
-    (0.9, SLOWER_10, vd.CONTRADICTED),
-    (0.5, FASTER_2X, vd.SUPPORTED),
-    (0.5, NO_CHANGE, vd.CONTRADICTED),
-    (0.5, FASTER_10, vd.DIRECTION_ONLY),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "effect, claim, expected",
+    [
+        (1.0, NO_CHANGE, vd.SUPPORTED),
+        (1.0, FASTER_2X, vd.CONTRADICTED),
+        (0.9, FASTER_10, vd.SUPPORTED),
+        (0.9, FASTER_2X, vd.CONTRADICTED),  # 10 % is less than a third of a 2× effect
+        (0.9, SLOWER_10, vd.CONTRADICTED),
+        (0.5, FASTER_2X, vd.SUPPORTED),
+        (0.5, NO_CHANGE, vd.CONTRADICTED),
+        (0.5, FASTER_10, vd.DIRECTION_ONLY),
+    ],
+)
 def test_verdict_on_known_truth(effect, claim, expected):
     ev = evidence(rounds_table(effect))
     assert ev.n_rounds == 12 and ev.method == "95 % bootstrap over rounds, n=12"
@@ -130,11 +146,14 @@ def test_aa_false_difference_rate_over_1000_simulated_studies():
     assert 0.02 <= rate <= 0.08
 
 
-
 def test_noise_floor_from_an_aa_control_table():
     rng = np.random.default_rng(7)
-    rows = [{"query": q, "round": r, "condition": c, "value": 50.0 * float(np.exp(rng.normal(0, 0.05)))}
-            for q in range(30) for r in range(10) for c in ("A", "A2")]  # fmt: skip
+    rows = [
+        {"query": q, "round": r, "condition": c, "value": 50.0 * float(np.exp(rng.normal(0, 0.05)))}
+        for q in range(30)
+        for r in range(10)
+        for c in ("A", "A2")
+    ]
     aa = noise.aa_comparisons(pl.DataFrame(rows), ["query"], "condition", "A", "A2", n_boot=2000)
     nf = noise.noise_floor(aa)
     assert nf["n_pairs"] == 30 and nf["false_difference_rate"] <= 0.2
@@ -155,17 +174,26 @@ def test_claims_and_verdicts_refuse_bad_input():
 
 
 def test_one_verdict_per_claim_and_tallies_without_untested_claims():
-    f = pl.DataFrame({
-        "study": ["S1"] * 6 + ["S2"] * 2,
-        "finding": ["agree", "agree", "mixed", "mixed", "untestable", "untestable", "partly", "partly"],
-        "server": ["pg15", "pg18"] * 4,
-        "verdict": [vd.SUPPORTED, vd.SUPPORTED, vd.SUPPORTED, vd.CONTRADICTED, vd.NOT_TESTABLE, vd.NOT_RUN,
-                    vd.DIRECTION_ONLY, vd.NOT_RUN],
-    })  # fmt: skip
+    f = pl.DataFrame(
+        {
+            "study": ["S1"] * 6 + ["S2"] * 2,
+            "finding": ["agree", "agree", "mixed", "mixed", "untestable", "untestable", "partly", "partly"],
+            "server": ["pg15", "pg18"] * 4,
+            "verdict": [
+                vd.SUPPORTED,
+                vd.SUPPORTED,
+                vd.SUPPORTED,
+                vd.CONTRADICTED,
+                vd.NOT_TESTABLE,
+                vd.NOT_RUN,
+                vd.DIRECTION_ONLY,
+                vd.NOT_RUN,
+            ],
+        }
+    )
     c = vd.claim_verdicts(f)
     got = dict(zip(c["finding"], c["verdict"], strict=True))
-    assert got == {"agree": vd.SUPPORTED, "mixed": vd.MIXED, "untestable": vd.NOT_TESTABLE,
-                   "partly": vd.DIRECTION_ONLY}  # fmt: skip
+    assert got == {"agree": vd.SUPPORTED, "mixed": vd.MIXED, "untestable": vd.NOT_TESTABLE, "partly": vd.DIRECTION_ONLY}
     assert c.filter(finding="mixed")["breakdown"][0] == "pg15: supported; pg18: contradicted"
     t = vd.tally(c).filter(study="all").row(0, named=True)
     assert (t["tested"], t[vd.SUPPORTED], t[vd.NOT_TESTABLE], t[vd.MIXED]) == (3, 1, 1, 1)
@@ -194,8 +222,9 @@ def test_evidence_text_keeps_a_third_digit_for_narrow_intervals():
     assert vd.Evidence(None, None, None).text() == "no data"
 
 
-def slowed_rounds(effect: float, rounds: int = 10, executions: int = 5, slow: float = 0.6, seed: int = 5,
-                  sd: float = 0.02) -> pl.DataFrame:
+def slowed_rounds(
+    effect: float, rounds: int = 10, executions: int = 5, slow: float = 0.6, seed: int = 5, sd: float = 0.02
+) -> pl.DataFrame:
     """Executions of A and B, B = A × effect (truth), each condition's whole round ~2× slow with probability
     `slow` (a neighbour's load over the round on a shared VM), lognormal noise of `sd` per execution."""
     rng = np.random.default_rng(seed)
@@ -203,8 +232,15 @@ def slowed_rounds(effect: float, rounds: int = 10, executions: int = 5, slow: fl
     for r in range(rounds):
         for cond, truth in (("A", 1.0), ("B", effect)):
             mode = 2.0 if rng.random() < slow else 1.0
-            rows += [{"server": "pg15", "round": r, "condition": cond,
-                      "value": 100.0 * truth * mode * float(np.exp(rng.normal(0, sd)))} for _ in range(executions)]
+            rows += [
+                {
+                    "server": "pg15",
+                    "round": r,
+                    "condition": cond,
+                    "value": 100.0 * truth * mode * float(np.exp(rng.normal(0, sd))),
+                }
+                for _ in range(executions)
+            ]
     return pl.DataFrame(rows)
 
 
@@ -218,6 +254,7 @@ def test_fast_mode_recovers_an_effect_that_whole_slowed_rounds_hide_from_per_rou
     per_round = df.group_by("server", "round", "condition").agg(pl.col("value").min())
     paired_row = paired.paired_compare(per_round, ["server"], "condition", "A").row(0, named=True)
     assert paired_row["high"] - paired_row["low"] > 3 * (fast["high"] - fast["low"])
+
     # an A/A control with a third of the rounds slowed stays near 1: a narrow floor. When most rounds are slowed
     # the bootstrap often resamples none unslowed, and the floor widens: the machine then decides little
     def aa_floor(slow: float) -> float:
@@ -232,8 +269,14 @@ def test_fast_mode_aa_false_difference_rate_over_1000_simulated_studies():
     """1,000 A/A studies of 10 rounds × 3 executions, i.i.d. lognormal noise: about 5 % false differences."""
     n = 1000
     vals = np.exp(np.random.default_rng(11).normal(0, 0.1, (n, 10, 2, 3)))  # study, round, condition, execution
-    df = pl.DataFrame({"study": np.repeat(np.arange(n), 60), "round": np.tile(np.repeat(np.arange(10), 6), n),
-                       "condition": np.tile(np.repeat(["A", "A2"], 3), n * 10), "value": vals.ravel()})  # fmt: skip
+    df = pl.DataFrame(
+        {
+            "study": np.repeat(np.arange(n), 60),
+            "round": np.tile(np.repeat(np.arange(10), 6), n),
+            "condition": np.tile(np.repeat(["A", "A2"], 3), n * 10),
+            "value": vals.ravel(),
+        }
+    )
     aa = paired.fast_compare(df, ["study"], "condition", "A", n_boot=1000)
     rate = float(((aa["low"] > 1) | (aa["high"] < 1)).mean())
     print(f"fast mode A/A false-difference rate {rate:.3f} over {n} studies")
@@ -244,9 +287,11 @@ def test_fast_mode_with_few_rounds_states_their_coverage_and_decides_nothing_bel
     """A fast-mode interval over few rounds is labelled with what it covers in simulation (paired.FAST_COVERAGE):
     2 rounds about 50 % (the quick profile's 2 rounds of S2 once flipped supported <-> contradicted between two
     runs), 5 rounds 89 %, below the 90 % a verdict needs; 10 rounds keep the 95 % label and decide."""
+
     def row(rounds: int) -> dict:
-        return paired.fast_compare(slowed_rounds(0.5, rounds=rounds, slow=0.0), ["server"], "condition",
-                                   "A").row(0, named=True)
+        return paired.fast_compare(slowed_rounds(0.5, rounds=rounds, slow=0.0), ["server"], "condition", "A").row(
+            0, named=True
+        )
 
     two, five, ten = row(2), row(5), row(10)
     assert two["coverage"] == 0.51 and two["method"].endswith("51 % bootstrap over rounds, n=2")
@@ -326,7 +371,7 @@ def _ev(ratio: float, low: float, high: float) -> vd.Evidence:
         (vd.Claim("JIT helps", vd.LOWER), (1.001, 0.996, 1.006), 0.01, vd.CONTRADICTED),
         (vd.Claim("JIT helps", vd.LOWER), (1.05, 1.04, 1.06), 0.01, vd.CONTRADICTED),
     ],
-)  # fmt: skip
+)
 def test_declared_tolerance_on_cases_with_a_known_truth(claim, ours, floor, want):
     got = vd.verdict(claim, _ev(*ours), noise_floor=floor)
     assert got.label == want, got.text()

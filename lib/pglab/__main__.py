@@ -1,6 +1,6 @@
 """`python -m pglab <command> [options]`: the kit's commands that are not a module of their own.
 
-    derive   every derived table of a run again, from its raw data alone (python -m pglab derive --help)"""
+derive   every derived table of a run again, from its raw data alone (python -m pglab derive --help)"""
 
 from __future__ import annotations
 

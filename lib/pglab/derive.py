@@ -51,11 +51,15 @@ def open_run(run_id: str, raw_root: Path | None = None) -> RunStore:
         print(f"unpacking {paths.shown(archive)} -> {paths.shown(raw_archive.unpack(run_id, root, archive))}")
     missing = [f for f in ("params.json", "COMPLETE") if not (d / f).is_file()]
     if missing:
-        raise DeriveError(f"run {run_id} is incomplete: {paths.shown(d)} has no {' and no '.join(missing)} (an "
-                          f"interrupted run: `make report RUN_ID={run_id}` completes it)")  # fmt: skip
+        raise DeriveError(
+            f"run {run_id} is incomplete: {paths.shown(d)} has no {' and no '.join(missing)} (an "
+            f"interrupted run: `make report RUN_ID={run_id}` completes it)"
+        )
     if (d / "environment.json").is_file() and not (d / "environment").is_dir():
-        raise DeriveError(f"run {run_id} was recorded by a kit older than `pglab derive`: {paths.shown(d)} lacks what "
-                          "its stages saw on the servers (environment/, ...); its tables cannot come from it alone")
+        raise DeriveError(
+            f"run {run_id} was recorded by a kit older than `pglab derive`: {paths.shown(d)} lacks what "
+            "its stages saw on the servers (environment/, ...); its tables cannot come from it alone"
+        )
     return RunStore(run_id, root)
 
 
@@ -100,10 +104,14 @@ def compare(got: Path, want: Path, run_id: str) -> dict[str, list[str]]:
     """The tables run `run_id` wrote into `want` (its manifest's entries naming the run) against `got`:
     identical (bytes, and manifest entries but for MANIFEST_VARIES and keys `want`'s manifest lacks), different,
     missing from `got`, and extra (in `got` for this run, not in `want`)."""
+
     def entries(d: Path) -> dict:
         m = json.loads((d / derived.MANIFEST).read_text()) if (d / derived.MANIFEST).is_file() else {}
-        return {n: {k: v for k, v in e.items() if k not in MANIFEST_VARIES} for n, e in m.items()
-                if e.get("run_id") == run_id}  # fmt: skip
+        return {
+            n: {k: v for k, v in e.items() if k not in MANIFEST_VARIES}
+            for n, e in m.items()
+            if e.get("run_id") == run_id
+        }
 
     g, w = entries(got), entries(want)
     out: dict[str, list[str]] = {"identical": [], "different": [], "missing": [], "extra": sorted(set(g) - set(w))}
@@ -130,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab derive", description=__doc__.splitlines()[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--run-id", type=_run_id, help="derive every table of this run from data/raw/<run-id>/")
-    what.add_argument("--archive", type=_run_id, metavar="RUN_ID",
-                      help="write data/raw-archive/<RUN_ID>.tar.xz from data/raw/<RUN_ID>/")
+    what.add_argument(
+        "--archive",
+        type=_run_id,
+        metavar="RUN_ID",
+        help="write data/raw-archive/<RUN_ID>.tar.xz from data/raw/<RUN_ID>/",
+    )
     ap.add_argument("--out", help="the folder to write the tables into (default: data/derived/<profile>/)")
     ap.add_argument("--check", help="compare with the run's tables in this folder (what the notebooks wrote)")
     ap.add_argument("--force", action="store_true", help="--archive: write it even over the size limit")
@@ -149,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         out = paths.resolve(args.out) if args.out else derived.profile_dir(params.profile)
         write_all(tables, store.run_id, out)
         took = time.monotonic() - t0
-        print(f"run {store.run_id}: {len(tables)} tables of {len(STUDIES)} stages -> {paths.shown(out)} "
-              f"in {took:.1f} s")
+        print(
+            f"run {store.run_id}: {len(tables)} tables of {len(STUDIES)} stages -> {paths.shown(out)} in {took:.1f} s"
+        )
     except (DeriveError, raw_archive.ArchiveError, derived.FormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

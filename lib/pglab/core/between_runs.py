@@ -32,9 +32,15 @@ def cluster_variance(aa_log_ratios: Sequence[float], aa_se: Sequence[float] | No
 
 
 def across_run_interval(
-    log_ratio: float, se_within: float, df_within: int, var_cluster: float, df_cluster: int,
-    clusters_a: int = 1, clusters_b: int = 1, confidence: float = 0.95,
-) -> tuple[float, float]:  # fmt: skip
+    log_ratio: float,
+    se_within: float,
+    df_within: int,
+    var_cluster: float,
+    df_cluster: int,
+    clusters_a: int = 1,
+    clusters_b: int = 1,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
     """The interval of B / A (not of its log) that a re-run on fresh clusters should land in: within-run variance
     plus var_cluster per cluster on each side (a side measured on k clusters and averaged: var_cluster / k)."""
     from scipy import stats  # here: half a second of imports that only an interval needs

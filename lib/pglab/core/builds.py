@@ -9,9 +9,14 @@ from __future__ import annotations
 # (column, how the reader reads it): held equal between the servers of a version comparison. The compiler counts by
 # name and major.minor; configure options are not held equal (distributions enable features that do not touch
 # the measured paths), LLVM only where JIT is what is compared.
-HELD_EQUAL = (("build_compiler", "compiler"), ("build_opt", "optimisation"), ("debug_assertions", "assertions"),
-              ("block_size", "block size"), ("wal_segment_size", "WAL segment size"),
-              ("data_checksums", "checksums"))  # fmt: skip
+HELD_EQUAL = (
+    ("build_compiler", "compiler"),
+    ("build_opt", "optimisation"),
+    ("debug_assertions", "assertions"),
+    ("block_size", "block size"),
+    ("wal_segment_size", "WAL segment size"),
+    ("data_checksums", "checksums"),
+)
 JIT = (("build_llvm", "LLVM"),)
 
 
@@ -22,8 +27,11 @@ def difference(a: dict, b: dict, jit: bool = False) -> str | None:
     missing = [n for n, r in zip(names, (a, b), strict=True) if not r.get("build_compiler")]
     if missing:
         return f"build of {' and '.join(missing)} not recorded"
-    diffs = [f"{label} {a.get(col)} ({names[0]}) vs {b.get(col)} ({names[1]})"
-             for col, label in HELD_EQUAL + (JIT if jit else ()) if a.get(col) != b.get(col)]  # fmt: skip
+    diffs = [
+        f"{label} {a.get(col)} ({names[0]}) vs {b.get(col)} ({names[1]})"
+        for col, label in HELD_EQUAL + (JIT if jit else ())
+        if a.get(col) != b.get(col)
+    ]
     return "builds differ: " + "; ".join(diffs) if diffs else None
 
 

@@ -32,9 +32,13 @@ def _theme() -> alt.theme.ThemeConfig:
 
 def _render(spec: dict, **metadata) -> tuple[dict, dict]:
     svg = spec_to_mimebundle(
-        spec, format="svg", mode="vega-lite", vega_version=VEGA_VERSION, vegaembed_version=VEGAEMBED_VERSION,
+        spec,
+        format="svg",
+        mode="vega-lite",
+        vega_version=VEGA_VERSION,
+        vegaembed_version=VEGAEMBED_VERSION,
         vegalite_version=VEGALITE_VERSION,
-    )  # fmt: skip
+    )
     bundle = {**svg, LAB_MIME: spec, "text/plain": "<altair chart: static SVG here, interactive in JupyterLab>"}
     return bundle, {LAB_MIME: {"embed_options": {"actions": False}}}
 
@@ -96,52 +100,75 @@ def _ticks(domain: tuple[float, float]) -> list[float]:
     return [t for t in (0.01, 0.1, 0.2, 0.5, 1, 2, 5, 10, 100) if domain[0] <= t <= domain[1]]
 
 
-def ratio_strip_svg(study: float | None, ours: list[tuple[float, float | None, float | None]],
-                    domain: tuple[float, float], title: str = "") -> str:
+def ratio_strip_svg(
+    study: float | None,
+    ours: list[tuple[float, float | None, float | None]],
+    domain: tuple[float, float],
+    title: str = "",
+) -> str:
     """The study's ratio as a black dot, each of our estimates as a blue diamond with its interval bar (one
     per server, stacked), on a log scale; faint lines at the axis ticks, a darker one at 1 (no effect)."""
     from html import escape
 
     n = max(len(ours), 1)
     h = max(STRIP_H, 14 * n + 4)  # a row per server, so that their bars do not overlap
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{h}" role="img" '
-             f'viewBox="0 0 {STRIP_W} {h}" class="ratio-strip">']  # fmt: skip
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{h}" role="img" '
+        f'viewBox="0 0 {STRIP_W} {h}" class="ratio-strip">'
+    ]
     if title:
         parts.append(f"<title>{escape(title)}</title>")
     for t in _ticks(domain):
         color = "#999999" if t == 1 else "#e3e3e3"
-        parts.append(f'<line x1="{_x(t, domain):.1f}" x2="{_x(t, domain):.1f}" y1="0" y2="{h}" '
-                     f'stroke="{color}" stroke-width="1"/>')  # fmt: skip
+        parts.append(
+            f'<line x1="{_x(t, domain):.1f}" x2="{_x(t, domain):.1f}" y1="0" y2="{h}" '
+            f'stroke="{color}" stroke-width="1"/>'
+        )
     for i, (value, low, high) in enumerate(ours):
         y = 2 + (i + 0.5) * (h - 4) / n
         if low is not None and high is not None:
-            parts.append(f'<line x1="{_x(low, domain):.1f}" x2="{_x(high, domain):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
-                         f'stroke="{OURS_COLOR}" stroke-width="2"/>')  # fmt: skip
+            parts.append(
+                f'<line x1="{_x(low, domain):.1f}" x2="{_x(high, domain):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                f'stroke="{OURS_COLOR}" stroke-width="2"/>'
+            )
         if value is not None:
             x = _x(value, domain)
-            parts.append(f'<path d="M{x:.1f} {y - 4:.1f}L{x + 4:.1f} {y:.1f}L{x:.1f} {y + 4:.1f}L{x - 4:.1f} '
-                         f'{y:.1f}Z" fill="{OURS_COLOR}"/>')  # fmt: skip
+            parts.append(
+                f'<path d="M{x:.1f} {y - 4:.1f}L{x + 4:.1f} {y:.1f}L{x:.1f} {y + 4:.1f}L{x - 4:.1f} '
+                f'{y:.1f}Z" fill="{OURS_COLOR}"/>'
+            )
     if study is not None:  # last, white-edged: still seen where one of ours lies on it
-        parts.append(f'<circle cx="{_x(study, domain):.1f}" cy="{h / 2:.1f}" r="3.5" fill="{STUDY_COLOR}" '
-                     'stroke="#ffffff" stroke-width="1"/>')
+        parts.append(
+            f'<circle cx="{_x(study, domain):.1f}" cy="{h / 2:.1f}" r="3.5" fill="{STUDY_COLOR}" '
+            'stroke="#ffffff" stroke-width="1"/>'
+        )
     return "".join(parts) + "</svg>"
 
 
 def ratio_axis_svg(domain: tuple[float, float]) -> str:
     """The strips' shared axis: tick labels (0.5×, 1×, 2× …) for the table header."""
-    labels = "".join(f'<text x="{_x(t, domain):.1f}" y="12" text-anchor="middle" font-size="10" fill="#555555">'
-                     f"{t:g}×</text>" for t in _ticks(domain))  # fmt: skip
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="16" viewBox="0 0 {STRIP_W} 16" '
-            f'class="ratio-axis">{labels}</svg>')  # fmt: skip
+    labels = "".join(
+        f'<text x="{_x(t, domain):.1f}" y="12" text-anchor="middle" font-size="10" fill="#555555">{t:g}×</text>'
+        for t in _ticks(domain)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="16" viewBox="0 0 {STRIP_W} 16" '
+        f'class="ratio-axis">{labels}</svg>'
+    )
 
 
 # -- plain words for the ids a facet shows ----------------------------------------------------------------------------
 
 WORDS = {
-    "serial": "serial", "parallel": "parallel", "parallel_aa": "parallel, A/A copy",
-    "parallel_jit": "parallel + JIT (default thresholds)", "parallel_jit_forced": "parallel + JIT (forced thresholds)",
-    "on": "JIT on (default thresholds)", "on_optimized": "JIT on, inlining and optimisation forced", "off": "JIT off",
-}  # fmt: skip
+    "serial": "serial",
+    "parallel": "parallel",
+    "parallel_aa": "parallel, A/A copy",
+    "parallel_jit": "parallel + JIT (default thresholds)",
+    "parallel_jit_forced": "parallel + JIT (forced thresholds)",
+    "on": "JIT on (default thresholds)",
+    "on_optimized": "JIT on, inlining and optimisation forced",
+    "off": "JIT off",
+}
 
 
 def header(words: dict[str, str] | None = None) -> alt.Header:

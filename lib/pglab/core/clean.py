@@ -117,8 +117,11 @@ def kept_message(kept: list[Path]) -> str:
     if not kept:
         return ""
     lines = [f"kept {len(kept)} raw run(s) with no archive, the only copy of their measurements:"]
-    lines += [f"  {paths.shown(p)}: make archive RUN_ID={p.name} keeps it in data/raw-archive/ (then make clean "
-              f"removes the folder); make clean FORCE=1 deletes it" for p in kept]  # fmt: skip
+    lines += [
+        f"  {paths.shown(p)}: make archive RUN_ID={p.name} keeps it in data/raw-archive/ (then make clean "
+        f"removes the folder); make clean FORCE=1 deletes it"
+        for p in kept
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -129,8 +132,13 @@ def unarchived_runs() -> list[Path]:
     out = []
     for p in sorted(paths.raw_dir().glob("*")):
         jsonl = p / "measurements.jsonl"
-        if is_safe_name(p.name) and p.is_dir() and jsonl.is_file() and jsonl.stat().st_size \
-                and not archive_path(p.name).is_file():
+        if (
+            is_safe_name(p.name)
+            and p.is_dir()
+            and jsonl.is_file()
+            and jsonl.stat().st_size
+            and not archive_path(p.name).is_file()
+        ):
             out.append(p)
     return out
 

@@ -159,12 +159,14 @@ class Cluster(ClusterSettings):
         self.run_as.chown(self.data)
         cmd = [
             str(self.server_install.tool("initdb")),
-            "-D", str(self.data),
-            "-U", SUPERUSER,
+            "-D",
+            str(self.data),
+            "-U",
+            SUPERUSER,
             "--auth-local=trust",
             "--auth-host=scram-sha-256",  # no password is set: TCP logins are refused; we use the socket
             *self.initdb_options.args(self.install.major),
-        ]  # fmt: skip
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, **self.run_as.popen_kwargs())
         if out.returncode != 0:
             raise ClusterError(f"initdb failed for {self.name}:\n{out.stdout}\n{out.stderr}")
@@ -306,9 +308,7 @@ class Cluster(ClusterSettings):
     def conninfo(self, dbname: str = "postgres") -> str:
         if self.port is None:
             raise ClusterError(f"{self.name} is not running")
-        return psycopg.conninfo.make_conninfo(
-            host=str(self.socket_dir), port=self.port, user=SUPERUSER, dbname=dbname
-        )
+        return psycopg.conninfo.make_conninfo(host=str(self.socket_dir), port=self.port, user=SUPERUSER, dbname=dbname)
 
     def connect(self, dbname: str = "postgres", **kwargs) -> psycopg.Connection:
         from .db import connect

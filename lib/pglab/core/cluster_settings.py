@@ -51,8 +51,13 @@ class ClusterSettings:
 
     def _known_setting_names(self) -> set[str]:
         if self._setting_names is None:
-            out = subprocess.run([str(self.server_install.tool("postgres")), "--describe-config"],
-                                 capture_output=True, text=True, timeout=30, **self.run_as.popen_kwargs())
+            out = subprocess.run(
+                [str(self.server_install.tool("postgres")), "--describe-config"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                **self.run_as.popen_kwargs(),
+            )
             if out.returncode != 0:
                 raise ClusterError(f"{self.name}: postgres --describe-config failed: {out.stderr.strip()}")
             self._setting_names = {line.split("\t", 1)[0].lower() for line in out.stdout.splitlines()}

@@ -60,8 +60,10 @@ class SourceParam(Strict):
     @classmethod
     def _debian(cls, v: str) -> str:
         if not _DEBIAN_SOURCE.fullmatch(v):
-            raise ValueError("expected a Debian PostgreSQL source package, e.g. postgresql-17, optionally with "
-                             "=<version> or /<release> as apt-get source takes it")  # fmt: skip
+            raise ValueError(
+                "expected a Debian PostgreSQL source package, e.g. postgresql-17, optionally with "
+                "=<version> or /<release> as apt-get source takes it"
+            )
         return v
 
     @field_validator("git")
@@ -82,8 +84,10 @@ class SourceParam(Strict):
     def _one_source(self):
         given = [k for k in ("tarball", "debian", "git") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("expected exactly one of tarball (with sha256), debian or git (with ref); "
-                             + (f"got {' and '.join(given)}" if given else "got none"))  # fmt: skip
+            raise ValueError(
+                "expected exactly one of tarball (with sha256), debian or git (with ref); "
+                + (f"got {' and '.join(given)}" if given else "got none")
+            )
         if (self.tarball is None) != (self.sha256 is None):
             raise ValueError("expected sha256 (the tarball's SHA-256, 64 hex digits) with tarball, and only with it")
         if (self.git is None) != (self.ref is None):
@@ -110,16 +114,19 @@ class InstallParam(Strict):
     @model_validator(mode="after")
     def _bin_dir_or_source(self):
         if (self.bin_dir is None) == (self.source is None):
-            raise ValueError("expected either bin_dir (a folder with PostgreSQL's binaries) or source (a tarball, a "
-                             "Debian source package or a git ref to build from)"
-                             + (", not both" if self.bin_dir else ""))  # fmt: skip
+            raise ValueError(
+                "expected either bin_dir (a folder with PostgreSQL's binaries) or source (a tarball, a "
+                "Debian source package or a git ref to build from)" + (", not both" if self.bin_dir else "")
+            )
         return self
 
 
 # configure options the kit decides: where the build goes, and what servers.build says in its own keys
-_KIT_CONFIGURE = re.compile(r"--(prefix|exec-prefix|bindir|sbindir|libdir|libexecdir|datadir|datarootdir|"
-                            r"sysconfdir|includedir|docdir|mandir|with-llvm|without-llvm)(=|$)|CFLAGS=|LLVM_CONFIG=|"
-                            r"CLANG=")  # fmt: skip
+_KIT_CONFIGURE = re.compile(
+    r"--(prefix|exec-prefix|bindir|sbindir|libdir|libexecdir|datadir|datarootdir|"
+    r"sysconfdir|includedir|docdir|mandir|with-llvm|without-llvm)(=|$)|CFLAGS=|LLVM_CONFIG=|"
+    r"CLANG="
+)
 
 
 class BuildParam(Strict):
@@ -152,8 +159,10 @@ class BuildParam(Strict):
             if not re.fullmatch(r"--[a-z][a-z0-9-]*(=\S.*)?|[A-Z_][A-Z0-9_]*=.*", o) or any(c in o for c in "\n\r\0"):
                 raise ValueError(f"expected configure options (--with-x, --enable-x=y) or VAR=value; {o!r} is neither")
             if _KIT_CONFIGURE.match(o):
-                raise ValueError(f"expected options the kit does not set itself; {o!r} is set by the kit (the "
-                                 f"install folder; cflags and llvm are keys of servers.build)")  # fmt: skip
+                raise ValueError(
+                    f"expected options the kit does not set itself; {o!r} is set by the kit (the "
+                    f"install folder; cflags and llvm are keys of servers.build)"
+                )
         if len(set(v)) != len(v):
             raise ValueError("expected each option once")
         return v
@@ -174,9 +183,10 @@ class ExternalServer(Strict):
             conninfo_to_dict(v)
         except ProgrammingError:
             # not the driver's reason: it quotes the text around the fault, which may be the password
-            raise ValueError("expected a libpq connection string (key=value pairs, a value with spaces in single "
-                             "quotes) or a postgresql:// URI; it does not parse (not shown: it may hold a password)"
-                             ) from None  # fmt: skip
+            raise ValueError(
+                "expected a libpq connection string (key=value pairs, a value with spaces in single "
+                "quotes) or a postgresql:// URI; it does not parse (not shown: it may hold a password)"
+            ) from None
         return v
 
 

@@ -123,8 +123,9 @@ def timed_statement(
 # -- plans: the one way every study runs EXPLAIN for its artefacts ---------------------------------------------------
 
 
-def explain_json(conn: psycopg.Connection, sql: str, analyze: bool = True, verbose: bool = False,
-                 record_error: bool = False):
+def explain_json(
+    conn: psycopg.Connection, sql: str, analyze: bool = True, verbose: bool = False, record_error: bool = False
+):
     """The JSON plan of `sql`, as PostgreSQL returns it (a list of one plan document): EXPLAIN (ANALYZE, BUFFERS
     [, VERBOSE], FORMAT JSON), which runs the statement, untimed; or with analyze=False a plain EXPLAIN
     ([VERBOSE, ]FORMAT JSON) that only plans it (planning needs no cores). With record_error a statement that fails

@@ -52,13 +52,23 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     df.write_csv(tmp, line_terminator="\n")
     os.replace(tmp, path)
     types = {c: str(t) for c, t in df.schema.items()}
-    _update_manifest(d, {path.name: {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision(),
-                                     "types": types, "format": FORMAT}})  # fmt: skip
+    _update_manifest(
+        d,
+        {
+            path.name: {
+                "run_id": os.environ.get(RUN_ID_ENV),
+                "derived_by": git_revision(),
+                "types": types,
+                "format": FORMAT,
+            }
+        },
+    )
     return path
 
 
-def write(tables: dict[str, pl.DataFrame], profile: str, root: Path | None = None,
-          skip: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
+def write(
+    tables: dict[str, pl.DataFrame], profile: str, root: Path | None = None, skip: tuple[str, ...] = ()
+) -> list[str]:
     """Write every table (`write_table`) but those named in `skip`; the names written."""
     written = [name for name in tables if name not in skip]
     for name in written:
@@ -80,8 +90,13 @@ def _rows_sorted(df: pl.DataFrame, name: str) -> pl.DataFrame:
         raise ValueError(f"{name}: columns {nested} are nested; derived tables are flat")
     floats = [c for c, t in df.schema.items() if t.is_float()]
     if floats:
-        finite = [pl.when(pl.col(c).is_finite() & (pl.col(c) != 0)).then(pl.col(c).round_sig_figs(SIGNIFICANT))
-                  .otherwise(pl.col(c)).alias(c) for c in floats]  # fmt: skip
+        finite = [
+            pl.when(pl.col(c).is_finite() & (pl.col(c) != 0))
+            .then(pl.col(c).round_sig_figs(SIGNIFICANT))
+            .otherwise(pl.col(c))
+            .alias(c)
+            for c in floats
+        ]
         df = df.with_columns(finite)
     return df.sort(df.columns, nulls_last=True, maintain_order=True)
 
@@ -89,13 +104,16 @@ def _rows_sorted(df: pl.DataFrame, name: str) -> pl.DataFrame:
 def as_written(df: pl.DataFrame, name: str = "table") -> pl.DataFrame:
     """`df` as `read_table` reads it back once `write_table` wrote it (rows sorted, CSV text, types inferred):
     what a step that reads the derived folder would have seen, without the folder."""
-    return pl.read_csv(io.BytesIO(_rows_sorted(df, name).write_csv(line_terminator="\n").encode()),
-                       infer_schema_length=None)  # fmt: skip
+    return pl.read_csv(
+        io.BytesIO(_rows_sorted(df, name).write_csv(line_terminator="\n").encode()), infer_schema_length=None
+    )
 
 
 # the flat types derived tables hold, by the name `write_table` records; others are left to CSV inference
-_TYPES = {str(t): t for t in (pl.Int64, pl.Int32, pl.UInt32, pl.UInt64, pl.Float64, pl.Float32, pl.String,
-                              pl.Boolean, pl.Date)}  # fmt: skip
+_TYPES = {
+    str(t): t
+    for t in (pl.Int64, pl.Int32, pl.UInt32, pl.UInt64, pl.Float64, pl.Float32, pl.String, pl.Boolean, pl.Date)
+}
 
 
 def manifest(folder: Path) -> dict[str, dict]:
@@ -113,15 +131,18 @@ def check_format(folder: Path, entries: dict[str, dict] | None = None) -> None:
     formats = {n: e.get("format", 0) for n, e in entries.items()}
     newer = sorted({f for f in formats.values() if f > FORMAT})
     if newer:
-        raise FormatError(f"{paths.shown(folder)} was derived by a newer pglab (format {newer[-1]}); this one reads "
-                          f"format {FORMAT}: update pglab to read it")  # fmt: skip
+        raise FormatError(
+            f"{paths.shown(folder)} was derived by a newer pglab (format {newer[-1]}); this one reads "
+            f"format {FORMAT}: update pglab to read it"
+        )
     older = {n: f for n, f in formats.items() if f < FORMAT}
     if not older:
         return
     runs = sorted({r for n in older if (r := entries[n].get("run_id"))})
     how = ", then ".join(f"make derive RUN_ID={r}" for r in runs) or "make derive RUN_ID=<the run that measured it>"
-    raise FormatError(f"{paths.shown(folder)} was derived by an older pglab (format {min(older.values())}); "
-                      f"re-derive it: {how}")  # fmt: skip
+    raise FormatError(
+        f"{paths.shown(folder)} was derived by an older pglab (format {min(older.values())}); re-derive it: {how}"
+    )
 
 
 def column_types(name: str, profile: str, root: Path | None = None) -> dict[str, pl.DataType]:
@@ -261,8 +282,13 @@ def inventory(root: Path | None = None) -> pl.DataFrame:
     for m in sorted(base.glob(f"*/{MANIFEST}")):
         for name, e in json.loads(m.read_text()).items():
             rows.append(
-                {"profile": m.parent.name, "table": name, "rows": e["rows"], "columns": len(e["columns"]),
-                 "sha256": e["sha256"][:12]}
-            )  # fmt: skip
+                {
+                    "profile": m.parent.name,
+                    "table": name,
+                    "rows": e["rows"],
+                    "columns": len(e["columns"]),
+                    "sha256": e["sha256"][:12],
+                }
+            )
     schema = {"profile": pl.String, "table": pl.String, "rows": pl.Int64, "columns": pl.Int64, "sha256": pl.String}
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)

@@ -55,8 +55,16 @@ def stand_in(spec: int | str) -> Install:
     major = version_major(spec)
     minor = str(spec).split(".", 1)[1] if "." in str(spec) else "0"
     folder = Path(f"/nonexistent/pglab-estimate/{spec}")
-    return Install(name=f"pg{major}", source="download", bin_dir=folder / "bin", lib_dir=folder / "lib",
-                   share_dir=folder / "share", version="", major=major, minor=minor)  # fmt: skip
+    return Install(
+        name=f"pg{major}",
+        source="download",
+        bin_dir=folder / "bin",
+        lib_dir=folder / "lib",
+        share_dir=folder / "share",
+        version="",
+        major=major,
+        minor=minor,
+    )
 
 
 def servers_for(p: CommonParams, study: str | None, base: list[Server]) -> list[Server]:

@@ -194,8 +194,15 @@ def _unique_names(installs: list[Install]) -> list[Install]:
             name = next((n for n in tries if n not in seen), None) or next(
                 f"{tries[-1]}-{k}" for k in range(2, 1000) if f"{tries[-1]}-{k}" not in seen
             )
-            log.info("%s is the %s install (%s); the %s one (%s) is %s", inst.name, first.source,
-                     _short(first), inst.source, _short(inst), name)
+            log.info(
+                "%s is the %s install (%s); the %s one (%s) is %s",
+                inst.name,
+                first.source,
+                _short(first),
+                inst.source,
+                _short(inst),
+                name,
+            )
         seen[name] = inst
         out.append(inst if name == inst.name else replace(inst, name=name))
     return out

@@ -18,9 +18,20 @@ import polars as pl
 
 from .store import RunStore
 
-SCHEMA = {"run": pl.String, "server": pl.String, "study": pl.String, "condition": pl.String, "round": pl.Int64,
-          "metric": pl.String, "value": pl.Float64, "unit": pl.String, "item": pl.String, "repetition": pl.Int64,
-          "warmup": pl.Boolean, "experiment": pl.String}  # fmt: skip
+SCHEMA = {
+    "run": pl.String,
+    "server": pl.String,
+    "study": pl.String,
+    "condition": pl.String,
+    "round": pl.Int64,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "unit": pl.String,
+    "item": pl.String,
+    "repetition": pl.Int64,
+    "warmup": pl.Boolean,
+    "experiment": pl.String,
+}
 METRIC_OF_UNIT = {"s": "time", "ms": "time", "tps": "throughput"}
 
 
@@ -36,13 +47,21 @@ def table(store: RunStore, study: str, experiments: Sequence[str]) -> pl.DataFra
                 rec = rec.with_columns(pl.lit(None, dtype=dtype).alias(col))
         unit = pl.col("unit").cast(pl.String)
         base = rec.select(
-            pl.lit(store.run_id).alias("run"), pl.col("server").cast(pl.String), pl.lit(study).alias("study"),
-            pl.col("condition").cast(pl.String), pl.col("round").cast(pl.Int64),
+            pl.lit(store.run_id).alias("run"),
+            pl.col("server").cast(pl.String),
+            pl.lit(study).alias("study"),
+            pl.col("condition").cast(pl.String),
+            pl.col("round").cast(pl.Int64),
             unit.replace_strict(METRIC_OF_UNIT, default=unit).alias("metric"),
-            pl.col("value").cast(pl.Float64), unit.alias("unit"), pl.col("item").cast(pl.String),
-            pl.col("repetition").cast(pl.Int64), pl.col("warmup").cast(pl.Boolean),
-            pl.lit(experiment).alias("experiment"), pl.lit(n).alias("_exp"), pl.int_range(pl.len()).alias("_order"),
-        )  # fmt: skip
+            pl.col("value").cast(pl.Float64),
+            unit.alias("unit"),
+            pl.col("item").cast(pl.String),
+            pl.col("repetition").cast(pl.Int64),
+            pl.col("warmup").cast(pl.Boolean),
+            pl.lit(experiment).alias("experiment"),
+            pl.lit(n).alias("_exp"),
+            pl.int_range(pl.len()).alias("_order"),
+        )
         parts.append(base)
         cpu = rec.select(pl.col("cpu_ms").cast(pl.Float64)).to_series()
         if cpu.is_not_null().any():  # the backend's CPU time beside the wall time: a second metric

@@ -25,8 +25,17 @@ import polars as pl
 from . import paired
 
 
-def aa_comparisons(df: pl.DataFrame, by, condition_col: str, a, a_prime, round_col: str = "round",
-                   value: str = "value", compare=paired.paired_compare, **kw) -> pl.DataFrame:
+def aa_comparisons(
+    df: pl.DataFrame,
+    by,
+    condition_col: str,
+    a,
+    a_prime,
+    round_col: str = "round",
+    value: str = "value",
+    compare=paired.paired_compare,
+    **kw,
+) -> pl.DataFrame:
     """The A/A comparisons (a_prime over a), one row per group, by the study's own comparison (`compare`:
     `paired.paired_compare` within rounds, or `paired.fast_compare`), so the floor is that comparison's."""
     aa = df.filter(pl.col(condition_col).is_in([a, a_prime]))
@@ -41,8 +50,13 @@ def noise_floor(aa: pl.DataFrame, resolution: float | None = None) -> dict:
     ok = aa.filter(pl.col("low").is_not_null() & pl.col("high").is_not_null() & pl.col("ratio").is_not_null())
     n = ok.height
     if n == 0:
-        return {"n_pairs": 0, "false_difference_rate": None, "floor": None, "floor_log": None,
-                "method": "no A/A comparison with an interval"}  # fmt: skip
+        return {
+            "n_pairs": 0,
+            "false_difference_rate": None,
+            "floor": None,
+            "floor_log": None,
+            "method": "no A/A comparison with an interval",
+        }
     excl = ((ok["low"] > 1) | (ok["high"] < 1)).sum()
     est = np.abs(np.log(ok["ratio"].to_numpy()))
     half = (np.log(ok["high"].to_numpy()) - np.log(ok["low"].to_numpy())) / 2
@@ -51,8 +65,13 @@ def noise_floor(aa: pl.DataFrame, resolution: float | None = None) -> dict:
     if resolution:
         floor_log = max(floor_log, math.log1p(resolution))
         method += f", at least the values' resolution ±{resolution:.1%}".replace("%", " %")
-    return {"n_pairs": n, "false_difference_rate": excl / n, "floor": math.exp(floor_log) - 1, "floor_log": floor_log,
-            "method": method}
+    return {
+        "n_pairs": n,
+        "false_difference_rate": excl / n,
+        "floor": math.exp(floor_log) - 1,
+        "floor_log": floor_log,
+        "method": method,
+    }
 
 
 def below_floor(ratio: float, floor: float | None) -> bool:
@@ -92,9 +111,14 @@ def cpu_state(sys_cpu: Path = Path("/sys/devices/system/cpu"), proc_stat: Path =
     cpus = sorted(sys_cpu.glob("cpu[0-9]*/cpufreq"), key=lambda p: int(p.parent.name[3:]))
     governors = sorted({g for p in cpus if (g := _read(p / "scaling_governor"))})
     freqs = [int(f) for p in cpus if (f := _read(p / "scaling_cur_freq")) and f.isdigit()]
-    out = {"cpus": os.cpu_count(), "governor": ",".join(governors) or None,
-           "freq_khz_min": min(freqs) if freqs else None, "freq_khz_max": max(freqs) if freqs else None,
-           "steal_ticks": None, "steal_share": None}  # fmt: skip
+    out = {
+        "cpus": os.cpu_count(),
+        "governor": ",".join(governors) or None,
+        "freq_khz_min": min(freqs) if freqs else None,
+        "freq_khz_max": max(freqs) if freqs else None,
+        "steal_ticks": None,
+        "steal_share": None,
+    }
     line = (_read(proc_stat) or "").splitlines()[:1]
     fields = line[0].split() if line else []
     if len(fields) > 8 and fields[0] == "cpu":  # cpu user nice system idle iowait irq softirq steal ...

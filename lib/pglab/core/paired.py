@@ -35,8 +35,14 @@ MIN_BOOTSTRAP = 10  # rounds (or values) below which the interval is min–max, 
 CONFIDENCE = 0.95
 N_BOOT = 10_000
 
-PAIRED_SCHEMA = {"n_rounds": pl.Int64, "ratio": pl.Float64, "low": pl.Float64, "high": pl.Float64,
-                 "coverage": pl.Float64, "method": pl.String}  # fmt: skip
+PAIRED_SCHEMA = {
+    "n_rounds": pl.Int64,
+    "ratio": pl.Float64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "coverage": pl.Float64,
+    "method": pl.String,
+}
 
 
 def minmax_coverage(n: int) -> float:
@@ -52,8 +58,9 @@ def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
     return float(stats.norm.cdf(-z))
 
 
-def bootstrap_mean_interval(x: np.ndarray, n_boot: int = N_BOOT, seed: int = 0,
-                            confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_mean_interval(
+    x: np.ndarray, n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
     """Expanded-percentile bootstrap interval of the mean of each row of x (k studies × n values, no NaN).
 
     Each row is resampled by `pglab.stats.resample` (the kit's one bootstrap), vectorised over the resamples: 1,000
@@ -80,11 +87,21 @@ def log_ratio_interval(logs, n_boot: int = N_BOOT, seed: int = 0, confidence: fl
     if n == 1:
         return {**out, "method": "one round, no interval"}
     if n < MIN_BOOTSTRAP:
-        return {**out, "low": float(np.exp(v[0])), "high": float(np.exp(v[-1])), "coverage": minmax_coverage(n),
-                "method": f"min–max, n={n}"}  # fmt: skip
+        return {
+            **out,
+            "low": float(np.exp(v[0])),
+            "high": float(np.exp(v[-1])),
+            "coverage": minmax_coverage(n),
+            "method": f"min–max, n={n}",
+        }
     lo, hi = bootstrap_mean_interval(v[None, :], n_boot, seed, confidence)
-    return {**out, "low": float(np.exp(lo[0])), "high": float(np.exp(hi[0])), "coverage": confidence,
-            "method": f"{confidence:.0%} bootstrap over rounds, n={n}".replace("%", " %")}  # fmt: skip
+    return {
+        **out,
+        "low": float(np.exp(lo[0])),
+        "high": float(np.exp(hi[0])),
+        "coverage": confidence,
+        "method": f"{confidence:.0%} bootstrap over rounds, n={n}".replace("%", " %"),
+    }
 
 
 def round_values(df: pl.DataFrame, keys: Sequence[str], round_col: str = "round", value: str = "value") -> pl.DataFrame:
@@ -93,12 +110,17 @@ def round_values(df: pl.DataFrame, keys: Sequence[str], round_col: str = "round"
     if missing:
         raise ValueError(f"columns {missing} not in frame (columns: {df.columns})")
     v = pl.col(value).cast(pl.Float64)
-    return (df.filter(v.is_finite() & (v > 0)).group_by([*keys, round_col])
-            .agg(v.median().alias(value)).sort([*keys, round_col]))  # fmt: skip
+    return (
+        df.filter(v.is_finite() & (v > 0))
+        .group_by([*keys, round_col])
+        .agg(v.median().alias(value))
+        .sort([*keys, round_col])
+    )
 
 
-def paired_ratios(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, round_col: str = "round",
-                  value: str = "value") -> pl.DataFrame:
+def paired_ratios(
+    df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, round_col: str = "round", value: str = "value"
+) -> pl.DataFrame:
     """Per group, condition (other than the baseline) and round: ratio = value / baseline's value that round.
 
     Columns: by, condition_col, round_col, ratio. Rounds missing either side are left out."""
@@ -108,14 +130,24 @@ def paired_ratios(df: pl.DataFrame, by: Sequence[str], condition_col: str, basel
     rv = round_values(df, [*by, condition_col], round_col, value)
     base = rv.filter(pl.col(condition_col) == baseline).drop(condition_col).rename({value: "_base"})
     other = rv.filter(pl.col(condition_col) != baseline)
-    return (other.join(base, on=[*by, round_col], how="inner", nulls_equal=True)
-            .select(*by, condition_col, round_col, (pl.col(value) / pl.col("_base")).alias("ratio"))
-            .sort([*by, condition_col, round_col]))  # fmt: skip
+    return (
+        other.join(base, on=[*by, round_col], how="inner", nulls_equal=True)
+        .select(*by, condition_col, round_col, (pl.col(value) / pl.col("_base")).alias("ratio"))
+        .sort([*by, condition_col, round_col])
+    )
 
 
-def paired_compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, round_col: str = "round",
-                   value: str = "value", n_boot: int = N_BOOT, seed: int = 0,
-                   confidence: float = CONFIDENCE) -> pl.DataFrame:
+def paired_compare(
+    df: pl.DataFrame,
+    by: Sequence[str],
+    condition_col: str,
+    baseline,
+    round_col: str = "round",
+    value: str = "value",
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> pl.DataFrame:
     """Every condition against the baseline within rounds, one row per (group, condition).
 
     Columns: by, condition_col, baseline, n_rounds, ratio (geometric mean of round ratios, condition over
@@ -170,7 +202,8 @@ def _padded(arrays: list[np.ndarray]) -> np.ndarray:
 
 def _fast_label(n: int, cover: float, q: float = FAST_QUANTILE) -> str:
     return f"{FAST_METHOD}: {q:.0%} quantile of every execution, {cover:.0%} bootstrap over rounds, n={n}".replace(
-        "%", " %")
+        "%", " %"
+    )
 
 
 def _stable_seed(*key) -> int:
@@ -179,23 +212,33 @@ def _stable_seed(*key) -> int:
     return zlib.crc32(repr(key).encode())
 
 
-def _fast_row(a: list[np.ndarray], b: list[np.ndarray], n: int, q: float, n_boot: int, seed: int,
-              confidence: float) -> dict:
+def _fast_row(
+    a: list[np.ndarray], b: list[np.ndarray], n: int, q: float, n_boot: int, seed: int, confidence: float
+) -> dict:
     """Ratio, interval, coverage and method from the condition's (a) and baseline's (b) executions, one rounds ×
     executions array per item (NaN padded). Several items: the geometric mean of the items' quantile ratios, so
     every item weighs alike; the bootstrap resamples the same rounds for every item and both sides."""
-    out = {"n_rounds": n, "ratio": None, "low": None, "high": None, "coverage": None,
-           "method": f"{FAST_METHOD}: no paired rounds"}  # fmt: skip
+    out = {
+        "n_rounds": n,
+        "ratio": None,
+        "low": None,
+        "high": None,
+        "coverage": None,
+        "method": f"{FAST_METHOD}: no paired rounds",
+    }
     if not n:
         return out
-    out["ratio"] = float(np.exp(np.mean([np.log(np.nanquantile(x, q) / np.nanquantile(y, q))
-                                         for x, y in zip(a, b, strict=True)])))  # fmt: skip
+    out["ratio"] = float(
+        np.exp(np.mean([np.log(np.nanquantile(x, q) / np.nanquantile(y, q)) for x, y in zip(a, b, strict=True)]))
+    )
     out["method"] = f"{FAST_METHOD}: one round, no interval"
     if n < 2:
         return out
     idx = np.random.default_rng(seed).integers(0, n, (n_boot, n))
-    logs = [np.log(_row_quantiles(x[idx].reshape(n_boot, -1), q) / _row_quantiles(y[idx].reshape(n_boot, -1), q))
-            for x, y in zip(a, b, strict=True)]  # fmt: skip
+    logs = [
+        np.log(_row_quantiles(x[idx].reshape(n_boot, -1), q) / _row_quantiles(y[idx].reshape(n_boot, -1), q))
+        for x, y in zip(a, b, strict=True)
+    ]
     boot = np.exp(np.mean(logs, axis=0))
     # plain percentile: the expansion fits a mean; on the quantile it made A/A intervals too wide
     # (1.4 % false differences over 1,000 i.i.d. A/A studies, 3.9 % without)
@@ -205,9 +248,19 @@ def _fast_row(a: list[np.ndarray], b: list[np.ndarray], n: int, q: float, n_boot
     return out | {"low": lo, "high": hi, "coverage": cover, "method": _fast_label(n, cover, q)}
 
 
-def fast_compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, round_col: str = "round",
-                 value: str = "value", q: float = FAST_QUANTILE, n_boot: int = FAST_N_BOOT, seed: int = 0,
-                 confidence: float = CONFIDENCE, item_col: str | None = None) -> pl.DataFrame:
+def fast_compare(
+    df: pl.DataFrame,
+    by: Sequence[str],
+    condition_col: str,
+    baseline,
+    round_col: str = "round",
+    value: str = "value",
+    q: float = FAST_QUANTILE,
+    n_boot: int = FAST_N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    item_col: str | None = None,
+) -> pl.DataFrame:
     """Every condition against the baseline in the machine's fast mode, one row per (group, condition), with the
     columns of `paired_compare`.
 
@@ -229,8 +282,10 @@ def fast_compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseli
     cells = d.group_by([*keys, condition_col, *items, round_col]).agg(v.alias("_v"))
     rows = []
     for _, g in cells.sort([*keys, condition_col, *items, round_col]).group_by(keys, maintain_order=True):
-        per = {(c, it): dict(zip(x[round_col], x["_v"], strict=True))
-               for (c, it), x in g.group_by([condition_col, *items], maintain_order=True)}  # fmt: skip
+        per = {
+            (c, it): dict(zip(x[round_col], x["_v"], strict=True))
+            for (c, it), x in g.group_by([condition_col, *items], maintain_order=True)
+        }
         names = sorted({it for _, it in per})
         head = {k: g[k][0] for k in by}
         for cond in dict.fromkeys(c for c, _ in per if c != baseline):
@@ -238,10 +293,26 @@ def fast_compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseli
             if any(x is None or y is None for x, y in pairs):
                 continue
             rounds = sorted(set.intersection(*(set(x) & set(y) for x, y in pairs)))
-            arrays = [(_padded([np.asarray(x[r], dtype=float) for r in rounds]),
-                       _padded([np.asarray(y[r], dtype=float) for r in rounds])) for x, y in pairs] if rounds else []
-            row = _fast_row([x for x, _ in arrays], [y for _, y in arrays], len(rounds), q, n_boot,
-                            _stable_seed(seed, *head.values(), cond), confidence)  # fmt: skip
+            arrays = (
+                [
+                    (
+                        _padded([np.asarray(x[r], dtype=float) for r in rounds]),
+                        _padded([np.asarray(y[r], dtype=float) for r in rounds]),
+                    )
+                    for x, y in pairs
+                ]
+                if rounds
+                else []
+            )
+            row = _fast_row(
+                [x for x, _ in arrays],
+                [y for _, y in arrays],
+                len(rounds),
+                q,
+                n_boot,
+                _stable_seed(seed, *head.values(), cond),
+                confidence,
+            )
             rows.append({**head, condition_col: cond, "baseline": baseline, **row})
     schema = {**{c: df.schema[c] for c in [*by, condition_col]}, "baseline": df.schema[condition_col], **PAIRED_SCHEMA}
     return pl.from_dicts(rows, schema=schema).sort([*by, condition_col]) if rows else pl.DataFrame(schema=schema)
@@ -276,18 +347,35 @@ def median_interval(values, confidence: float = CONFIDENCE) -> dict:
     if n == 1:
         return {**out, "method": "one value, no interval"}
     if n < MIN_BOOTSTRAP:
-        return {**out, "low": float(v[0]), "high": float(v[-1]), "coverage": minmax_coverage(n),
-                "method": f"min–max, n={n}"}  # fmt: skip
+        return {
+            **out,
+            "low": float(v[0]),
+            "high": float(v[-1]),
+            "coverage": minmax_coverage(n),
+            "method": f"min–max, n={n}",
+        }
     lo, hi, cov = order_statistic_interval(n, confidence)
-    return {**out, "low": float(v[lo]), "high": float(v[hi]), "coverage": cov,
-            "method": f"{confidence:.0%} order-statistic interval, n={n}".replace("%", " %")}  # fmt: skip
+    return {
+        **out,
+        "low": float(v[lo]),
+        "high": float(v[hi]),
+        "coverage": cov,
+        "method": f"{confidence:.0%} order-statistic interval, n={n}".replace("%", " %"),
+    }
 
 
 # -- drift between blocks --------------------------------------------------------------------------------------------
 
 
-def drift(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, round_col: str = "round",
-          value: str = "value", confidence: float = CONFIDENCE) -> pl.DataFrame:
+def drift(
+    df: pl.DataFrame,
+    by: Sequence[str],
+    condition_col: str,
+    baseline,
+    round_col: str = "round",
+    value: str = "value",
+    confidence: float = CONFIDENCE,
+) -> pl.DataFrame:
     """How much the baseline moved between the first and the second half of its rounds, per group.
 
     Columns: by, n_rounds, drift (geometric mean of the second half over the first), low, high (Welch t interval
@@ -303,7 +391,7 @@ def drift(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, rou
         logs = np.asarray(g.pop("_logs"), dtype=float)  # rounds in order
         g.pop("_all", None)
         n, half = logs.size, logs.size // 2
-        a, b = logs[:half], logs[n - half:]  # an odd middle round belongs to neither half
+        a, b = logs[:half], logs[n - half :]  # an odd middle round belongs to neither half
         row = {**g, "n_rounds": n, "drift": None, "low": None, "high": None, "method": "too few rounds (< 4)"}
         if half >= 2:
             d = b.mean() - a.mean()
@@ -311,9 +399,19 @@ def drift(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, rou
             se = math.sqrt(va + vb)
             dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se > 0 else a.size + b.size - 2
             t = stats.t.ppf(1 - (1 - confidence) / 2, dof)
-            row.update(drift=math.exp(d), low=math.exp(d - t * se), high=math.exp(d + t * se),
-                       method=f"2nd / 1st half of {n} rounds, Welch t on logs")
+            row.update(
+                drift=math.exp(d),
+                low=math.exp(d - t * se),
+                high=math.exp(d + t * se),
+                method=f"2nd / 1st half of {n} rounds, Welch t on logs",
+            )
         rows.append(row)
-    schema = {**{c: df.schema[c] for c in by}, "n_rounds": pl.Int64, "drift": pl.Float64, "low": pl.Float64,
-              "high": pl.Float64, "method": pl.String}  # fmt: skip
+    schema = {
+        **{c: df.schema[c] for c in by},
+        "n_rounds": pl.Int64,
+        "drift": pl.Float64,
+        "low": pl.Float64,
+        "high": pl.Float64,
+        "method": pl.String,
+    }
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)

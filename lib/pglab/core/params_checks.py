@@ -50,8 +50,9 @@ def _selected_installs(params: CommonParams, shown) -> list:
             try:
                 given[inst.name] = built(inst.name, inst.source, params.servers.build)
             except InstallError as e:
-                raise ParamsError(f"{shown}: servers.installs[{i}].source: expected PostgreSQL to build from it; "
-                                  f"{e}") from None  # fmt: skip
+                raise ParamsError(
+                    f"{shown}: servers.installs[{i}].source: expected PostgreSQL to build from it; {e}"
+                ) from None
             own[given[inst.name].bin_dir] = i
             continue
         try:
@@ -74,8 +75,10 @@ def _selected_installs(params: CommonParams, shown) -> list:
     found = {i.name: i for i in installs}
     for i, ext in enumerate(params.servers.external):
         if ext.name in found:
-            raise ParamsError(f"{shown}: servers.external[{i}].name: expected a name no other server has; "
-                              f"{ext.name!r} is the install found in {found[ext.name].bin_dir}")  # fmt: skip
+            raise ParamsError(
+                f"{shown}: servers.external[{i}].name: expected a name no other server has; "
+                f"{ext.name!r} is the install found in {found[ext.name].bin_dir}"
+            )
     if params.servers.use == "all":
         return installs
     # versions are fetched only when the servers are chosen; by then they are named pg<major>, or
@@ -111,8 +114,10 @@ def _check_locale(params: CommonParams, shown) -> None:
         return  # no way to list them here: initdb will say
     have = sorted(out.stdout.split())
     if out.returncode == 0 and _locale_key(wanted) not in {_locale_key(x) for x in have}:
-        raise ParamsError(f"{shown}: initdb.locale: expected a locale this machine has ({', '.join(have[:20])}"
-                          f"{', ...' if len(have) > 20 else ''}); got {wanted!r}")  # fmt: skip
+        raise ParamsError(
+            f"{shown}: initdb.locale: expected a locale this machine has ({', '.join(have[:20])}"
+            f"{', ...' if len(have) > 20 else ''}); got {wanted!r}"
+        )
 
 
 # -- settings --------------------------------------------------------------------------------------------------
@@ -145,10 +150,14 @@ def check_settings(params: CommonParams, shown, installs: list) -> None:
                 continue
             key, value = _culprit(runnable, folder, run_as, entries, reason)
             if key is None:
-                raise ParamsError(f"{shown}: settings: could not check them with {inst.tool('postgres')} "
-                                  f"({inst.name}) as OS user {run_as.name}: {reason}")  # fmt: skip
-            raise ParamsError(f"{shown}: {key}: expected a setting and value that {inst.name} (PostgreSQL "
-                              f"{inst.major}.{inst.minor}) accepts; got {value!r}: {reason}")  # fmt: skip
+                raise ParamsError(
+                    f"{shown}: settings: could not check them with {inst.tool('postgres')} "
+                    f"({inst.name}) as OS user {run_as.name}: {reason}"
+                )
+            raise ParamsError(
+                f"{shown}: {key}: expected a setting and value that {inst.name} (PostgreSQL "
+                f"{inst.major}.{inst.minor}) accepts; got {value!r}: {reason}"
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _check_session_contexts(params, shown, installs, run_as)
@@ -169,15 +178,21 @@ def _check_session_contexts(params: CommonParams, shown, installs: list, run_as)
         return
     for inst in installs:
         runnable = reach.server_install(inst, run_as)  # reachable: check_settings ran it a moment ago
-        out = subprocess.run([str(runnable.tool("postgres")), "--describe-config"], capture_output=True, text=True,
-                             timeout=30, **run_as.popen_kwargs())  # fmt: skip
+        out = subprocess.run(
+            [str(runnable.tool("postgres")), "--describe-config"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            **run_as.popen_kwargs(),
+        )
         contexts = dict(line.split("\t")[:2] for line in out.stdout.splitlines() if line.count("\t") >= 2)
         for key, name in session:
             context = contexts.get(name.lower())
             if context is not None and context not in SESSION_CONTEXTS:
-                raise ParamsError(f"{shown}: {key}: expected a setting a session can set; {name} is a {context} "
-                                  f"setting on {inst.name} (server-wide: put it in the section's server settings)"
-                                  )  # fmt: skip
+                raise ParamsError(
+                    f"{shown}: {key}: expected a setting a session can set; {name} is a {context} "
+                    f"setting on {inst.name} (server-wide: put it in the section's server settings)"
+                )
 
 
 def _config_folder(run_as) -> Path:

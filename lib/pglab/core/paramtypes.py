@@ -42,18 +42,33 @@ SafeName = Annotated[str, AfterValidator(_safe_name)]
 # What the kit sets itself on every cluster it starts (cluster.py `_base_settings`, kept in step by a test),
 # the files and folders it decides, and the config-file directives that would read another file: a params
 # file must not move the server off 127.0.0.1 and its private socket, or away from the log the kit reads.
-KIT_OWNED_SETTINGS = frozenset({
-    "listen_addresses", "port", "unix_socket_directories", "logging_collector", "log_destination",
-    "log_directory", "log_filename", "data_directory", "config_file", "hba_file", "ident_file",
-    "include", "include_dir", "include_if_exists",
-})  # fmt: skip
+KIT_OWNED_SETTINGS = frozenset(
+    {
+        "listen_addresses",
+        "port",
+        "unix_socket_directories",
+        "logging_collector",
+        "log_destination",
+        "log_directory",
+        "log_filename",
+        "data_directory",
+        "config_file",
+        "hba_file",
+        "ident_file",
+        "include",
+        "include_dir",
+        "include_if_exists",
+    }
+)
 # A setting's name as PostgreSQL's configuration file reads it (guc-file.l: a name, or prefix.name for an
 # extension's; each part a letter or _, then letters, digits and _; case-insensitive). Server settings go into the
 # cluster's pglab.conf, and `postgres -C -c ...` (params_checks) would pass names that only SET and -c take
 # ('x.a$b', 'a.b.c'): the file then stops the server at start with a syntax error. One rule for every setting.
 SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
-SETTING_NAME_RULE = ("letters, digits and _, not starting with a digit, optionally after an extension's prefix "
-                     "and a dot, as in auto_explain.log_analyze")  # fmt: skip
+SETTING_NAME_RULE = (
+    "letters, digits and _, not starting with a digit, optionally after an extension's prefix "
+    "and a dot, as in auto_explain.log_analyze"
+)
 
 
 def is_setting_name(name: object) -> bool:
@@ -102,8 +117,9 @@ def check_version(v):
     m = _EXACT_VERSION.fullmatch(v.strip()) if isinstance(v, str) else None
     if (isinstance(v, int) and not isinstance(v, bool) and v in MAJORS) or (m and int(m.group(1)) in MAJORS):
         return v.strip() if isinstance(v, str) else v
-    raise ValueError(f"expected PostgreSQL majors {', '.join(map(str, MAJORS))} or exact versions such as '16.14'; "
-                     f"{v!r} is neither")  # fmt: skip
+    raise ValueError(
+        f"expected PostgreSQL majors {', '.join(map(str, MAJORS))} or exact versions such as '16.14'; {v!r} is neither"
+    )
 
 
 def check_versions(v, allow_none: bool = False):

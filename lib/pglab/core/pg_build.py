@@ -58,19 +58,56 @@ DEFAULT_CONFIGURE = ("--without-readline", "--without-zlib", "--without-icu")
 # made and installed in this order (`make -C <dir> install`): the backend first, whose generated headers the
 # others need; the data files initdb and the server read come with timezone, conversion_procs and snowball
 TARGETS = (
-    "src/backend", "src/timezone", "src/backend/utils/mb/conversion_procs", "src/backend/snowball",
-    "src/pl/plpgsql", "src/interfaces/libpq", "src/bin/initdb", "src/bin/pg_ctl", "src/bin/psql", "src/bin/pgbench",
-    "src/bin/pg_test_timing", "src/bin/pg_config", "contrib/auto_explain", "contrib/pg_prewarm",
+    "src/backend",
+    "src/timezone",
+    "src/backend/utils/mb/conversion_procs",
+    "src/backend/snowball",
+    "src/pl/plpgsql",
+    "src/interfaces/libpq",
+    "src/bin/initdb",
+    "src/bin/pg_ctl",
+    "src/bin/psql",
+    "src/bin/pgbench",
+    "src/bin/pg_test_timing",
+    "src/bin/pg_config",
+    "contrib/auto_explain",
+    "contrib/pg_prewarm",
     "contrib/pg_stat_statements",
-)  # fmt: skip
+)
 LLVM_TARGET = "src/backend/jit/llvm"  # llvmjit.so: JIT (PostgreSQL 11 on)
 # a tool a build needs -> the Debian package that has it
 TOOLS = {"make": "make", "bison": "bison", "flex": "flex", "perl": "perl", "pkg-config": "pkg-config"}
 SOURCE_TOOLS = {"tarball": {}, "debian": {"apt-get": "apt", "dpkg-source": "dpkg-dev"}, "git": {"git": "git"}}
 # the environment a build must not inherit: the params are its only flags (and an outer make's jobserver is gone)
-UNSET = ("CC", "CPP", "CFLAGS", "CPPFLAGS", "CXX", "CXXFLAGS", "LDFLAGS", "LDFLAGS_EX", "LDFLAGS_SL", "LIBS", "BISON",
-         "FLEX", "PERL", "PYTHON", "LLVM_CONFIG", "CLANG", "PKG_CONFIG", "PKG_CONFIG_PATH", "ICU_CFLAGS", "ICU_LIBS",
-         "XML2_CONFIG", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS", "DESTDIR")  # fmt: skip
+UNSET = (
+    "CC",
+    "CPP",
+    "CFLAGS",
+    "CPPFLAGS",
+    "CXX",
+    "CXXFLAGS",
+    "LDFLAGS",
+    "LDFLAGS_EX",
+    "LDFLAGS_SL",
+    "LIBS",
+    "BISON",
+    "FLEX",
+    "PERL",
+    "PYTHON",
+    "LLVM_CONFIG",
+    "CLANG",
+    "PKG_CONFIG",
+    "PKG_CONFIG_PATH",
+    "ICU_CFLAGS",
+    "ICU_LIBS",
+    "XML2_CONFIG",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+    "MAKEOVERRIDES",
+    "GNUMAKEFLAGS",
+    "DESTDIR",
+)
 TIMEOUT_S = 30
 
 
@@ -91,8 +128,7 @@ class Flags:
     llvm: str | None = None  # e.g. "LLVM 14.0.6"
 
     def identity(self) -> dict:
-        return {"cflags": self.cflags, "configure": list(self.configure), "compiler": self.compiler,
-                "llvm": self.llvm}  # fmt: skip
+        return {"cflags": self.cflags, "configure": list(self.configure), "compiler": self.compiler, "llvm": self.llvm}
 
     def described(self) -> str:
         return " ".join([f"CFLAGS={self.cflags}", *self.configure, f"with {self.llvm}" if self.llvm else "no LLVM"])
@@ -186,8 +222,14 @@ def check_tools(kind: str, flags: Flags) -> None:
 
 def _run(cmd: list[str], what: str, cwd: Path | None = None, timeout: float = 120) -> str:
     try:
-        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                             env=os.environ | {"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})  # fmt: skip
+        out = subprocess.run(
+            cmd,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ | {"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"},
+        )
     except (OSError, subprocess.SubprocessError) as e:
         raise BuildError(f"{what}: {e}") from e
     if out.returncode != 0:
@@ -217,9 +259,11 @@ def _resolve_debian(spec: str) -> Source:
     try:
         out = _run(["apt-get", "source", "--print-uris", "-qq", spec], what, timeout=60)
     except BuildError as e:
-        raise BuildError(f"{e} (a Debian source package needs a deb-src entry for a release that has it, e.g. "
-                         f"bookworm for postgresql-15, trixie for postgresql-17, in /etc/apt/sources.list.d/, then "
-                         f"apt-get update)") from None  # fmt: skip
+        raise BuildError(
+            f"{e} (a Debian source package needs a deb-src entry for a release that has it, e.g. "
+            f"bookworm for postgresql-15, trixie for postgresql-17, in /etc/apt/sources.list.d/, then "
+            f"apt-get update)"
+        ) from None
     dsc = next((m[1] for m in re.finditer(r"^'\S+' (\S+\.dsc) ", out, re.M)), None)
     if not dsc:
         raise BuildError(f"{what} named no .dsc file: {out.strip()[:200]!r}")
@@ -231,8 +275,10 @@ def _resolve_git(repo: str, ref: str) -> Source:
     if _is_local(repo):
         if not Path(repo).is_dir():
             raise BuildError(f"git repository {repo}: no such folder")
-        sha = _run(["git", "-C", repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
-                   f"git: {repo} has no commit {ref!r}").strip()  # fmt: skip
+        sha = _run(
+            ["git", "-C", repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+            f"git: {repo} has no commit {ref!r}",
+        ).strip()
         return Source("git", repo, sha, ref)
     if re.fullmatch(r"[0-9a-f]{40}", ref):
         return Source("git", repo, ref, ref, ref)
@@ -269,8 +315,12 @@ def cached_builds(cache_dir: Path | None = None) -> list[tuple[Path, dict]]:
     return sorted(out, key=lambda dr: dr[1].get("built_at", ""))
 
 
-def ensure_build(param: SourceParam, build: BuildParam | None = None, cache_dir: Path | None = None,
-                 show_progress: bool | None = None) -> Path:  # fmt: skip
+def ensure_build(
+    param: SourceParam,
+    build: BuildParam | None = None,
+    cache_dir: Path | None = None,
+    show_progress: bool | None = None,
+) -> Path:
     """The install folder of PostgreSQL built from `param` with `build`'s flags, built now unless cached."""
     cache = cache_dir or paths.postgres_cache_dir()
     flags = flags_of(build)
@@ -295,8 +345,9 @@ def ensure_build(param: SourceParam, build: BuildParam | None = None, cache_dir:
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed process, or an install with files removed
         work = Path(tempfile.mkdtemp(dir=cache, prefix=f".{PREFIX}{key}.work-"))
         log_path = cache / f"{PREFIX}{key}.log"
-        log.info("building PostgreSQL from %s (%s) into %s; log: %s", source.described(), flags.described(), dest,
-                 log_path)
+        log.info(
+            "building PostgreSQL from %s (%s) into %s; log: %s", source.described(), flags.described(), dest, log_path
+        )
         try:
             with open(log_path, "w") as log_file:
                 staged = _build(source, flags, key, dest, work, log_file, log_path, cache, show_progress)
@@ -308,9 +359,11 @@ def ensure_build(param: SourceParam, build: BuildParam | None = None, cache_dir:
 
 
 def _offline(param: SourceParam, flags: Flags, cache: Path, cause: BuildError) -> Path:
-    like = [(d, r) for d, r in cached_builds(cache)
-            if r["source"]["given"] == param.git and r["source"]["ref"] == param.ref
-            and r["flags"] == flags.identity()]  # fmt: skip
+    like = [
+        (d, r)
+        for d, r in cached_builds(cache)
+        if r["source"]["given"] == param.git and r["source"]["ref"] == param.ref and r["flags"] == flags.identity()
+    ]
     if not like:
         raise cause
     d, r = like[-1]
@@ -321,8 +374,17 @@ def _offline(param: SourceParam, flags: Flags, cache: Path, cause: BuildError) -
 # -- building -------------------------------------------------------------------------------------------------------
 
 
-def _build(source: Source, flags: Flags, key: str, dest: Path, work: Path, log_file: IO[str], log_path: Path,
-           cache: Path, show_progress: bool | None) -> Path:  # fmt: skip
+def _build(
+    source: Source,
+    flags: Flags,
+    key: str,
+    dest: Path,
+    work: Path,
+    log_file: IO[str],
+    log_path: Path,
+    cache: Path,
+    show_progress: bool | None,
+) -> Path:
     """Fetch, configure, make and install into `work`; returns the staged install folder, record written."""
     t0 = time.monotonic()
     out = _Output(log_file, log_path, show_progress)
@@ -331,8 +393,14 @@ def _build(source: Source, flags: Flags, key: str, dest: Path, work: Path, log_f
     major = int(re.match(r"\d+", version)[0])
     env, ccache = _environment(work, flags, cache)
     args = configure_args(flags, major)
-    out.run(["./configure", *args], tree, env, f"{source.label()}: configure", _count_checks(tree),
-            re.compile(r"^checking "))  # fmt: skip
+    out.run(
+        ["./configure", *args],
+        tree,
+        env,
+        f"{source.label()}: configure",
+        _count_checks(tree),
+        re.compile(r"^checking "),
+    )
     targets = TARGETS + ((LLVM_TARGET,) if "--with-llvm" in args else ())
     stage = work / "stage"
     jobs = len(os.sched_getaffinity(0))
@@ -346,9 +414,14 @@ def _build(source: Source, flags: Flags, key: str, dest: Path, work: Path, log_f
     make = [["make", "-C", "src/backend", "generated-headers", prefix]]
     make += [["make", f"-j{jobs}", "-C", d, "all", prefix] for d in ("src/common", "src/port")]
     make += [["make", f"-j{jobs}", "-C", t, "install", prefix, f"DESTDIR={stage}"] for t in targets]
-    out.run_all(make, tree, env,
-                f"{source.label()}: compile", _count_compiles(tree, "--with-llvm" in args),
-                re.compile(r"(?:^|\s)-c(?:\s|$)"))  # fmt: skip
+    out.run_all(
+        make,
+        tree,
+        env,
+        f"{source.label()}: compile",
+        _count_compiles(tree, "--with-llvm" in args),
+        re.compile(r"(?:^|\s)-c(?:\s|$)"),
+    )
     staged = stage / dest.relative_to(dest.anchor)
     _readable(staged)
     record = {
@@ -385,10 +458,14 @@ def _environment(work: Path, flags: Flags, cache: Path) -> tuple[dict, str | Non
     shim = work / "ccache-bin"
     shim.mkdir()
     (shim / cc).symlink_to(ccache)
-    env |= {"PATH": f"{shim}{os.pathsep}{env.get('PATH', '')}", "CCACHE_DIR": str(cache / ".ccache"),
-            # every build runs in a folder of its own: paths below it are made relative, and the folder (which
-            # debug info would name, then deleted) is left out of the hash, so builds share their objects
-            "CCACHE_BASEDIR": str(work), "CCACHE_NOHASHDIR": "true"}  # fmt: skip
+    env |= {
+        "PATH": f"{shim}{os.pathsep}{env.get('PATH', '')}",
+        "CCACHE_DIR": str(cache / ".ccache"),
+        # every build runs in a folder of its own: paths below it are made relative, and the folder (which
+        # debug info would name, then deleted) is left out of the hash, so builds share their objects
+        "CCACHE_BASEDIR": str(work),
+        "CCACHE_NOHASHDIR": "true",
+    }
     return env, _first_line([ccache, "--version"])
 
 
@@ -407,6 +484,7 @@ def _count_checks(tree: Path) -> int:
 def _count_compiles(tree: Path, llvm: bool) -> int:
     """About how many compiler runs the targets take (the bar's total): src/port and src/common compile each file
     for the backend, the clients and libpq; with LLVM each backend file is compiled to bitcode as well."""
+
     def c_files(d: str) -> int:
         return sum(1 for _ in (tree / d).rglob("*.c"))
 
@@ -434,16 +512,31 @@ class _Output:
     def __init__(self, log_file: IO[str], log_path: Path, show_progress: bool | None):
         self.log_file, self.log_path, self.show_progress = log_file, log_path, show_progress
 
-    def run(self, cmd: list[str], cwd: Path, env: dict | None, desc: str, total: int | None = None,
-            marks: re.Pattern | None = None) -> None:  # fmt: skip
+    def run(
+        self,
+        cmd: list[str],
+        cwd: Path,
+        env: dict | None,
+        desc: str,
+        total: int | None = None,
+        marks: re.Pattern | None = None,
+    ) -> None:
         self.run_all([cmd], cwd, env, desc, total, marks)
 
-    def run_all(self, cmds: list[list[str]], cwd: Path, env: dict | None, desc: str, total: int | None = None,
-                marks: re.Pattern | None = None) -> None:  # fmt: skip
+    def run_all(
+        self,
+        cmds: list[list[str]],
+        cwd: Path,
+        env: dict | None,
+        desc: str,
+        total: int | None = None,
+        marks: re.Pattern | None = None,
+    ) -> None:
         if not total:
             log.info("%s", desc)
-        with progress.bar(total=total, desc=desc, unit=" steps", disable=self.show_progress is False or not total
-                          ) as bar:  # fmt: skip
+        with progress.bar(
+            total=total, desc=desc, unit=" steps", disable=self.show_progress is False or not total
+        ) as bar:
             for cmd in cmds:
                 self._one(cmd, cwd, env, desc, bar, marks)
             if total:
@@ -454,8 +547,16 @@ class _Output:
         self.log_file.flush()
         last = collections.deque(maxlen=12)
         try:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, text=True, errors="replace")  # fmt: skip
+            proc = subprocess.Popen(
+                cmd,
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+            )
         except OSError as e:
             raise BuildError(f"{desc}: {cmd[0]}: {e}") from e
         try:
@@ -472,8 +573,10 @@ class _Output:
             self.log_file.flush()
         if rc != 0:
             tail = "\n  ".join(x for x in last if x)
-            raise BuildError(f"{desc} failed ({' '.join(cmd[:4])}{' ...' if len(cmd) > 4 else ''}: exit {rc}); "
-                             f"the whole log is {self.log_path}; its last lines:\n  {tail}")  # fmt: skip
+            raise BuildError(
+                f"{desc} failed ({' '.join(cmd[:4])}{' ...' if len(cmd) > 4 else ''}: exit {rc}); "
+                f"the whole log is {self.log_path}; its last lines:\n  {tail}"
+            )
 
 
 # -- fetching the source ----------------------------------------------------------------------------------------
@@ -498,8 +601,9 @@ def _fetch(source: Source, work: Path, out: _Output) -> Path:
         _extract(lambda: tarfile.open(tarball, "r:*"), src, source.given)
     trees = [p.parent for p in src.glob("*/configure")] + ([src] if (src / "configure").is_file() else [])
     if len(trees) != 1:
-        raise BuildError(f"{source.described()}: expected one PostgreSQL source tree (a folder with configure); "
-                         f"found {len(trees)}")  # fmt: skip
+        raise BuildError(
+            f"{source.described()}: expected one PostgreSQL source tree (a folder with configure); found {len(trees)}"
+        )
     return trees[0]
 
 
@@ -514,8 +618,11 @@ def _fetch_git(source: Source, src: Path, out: _Output) -> None:
     if not _is_local(repo):
         bare = src.parent / "git"
         _run(["git", "init", "-q", "--bare", str(bare)], "git init")
-        _run(["git", "-C", str(bare), "fetch", "-q", "--depth", "1", "--", repo, source.fetch_ref],
-             f"git fetch {repo} {source.ref}", timeout=1800)  # fmt: skip
+        _run(
+            ["git", "-C", str(bare), "fetch", "-q", "--depth", "1", "--", repo, source.fetch_ref],
+            f"git fetch {repo} {source.ref}",
+            timeout=1800,
+        )
         got = _run(["git", "-C", str(bare), "rev-parse", "FETCH_HEAD^{commit}"], "git rev-parse").strip()
         if got != commit:
             raise BuildError(f"git: {repo} {source.ref} moved to {got[:12]} while building {commit[:12]}; run again")
@@ -547,8 +654,13 @@ def _tarball(source: Source, work: Path, show_progress: bool | None) -> Path:
         try:
             with urllib.request.urlopen(source.given, timeout=TIMEOUT_S) as resp, open(path, "wb") as f:
                 total = int(resp.headers.get("Content-Length") or 0) or None
-                with progress.bar(total=total, unit="B", unit_scale=True, desc=source.given.rsplit("/", 1)[-1],
-                                  disable=show_progress is False) as bar:  # fmt: skip
+                with progress.bar(
+                    total=total,
+                    unit="B",
+                    unit_scale=True,
+                    desc=source.given.rsplit("/", 1)[-1],
+                    disable=show_progress is False,
+                ) as bar:
                     while chunk := resp.read(1 << 20):
                         f.write(chunk)
                         h.update(chunk)
@@ -587,9 +699,11 @@ def listing(cache_dir: Path | None = None) -> Iterator[str]:
     for d, r in builds:
         f = r["flags"]
         flags = " ".join([f"CFLAGS={f['cflags']}", *f["configure"], f["llvm"] or "no LLVM"])
-        yield (f"{d.name}  PostgreSQL {r['postgres_version']:8} {r['source']['described']}\n"
-               f"    {flags}; {f['compiler']}\n"
-               f"    built {r['built_at']} in {r['build_seconds']:.0f} s, {_size(d) / 1e6:.0f} MB")  # fmt: skip
+        yield (
+            f"{d.name}  PostgreSQL {r['postgres_version']:8} {r['source']['described']}\n"
+            f"    {flags}; {f['compiler']}\n"
+            f"    built {r['built_at']} in {r['build_seconds']:.0f} s, {_size(d) / 1e6:.0f} MB"
+        )
     ccache = cache / ".ccache"
     if ccache.is_dir():
         yield f"ccache's object files: {ccache}, {_size(ccache) / 1e6:.0f} MB"
@@ -622,8 +736,11 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--sha256", help="the tarball's SHA-256")
     how = ap.add_argument_group("how (servers.build of params; default: the kit's)")
     how.add_argument("--cflags", help="default -O2; flags start with a dash, so write --cflags=-O0")
-    how.add_argument("--configure", action="append", help="a configure option (repeat it); replaces the defaults: "
-                     + " ".join(DEFAULT_CONFIGURE))  # fmt: skip
+    how.add_argument(
+        "--configure",
+        action="append",
+        help="a configure option (repeat it); replaces the defaults: " + " ".join(DEFAULT_CONFIGURE),
+    )
     how.add_argument("--llvm", choices=["auto", "true", "false"], help="default auto")
     ap.add_argument("--bench", action="store_true", help="time a cold and a warm build in a fresh temporary cache")
     args = ap.parse_args(argv)
@@ -635,8 +752,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         given = {k: getattr(args, k) for k in ("debian", "git", "ref", "tarball", "sha256") if getattr(args, k)}
         param = SourceParam.model_validate(given, context={"params_dir": Path.cwd()})
-        how = {"cflags": args.cflags, "configure": args.configure,
-               "llvm": {"true": True, "false": False}.get(args.llvm, args.llvm)}  # fmt: skip
+        how = {
+            "cflags": args.cflags,
+            "configure": args.configure,
+            "llvm": {"true": True, "false": False}.get(args.llvm, args.llvm),
+        }
         build = BuildParam.model_validate({k: v for k, v in how.items() if v is not None})
     except ValidationError as e:
         print("error: " + "; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors()), file=sys.stderr)
@@ -644,8 +764,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.bench:
             cold, warm, record = bench(param, build)
-            print(f"{'PostgreSQL built from':44} {'cold s':>7} {'cached s':>8}  flags\n"
-                  f"{record['source']['described']:44} {cold:7.1f} {warm:8.2f}  {flags_of(build).described()}")
+            print(
+                f"{'PostgreSQL built from':44} {'cold s':>7} {'cached s':>8}  flags\n"
+                f"{record['source']['described']:44} {cold:7.1f} {warm:8.2f}  {flags_of(build).described()}"
+            )
         else:
             print(ensure_build(param, build, show_progress=True))
     except BuildError as e:

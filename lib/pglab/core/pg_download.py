@@ -156,8 +156,9 @@ def _install(release: Release, cache: Path, show_progress: bool | None) -> Path:
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
-def ensure_version(spec: int | str, registry: str | None = None, cache_dir: Path | None = None,
-                   show_progress: bool | None = None) -> Path:
+def ensure_version(
+    spec: int | str, registry: str | None = None, cache_dir: Path | None = None, show_progress: bool | None = None
+) -> Path:
     """The install folder of PostgreSQL `spec` (16, "16.14" or "16.14.0-beta.17"), downloaded if needed."""
     cache = cache_dir or paths.postgres_cache_dir()
     have = cached(spec, cache)
@@ -234,12 +235,16 @@ def main(argv: list[str] | None = None) -> int:
                 n = sum(x.major == major for x in rels)
                 print(f"PostgreSQL {r.postgres_version:6} {package_name()}@{r.package_version:18} ({n} releases)")
         elif args.bench:
-            print(f"{'package version':18} {'tarball MB':>10} {'download s':>10} {'MB/s':>6} {'unpack s':>8} "
-                  f"{'unpacked MB':>11}  postgres --version")
+            print(
+                f"{'package version':18} {'tarball MB':>10} {'download s':>10} {'MB/s':>6} {'unpack s':>8} "
+                f"{'unpacked MB':>11}  postgres --version"
+            )
             for r in bench(args.versions, args.registry):
-                print(f"{r['version']:18} {r['tarball_mb']:10.1f} {r['download_s']:10.2f} "
-                      f"{r['tarball_mb'] / r['download_s']:6.1f} {r['unpack_s']:8.2f} {r['unpacked_mb']:11.1f}  "
-                      f"{r['postgres --version']}")
+                print(
+                    f"{r['version']:18} {r['tarball_mb']:10.1f} {r['download_s']:10.2f} "
+                    f"{r['tarball_mb'] / r['download_s']:6.1f} {r['unpack_s']:8.2f} {r['unpacked_mb']:11.1f}  "
+                    f"{r['postgres --version']}"
+                )
         else:
             for spec in args.versions:
                 print(ensure_version(spec, args.registry, show_progress=True))

@@ -187,11 +187,20 @@ def download(release: Release, dest: Path, show_progress: bool | None = None) ->
     try:
         with urllib.request.urlopen(release.url, timeout=TIMEOUT_S) as resp, open(dest, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            log.info("downloading PostgreSQL %s (%s) from %s", release.postgres_version,
-                     f"{total / 1e6:.1f} MB" if total else "size unknown", release.url)
+            log.info(
+                "downloading PostgreSQL %s (%s) from %s",
+                release.postgres_version,
+                f"{total / 1e6:.1f} MB" if total else "size unknown",
+                release.url,
+            )
             got = 0
-            with progress.bar(total=total, unit="B", unit_scale=True,
-                              desc=f"PostgreSQL {release.postgres_version}", disable=show_progress is False) as bar:
+            with progress.bar(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                desc=f"PostgreSQL {release.postgres_version}",
+                disable=show_progress is False,
+            ) as bar:
                 while chunk := resp.read(1 << 20):
                     out.write(chunk)
                     h.update(chunk)

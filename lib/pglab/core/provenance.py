@@ -21,10 +21,22 @@ def git_revision() -> str:
         dirty = subprocess.run(
             # the kit's own outputs don't count: `make report` rewrites report/ (and a resumed run may find a
             # partial notebook there) while its later notebooks still measure and derive
-            ["git", "-C", str(paths.ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
-             ":(exclude)report", ":(exclude)data/derived"],
-            capture_output=True, text=True, timeout=10,
-        ).stdout.strip()  # fmt: skip
+            [
+                "git",
+                "-C",
+                str(paths.ROOT),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)report",
+                ":(exclude)data/derived",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (rev or "uncommitted") + ("+dirty" if dirty else "")

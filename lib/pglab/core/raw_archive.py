@@ -66,8 +66,10 @@ def create(run_id: str, force: bool = False, raw_root: Path | None = None, out: 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     try:
-        with lzma.open(tmp, "wb", preset=PRESET) as xz, \
-                tarfile.open(fileobj=xz, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        with (
+            lzma.open(tmp, "wb", preset=PRESET) as xz,
+            tarfile.open(fileobj=xz, mode="w", format=tarfile.GNU_FORMAT) as tar,
+        ):
             tar.addfile(_info(run_id, is_dir=True))
             dirs = set()
             for p in members(run_dir):
@@ -81,8 +83,10 @@ def create(run_id: str, force: bool = False, raw_root: Path | None = None, out: 
                     tar.addfile(_info(f"{run_id}/{rel.as_posix()}", p.stat().st_size), f)
         size = tmp.stat().st_size
         if size > LIMIT_BYTES and not force:
-            raise ArchiveError(f"{paths.shown(target)} would be {size / 2**20:.1f} MiB, over the limit of "
-                               f"{LIMIT_BYTES / 2**20:.0f} MiB: not written (--force writes it anyway)")
+            raise ArchiveError(
+                f"{paths.shown(target)} would be {size / 2**20:.1f} MiB, over the limit of "
+                f"{LIMIT_BYTES / 2**20:.0f} MiB: not written (--force writes it anyway)"
+            )
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -15,8 +15,24 @@ import polars as pl
 
 from .store import RunStore, StoreError
 
-TYPES = {str(t): t for t in (pl.String, pl.Boolean, pl.Null, pl.Float64, pl.Float32, pl.Int64, pl.Int32,
-                             pl.Int16, pl.Int8, pl.UInt64, pl.UInt32, pl.UInt16, pl.UInt8)}  # fmt: skip
+TYPES = {
+    str(t): t
+    for t in (
+        pl.String,
+        pl.Boolean,
+        pl.Null,
+        pl.Float64,
+        pl.Float32,
+        pl.Int64,
+        pl.Int32,
+        pl.Int16,
+        pl.Int8,
+        pl.UInt64,
+        pl.UInt32,
+        pl.UInt16,
+        pl.UInt8,
+    )
+}
 
 
 def dump(df: pl.DataFrame) -> dict:
@@ -24,8 +40,9 @@ def dump(df: pl.DataFrame) -> dict:
     cols = []
     for name, dtype in df.schema.items():
         if str(dtype) not in TYPES:
-            raise StoreError(f"column {name!r}: type {dtype} cannot be kept as a raw table (expected one of "
-                             f"{', '.join(TYPES)})")  # fmt: skip
+            raise StoreError(
+                f"column {name!r}: type {dtype} cannot be kept as a raw table (expected one of {', '.join(TYPES)})"
+            )
         cols.append({"name": name, "dtype": str(dtype), "values": df[name].to_list()})
     return {"columns": cols}
 

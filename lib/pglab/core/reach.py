@@ -168,8 +168,10 @@ def server_install(install: Install, run_as: RunAs) -> Install:
         share_dir=new_root / install.share_dir.relative_to(root),
     )
     if not run_as.can_access(copied.tool("postgres"), "x"):
-        raise ReachError(f"OS user {run_as.name} cannot run {copied.tool('postgres')} either; "
-                         f"set PGLAB_CACHE_DIR to a folder every user can read")
+        raise ReachError(
+            f"OS user {run_as.name} cannot run {copied.tool('postgres')} either; "
+            f"set PGLAB_CACHE_DIR to a folder every user can read"
+        )
     return copied
 
 
@@ -192,9 +194,17 @@ def _copy_install(root: Path, dest: Path, install: Install) -> None:
         vendored = root.parent.parent / f"{root.parent.name}.libs"  # auditwheel's folder of bundled libraries
         if vendored.is_dir():
             shutil.copytree(vendored, tmp / vendored.name, symlinks=True)
-        (tmp / COPY_RECORD).write_text(json.dumps({
-            "from": str(root), "version": install.version, "copied_at": time.time(),
-            "postgres_size": install.tool("postgres").stat().st_size}, indent=1))
+        (tmp / COPY_RECORD).write_text(
+            json.dumps(
+                {
+                    "from": str(root),
+                    "version": install.version,
+                    "copied_at": time.time(),
+                    "postgres_size": install.tool("postgres").stat().st_size,
+                },
+                indent=1,
+            )
+        )
         _world_readable(tmp)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)

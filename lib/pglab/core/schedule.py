@@ -63,8 +63,11 @@ def plan(
     """Steps for every (server, condition, item) cell, warm-up rounds first, then interleaved rounds."""
     cells = [(str(s), str(c), str(i)) for s, c, i in cells]
     shuffled = _shuffler(shuffle_seed)
-    return [Step(s, c, i, rep, warm, n) for n, (rep, warm) in enumerate(_rounds(warmups, repetitions))
-            for s, c, i in shuffled(cells)]  # fmt: skip
+    return [
+        Step(s, c, i, rep, warm, n)
+        for n, (rep, warm) in enumerate(_rounds(warmups, repetitions))
+        for s, c, i in shuffled(cells)
+    ]
 
 
 def plan_blocked(
@@ -95,8 +98,11 @@ def plan_blocked(
         passes = 1 if warm else executions
         order = shuffled(blocks)
         # (block, pass) in run order: a block's passes together, or pass k over every block before pass k+1
-        visits = ([(b, k) for b in order for k in range(passes)] if spread == "block"
-                  else [(b, k) for k in range(passes) for b in (order if k == 0 else shuffled(blocks))])
+        visits = (
+            [(b, k) for b in order for k in range(passes)]
+            if spread == "block"
+            else [(b, k) for k in range(passes) for b in (order if k == 0 else shuffled(blocks))]
+        )
         for (s, i), k in visits:
             steps += [Step(s, c, i, rep if warm else rep * executions + k, warm, n) for c in shuffled(blocks[(s, i)])]
     return steps
@@ -120,7 +126,13 @@ def run_steps(
         bar.set_postfix_str(f"{step.server} {step.condition} {step.item}", refresh=False)
         fields = measure(step)
         store.record(
-            step.server, experiment, step.condition, step.item, step.repetition,
-            warmup=step.warmup, round=step.round, **fields,
-        )  # fmt: skip
+            step.server,
+            experiment,
+            step.condition,
+            step.item,
+            step.repetition,
+            warmup=step.warmup,
+            round=step.round,
+            **fields,
+        )
     return len(todo)

@@ -25,9 +25,22 @@ import numpy as np
 import polars as pl
 
 __all__ = [
-    "HIGHER", "LOWER", "NO_DIFFERENCE", "TOO_FEW", "NO_DATA", "UNDEFINED", "NO_BASELINE",
-    "resample", "percentile_interval", "bootstrap_ci", "ratio_ci", "summarize", "compare", "interval",
-    "ratio_digits", "ratio_with_interval",
+    "HIGHER",
+    "LOWER",
+    "NO_DIFFERENCE",
+    "TOO_FEW",
+    "NO_DATA",
+    "UNDEFINED",
+    "NO_BASELINE",
+    "resample",
+    "percentile_interval",
+    "bootstrap_ci",
+    "ratio_ci",
+    "summarize",
+    "compare",
+    "interval",
+    "ratio_digits",
+    "ratio_with_interval",
 ]
 
 HIGHER = "higher"
@@ -82,8 +95,9 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
 
 
-def bootstrap_ci(x, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
-                 confidence: float = 0.95) -> tuple[float | None, float | None]:
+def bootstrap_ci(
+    x, stat: str = "median", n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap interval of ``stat`` of one sample; (None, None) below two values."""
     _check_confidence(confidence)
     v = _values(x)
@@ -93,8 +107,7 @@ def bootstrap_ci(x, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
     return _interval(resample(v, stat, n_boot, np.random.default_rng(seed)), confidence)
 
 
-def ratio_ci(a, b, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
-             confidence: float = 0.95) -> dict:
+def ratio_ci(a, b, stat: str = "median", n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95) -> dict:
     """Ratio stat(a) / stat(b) with a percentile bootstrap interval, resampling a and b independently.
 
     Returns {ratio, ci_low, ci_high, verdict, n_a, n_b, stat_a, stat_b}. verdict is "higher" (interval
@@ -104,8 +117,16 @@ def ratio_ci(a, b, stat: str = "median", n_boot: int = 10_000, seed: int = 0,
     _check_confidence(confidence)
     fn = _stat_fn(stat)
     va, vb = _values(a), _values(b)
-    out = {"ratio": None, "ci_low": None, "ci_high": None, "verdict": NO_DATA,
-           "n_a": int(va.size), "n_b": int(vb.size), "stat_a": None, "stat_b": None}
+    out = {
+        "ratio": None,
+        "ci_low": None,
+        "ci_high": None,
+        "verdict": NO_DATA,
+        "n_a": int(va.size),
+        "n_b": int(vb.size),
+        "stat_a": None,
+        "stat_b": None,
+    }
     if va.size == 0 or vb.size == 0:
         return out
     out["stat_a"], out["stat_b"] = float(fn(va)), float(fn(vb))
@@ -153,13 +174,26 @@ def _frame(df: pl.DataFrame, keys: list[str], rows: list[dict], schema: dict) ->
 
 
 _SUMMARY_SCHEMA = {
-    "n": pl.Int64, "n_missing": pl.Int64, "median": pl.Float64, "mean": pl.Float64, "min": pl.Float64,
-    "max": pl.Float64, "stddev": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+    "n": pl.Int64,
+    "n_missing": pl.Int64,
+    "median": pl.Float64,
+    "mean": pl.Float64,
+    "min": pl.Float64,
+    "max": pl.Float64,
+    "stddev": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
 }
 
 
-def summarize(df: pl.DataFrame, by: Sequence[str], value: str = "value", n_boot: int = 10_000,
-              seed: int = 0, confidence: float = 0.95) -> pl.DataFrame:
+def summarize(
+    df: pl.DataFrame,
+    by: Sequence[str],
+    value: str = "value",
+    n_boot: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pl.DataFrame:
     """Per group of ``by``: n, n_missing (null/NaN values, e.g. failed runs), median, mean, min, max,
     stddev (sample, ddof=1), ci_low, ci_high (bootstrap interval of the median; null when n < 2).
 
@@ -172,17 +206,34 @@ def summarize(df: pl.DataFrame, by: Sequence[str], value: str = "value", n_boot:
         v = _values(raw)
         low, high = bootstrap_ci(v, "median", n_boot, seed, confidence)
         has = v.size > 0
-        rows.append({
-            **g, "n": int(v.size), "n_missing": len(raw) - int(v.size),
-            "median": float(np.median(v)) if has else None, "mean": float(np.mean(v)) if has else None,
-            "min": float(v.min()) if has else None, "max": float(v.max()) if has else None,
-            "stddev": float(np.std(v, ddof=1)) if v.size > 1 else None, "ci_low": low, "ci_high": high,
-        })
+        rows.append(
+            {
+                **g,
+                "n": int(v.size),
+                "n_missing": len(raw) - int(v.size),
+                "median": float(np.median(v)) if has else None,
+                "mean": float(np.mean(v)) if has else None,
+                "min": float(v.min()) if has else None,
+                "max": float(v.max()) if has else None,
+                "stddev": float(np.std(v, ddof=1)) if v.size > 1 else None,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
     return _frame(df, by, rows, _SUMMARY_SCHEMA)
 
 
-def compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, value: str = "value",
-            stat: str = "median", n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95) -> pl.DataFrame:
+def compare(
+    df: pl.DataFrame,
+    by: Sequence[str],
+    condition_col: str,
+    baseline,
+    value: str = "value",
+    stat: str = "median",
+    n_boot: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pl.DataFrame:
     """Ratio of every condition to the ``baseline`` condition within each group of ``by``.
 
     One row per (group, condition other than baseline): ``by`` columns, ``condition_col``, baseline,
@@ -205,12 +256,31 @@ def compare(df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, v
             r["stat_a"] = float(_STATS[stat](_values(g["_values"]))) if r["n_a"] else None
         else:
             r = ratio_ci(g["_values"], base, stat, n_boot, seed, confidence)
-        rows.append({**{k: g[k] for k in [*by, condition_col]}, "baseline": baseline,
-                     "n": r["n_a"], "n_baseline": r["n_b"], stat: r["stat_a"], f"{stat}_baseline": r["stat_b"],
-                     "ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "verdict": r["verdict"]})
-    schema = {"baseline": df.schema[condition_col], "n": pl.Int64, "n_baseline": pl.Int64,
-              stat: pl.Float64, f"{stat}_baseline": pl.Float64, "ratio": pl.Float64, "ci_low": pl.Float64,
-              "ci_high": pl.Float64, "verdict": pl.String}
+        rows.append(
+            {
+                **{k: g[k] for k in [*by, condition_col]},
+                "baseline": baseline,
+                "n": r["n_a"],
+                "n_baseline": r["n_b"],
+                stat: r["stat_a"],
+                f"{stat}_baseline": r["stat_b"],
+                "ratio": r["ratio"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "verdict": r["verdict"],
+            }
+        )
+    schema = {
+        "baseline": df.schema[condition_col],
+        "n": pl.Int64,
+        "n_baseline": pl.Int64,
+        stat: pl.Float64,
+        f"{stat}_baseline": pl.Float64,
+        "ratio": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "verdict": pl.String,
+    }
     return _frame(df, [*by, condition_col], rows, schema)
 
 
@@ -234,8 +304,9 @@ def ratio_digits(low: float | None, high: float | None) -> int:
     return 3 if high - low < 0.02 or "1.00" in (f"{low:.2f}", f"{high:.2f}") else 2
 
 
-def ratio_with_interval(ratio: float | None, low: float | None = None, high: float | None = None,
-                        digits: int | None = None, none: str = "—") -> str:
+def ratio_with_interval(
+    ratio: float | None, low: float | None = None, high: float | None = None, digits: int | None = None, none: str = "—"
+) -> str:
     """'1.23× [0.98–1.45]'; '1.23×' without an interval, ``none`` without a ratio. Decimals: ``digits``, or
     `ratio_digits`' rule. The label of the interval ("min–max, n=7", "95 % bootstrap ...") is the caller's."""
     if ratio is None:

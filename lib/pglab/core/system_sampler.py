@@ -22,9 +22,19 @@ import polars as pl
 PROC = Path("/proc")
 STEAL_HIGH, IOWAIT_HIGH = 0.05, 0.10  # shares of CPU time over the span that make a figure suspect
 _CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-SCHEMA = {"t_s": pl.Float64, "cpu_user": pl.Float64, "cpu_system": pl.Float64, "cpu_iowait": pl.Float64,
-          "cpu_steal": pl.Float64, "cpu_idle": pl.Float64, "ctxt_per_s": pl.Float64, "procs_running": pl.Int64,
-          "mem_available_mib": pl.Float64, "read_mib_per_s": pl.Float64, "write_mib_per_s": pl.Float64}  # fmt: skip
+SCHEMA = {
+    "t_s": pl.Float64,
+    "cpu_user": pl.Float64,
+    "cpu_system": pl.Float64,
+    "cpu_iowait": pl.Float64,
+    "cpu_steal": pl.Float64,
+    "cpu_idle": pl.Float64,
+    "ctxt_per_s": pl.Float64,
+    "procs_running": pl.Int64,
+    "mem_available_mib": pl.Float64,
+    "read_mib_per_s": pl.Float64,
+    "write_mib_per_s": pl.Float64,
+}
 
 
 def _read(name: str) -> str:
@@ -73,12 +83,15 @@ def rates(a: dict, b: dict) -> dict:
     return {
         "cpu_user": (ticks.get("user", 0) + ticks.get("nice", 0)) / total,
         "cpu_system": (ticks.get("system", 0) + ticks.get("irq", 0) + ticks.get("softirq", 0)) / total,
-        "cpu_iowait": ticks.get("iowait", 0) / total, "cpu_steal": ticks.get("steal", 0) / total,
-        "cpu_idle": ticks.get("idle", 0) / total, "ctxt_per_s": (b["ctxt"] - a["ctxt"]) / dt,
-        "procs_running": b.get("procs_running"), "mem_available_mib": b.get("mem_available_kib", 0) / 1024,
+        "cpu_iowait": ticks.get("iowait", 0) / total,
+        "cpu_steal": ticks.get("steal", 0) / total,
+        "cpu_idle": ticks.get("idle", 0) / total,
+        "ctxt_per_s": (b["ctxt"] - a["ctxt"]) / dt,
+        "procs_running": b.get("procs_running"),
+        "mem_available_mib": b.get("mem_available_kib", 0) / 1024,
         "read_mib_per_s": (b["read_sectors"] - a["read_sectors"]) * 512 / 2**20 / dt,
         "write_mib_per_s": (b["write_sectors"] - a["write_sectors"]) * 512 / 2**20 / dt,
-    }  # fmt: skip
+    }
 
 
 class SystemSampler:
@@ -125,10 +138,13 @@ class SystemSampler:
         t = self.table()
         out = {f"{k}_mean": whole[k] for k in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_steal", "cpu_idle")}
         out |= {
-            "span_s": self._snaps[-1]["t"] - self._snaps[0]["t"], "samples": t.height,
-            "procs_running_max": int(t["procs_running"].max()), "mem_available_mib_min": t["mem_available_mib"].min(),
-            "read_mib_per_s_mean": whole["read_mib_per_s"], "write_mib_per_s_mean": whole["write_mib_per_s"],
-        }  # fmt: skip
+            "span_s": self._snaps[-1]["t"] - self._snaps[0]["t"],
+            "samples": t.height,
+            "procs_running_max": int(t["procs_running"].max()),
+            "mem_available_mib_min": t["mem_available_mib"].min(),
+            "read_mib_per_s_mean": whole["read_mib_per_s"],
+            "write_mib_per_s_mean": whole["write_mib_per_s"],
+        }
         flags = []
         if whole["cpu_steal"] > STEAL_HIGH:
             flags.append(f"steal {whole['cpu_steal']:.0%} of CPU time (the hypervisor ran others)")
@@ -150,5 +166,7 @@ def bench(seconds: float = 10.0, interval_s: float = 1.0) -> dict:
 
 if __name__ == "__main__":
     r = bench()
-    print(f"system sampler at 1 Hz: {r['samples']} samples, {r['cpu_ms_per_sample']:.2f} ms CPU per sample, "
-          f"{r['share_of_one_core']:.3%} of one core")
+    print(
+        f"system sampler at 1 Hz: {r['samples']} samples, {r['cpu_ms_per_sample']:.2f} ms CPU per sample, "
+        f"{r['share_of_one_core']:.3%} of one core"
+    )

@@ -96,8 +96,15 @@ class Evidence:
     @classmethod
     def from_row(cls, row: dict, flags: Sequence[str | None] = ()) -> Evidence:
         """From a `paired.paired_compare` row; None flags (checks that passed) are dropped."""
-        return cls(row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"],
-                   tuple(f for f in flags if f))  # fmt: skip
+        return cls(
+            row["ratio"],
+            row["low"],
+            row["high"],
+            row["n_rounds"],
+            row["coverage"],
+            row["method"],
+            tuple(f for f in flags if f),
+        )
 
     def text(self) -> str:
         """'0.52× [0.48–0.57] (min–max, n=5)' (`stats.ratio_with_interval`, then what the interval is)."""
@@ -142,8 +149,11 @@ def _checks(ev: Evidence) -> Verdict | None:
     if not (ev.ratio > 0 and ev.low > 0 and ev.high > 0):  # a zero time or tps: a failed run, not an effect
         return Verdict(UNDETERMINED, f"no positive ratio to judge ({ev.text()})")
     if (ev.coverage or 0) < MIN_COVERAGE:
-        return Verdict(UNDETERMINED, f"{ev.method} covers only " + f"{ev.coverage:.0%}".replace("%", " %"),
-                       "needs more rounds (an interval covering ≥ 90 %)")  # fmt: skip
+        return Verdict(
+            UNDETERMINED,
+            f"{ev.method} covers only " + f"{ev.coverage:.0%}".replace("%", " %"),
+            "needs more rounds (an interval covering ≥ 90 %)",
+        )
     return None
 
 
@@ -153,8 +163,11 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
     small = abs(math.log(ev.ratio)) < floor
     ours, m = f"our {ev.text()}", math.log1p(claim.margin)
     if floor > m:
-        return Verdict(UNDETERMINED, f"{ours}: the noise floor {_pct(floor)} is wider than the claim's "
-                                     f"{_pct(m)}", "a quieter machine or a steadier measurement")  # fmt: skip
+        return Verdict(
+            UNDETERMINED,
+            f"{ours}: the noise floor {_pct(floor)} is wider than the claim's {_pct(m)}",
+            "a quieter machine or a steadier measurement",
+        )
     if -m <= lo and hi <= m:
         return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
     if (hi < -m or lo > m) and not small:
@@ -191,8 +204,9 @@ def _zone(x: float, e: float, tol: float) -> str:
     return DIRECTION_ONLY
 
 
-def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None,
-            tolerance: float = TOLERANCE) -> Verdict:  # fmt: skip
+def verdict(
+    claim: Claim, evidence: Evidence, noise_floor: float | None = None, tolerance: float = TOLERANCE
+) -> Verdict:
     """The one rule (module docstring, comment above). noise_floor: relative, e.g. 0.04 (`noise.noise_floor`)."""
     ev = evidence
     if (stop := _checks(ev)) is not None:
@@ -208,35 +222,49 @@ def verdict(claim: Claim, evidence: Evidence, noise_floor: float | None = None,
         if lo > max(need, floor):
             return Verdict(SUPPORTED, f"{ours} is {claim.direction} by more than {_pct(max(need, floor))}")
         if floor > need:  # a noticeable effect would drown here: no test either way
-            return Verdict(UNDETERMINED, f"{ours}: the noise floor {_pct(floor)} is wider than a noticeable "
-                                         f"{_pct(need)}", "a quieter machine or a steadier measurement")  # fmt: skip
+            return Verdict(
+                UNDETERMINED,
+                f"{ours}: the noise floor {_pct(floor)} is wider than a noticeable {_pct(need)}",
+                "a quieter machine or a steadier measurement",
+            )
         if hi < need and lo > floor:
-            return Verdict(DIRECTION_ONLY, f"{ours} is {claim.direction}, but by less than {_pct(need)}: too "
-                                           "small to notice")  # fmt: skip
+            return Verdict(
+                DIRECTION_ONLY, f"{ours} is {claim.direction}, but by less than {_pct(need)}: too small to notice"
+            )
         if hi < 0:
             return Verdict(CONTRADICTED, f"{ours} shows the opposite: not {claim.direction}")
         if hi < need:
-            return Verdict(CONTRADICTED, f"{ours} shows no noticeable effect {claim.direction} (less than "
-                                         f"{_pct(need)}, not past the noise floor {_pct(floor)})")  # fmt: skip
+            return Verdict(
+                CONTRADICTED,
+                f"{ours} shows no noticeable effect {claim.direction} (less than "
+                f"{_pct(need)}, not past the noise floor {_pct(floor)})",
+            )
         return Verdict(UNDETERMINED, f"{ours} reaches across a noticeable {_pct(need)}", "more rounds narrow it")
     e = abs(math.log(claim.ratio))
     tolerance = claim.tolerance or tolerance
     study = f"the study's {claim.ratio:.2f}×"
     if e <= floor:
-        return Verdict(UNDETERMINED, f"{study} is within this machine's noise floor {_pct(floor)}: no test here",
-                       "a quieter machine, or a larger effect")  # fmt: skip
+        return Verdict(
+            UNDETERMINED,
+            f"{study} is within this machine's noise floor {_pct(floor)}: no test here",
+            "a quieter machine, or a larger effect",
+        )
     z_lo, z_hi = _zone(lo, e, tolerance), _zone(hi, e, tolerance)
     edges = sorted((math.exp(sign * e / tolerance), math.exp(sign * e * tolerance)))
     band = f"{edges[0]:.2f}×–{edges[1]:.2f}×"
     if z_lo == z_hi:
         size = "a larger" if lo > e else "a smaller"
-        what = {SUPPORTED: f"lies within ×/÷{tolerance:g} of {study} ({band})",
-                DIRECTION_ONLY: f"is {claim.direction}, but {size} effect than ×/÷{tolerance:g} of {study} ({band})",
-                CONTRADICTED: f"shows the opposite of {study}" if hi < 0
-                else f"shows less than a third of the effect of {study}"}[z_lo]  # fmt: skip
+        what = {
+            SUPPORTED: f"lies within ×/÷{tolerance:g} of {study} ({band})",
+            DIRECTION_ONLY: f"is {claim.direction}, but {size} effect than ×/÷{tolerance:g} of {study} ({band})",
+            CONTRADICTED: f"shows the opposite of {study}"
+            if hi < 0
+            else f"shows less than a third of the effect of {study}",
+        }[z_lo]
         return Verdict(z_lo, f"{ours} {what}")
-    return Verdict(UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})",
-                   "more rounds narrow it")  # fmt: skip
+    return Verdict(
+        UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})", "more rounds narrow it"
+    )
 
 
 # -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
@@ -261,19 +289,33 @@ def claim_verdicts(findings: pl.DataFrame) -> pl.DataFrame:
     """Findings rows (study, finding, server, verdict) to one row per claim: study, finding, verdict (overall),
     servers (how many), breakdown ("pg15: supported; pg18: contradicted")."""
     rows = []
-    for (study, finding), g in findings.sort("study", "finding", "server").group_by("study", "finding",
-                                                                                      maintain_order=True):
+    for (study, finding), g in findings.sort("study", "finding", "server").group_by(
+        "study", "finding", maintain_order=True
+    ):
         vs = g["verdict"].to_list()
-        rows.append({"study": study, "finding": finding, "verdict": overall(vs), "servers": g.height,
-                     "breakdown": "; ".join(f"{s}: {v}" for s, v in zip(g["server"], vs, strict=True))})
-    schema = {"study": pl.String, "finding": pl.String, "verdict": pl.String, "servers": pl.Int64,
-              "breakdown": pl.String}  # fmt: skip
+        rows.append(
+            {
+                "study": study,
+                "finding": finding,
+                "verdict": overall(vs),
+                "servers": g.height,
+                "breakdown": "; ".join(f"{s}: {v}" for s, v in zip(g["server"], vs, strict=True)),
+            }
+        )
+    schema = {
+        "study": pl.String,
+        "finding": pl.String,
+        "verdict": pl.String,
+        "servers": pl.Int64,
+        "breakdown": pl.String,
+    }
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
 def tally(claims: pl.DataFrame) -> pl.DataFrame:
     """Per study and overall ("all"): tested (claims with one of the four tested verdicts), then the count of
     each verdict in VERDICTS order; not testable here and not run are never part of `tested`."""
+
     def counts(study: str, g: pl.DataFrame) -> dict:
         vs = g["verdict"].to_list()
         return {"study": study, "tested": sum(v in TESTED for v in vs), **{v: vs.count(v) for v in VERDICTS}}
@@ -286,12 +328,22 @@ def tally(claims: pl.DataFrame) -> pl.DataFrame:
     return pl.from_dicts(rows, schema={"study": pl.String, "tested": pl.Int64, **{v: pl.Int64 for v in VERDICTS}})
 
 
-def finding_row(study: str, finding: str, claim: Claim, server: str, v: Verdict,
-                evidence: Evidence | None = None) -> dict:
+def finding_row(
+    study: str, finding: str, claim: Claim, server: str, v: Verdict, evidence: Evidence | None = None
+) -> dict:
     """A row in `pglab.core.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
     and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart."""
     e = evidence or Evidence(None, None, None)
-    return {"study": study, "finding": finding, "claim": claim.statement, "server": server, "verdict": v.label,
-            "evidence": v.text()[:1].upper() + v.text()[1:],
-            "study_value": claim.ratio, "our_value": e.ratio, "our_low": e.low, "our_high": e.high,
-            "interval": e.method or None}  # fmt: skip
+    return {
+        "study": study,
+        "finding": finding,
+        "claim": claim.statement,
+        "server": server,
+        "verdict": v.label,
+        "evidence": v.text()[:1].upper() + v.text()[1:],
+        "study_value": claim.ratio,
+        "our_value": e.ratio,
+        "our_low": e.low,
+        "our_high": e.high,
+        "interval": e.method or None,
+    }

@@ -54,9 +54,13 @@ def machine() -> dict:
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource").strip(),
         "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").strip() or None,
         "os": next(
-            (ln.split("=", 1)[1].strip('"') for ln in _read("/etc/os-release").splitlines()
-             if ln.startswith("PRETTY_NAME=")), platform.platform(),
-        ),  # fmt: skip
+            (
+                ln.split("=", 1)[1].strip('"')
+                for ln in _read("/etc/os-release").splitlines()
+                if ln.startswith("PRETTY_NAME=")
+            ),
+            platform.platform(),
+        ),
         "python": platform.python_version(),
         "pglab_revision": git_revision(),
         "captured_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),  # when the run began, for the report
@@ -144,21 +148,37 @@ def build_identity(version_string: str, built: dict, rec: dict) -> dict:
         v = re.search(r"llvm-config-?(\d+)|LLVM_CONFIG=\S*?(\d+)", configure)
         llvm = f"LLVM {v.group(1) or v.group(2)}" if v else "LLVM"
     out = {
-        "build_compiler": compiler, "build_opt": opt, "build_configure": options or None, "build_llvm": llvm or "none",
+        "build_compiler": compiler,
+        "build_opt": opt,
+        "build_configure": options or None,
+        "build_llvm": llvm or "none",
         "build_cflags": cflags or None,
-    }  # fmt: skip
-    parts = [compiler or "compiler not recorded", opt or "optimisation not recorded",
-             "no LLVM" if llvm is None else llvm, f"assertions {rec.get('debug_assertions') or '?'}",
-             f"{(rec.get('block_size') or 0) // 1024} kB blocks", f"WAL segments {rec.get('wal_segment_size') or '?'}",
-             f"checksums {rec.get('data_checksums') or '?'}"]  # fmt: skip
+    }
+    parts = [
+        compiler or "compiler not recorded",
+        opt or "optimisation not recorded",
+        "no LLVM" if llvm is None else llvm,
+        f"assertions {rec.get('debug_assertions') or '?'}",
+        f"{(rec.get('block_size') or 0) // 1024} kB blocks",
+        f"WAL segments {rec.get('wal_segment_size') or '?'}",
+        f"checksums {rec.get('data_checksums') or '?'}",
+    ]
     out["build"] = ", ".join(parts)
     return out
 
 
 # settings whose value is a folder or file on the measuring machine: shown relative to the project, so the
 # data and the committed report carry no absolute path of that machine (a reader's clone is elsewhere)
-PATH_SETTINGS = {"unix_socket_directories", "data_directory", "config_file", "hba_file", "ident_file",
-                 "log_directory", "external_pid_file", "stats_temp_directory"}  # fmt: skip
+PATH_SETTINGS = {
+    "unix_socket_directories",
+    "data_directory",
+    "config_file",
+    "hba_file",
+    "ident_file",
+    "log_directory",
+    "external_pid_file",
+    "stats_temp_directory",
+}
 
 
 def _shown_paths(setting: dict) -> dict:
@@ -175,8 +195,10 @@ def timer(srv: Server, seconds: int = 1) -> dict | None:
 
     out = subprocess.run(
         [str(srv.install.tool("pg_test_timing")), "-d", str(seconds)],
-        capture_output=True, text=True, timeout=seconds + 30,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+    )
     if out.returncode != 0:
         return {"server": srv.name, "error": out.stderr.strip()}
     parsed = parse_pg_test_timing(out.stdout)
@@ -234,8 +256,15 @@ def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
 
 # a server's folders: inside the project (the wheel's install in .venv, the kit's clusters) shown relative to it,
 # as the path-valued settings are; a shared install elsewhere (/usr/lib/postgresql, the download cache) stays
-FOLDER_COLUMNS = ("bin_dir", "lib_dir", "share_dir", "server_bin_dir", "cluster_dir", "cluster_dir_wanted",
-                  "socket_dir")  # fmt: skip
+FOLDER_COLUMNS = (
+    "bin_dir",
+    "lib_dir",
+    "share_dir",
+    "server_bin_dir",
+    "cluster_dir",
+    "cluster_dir_wanted",
+    "socket_dir",
+)
 
 
 def _shown_folder(path: str) -> str:

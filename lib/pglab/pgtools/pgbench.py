@@ -26,18 +26,41 @@ from .pgbench_output import PgbenchOutputError, parse_pgbench_init_output, parse
 
 # conninfo keys and the libpq environment variables that carry them (every key libpq has one for)
 _ENV = {
-    "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD",
-    "dbname": "PGDATABASE", "passfile": "PGPASSFILE", "options": "PGOPTIONS", "application_name": "PGAPPNAME",
-    "connect_timeout": "PGCONNECT_TIMEOUT", "service": "PGSERVICE", "client_encoding": "PGCLIENTENCODING",
-    "require_auth": "PGREQUIREAUTH", "channel_binding": "PGCHANNELBINDING", "sslmode": "PGSSLMODE",
-    "requiressl": "PGREQUIRESSL", "sslnegotiation": "PGSSLNEGOTIATION", "sslcompression": "PGSSLCOMPRESSION",
-    "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY", "sslcertmode": "PGSSLCERTMODE", "sslrootcert": "PGSSLROOTCERT",
-    "sslcrl": "PGSSLCRL", "sslcrldir": "PGSSLCRLDIR", "sslsni": "PGSSLSNI", "requirepeer": "PGREQUIREPEER",
-    "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION", "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION",
-    "gssencmode": "PGGSSENCMODE", "krbsrvname": "PGKRBSRVNAME", "gsslib": "PGGSSLIB",
-    "gssdelegation": "PGGSSDELEGATION", "target_session_attrs": "PGTARGETSESSIONATTRS",
+    "host": "PGHOST",
+    "hostaddr": "PGHOSTADDR",
+    "port": "PGPORT",
+    "user": "PGUSER",
+    "password": "PGPASSWORD",
+    "dbname": "PGDATABASE",
+    "passfile": "PGPASSFILE",
+    "options": "PGOPTIONS",
+    "application_name": "PGAPPNAME",
+    "connect_timeout": "PGCONNECT_TIMEOUT",
+    "service": "PGSERVICE",
+    "client_encoding": "PGCLIENTENCODING",
+    "require_auth": "PGREQUIREAUTH",
+    "channel_binding": "PGCHANNELBINDING",
+    "sslmode": "PGSSLMODE",
+    "requiressl": "PGREQUIRESSL",
+    "sslnegotiation": "PGSSLNEGOTIATION",
+    "sslcompression": "PGSSLCOMPRESSION",
+    "sslcert": "PGSSLCERT",
+    "sslkey": "PGSSLKEY",
+    "sslcertmode": "PGSSLCERTMODE",
+    "sslrootcert": "PGSSLROOTCERT",
+    "sslcrl": "PGSSLCRL",
+    "sslcrldir": "PGSSLCRLDIR",
+    "sslsni": "PGSSLSNI",
+    "requirepeer": "PGREQUIREPEER",
+    "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
+    "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION",
+    "gssencmode": "PGGSSENCMODE",
+    "krbsrvname": "PGKRBSRVNAME",
+    "gsslib": "PGGSSLIB",
+    "gssdelegation": "PGGSSDELEGATION",
+    "target_session_attrs": "PGTARGETSESSIONATTRS",
     "load_balance_hosts": "PGLOADBALANCEHOSTS",
-}  # fmt: skip
+}
 
 
 def newest_client(installs: list[Install]) -> Install:
@@ -55,8 +78,10 @@ def client_note(server: Server, client: str = "newest") -> str | None:
     if server.install is None:
         return f"{server.name} is an external server (no pgbench of its own): the newest pgbench drives it"
     if not server.install.tool("pgbench").exists():
-        return (f"{server.name} ({server.install.version}) has no pgbench of its own (a server-only build): "
-                "the newest pgbench drives it instead of its own")
+        return (
+            f"{server.name} ({server.install.version}) has no pgbench of its own (a server-only build): "
+            "the newest pgbench drives it instead of its own"
+        )
     return None
 
 
@@ -79,8 +104,10 @@ def _env(server: Server, dbname: str | None, settings: dict | None) -> dict:
     params = conninfo_to_dict(server.conninfo(dbname))
     unsupported = sorted(k for k, v in params.items() if v is not None and k not in _ENV)
     if unsupported:
-        raise ValueError(f"{server.name}: pgbench cannot be given dsn keys {unsupported} (no libpq environment "
-                         "variable carries them, and connection details never go on its command line)")  # fmt: skip
+        raise ValueError(
+            f"{server.name}: pgbench cannot be given dsn keys {unsupported} (no libpq environment "
+            "variable carries them, and connection details never go on its command line)"
+        )
     for key, value in params.items():
         if value is not None:
             env[_ENV[key]] = str(value)
@@ -129,14 +156,24 @@ def run(
         t0 = time.monotonic()
         try:
             out = subprocess.run(
-                cmd, cwd=tmp, env=_env(server, dbname, settings), capture_output=True, text=True,
-                timeout=timeout_s, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
+                cmd,
+                cwd=tmp,
+                env=_env(server, dbname, settings),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired as e:
             return PgbenchRun(
-                scrub(shown), client.version, -1, time.monotonic() - t0, scrub(_text(e.stdout)),
-                scrub(_text(e.stderr)), error=f"pgbench did not finish within {timeout_s} s",
-            )  # fmt: skip
+                scrub(shown),
+                client.version,
+                -1,
+                time.monotonic() - t0,
+                scrub(_text(e.stdout)),
+                scrub(_text(e.stderr)),
+                error=f"pgbench did not finish within {timeout_s} s",
+            )
         elapsed = time.monotonic() - t0
     # the output is stored and its errors shown: without any password that may have come through
     res = PgbenchRun(scrub(shown), client.version, out.returncode, elapsed, scrub(out.stdout), scrub(out.stderr))

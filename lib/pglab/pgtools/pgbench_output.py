@@ -87,34 +87,61 @@ _SCRIPT = [
     ("processed", re.compile(rf"^number of transactions actually processed: (\d+) \(tps = {_N}\)$")),
 ]
 
-_INT_KEYS = {"scaling_factor", "partitions", "clients", "threads", "max_tries", "transactions_per_client",
-             "duration_s"}
+_INT_KEYS = {"scaling_factor", "partitions", "clients", "threads", "max_tries", "transactions_per_client", "duration_s"}
 
 
 def _empty_record() -> dict:
     # Every key always present, so records of different versions stack into one DataFrame.
     return {
-        "pgbench_version": None, "server_version": None, "transaction_type": None, "scaling_factor": None,
-        "partition_method": None, "partitions": None, "query_mode": None, "clients": None, "threads": None,
-        "max_tries": None, "duration_s": None, "transactions_per_client": None,
-        "transactions_processed": None, "transactions_expected": None,
+        "pgbench_version": None,
+        "server_version": None,
+        "transaction_type": None,
+        "scaling_factor": None,
+        "partition_method": None,
+        "partitions": None,
+        "query_mode": None,
+        "clients": None,
+        "threads": None,
+        "max_tries": None,
+        "duration_s": None,
+        "transactions_per_client": None,
+        "transactions_processed": None,
+        "transactions_expected": None,
         **{key: None for key, _ in _COUNTERS},
-        "latency_limit_ms": None, "late_transactions": None,
-        "latency_avg_ms": None, "latency_stddev_ms": None, "latency_includes_failures": False,
-        "lag_avg_ms": None, "lag_max_ms": None,
-        "initial_connection_ms": None, "connection_time_avg_ms": None,
-        "tps": None, "tps_kind": None, "tps_including_connections": None,
-        "scripts": [], "statement_latencies": [], "statement_failures": [],
-        "errors": [], "aborted": False, "unrecognized_lines": [],
+        "latency_limit_ms": None,
+        "late_transactions": None,
+        "latency_avg_ms": None,
+        "latency_stddev_ms": None,
+        "latency_includes_failures": False,
+        "lag_avg_ms": None,
+        "lag_max_ms": None,
+        "initial_connection_ms": None,
+        "connection_time_avg_ms": None,
+        "tps": None,
+        "tps_kind": None,
+        "tps_including_connections": None,
+        "scripts": [],
+        "statement_latencies": [],
+        "statement_failures": [],
+        "errors": [],
+        "aborted": False,
+        "unrecognized_lines": [],
     }
 
 
 def _empty_script(number: int, name: str) -> dict:
     return {
-        "script": number, "name": name, "weight": None, "weight_pct": None,
-        "transactions": None, "share_pct": None, "transactions_processed": None, "tps": None,
+        "script": number,
+        "name": name,
+        "weight": None,
+        "weight_pct": None,
+        "transactions": None,
+        "share_pct": None,
+        "transactions_processed": None,
+        "tps": None,
         **{key: None for key, _ in _COUNTERS},
-        "latency_avg_ms": None, "latency_stddev_ms": None,
+        "latency_avg_ms": None,
+        "latency_stddev_ms": None,
     }
 
 
@@ -318,8 +345,14 @@ def parse_pgbench_init_output(stderr_text: str) -> dict:
     errors (error lines). Raises PgbenchOutputError when no ``done`` line is present (init failed or
     the text is not pgbench -i output).
     """
-    out: dict = {"total_s": None, "steps_s": {}, "generation": None, "tuples_generated": None,
-                 "partitions": None, "errors": []}
+    out: dict = {
+        "total_s": None,
+        "steps_s": {},
+        "generation": None,
+        "tuples_generated": None,
+        "partitions": None,
+        "errors": [],
+    }
     done = False
     for raw in stderr_text.replace("\r", "\n").splitlines():
         line = raw.strip()
@@ -351,9 +384,22 @@ def parse_pgbench_init_output(stderr_text: str) -> dict:
 #   15  15–18: every column always printed, zeros where the option was off (failure columns only
 #       filled with --failures-detailed);  16  19devel: + other_sql_failures.
 AGGREGATE_LOG_COLUMNS = [
-    "interval_start", "num_transactions", "sum_latency", "sum_latency_2", "min_latency", "max_latency",
-    "sum_lag", "sum_lag_2", "min_lag", "max_lag", "skipped", "retried", "retries",
-    "serialization_failures", "deadlock_failures", "other_sql_failures",
+    "interval_start",
+    "num_transactions",
+    "sum_latency",
+    "sum_latency_2",
+    "min_latency",
+    "max_latency",
+    "sum_lag",
+    "sum_lag_2",
+    "min_lag",
+    "max_lag",
+    "skipped",
+    "retried",
+    "retries",
+    "serialization_failures",
+    "deadlock_failures",
+    "other_sql_failures",
 ]
 _AGG_WIDTHS = {6, 10, 11, 15, 16}
 _AGG_FLOAT = {"sum_latency", "sum_latency_2", "sum_lag", "sum_lag_2"}  # %.0f sums can exceed int64
@@ -375,7 +421,8 @@ def parse_aggregate_log(text: str) -> pl.DataFrame:
             continue
         if len(fields) not in _AGG_WIDTHS:
             raise PgbenchOutputError(
-                f"aggregate log line {lineno}: {len(fields)} fields, expected one of {sorted(_AGG_WIDTHS)}")
+                f"aggregate log line {lineno}: {len(fields)} fields, expected one of {sorted(_AGG_WIDTHS)}"
+            )
         if width is not None and len(fields) != width:
             raise PgbenchOutputError(f"aggregate log line {lineno}: {len(fields)} fields after {width}-field lines")
         width = len(fields)

@@ -14,22 +14,38 @@ import psycopg
 
 # (view, SQL returning one row of numeric counters, the first major that has it)
 _VIEWS = (
-    ("database", "SELECT xact_commit, xact_rollback, blks_read, blks_hit, tup_returned, tup_fetched, tup_inserted, "
-                 "tup_updated, tup_deleted, temp_files, temp_bytes, deadlocks FROM pg_stat_database "
-                 "WHERE datname = current_database()", 10),
+    (
+        "database",
+        "SELECT xact_commit, xact_rollback, blks_read, blks_hit, tup_returned, tup_fetched, tup_inserted, "
+        "tup_updated, tup_deleted, temp_files, temp_bytes, deadlocks FROM pg_stat_database "
+        "WHERE datname = current_database()",
+        10,
+    ),
     ("wal", "SELECT wal_records, wal_fpi, wal_bytes::bigint AS wal_bytes, wal_buffers_full FROM pg_stat_wal", 14),
-    ("checkpointer", "SELECT num_timed AS checkpoints_timed, num_requested AS checkpoints_req, "
-                     "buffers_written AS buffers_checkpoint FROM pg_stat_checkpointer", 17),
+    (
+        "checkpointer",
+        "SELECT num_timed AS checkpoints_timed, num_requested AS checkpoints_req, "
+        "buffers_written AS buffers_checkpoint FROM pg_stat_checkpointer",
+        17,
+    ),
     ("checkpointer", "SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint FROM pg_stat_bgwriter", 10),
     ("bgwriter", "SELECT buffers_clean, maxwritten_clean, buffers_alloc FROM pg_stat_bgwriter", 10),
-    ("io", "SELECT coalesce(sum(reads), 0)::bigint AS reads, coalesce(sum(writes), 0)::bigint AS writes, "
-           "coalesce(sum(extends), 0)::bigint AS extends, coalesce(sum(hits), 0)::bigint AS hits, "
-           "coalesce(sum(evictions), 0)::bigint AS evictions, coalesce(sum(fsyncs), 0)::bigint AS fsyncs "
-           "FROM pg_stat_io", 16),
-    ("statements", "SELECT coalesce(sum(calls), 0)::bigint AS calls, "
-                   "coalesce(sum(total_exec_time), 0)::float8 AS total_exec_time_ms, "
-                   "coalesce(sum(shared_blks_read), 0)::bigint AS shared_blks_read FROM pg_stat_statements", 13),
-)  # fmt: skip
+    (
+        "io",
+        "SELECT coalesce(sum(reads), 0)::bigint AS reads, coalesce(sum(writes), 0)::bigint AS writes, "
+        "coalesce(sum(extends), 0)::bigint AS extends, coalesce(sum(hits), 0)::bigint AS hits, "
+        "coalesce(sum(evictions), 0)::bigint AS evictions, coalesce(sum(fsyncs), 0)::bigint AS fsyncs "
+        "FROM pg_stat_io",
+        16,
+    ),
+    (
+        "statements",
+        "SELECT coalesce(sum(calls), 0)::bigint AS calls, "
+        "coalesce(sum(total_exec_time), 0)::float8 AS total_exec_time_ms, "
+        "coalesce(sum(shared_blks_read), 0)::bigint AS shared_blks_read FROM pg_stat_statements",
+        13,
+    ),
+)
 
 
 def _major(conn: psycopg.Connection) -> int:
@@ -58,9 +74,13 @@ def snapshot(conn: psycopg.Connection) -> dict[str, dict[str, float]]:
 
 def deltas(before: dict, after: dict) -> list[dict]:
     """Tidy rows (view, counter, delta) of what changed between two snapshots of one server."""
-    return [{"view": view, "counter": k, "delta": after[view][k] - v}
-            for view, counters in before.items() if view in after
-            for k, v in counters.items() if k in after[view]]  # fmt: skip
+    return [
+        {"view": view, "counter": k, "delta": after[view][k] - v}
+        for view, counters in before.items()
+        if view in after
+        for k, v in counters.items()
+        if k in after[view]
+    ]
 
 
 def checkpoint_in(before: dict, after: dict) -> bool:

@@ -27,22 +27,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "CSV_COLUMNS", "AutoExplainEntry", "LogCursor", "LogEntry", "LogTimeout", "detect_format", "iter_entries",
-    "parse_auto_explain", "read_entries",
-]  # fmt: skip
+    "CSV_COLUMNS",
+    "AutoExplainEntry",
+    "LogCursor",
+    "LogEntry",
+    "LogTimeout",
+    "detect_format",
+    "iter_entries",
+    "parse_auto_explain",
+    "read_entries",
+]
 
 # csvlog columns in order: 13 has the first 24, 14+ adds leader_pid and query_id; older ones fewer
 CSV_COLUMNS = (
-    "timestamp", "user", "dbname", "pid", "remote_host", "session_id", "line_num", "ps", "session_start",
-    "vxid", "txid", "error_severity", "state_code", "message", "detail", "hint", "internal_query",
-    "internal_position", "context", "statement", "cursor_position", "func_name", "application_name",
-    "backend_type", "leader_pid", "query_id",
+    "timestamp",
+    "user",
+    "dbname",
+    "pid",
+    "remote_host",
+    "session_id",
+    "line_num",
+    "ps",
+    "session_start",
+    "vxid",
+    "txid",
+    "error_severity",
+    "state_code",
+    "message",
+    "detail",
+    "hint",
+    "internal_query",
+    "internal_position",
+    "context",
+    "statement",
+    "cursor_position",
+    "func_name",
+    "application_name",
+    "backend_type",
+    "leader_pid",
+    "query_id",
 )  # fmt: skip  (the jsonlog key names, so both give the same fields)
 
 _AUTO_EXPLAIN = re.compile(r"^duration: (\d+(?:\.\d+)?) ms  plan:\n(.*)\Z", re.S)
 _SEVERITIES = "LOG|ERROR|WARNING|NOTICE|INFO|DEBUG[1-5]?|FATAL|PANIC"
-_FOLLOW_UPS = {"DETAIL": "detail", "HINT": "hint", "STATEMENT": "statement", "CONTEXT": "context",
-               "QUERY": "internal_query", "LOCATION": "func_name"}  # fmt: skip
+_FOLLOW_UPS = {
+    "DETAIL": "detail",
+    "HINT": "hint",
+    "STATEMENT": "statement",
+    "CONTEXT": "context",
+    "QUERY": "internal_query",
+    "LOCATION": "func_name",
+}
 # a text-log line: any log_line_prefix, then "SEVERITY:  message" (two spaces: PostgreSQL's own layout)
 _TEXT_LINE = re.compile(rf"^(?P<prefix>.*?)(?P<sev>{_SEVERITIES}|{'|'.join(_FOLLOW_UPS)}):  (?P<msg>.*)$")
 _TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Za-z+\-0-9]+)?)")
@@ -112,12 +147,19 @@ def _int(v) -> int | None:
 
 def _entry(rec: dict) -> LogEntry:
     return LogEntry(
-        timestamp=rec.get("timestamp"), severity=rec.get("error_severity"), message=rec.get("message") or "",
-        pid=_int(rec.get("pid")), dbname=rec.get("dbname") or None, user=rec.get("user") or None,
-        application_name=rec.get("application_name") or None, backend_type=rec.get("backend_type") or None,
-        detail=rec.get("detail") or None, statement=rec.get("statement") or None,
-        context=rec.get("context") or None, fields=rec,
-    )  # fmt: skip
+        timestamp=rec.get("timestamp"),
+        severity=rec.get("error_severity"),
+        message=rec.get("message") or "",
+        pid=_int(rec.get("pid")),
+        dbname=rec.get("dbname") or None,
+        user=rec.get("user") or None,
+        application_name=rec.get("application_name") or None,
+        backend_type=rec.get("backend_type") or None,
+        detail=rec.get("detail") or None,
+        statement=rec.get("statement") or None,
+        context=rec.get("context") or None,
+        fields=rec,
+    )
 
 
 # -- reading complete records from a byte range ----------------------------------------------------------------
@@ -191,9 +233,14 @@ def _stderr(f, start, end, hold_last: bool = False) -> Iterator[LogEntry]:
         prefix = m.group("prefix")
         ts, pid = _TS.match(prefix), _PID.search(prefix)
         current = LogEntry(
-            timestamp=ts.group(1) if ts else None, severity=m.group("sev"), message=m.group("msg"),
-            pid=int(pid.group(1)) if pid else None, fields={"prefix": prefix}, offset=pos, nbytes=len(raw),
-        )  # fmt: skip
+            timestamp=ts.group(1) if ts else None,
+            severity=m.group("sev"),
+            message=m.group("msg"),
+            pid=int(pid.group(1)) if pid else None,
+            fields={"prefix": prefix},
+            offset=pos,
+            nbytes=len(raw),
+        )
     if current is not None:
         current.complete = not hold_last
         yield current
@@ -235,8 +282,12 @@ class LogCursor:
     With several destinations (e.g. csvlog and jsonlog) every message is in each: entries are read from
     one format, the first of `formats` present unless `fmt` is given."""
 
-    def __init__(self, files: Callable[[], list[Path]], formats: tuple[str, ...] = ("jsonlog", "csvlog", "stderr"),
-                 fmt: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        files: Callable[[], list[Path]],
+        formats: tuple[str, ...] = ("jsonlog", "csvlog", "stderr"),
+        fmt: str | None = None,
+    ):
         self._files = files
         self.formats = formats
         self.fmt = fmt
@@ -291,8 +342,9 @@ class LogCursor:
             return True
         return False
 
-    def follow(self, until: Callable[[LogEntry], bool], timeout_s: float = 15.0,
-               poll_s: float = 0.005) -> Iterator[LogEntry]:  # fmt: skip
+    def follow(
+        self, until: Callable[[LogEntry], bool], timeout_s: float = 15.0, poll_s: float = 0.005
+    ) -> Iterator[LogEntry]:
         """Entries as they arrive, up to the first one for which `until(entry)` is true (not yielded).
         LogTimeout when it has not arrived within `timeout_s`: the logging collector writes
         asynchronously, so a marker message logged after a run tells when the run's entries are all in."""

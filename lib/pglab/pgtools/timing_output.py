@@ -35,8 +35,14 @@ _ROW4 = re.compile(r"^(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)$")  # bound, percent, 
 
 
 def _new_block(clock_source: str | None) -> dict:
-    return {"clock_source": clock_source, "per_loop_ns": None, "histogram_unit": None,
-            "histogram": [], "observed_cutoff_pct": None, "observed": []}
+    return {
+        "clock_source": clock_source,
+        "per_loop_ns": None,
+        "histogram_unit": None,
+        "histogram": [],
+        "observed_cutoff_pct": None,
+        "observed": [],
+    }
 
 
 def parse_pg_test_timing(text: str) -> dict:
@@ -90,7 +96,9 @@ def parse_pg_test_timing(text: str) -> dict:
         raise TimingOutputError("pg_test_timing output not recognised: no 'loop time including overhead' line")
     for b in blocks:
         if not b["histogram"]:
-            raise TimingOutputError("pg_test_timing output not recognised: no histogram rows after "
-                                    f"'loop time including overhead: {b['per_loop_ns']} ns'")
+            raise TimingOutputError(
+                "pg_test_timing output not recognised: no histogram rows after "
+                f"'loop time including overhead: {b['per_loop_ns']} ns'"
+            )
     first = blocks[0]
     return {"duration_s": duration, **first, "blocks": blocks}

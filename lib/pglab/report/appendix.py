@@ -19,9 +19,9 @@ def manifest(profile: str, root: Path | None = None) -> pl.DataFrame:
     m = json.loads((derived.profile_dir(profile, root) / derived.MANIFEST).read_text())
     rows = [{"table": name.removesuffix(".csv"), "rows": e["rows"], "columns": len(e["columns"]),
              "sha256": e["sha256"][:12], "run_id": e.get("run_id"), "derived_by": e.get("derived_by")}
-            for name, e in sorted(m.items())]  # fmt: skip
+            for name, e in sorted(m.items())]
     schema = {"table": pl.String, "rows": pl.Int64, "columns": pl.Int64, "sha256": pl.String, "run_id": pl.String,
-              "derived_by": pl.String}  # fmt: skip
+              "derived_by": pl.String}
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -55,10 +55,10 @@ def provenance_markdown(profile: str, root: Path | None = None) -> str:
     else:
         lines.append("- **Derived by**: not recorded (this manifest predates the record of revisions).")
     lines.append("- **Runs**: " + (", ".join(f"`{r}`" for r in runs) if runs else "not recorded in this manifest")
-                 + ".")  # fmt: skip
+                 + ".")
     if any(r and r.endswith(DIRTY) for r in [measured, *derived_revs]):
         lines.append(f"- ⚠ A revision marked **{DIRTY}** had uncommitted changes: the code that produced these "
-                     "numbers is not exactly any commit.")  # fmt: skip
+                     "numbers is not exactly any commit.")
     return "\n".join(lines)
 
 
@@ -67,11 +67,11 @@ def inventory_markdown(profile: str, root: Path | None = None) -> str:
     t = manifest(profile, root)
     problems = derived.verify(profile, root)
     check = ("Every table matches its SHA-256 checksum in the manifest." if not problems
-             else f"**Checksum MISMATCH**: {', '.join(problems)}.")  # fmt: skip
+             else f"**Checksum MISMATCH**: {', '.join(problems)}.")
     lines = [check, "", "| table | rows | columns | sha256 | run | derived by |", "|---|--:|--:|---|---|---|"]
     for r in t.iter_rows(named=True):
         lines.append(f"| `{r['table']}` | {r['rows']:,} | {r['columns']} | `{r['sha256']}` | "
-                     f"{r['run_id'] or '—'} | {short_revision(r['derived_by'])} |")  # fmt: skip
+                     f"{r['run_id'] or '—'} | {short_revision(r['derived_by'])} |")
     if t["run_id"].null_count() or t["derived_by"].null_count():
         lines += ["", "— : not recorded (the table was written before the manifest kept its run and revision)."]
     return "\n".join(lines)

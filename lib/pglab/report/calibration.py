@@ -24,7 +24,7 @@ from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, NOT_RUN, NOT_TESTABLE,
 # verdict pairs that reverse a reader's conclusion
 SEVERE = ({SUPPORTED, CONTRADICTED}, {CONTRADICTED, DIRECTION_ONLY})
 _VALUE = {"ratio", "low", "high", "ci_low", "ci_high", "coverage", "method", "n_rounds", "median", "median_baseline",
-          "study_ratio", "verdict", "flag", "label", "condition_order", "better"}  # fmt: skip
+          "study_ratio", "verdict", "flag", "label", "condition_order", "better"}
 
 
 def family(method: str) -> str:
@@ -52,15 +52,15 @@ def estimates(folder: Path) -> pl.DataFrame:
             continue
         keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
         key = pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|") if keys \
-            else pl.lit("")  # fmt: skip
+            else pl.lit("")
         frames.append(df.select(
             pl.lit(f.stem).alias("table"), key.alias("key"), pl.col("ratio").cast(pl.Float64),
             pl.col(low).cast(pl.Float64).alias("low"), pl.col(high).cast(pl.Float64).alias("high"),
             (pl.col("coverage").cast(pl.Float64) if "coverage" in df.columns else pl.lit(0.95)).alias("coverage"),
             pl.col("method").cast(pl.String),
-        ))  # fmt: skip
+        ))
     schema = {"table": pl.String, "key": pl.String, "ratio": pl.Float64, "low": pl.Float64, "high": pl.Float64,
-              "coverage": pl.Float64, "method": pl.String}  # fmt: skip
+              "coverage": pl.Float64, "method": pl.String}
     out = pl.concat(frames) if frames else pl.DataFrame(schema=schema)
     return out.filter((pl.col("ratio") > 0) & (pl.col("low") > 0) & (pl.col("high") > pl.col("low")))
 
@@ -79,14 +79,14 @@ def calibration(runs: dict[str, Path], confidence: float = 0.95) -> pl.DataFrame
         j = est[x].join(est[y], on=["table", "key"], suffix="_b")
         for r in j.iter_rows(named=True):
             se = [(math.log(r[h]) - math.log(r[lo])) / (2 * _z(r[c] or confidence))
-                  for lo, h, c in (("low", "high", "coverage"), ("low_b", "high_b", "coverage_b"))]  # fmt: skip
+                  for lo, h, c in (("low", "high", "coverage"), ("low_b", "high_b", "coverage_b"))]
             d = abs(math.log(r["ratio"]) - math.log(r["ratio_b"]))
             rows.append({"family": family(r["method"]), "beyond": d > _z(confidence) * math.hypot(*se)})
     if not rows:
         return pl.DataFrame(schema={"family": pl.String, "pairs": pl.Int64, "beyond": pl.Int64, "share": pl.Float64})
     return (pl.from_dicts(rows).group_by("family").agg(pl.len().cast(pl.Int64).alias("pairs"),
             pl.col("beyond").sum().cast(pl.Int64).alias("beyond"))
-            .with_columns((pl.col("beyond") / pl.col("pairs")).alias("share")).sort("family"))  # fmt: skip
+            .with_columns((pl.col("beyond") / pl.col("pairs")).alias("share")).sort("family"))
 
 
 def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -110,7 +110,7 @@ def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
         severe = sum({vs[a], vs[b]} in SEVERE for a, b in pairs)
         rows.append({"study": study, "finding": finding, "flippable": not (untestable or fixed), "pairs": len(pairs),
                      "flips": flips, "flip_probability": flips / len(pairs) if pairs else 0.0, "severe": severe,
-                     "verdicts": "; ".join(f"{n}: {v}" for n, v in vs.items())})  # fmt: skip
+                     "verdicts": "; ".join(f"{n}: {v}" for n, v in vs.items())})
     return pl.from_dicts(rows) if rows else pl.DataFrame()
 
 
@@ -148,7 +148,7 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
         total = f.height * n_pairs
         lines.append(f"flippable claims: {f.height} of {flips.height} (the rest not testable / not run in every run, "
                      f"or exact checks); over {n_pairs} pair(s): {same} of {total} the same "
-                     f"({same / total:.1%})" if total else "no flippable claim")  # fmt: skip
+                     f"({same / total:.1%})" if total else "no flippable claim")
         lines.append(f"severe flips (supported <-> contradicted, contradicted <-> direction only): "
                      f"{int(flips['severe'].sum())}")
         moving = f.filter(pl.col("flips") > 0).sort("flip_probability", descending=True)

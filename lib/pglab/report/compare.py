@@ -43,28 +43,28 @@ NOTEBOOK = "compare.ipynb"
 KERNEL = "pglab"
 PLAN_KEYS = ("server", "mode", "query", "item", "condition", "operator", "workers", "key_columns")
 PLAN_SHAPE = ("fingerprint", "nodes", "shape", "node_type", "leftmost_node_type", "leftmost_relation",
-              "workers_planned", "nodes_below", "gathers", "parallel_append_under_gather")  # fmt: skip
+              "workers_planned", "nodes_below", "gathers", "parallel_append_under_gather")
 # chosen afresh by the kit for every cluster or run, or where this clone lies: a difference says nothing of the runs
 RUN_LOCAL = ("port", "unix_socket_directories", "socket_dir", "bin_dir", "lib_dir", "share_dir", "server_bin_dir",
              "cluster_dir", "cluster_dir_wanted", "data_directory", "config_file", "hba_file", "ident_file",
-             "external_pid_file", "log_directory", "captured_utc")  # fmt: skip
+             "external_pid_file", "log_directory", "captured_utc")
 # what a table's medians measure: (unit, which way is better)
 UNITS = {"auto_explain": ("ms", "lower"), "jit_operators": ("ms", "lower"), "parallel_index": ("s", "lower"),
          "partitioning": ("s", "lower"), "pgbench_init": ("s", "lower"), "ssb": ("s", "lower"),
          "ssb_sweep": ("s", "lower"), "pgbench_scaling": ("tps", "higher"), "pgbench_select_only": ("tps", "higher"),
-         "pgbench_series": ("tps", "higher")}  # fmt: skip
+         "pgbench_series": ("tps", "higher")}
 RATIO_SCHEMA = {
     "study": pl.String, "metric": pl.String, "server": pl.String, "item": pl.String,
     "a_median": pl.Float64, "a_low": pl.Float64, "a_high": pl.Float64,
     "b_median": pl.Float64, "b_low": pl.Float64, "b_high": pl.Float64,
     "ratio": pl.Float64, "ratio_low": pl.Float64, "ratio_high": pl.Float64, "interval": pl.String, "change": pl.String,
     "unit": pl.String, "better": pl.String,
-}  # fmt: skip
+}
 BEYOND = ("B higher", "B lower")  # `change` values of a ratio whose interval excludes 1
 
 
 _PLAIN = {"workers": "{} workers", "clients": "{} clients", "scale": "scale {}", "key_columns": "{} key columns",
-          "run": "run {}"}  # fmt: skip
+          "run": "run {}"}
 
 
 def _item(keys: list[str]) -> pl.Expr:
@@ -89,7 +89,7 @@ def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str])
             *[pl.col(k).cast(pl.String) for k in keys],  # A may read "1" as a number, B as text
             pl.col("median").cast(pl.Float64).alias(f"{s}_median"),
             pl.col(low).cast(pl.Float64).alias(f"{s}_low"), pl.col(high).cast(pl.Float64).alias(f"{s}_high"),
-        )  # fmt: skip
+        )
 
     j = side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
     base = table.removesuffix("_summary")
@@ -106,20 +106,20 @@ def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str])
         .when(pl.col("ratio_low") > 1).then(pl.lit(BEYOND[0]))
         .when(pl.col("ratio_high") < 1).then(pl.lit(BEYOND[1]))
         .otherwise(pl.lit("inside interval"))
-    )  # fmt: skip
+    )
     unit, better = UNITS.get(base, ("", "lower"))
     unit_e, better_e = pl.lit(unit), pl.lit(better)
     if "metric" in keys:  # a table of several measures (e.g. an experiment's time_s and tps): each row its own
         m = pl.col("metric").cast(pl.String)
         unit_e = (pl.when(m.str.contains("tps")).then(pl.lit("tps")).when(m.str.ends_with("_ms")).then(pl.lit("ms"))
-                  .when(m.str.ends_with("_s")).then(pl.lit("s")).otherwise(unit_e))  # fmt: skip
+                  .when(m.str.ends_with("_s")).then(pl.lit("s")).otherwise(unit_e))
         better_e = pl.when(m.str.contains("tps")).then(pl.lit("higher")).otherwise(better_e)
     return j.select(
         pl.lit(study_of(table)).alias("study"), metric.alias("metric"),
         (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
         *[c for c in RATIO_SCHEMA if c[:2] in ("a_", "b_") or c.startswith("ratio")],
         pl.lit(interval).alias("interval"), change.alias("change"), unit_e.alias("unit"), better_e.alias("better"),
-    ).cast(RATIO_SCHEMA)  # fmt: skip
+    ).cast(RATIO_SCHEMA)
 
 
 def ratios(a: Dataset, b: Dataset) -> pl.DataFrame:
@@ -139,7 +139,7 @@ def largest_changes(r: pl.DataFrame, k: int = 10) -> pl.DataFrame:
         .with_columns(outcome(), *[_with_unit(c) for c in ("a_median", "b_median")])
         .select("study", "metric", "server", "item", "a_median", "b_median", "ratio", "ratio_low", "ratio_high",
                 "outcome")
-    )  # fmt: skip
+    )
 
 
 def _with_unit(col: str) -> pl.Expr:
@@ -160,7 +160,7 @@ def outcome() -> pl.Expr:
         .when(pl.col("change") == "no interval").then(pl.lit("no interval"))
         .otherwise(pl.lit("no change"))
         .alias("outcome")
-    )  # fmt: skip
+    )
 
 
 def _findings(ds: Dataset) -> pl.DataFrame:
@@ -177,7 +177,7 @@ def verdict_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
     return j.filter(pl.col("verdict") != pl.col("verdict_b")).select(
         "study", "finding", "server", pl.col("verdict").alias("verdict_a"), "verdict_b", "claim",
         pl.col("evidence").alias("evidence_a"), "evidence_b",
-    ).sort("study", "finding", "server")  # fmt: skip
+    ).sort("study", "finding", "server")
 
 
 def _plan_shapes(df: pl.DataFrame, keys: list[str], shape: list[str]) -> pl.DataFrame:
@@ -204,7 +204,7 @@ def plan_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
                 pl.lit(study_of(table)).alias("study"), pl.lit(table).alias("table"),
                 (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
                 pl.lit(c).alias("column"), pl.col(c).alias("a"), pl.col(f"{c}_b").alias("b"),
-            ))  # fmt: skip
+            ))
     return pl.concat(frames).sort("study", "table", "server", "item", "column")
 
 
@@ -214,18 +214,18 @@ def _environment(ds: Dataset) -> pl.DataFrame:
     if (m := ds.read("environment_machine")) is not None:
         frames.append(m.filter(~pl.col("key").is_in(RUN_LOCAL)).select(
             pl.lit("machine").alias("section"), pl.lit("").alias("server"), pl.col("key").alias("item"),
-            pl.col("value").cast(pl.String)))  # fmt: skip
+            pl.col("value").cast(pl.String)))
     if (s := ds.read("environment_servers")) is not None:
         long = s.select(pl.all().cast(pl.String)).unpivot(index="server", variable_name="item", value_name="value")
         long = long.filter(~pl.col("item").is_in(RUN_LOCAL))
         frames.append(long.select(pl.lit("server").alias("section"), "server", "item", "value"))
     if (st := ds.read("environment_settings")) is not None:
         value = pl.concat_str([pl.col("setting").cast(pl.String), pl.col("unit").cast(pl.String)], separator=" ",
-                              ignore_nulls=True)  # fmt: skip
+                              ignore_nulls=True)
         frames.append(st.filter(~pl.col("name").is_in(RUN_LOCAL)).select(
             pl.lit("setting").alias("section"), pl.col("server").cast(pl.String), pl.col("name").alias("item"),
             value.str.strip_chars().alias("value"),
-        ))  # fmt: skip
+        ))
     return pl.concat(frames)
 
 
@@ -260,7 +260,7 @@ def by_study(r: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame) -> pl
 
 
 def what_changed(env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame, r: pl.DataFrame,
-                 params: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
+                 params: pl.DataFrame | None = None) -> pl.DataFrame:
     """The one-screen summary: how many of each kind of difference, the params first."""
     params = params if params is not None else pl.DataFrame(schema={"kind": pl.String})
     judged = r.with_columns(outcome())["outcome"]
@@ -299,21 +299,21 @@ def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
             lo=pl.coalesce(pl.when(pl.col("ratio_low") > 0).then("ratio_low"), "ratio"),
             hi=pl.coalesce("ratio_high", "ratio"),
         )
-    )  # fmt: skip
+    )
     # the reach of the ratios themselves (an interval wider than that is clipped at the edge): one wide interval
     # must not squeeze every ±20 % change into a few pixels
     reach = min(max([1.1, *(max(x, 1 / x) for x in data["ratio"].to_list())]) * 1.25, 10.0)
     y = alt.Y("label:N", sort=alt.EncodingSortField("ratio", order="descending"), title=None,
-              axis=alt.Axis(labelLimit=420))  # fmt: skip
+              axis=alt.Axis(labelLimit=420))
     scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)  # nice: powers of 10
     x = alt.X("lo:Q", scale=scale, title="B / A of the medians (interval: ratio of bounds; log scale)")
     color = alt.Color("outcome:N", title="B against A",
-                      scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())))  # fmt: skip
+                      scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())))
     base = alt.Chart(data).encode(y=y, color=color)
     interval = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi:Q")
     point = base.mark_point(filled=True, size=50).encode(
         x="ratio:Q", tooltip=["study", "metric", "server", "item", "unit", "better", "a_median", "b_median", "ratio",
-                              "lo", "hi", "outcome"])  # fmt: skip
+                              "lo", "hi", "outcome"])
     one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
     return alt.layer(interval, point, one).properties(
         width=420, title=f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)"
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             parameters={"a": _for_notebook(a), "b": _for_notebook(b), "force": args.force},
             kernel_name=KERNEL, cwd=str(paths.NOTEBOOKS), progress_bar=False,
             kernel_manager_class=ipc_kernel_manager(folder),
-        )  # fmt: skip
+        )
     except papermill.PapermillExecutionError as e:
         print(f"error: {NOTEBOOK} failed in cell {e.exec_count}: {e.ename}: {e.evalue}", file=sys.stderr)
         return 1

@@ -220,7 +220,7 @@ def params_differences(a: Dataset, b: Dataset) -> pl.DataFrame:
         return pl.DataFrame(schema=schema)
     unset = "(not set)"
     rows = [("workload" if k.startswith(WORKLOAD) else "settings", k, json.dumps(pa.get(k, unset)),
-             json.dumps(pb.get(k, unset))) for k in sorted(pa.keys() | pb.keys()) if pa.get(k) != pb.get(k)]  # fmt: skip
+             json.dumps(pb.get(k, unset))) for k in sorted(pa.keys() | pb.keys()) if pa.get(k) != pb.get(k)]
     return pl.DataFrame(rows, schema=schema, orient="row").sort("kind", "key", descending=[True, False])
 
 

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
         return 2
     except KeyboardInterrupt:  # nothing of an unfinished build is kept (pg_build)
         print("\npglab report: interrupted while checking params; nothing was measured: run the same command again",
-              file=sys.stderr)  # fmt: skip
+              file=sys.stderr)
         return 130
     from .estimate import estimates as estimate_all
     from .progress import RunProgress
@@ -187,7 +187,7 @@ def _ctrl_c(progress, resume: str | None):
         progress.quiet()
         where = progress.current or "between notebooks"
         then = (f"measurements recorded so far are kept; resume with: {resume}" if resume
-                else "nothing was measured; run the same command again")  # fmt: skip
+                else "nothing was measured; run the same command again")
         print(f"\npglab report: interrupted in {where}, stopping its servers; {then}", file=sys.stderr, flush=True)
         logging.disable(logging.CRITICAL)  # papermill and the kernel client log their own shutdown
         raise KeyboardInterrupt

@@ -12,7 +12,7 @@ import polars as pl
 from ..core import derived
 
 MACHINE_KEYS = ("cpu_model", "cpu_cores", "memory_gib", "os", "kernel", "clocksource", "cpu_governor", "python",
-                "pglab_revision", "captured_utc")  # fmt: skip
+                "pglab_revision", "captured_utc")
 REFERENCE = "default"
 
 
@@ -29,12 +29,12 @@ def machine_table(profile: str, root: Path | None = None) -> pl.DataFrame:
 def servers_table(profile: str, root: Path | None = None) -> pl.DataFrame:
     s = derived.read_table("environment_servers", profile, root)
     build = (pl.col("build") if "build" in s.columns  # runs before the build identity: the compiler alone
-             else pl.col("version_string").map_elements(_compiler, return_dtype=pl.String))  # fmt: skip
+             else pl.col("version_string").map_elements(_compiler, return_dtype=pl.String))
     return s.select(
         "server", pl.col("version_string").str.split(" on ").list.first().alias("version"), "source",
         build.alias("build"),
         pl.when(pl.col("jit_available")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("JIT available"),
-    ).sort("server")  # fmt: skip
+    ).sort("server")
 
 
 def versions(profile: str, root: Path | None = None) -> dict[str, str]:
@@ -71,19 +71,19 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     run_ids = sorted({e["run_id"] for e in manifest.values() if isinstance(e, dict) and e.get("run_id")})
     run = ", ".join(f"`{r}`" for r in run_ids) or "not recorded"
     m = dict(derived.read_table("environment_machine", profile, root).select("key", pl.col("value").cast(pl.String))
-             .iter_rows())  # fmt: skip
+             .iter_rows())
     when = m.get("captured_utc")
     if not when and run_ids and (d := re.search(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})\d{2}$", run_ids[0])):
         when = f"{d[1]}-{d[2]}-{d[3]} {d[4]}:{d[5]} UTC"
     machine = f"{m.get('cpu_model') or 'CPU not recorded'}, {m.get('cpu_cores')} cores, {m.get('memory_gib')} GiB, " \
-              f"{m.get('os')}"  # fmt: skip
+              f"{m.get('os')}"
     s = derived.read_table("environment_servers", profile, root).sort("major", "server")
     servers = "; ".join(f"{r['server']} ({r['major']}.{r['minor']}, {r['source']}, {_compiler(r['version_string'])}"
                         f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''})"
-                        for r in s.iter_rows(named=True))  # fmt: skip
+                        for r in s.iter_rows(named=True))
     what = "the reference, `params/default.yaml`" if profile == REFERENCE else f"`{params.source}`"
     lines = [f"**Run {run}**, measured {when or 'at a time not recorded'} with profile `{profile}` ({what}) on "
-             f"{machine}.", "", f"**Servers:** {servers}."]  # fmt: skip
+             f"{machine}.", "", f"**Servers:** {servers}."]
     if profile != REFERENCE:
         lines = [_banner(profile, params), ""] + lines
     return "\n".join(lines)
@@ -94,5 +94,5 @@ def _banner(profile: str, params) -> str:
     sizes = f"SSB at SF {ssb.sf:g}, {ssb.repetitions} rounds" if ssb is not None else "its own sizes"
     smoke = ssb is not None and ssb.repetitions < 5
     said = ("a smoke test of every path: too few rounds for a verdict to be a finding" if smoke
-            else "its verdicts hold for its own params, which differ from the reference's")  # fmt: skip
+            else "its verdicts hold for its own params, which differ from the reference's")
     return f"> ⚠ **Not the reference report.** Profile `{profile}` ({sizes}): {said}."

@@ -45,7 +45,7 @@ def _server_item(r: dict) -> str:
     numbers = ""
     if r["our_value"] is not None:
         numbers = f" Ours {ratio_with_interval(r['our_value'], r['our_low'], r['our_high'])}" + (
-            f" ({escape(r['interval'])})" if r["interval"] else "") + "."  # fmt: skip
+            f" ({escape(r['interval'])})" if r["interval"] else "") + "."
     return f"<li>{escape(r['server'])}: {verdict_html(r['verdict'])}.{numbers} {_inline(r['evidence'])}</li>"
 
 
@@ -58,10 +58,10 @@ def findings_html(f: pl.DataFrame) -> str:
     for c in claims(f).iter_rows(named=True):
         rows = f.filter((pl.col("study") == c["study"]) & (pl.col("finding") == c["finding"]))
         theirs = (f"<p>The study’s figure: {ratio_with_interval(c['study_value'])}.</p>"
-                  if c["study_value"] is not None else "")  # fmt: skip
+                  if c["study_value"] is not None else "")
         mixed = (" <i>(the servers disagree: undetermined overall)</i>"
                  if c["verdict"] == v.UNDETERMINED and len(set(rows["verdict"]) - {v.NOT_RUN, v.NOT_TESTABLE}) > 1
-                 else "")  # fmt: skip
+                 else "")
         items = "".join(_server_item(r) for r in rows.iter_rows(named=True))
         out.append(
             f'<details class="pglab-claim" id="{anchor(c["study"], c["finding"])}"><summary>'
@@ -80,7 +80,7 @@ def noise_markdown(noise: pl.DataFrame | None) -> str:
     lines = ["**Noise floor** (A/A control: one condition measured twice under two labels; an effect within "
              "the floor cannot support a claim, and about 5 % of A/A intervals should exclude 1):", "",
              "| study | server | metric | A/A pairs | false-difference rate | floor | method |",
-             "|---|---|---|--:|--:|--:|---|"]  # fmt: skip
+             "|---|---|---|--:|--:|--:|---|"]
 
     def pct(x) -> str:
         return "—" if x is None else f"{x:.1%}".replace("%", " %")
@@ -89,5 +89,5 @@ def noise_markdown(noise: pl.DataFrame | None) -> str:
         floor = "—" if r.get("floor") is None else "±" + pct(r["floor"])
         lines.append(f"| {r.get('study', '—')} | {r.get('server', '—')} | {r.get('metric', '—')} | "
                      f"{r.get('n_pairs', '—')} | {pct(r.get('false_difference_rate'))} | {floor} | "
-                     f"{str(r.get('method', '—')).replace('|', '/')} |")  # fmt: skip
+                     f"{str(r.get('method', '—')).replace('|', '/')} |")
     return "\n".join(lines)

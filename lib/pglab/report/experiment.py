@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     out = paths.resolve(args.out) if args.out else default_out(p.profile)
     run_id = begin_run(p.profile, args.run_id or p.run_id)
     code = driver.main(["--params", args.params, "--out", str(out), "--run-id", run_id,
-                        *[x for nb in NOTEBOOKS for x in ("--only", nb)]])  # fmt: skip
+                        *[x for nb in NOTEBOOKS for x in ("--only", nb)]])
     if code:
         return code
     finish_run(p.profile, run_id)

@@ -50,7 +50,7 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     def side(df: pl.DataFrame, name: str) -> pl.DataFrame:
         why = pl.col("evidence").cast(pl.String) if "evidence" in df.columns else pl.lit(None, dtype=pl.String)
         return df.select(*KEYS, pl.col("verdict").alias(f"verdict_{name}"), why.alias(f"evidence_{name}")).unique(
-            KEYS, keep="first")  # fmt: skip
+            KEYS, keep="first")
 
     j = side(a, "a").join(side(b, "b"), on=list(KEYS), how="full", coalesce=True, nulls_equal=True)
     j = j.with_columns(pl.col("verdict_a", "verdict_b").fill_null(MISSING)).sort(KEYS)
@@ -60,7 +60,7 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     n = j.height
     return {"claims": n, "same": n - flips.height, "agreement": (n - flips.height) / n if n else None,
             "flips": flips.select("study", "finding", "server", "verdict_a", "verdict_b", "severe", "evidence_a",
-                                  "evidence_b")}  # fmt: skip
+                                  "evidence_b")}
 
 
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
@@ -82,11 +82,11 @@ def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "ve
         return "no findings in either run"
     lines = [f"agreement: {c['same']} of {c['claims']} {unit} the same ({c['agreement']:.1%})",
              f"flips: {c['flips'].height}, severe (supported <-> contradicted, contradicted <-> direction only): "
-             f"{c['flips']['severe'].sum()}"]  # fmt: skip
+             f"{c['flips']['severe'].sum()}"]
     for r in c["flips"].iter_rows(named=True):
         mark = "SEVERE " if r["severe"] else "       "
         lines.append(f"  {mark}{r['study']} {r['finding']} [{r['server']}]: "
-                     f"{label_a}: {r['verdict_a']} -> {label_b}: {r['verdict_b']}")  # fmt: skip
+                     f"{label_a}: {r['verdict_a']} -> {label_b}: {r['verdict_b']}")
         for label, ev in ((label_a, r["evidence_a"]), (label_b, r["evidence_b"])):
             if why and ev:
                 lines.append(f"           {label}: {ev[:why]}{'…' if len(ev) > why else ''}")
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.archives:
         if args.first or args.compare_only or args.source != "report":
             print("error: --archives compares recorded runs only: not with --first, --compare-only or --from csv",
-                  file=sys.stderr)  # fmt: skip
+                  file=sys.stderr)
             return 2
         if len(set(args.archives)) < 2:
             print("error: --archives needs two different run ids or more", file=sys.stderr)
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         data["a"] = paths.resolve(args.first)
         if not (data["a"] / "derived" / profile / "MANIFEST.json").exists():
             print(f"error: --first {args.first}: no derived/{profile}/MANIFEST.json there (run make report first)",
-                  file=sys.stderr)  # fmt: skip
+                  file=sys.stderr)
             return 2
         if (refused := _format_refusal(data["a"], profile)) is not None:  # before an hour of run b
             print(f"error: --first {args.first}: {refused}", file=sys.stderr)
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: run {name}: {refused}", file=sys.stderr)
             return 2
     found = {name: (report_findings(d, profile) if args.source == "report"
-                    else findings_csvs(d / "derived" / profile)) for name, d in data.items()}  # fmt: skip
+                    else findings_csvs(d / "derived" / profile)) for name, d in data.items()}
     print(
         f"\nstability of profile {profile!r} ({args.source} findings), run a ({paths.shown(data['a'])}) vs "
         f"run b ({paths.shown(data['b'])}):"

@@ -17,7 +17,7 @@ from ..core import verdicts as v
 from ..core.stats import ratio_with_interval
 
 COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", v.MIXED: "#6a1b9a",
-          v.UNDETERMINED: "#616161", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}  # fmt: skip
+          v.UNDETERMINED: "#616161", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}
 # the class doubled: JupyterLab's own table rules (right-aligned cells) are one class more specific than ".x td"
 STYLE = """<style>
 table.pglab-sum.pglab-sum { border-collapse: collapse; font-size: 13px; width: 100%; table-layout: fixed;
@@ -54,7 +54,7 @@ def claims(findings: pl.DataFrame) -> pl.DataFrame:
         pl.col("claim").first(), pl.col("study_value").drop_nulls().first(),
         pl.struct(server="server", value="our_value", low="our_low", high="our_high", interval="interval")
         .filter(pl.col("our_value").is_not_null()).alias("ours"),
-    )  # fmt: skip
+    )
     return cv.join(words, on=["study", "finding"], how="left", maintain_order="left")
 
 
@@ -85,13 +85,13 @@ def summary_html(findings: pl.DataFrame) -> str:
     domain = charts.ratio_domain(numbers)
     head = ('<tr><th style="width:3em">study</th><th>the study’s claim</th><th style="width:4.5em">theirs</th>'
             '<th style="width:14em">ours [interval]</th><th style="width:10em">verdict</th>'
-            f'<th style="width:{charts.STRIP_W + 12}px">{charts.ratio_axis_svg(domain)}</th></tr>')  # fmt: skip
+            f'<th style="width:{charts.STRIP_W + 12}px">{charts.ratio_axis_svg(domain)}</th></tr>')
     body = []
     for r in rows.iter_rows(named=True):
         ours = [(o["value"], o["low"], o["high"]) for o in r["ours"]]
         tip = f"study {ratio_with_interval(r['study_value'])}; ours " + ", ".join(ratio_with_interval(*o) for o in ours)
         strip = (charts.ratio_strip_svg(r["study_value"], ours, domain, tip)
-                 if r["study_value"] is not None or ours else "")  # fmt: skip
+                 if r["study_value"] is not None or ours else "")
         body.append(
             f"<tr><td>{escape(r['study'])}</td>"
             f'<td class="claim" title="{escape(r["claim"])}"><a href="#{anchor(r["study"], r["finding"])}">'
@@ -101,7 +101,7 @@ def summary_html(findings: pl.DataFrame) -> str:
     legend = ("<p style='font-size:12px;color:#555'>Ratios are B / A as each claim states them (0.5× = half the "
               "time). Strip: ● the study’s figure, ◆ ours with its interval bar (one per server), log scale, the "
               "grey line at 1× = no effect; a claim without a number has no mark. A verdict with ▸ folds its "
-              "per-server verdicts; a claim links to its evidence below.</p>")  # fmt: skip
+              "per-server verdicts; a claim links to its evidence below.</p>")
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
     return STYLE + table + legend
 
@@ -131,7 +131,7 @@ def glance_html(t: pl.DataFrame) -> str:
     explain = ("<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
                "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
                "<i>tested</i> counts the claims with a verdict from data; <i>not testable here</i> and "
-               "<i>not run</i>, right of the rule, are not part of it.</p>")  # fmt: skip
+               "<i>not run</i>, right of the rule, are not part of it.</p>")
     table = f'<table class="pglab-sum" style="width:auto;table-layout:auto">{head}{"".join(body)}</table>'
     return STYLE + table + explain
 

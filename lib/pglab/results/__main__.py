@@ -24,8 +24,10 @@ def _export(args) -> int:
     t0 = time.monotonic()
     out = export.export(args.run_id, paths.resolve(args.out) if args.out else None)
     n = len(list(out.glob("*.parquet")))
-    print(f"run {out.name}: {n} tables as Parquet + {export.MANIFEST} -> {paths.shown(out)} in "
-          f"{time.monotonic() - t0:.1f} s")  # fmt: skip
+    print(
+        f"run {out.name}: {n} tables as Parquet + {export.MANIFEST} -> {paths.shown(out)} in "
+        f"{time.monotonic() - t0:.1f} s"
+    )
     return 0
 
 
@@ -59,8 +61,10 @@ def _publish(args) -> int:
     for note in done["notes"]:
         print(f"  {note}")
     again = f", replacing {done['replaced']:,} rows of an earlier publish" if done["replaced"] else ""
-    print(f"run {done['run']}: {done['tables']} tables, {done['rows']:,} rows -> schema {done['schema']}{again} "
-          f"in {time.monotonic() - t0:.1f} s")  # fmt: skip
+    print(
+        f"run {done['run']}: {done['tables']} tables, {done['rows']:,} rows -> schema {done['schema']}{again} "
+        f"in {time.monotonic() - t0:.1f} s"
+    )
     return 0
 
 
@@ -72,8 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--out", help="the folder to export into (default: data/export/)")
     q = sub.add_parser("query", help="SQL (DuckDB) over every exported run")
     q.add_argument("sql", nargs="?", help="the query; without it: the runs and tables there are")
-    q.add_argument("--from", dest="from_", action="append", metavar="DIR",
-                   help="another folder of exported runs (or one run's export); may be repeated")
+    q.add_argument(
+        "--from",
+        dest="from_",
+        action="append",
+        metavar="DIR",
+        help="another folder of exported runs (or one run's export); may be repeated",
+    )
     q.add_argument("--only-from", action="store_true", help="the --from folders only, not data/export/")
     q.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p = sub.add_parser("publish", help="a run into a PostgreSQL results schema")

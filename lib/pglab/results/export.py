@@ -84,8 +84,10 @@ def run_of(spec: str) -> str:
         return spec
     runs = sorted({r for r in _manifest_runs(folder).values() if r})
     if len(runs) != 1:
-        raise ExportError(f"profile {spec} ({paths.shown(folder)}) holds tables of {len(runs)} runs "
-                          f"({', '.join(runs) or 'none recorded'}): name one with RUN_ID=<run id>")  # fmt: skip
+        raise ExportError(
+            f"profile {spec} ({paths.shown(folder)}) holds tables of {len(runs)} runs "
+            f"({', '.join(runs) or 'none recorded'}): name one with RUN_ID=<run id>"
+        )
     return runs[0]
 
 
@@ -104,6 +106,7 @@ def _not_found(run_id: str) -> ExportError:
 @contextlib.contextmanager
 def _environ(**values: str | None) -> Iterator[None]:
     """Environment variables set (None: removed) for the block, then put back as they were."""
+
     def put(settings: dict[str, str | None]) -> None:
         for k, v in settings.items():
             if v is None:
@@ -185,9 +188,12 @@ def table(src: Source, name: str) -> pl.DataFrame | None:
     except (OSError, ValueError, KeyError):
         recorded = {}
     # a column this run left all-missing has no type of its own (CSV says text): Null unions with any run's type
-    nulls = [c for c in df.columns
-             if recorded.get(c) == "Null" or (c not in recorded and df.height and df[c].null_count() == df.height)]
-    df = df.with_columns(pl.lit(None).alias(c) for c in nulls)  # fmt: skip
+    nulls = [
+        c
+        for c in df.columns
+        if recorded.get(c) == "Null" or (c not in recorded and df.height and df[c].null_count() == df.height)
+    ]
+    df = df.with_columns(pl.lit(None).alias(c) for c in nulls)
     if "run_id" in df.columns:  # a table that names its run itself (pgbench_runs): it must be this one
         others = df["run_id"].drop_nulls().cast(pl.String).unique().to_list()
         if set(others) - {src.run_id}:
@@ -230,11 +236,19 @@ def manifest(src: Source, tables: dict[str, dict]) -> dict:
         "run_id": src.run_id,
         "profile": src.profile,
         "captured_utc": m.get("captured_utc"),  # null for runs captured before the kit recorded it
-        "machine": {k: m.get(k) for k in MACHINE} | {"cpu_cores": _number(m.get("cpu_cores"), int),
-                                                     "memory_gib": _number(m.get("memory_gib"), float)},
-        "kit": {"measured_by": m.get("pglab_revision"), "exported_by": git_revision(),
-                "derived_by": sorted({e.get("derived_by") for n, e in derived_by.items()
-                                      if n.removesuffix(".csv") in src.tables and e.get("derived_by")})},  # fmt: skip
+        "machine": {k: m.get(k) for k in MACHINE}
+        | {"cpu_cores": _number(m.get("cpu_cores"), int), "memory_gib": _number(m.get("memory_gib"), float)},
+        "kit": {
+            "measured_by": m.get("pglab_revision"),
+            "exported_by": git_revision(),
+            "derived_by": sorted(
+                {
+                    e.get("derived_by")
+                    for n, e in derived_by.items()
+                    if n.removesuffix(".csv") in src.tables and e.get("derived_by")
+                }
+            ),
+        },
         "source": src.where,
         "servers": servers(src),
         "params": params,

@@ -29,12 +29,31 @@ from .export import MANIFEST, export_root
 
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
-RUNS = {"run_id": pl.String, "profile": pl.String, "captured_utc": pl.String, "cpu_model": pl.String,
-        "cpu_cores": pl.Int64, "memory_gib": pl.Float64, "os": pl.String, "kernel": pl.String, "arch": pl.String,
-        "measured_by": pl.String, "exported_by": pl.String, "source": pl.String}  # fmt: skip
-SERVERS = {"run_id": pl.String, "server": pl.String, "version": pl.String, "major": pl.Int64, "source": pl.String,
-           "build": pl.String, "build_recorded": pl.Boolean, "jit_available": pl.Boolean,
-           "version_string": pl.String}  # fmt: skip
+RUNS = {
+    "run_id": pl.String,
+    "profile": pl.String,
+    "captured_utc": pl.String,
+    "cpu_model": pl.String,
+    "cpu_cores": pl.Int64,
+    "memory_gib": pl.Float64,
+    "os": pl.String,
+    "kernel": pl.String,
+    "arch": pl.String,
+    "measured_by": pl.String,
+    "exported_by": pl.String,
+    "source": pl.String,
+}
+SERVERS = {
+    "run_id": pl.String,
+    "server": pl.String,
+    "version": pl.String,
+    "major": pl.Int64,
+    "source": pl.String,
+    "build": pl.String,
+    "build_recorded": pl.Boolean,
+    "jit_available": pl.Boolean,
+    "version_string": pl.String,
+}
 PARAMS = {"run_id": pl.String, "key": pl.String, "value": pl.String}
 RUN_TABLES = {"run_id": pl.String, "table_name": pl.String, "rows": pl.Int64, "columns": pl.Int64}
 
@@ -50,8 +69,11 @@ def run_folders(extra: list[Path] | tuple[Path, ...] = (), default: bool = True)
     found, seen, skipped = [], set(), []
     for root in ([export_root()] if default else []) + [Path(p) for p in extra]:
         # not .<run>.tmp<pid> nor .<run>.old<pid>: an export being written or replaced
-        candidates = [root] if (root / MANIFEST).is_file() else sorted(
-            p.parent for p in root.glob(f"*/{MANIFEST}") if not p.parent.name.startswith("."))  # fmt: skip
+        candidates = (
+            [root]
+            if (root / MANIFEST).is_file()
+            else sorted(p.parent for p in root.glob(f"*/{MANIFEST}") if not p.parent.name.startswith("."))
+        )
         for folder in candidates:
             run_id = json.loads((folder / MANIFEST).read_text()).get("run_id")
             if run_id in seen:
@@ -69,19 +91,33 @@ def manifest_tables(folders: list[Path]) -> dict[str, pl.DataFrame]:
         m = json.loads((folder / MANIFEST).read_text())
         run = m["run_id"]
         kit = m.get("kit") or {}
-        runs.append({"run_id": run, "profile": m.get("profile"), "captured_utc": m.get("captured_utc"),
-                     **(m.get("machine") or {}), "measured_by": kit.get("measured_by"),
-                     "exported_by": kit.get("exported_by"), "source": m.get("source")})  # fmt: skip
+        runs.append(
+            {
+                "run_id": run,
+                "profile": m.get("profile"),
+                "captured_utc": m.get("captured_utc"),
+                **(m.get("machine") or {}),
+                "measured_by": kit.get("measured_by"),
+                "exported_by": kit.get("exported_by"),
+                "source": m.get("source"),
+            }
+        )
         servers += [{"run_id": run} | s for s in m.get("servers") or []]
         params += [{"run_id": run, "key": k, "value": json.dumps(v)} for k, v in flatten(m.get("params") or {}).items()]
-        tables += [{"run_id": run, "table_name": t, "rows": e.get("rows"), "columns": e.get("columns")}
-                   for t, e in (m.get("tables") or {}).items()]  # fmt: skip
+        tables += [
+            {"run_id": run, "table_name": t, "rows": e.get("rows"), "columns": e.get("columns")}
+            for t, e in (m.get("tables") or {}).items()
+        ]
 
     def frame(rows: list[dict], schema: dict) -> pl.DataFrame:
         return pl.from_dicts([{k: r.get(k) for k in schema} for r in rows], schema=schema).sort(list(schema)[:2])
 
-    return {"runs": frame(runs, RUNS), "servers": frame(servers, SERVERS), "params": frame(params, PARAMS),
-            "run_tables": frame(tables, RUN_TABLES)}  # fmt: skip
+    return {
+        "runs": frame(runs, RUNS),
+        "servers": frame(servers, SERVERS),
+        "params": frame(params, PARAMS),
+        "run_tables": frame(tables, RUN_TABLES),
+    }
 
 
 def _quoted(text: str) -> str:
@@ -111,8 +147,15 @@ def connect(extra: list[Path] | tuple[Path, ...] = (), default: bool = True) -> 
     return con
 
 
-_POLARS_TYPES = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int64, "DOUBLE": pl.Float64,
-                 "FLOAT": pl.Float64, "BOOLEAN": pl.Boolean, "DATE": pl.Date}  # fmt: skip
+_POLARS_TYPES = {
+    "VARCHAR": pl.String,
+    "BIGINT": pl.Int64,
+    "INTEGER": pl.Int64,
+    "DOUBLE": pl.Float64,
+    "FLOAT": pl.Float64,
+    "BOOLEAN": pl.Boolean,
+    "DATE": pl.Date,
+}
 
 
 def query(sql: str, extra: list[Path] | tuple[Path, ...] = (), default: bool = True) -> pl.DataFrame:
@@ -138,10 +181,16 @@ def answer(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
 def catalogue(extra: list[Path] | tuple[Path, ...] = (), default: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs, the tables with how many runs have each)."""
     con = connect(extra, default)
-    runs = answer(con, "SELECT run_id, profile, cpu_model, cpu_cores, memory_gib, os, (SELECT count(*) FROM servers s "
-                 "WHERE s.run_id = r.run_id) AS servers FROM runs r ORDER BY run_id")  # fmt: skip
-    tables = answer(con, "SELECT table_name, count(*) AS runs, sum(rows) AS rows FROM run_tables GROUP BY table_name "
-                   "ORDER BY table_name")  # fmt: skip
+    runs = answer(
+        con,
+        "SELECT run_id, profile, cpu_model, cpu_cores, memory_gib, os, (SELECT count(*) FROM servers s "
+        "WHERE s.run_id = r.run_id) AS servers FROM runs r ORDER BY run_id",
+    )
+    tables = answer(
+        con,
+        "SELECT table_name, count(*) AS runs, sum(rows) AS rows FROM run_tables GROUP BY table_name "
+        "ORDER BY table_name",
+    )
     return runs, tables
 
 
@@ -149,7 +198,13 @@ def show(df: pl.DataFrame, csv: bool = False) -> None:
     if csv:
         sys.stdout.write(df.write_csv())
         return
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
-                   tbl_hide_column_data_types=True):  # fmt: skip
+    with pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        fmt_str_lengths=80,
+        tbl_width_chars=240,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+    ):
         print(df)
     print(f"({df.height} rows)")

@@ -34,9 +34,21 @@ DSN_ENV = "PGLAB_RESULTS_DSN"
 MARK = "pglab results"  # the start of the comment on every table publish makes
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
-_TYPES = {pl.Int8: "bigint", pl.Int16: "bigint", pl.Int32: "bigint", pl.Int64: "bigint", pl.UInt8: "bigint",
-          pl.UInt16: "bigint", pl.UInt32: "bigint", pl.UInt64: "numeric", pl.Float32: "double precision",
-          pl.Float64: "double precision", pl.Boolean: "boolean", pl.String: "text", pl.Date: "date"}  # fmt: skip
+_TYPES = {
+    pl.Int8: "bigint",
+    pl.Int16: "bigint",
+    pl.Int32: "bigint",
+    pl.Int64: "bigint",
+    pl.UInt8: "bigint",
+    pl.UInt16: "bigint",
+    pl.UInt32: "bigint",
+    pl.UInt64: "numeric",
+    pl.Float32: "double precision",
+    pl.Float64: "double precision",
+    pl.Boolean: "boolean",
+    pl.String: "text",
+    pl.Date: "date",
+}
 _NUMBERS = ("bigint", "integer", "numeric", "double precision")
 
 
@@ -57,8 +69,10 @@ def widened(have: str, want: str) -> str | None:
 
 def check_schema(name: str) -> str:
     if not _SCHEMA_NAME.fullmatch(name) or name.startswith("pg_") or name == "information_schema":
-        raise PublishError(f"schema {name!r}: expected a lower-case name of letters, digits and '_' (not a system "
-                           "schema: pg_*, information_schema)")  # fmt: skip
+        raise PublishError(
+            f"schema {name!r}: expected a lower-case name of letters, digits and '_' (not a system "
+            "schema: pg_*, information_schema)"
+        )
     return name
 
 
@@ -91,9 +105,12 @@ def _schema_tables(conn: psycopg.Connection, schema: str) -> tuple[dict[str, dic
         "SELECT c.relname, coalesce(obj_description(c.oid, 'pg_class'), '') LIKE %s FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')",
         [MARK + "%", schema],
-    ).fetchall()  # fmt: skip
-    cols = conn.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
-                        "WHERE table_schema = %s ORDER BY table_name, ordinal_position", [schema]).fetchall()
+    ).fetchall()
+    cols = conn.execute(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = %s ORDER BY table_name, ordinal_position",
+        [schema],
+    ).fetchall()
     kit = {name: {} for name, mine in rels if mine}
     for table, column, dtype in cols:
         if table in kit:
@@ -111,8 +128,11 @@ def _ensure(conn: psycopg.Connection, schema: str, name: str, df: pl.DataFrame, 
             for c, t in wanted.items()
         )
         conn.execute(sql.SQL("CREATE TABLE {} ({})").format(table, columns))
-        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
-            table, sql.Literal(f"{MARK}: derived table {name} of pglab runs, one row set per run_id")))  # fmt: skip
+        conn.execute(
+            sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                table, sql.Literal(f"{MARK}: derived table {name} of pglab runs, one row set per run_id")
+            )
+        )
         conn.execute(sql.SQL("CREATE INDEX ON {} (run_id)").format(table))
         return []
     notes = []
@@ -121,8 +141,11 @@ def _ensure(conn: psycopg.Connection, schema: str, name: str, df: pl.DataFrame, 
             conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(table, sql.Identifier(c), sql.SQL(t)))
             notes.append(f"{name}.{c} added ({t})")
         elif (to := widened(have[c], t)) is not None:
-            conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {} USING {}::{}").format(
-                table, sql.Identifier(c), sql.SQL(to), sql.Identifier(c), sql.SQL(to)))  # fmt: skip
+            conn.execute(
+                sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {} USING {}::{}").format(
+                    table, sql.Identifier(c), sql.SQL(to), sql.Identifier(c), sql.SQL(to)
+                )
+            )
             notes.append(f"{name}.{c} widened from {have[c]} to {to}")
     return notes
 
@@ -130,12 +153,14 @@ def _ensure(conn: psycopg.Connection, schema: str, name: str, df: pl.DataFrame, 
 def _copy(conn: psycopg.Connection, schema: str, name: str, df: pl.DataFrame, types: dict[str, str]) -> None:
     df = df.select(c for c, t in df.schema.items() if t != pl.Null)
     # a column widened to text takes this run's values as text too (true, 1.5), as the cast gave the others
-    df = df.with_columns(pl.col(c).cast(pl.String) for c, t in df.schema.items()
-                         if types.get(c) == "text" and t != pl.String)  # fmt: skip
+    df = df.with_columns(
+        pl.col(c).cast(pl.String) for c, t in df.schema.items() if types.get(c) == "text" and t != pl.String
+    )
     if not df.height:
         return
     query = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        sql.Identifier(schema, name), sql.SQL(", ").join(sql.Identifier(c) for c in df.columns))
+        sql.Identifier(schema, name), sql.SQL(", ").join(sql.Identifier(c) for c in df.columns)
+    )
     with conn.cursor() as cur, cur.copy(query) as copy:
         for row in df.iter_rows():
             copy.write_row(row)
@@ -148,8 +173,10 @@ def publish(dsn: str, spec: str, schema: str = SCHEMA) -> dict:
     try:
         password = conninfo_to_dict(dsn).get("password")
     except psycopg.ProgrammingError:
-        raise PublishError("the DSN does not parse (not shown: it may hold a password): expected key=value pairs "
-                           "or a postgresql:// URI") from None  # fmt: skip
+        raise PublishError(
+            "the DSN does not parse (not shown: it may hold a password): expected key=value pairs "
+            "or a postgresql:// URI"
+        ) from None
     register_secret(password)
     run_id, frames = run_tables(export_folder(spec))
     with psycopg.connect(dsn, connect_timeout=10) as conn, conn.transaction():
@@ -160,21 +187,30 @@ def publish(dsn: str, spec: str, schema: str = SCHEMA) -> dict:
         kit, foreign = _schema_tables(conn, schema)
         refused = sorted(set(frames) & foreign)
         if refused:
-            raise PublishError(f"schema {schema} holds {', '.join(refused)}, not made by pglab: not written to "
-                               "(publish into a schema of its own: --schema / SCHEMA=)")  # fmt: skip
+            raise PublishError(
+                f"schema {schema} holds {', '.join(refused)}, not made by pglab: not written to "
+                "(publish into a schema of its own: --schema / SCHEMA=)"
+            )
         notes = []
         for name, df in frames.items():
             notes += _ensure(conn, schema, name, df, kit.get(name))
         kit, _ = _schema_tables(conn, schema)
         replaced = 0
         for name in sorted(kit):  # every results table, also those this export lacks: the run is replaced whole
-            cur = conn.execute(sql.SQL("DELETE FROM {} WHERE run_id = %s").format(sql.Identifier(schema, name)),
-                               [run_id])  # fmt: skip
+            cur = conn.execute(
+                sql.SQL("DELETE FROM {} WHERE run_id = %s").format(sql.Identifier(schema, name)), [run_id]
+            )
             replaced += cur.rowcount
         for name, df in frames.items():
             _copy(conn, schema, name, df, kit[name])
-    return {"run": run_id, "schema": schema, "tables": len(frames), "rows": sum(df.height for df in frames.values()),
-            "replaced": replaced, "notes": notes}  # fmt: skip
+    return {
+        "run": run_id,
+        "schema": schema,
+        "tables": len(frames),
+        "rows": sum(df.height for df in frames.values()),
+        "replaced": replaced,
+        "notes": notes,
+    }
 
 
 def safe_message(error: Exception, dsn: str) -> str:

@@ -19,18 +19,41 @@ from .partitioning import STUDY as PARTITIONING
 from .pgbench import STUDY as PGBENCH
 from .ssb import STUDY as SSB
 
-ENVIRONMENT = Stage("environment", "00_environment", prefixed("environment", "machine servers settings timing"),
-                    "pglab.pgtools.environment:derive", "pglab.pgtools.environment:estimate_s")  # fmt: skip
-SSB_LOAD = Stage("ssb_load", "10_ssb_load", ("ssb_load_skipped", "ssb_load", "ssb_selectivity"),
-                 "pglab.studies.ssb.derive:load", "pglab.studies.ssb.estimate:load_s")  # fmt: skip
+ENVIRONMENT = Stage(
+    "environment",
+    "00_environment",
+    prefixed("environment", "machine servers settings timing"),
+    "pglab.pgtools.environment:derive",
+    "pglab.pgtools.environment:estimate_s",
+)
+SSB_LOAD = Stage(
+    "ssb_load",
+    "10_ssb_load",
+    ("ssb_load_skipped", "ssb_load", "ssb_selectivity"),
+    "pglab.studies.ssb.derive:load",
+    "pglab.studies.ssb.estimate:load_s",
+)
 
 # the user's own experiments from params (`experiments:`): derived like a stage, judged in their own section
-EXPERIMENTS = Stage("experiments", "80_experiments", prefixed("experiments", "setup cells runs summary paired noise "
-                                                             "verdicts plans errors"),
-                    "pglab.studies.experiments.derive:derive", "pglab.studies.experiments.run:estimate_s")  # fmt: skip
+EXPERIMENTS = Stage(
+    "experiments",
+    "80_experiments",
+    prefixed("experiments", "setup cells runs summary paired noise verdicts plans errors"),
+    "pglab.studies.experiments.derive:derive",
+    "pglab.studies.experiments.run:estimate_s",
+)
 
-STUDIES: tuple[Stage | Study, ...] = (ENVIRONMENT, SSB_LOAD, SSB, PGBENCH, AUTO_EXPLAIN, JIT_OPERATORS,
-                                      PARALLEL_INDEX, PARTITIONING, EXPERIMENTS)  # fmt: skip
+STUDIES: tuple[Stage | Study, ...] = (
+    ENVIRONMENT,
+    SSB_LOAD,
+    SSB,
+    PGBENCH,
+    AUTO_EXPLAIN,
+    JIT_OPERATORS,
+    PARALLEL_INDEX,
+    PARTITIONING,
+    EXPERIMENTS,
+)
 
 
 def studies(stages: tuple[Stage | Study, ...] = STUDIES) -> list[Study]:

@@ -13,11 +13,29 @@ from typing import TYPE_CHECKING
 
 _SOURCES = {
     ".flavors": ("DEFAULT_FLAVOR", "FLAVORS", "FORMATS", "GENERATOR_VERSION"),
-    ".generate": ("chunk_block", "chunk_count", "dataset_id", "format_block", "iter_blocks", "iter_chunks",
-                  "iter_copy_blocks", "iter_tbl_blocks", "order_count", "row_count", "table_chunk"),
+    ".generate": (
+        "chunk_block",
+        "chunk_count",
+        "dataset_id",
+        "format_block",
+        "iter_blocks",
+        "iter_chunks",
+        "iter_copy_blocks",
+        "iter_tbl_blocks",
+        "order_count",
+        "row_count",
+        "table_chunk",
+    ),
     ".parallel": ("iter_blocks_parallel", "iter_copy_blocks_parallel", "iter_tbl_blocks_parallel"),
-    ".queries": ("DEFAULT_QUERY_SET", "PUBLISHED_FILTER_FACTORS", "QUERY_IDS", "QUERY_SETS",
-                 "expected_filter_factor", "query_predicates", "query_sql"),
+    ".queries": (
+        "DEFAULT_QUERY_SET",
+        "PUBLISHED_FILTER_FACTORS",
+        "QUERY_IDS",
+        "QUERY_SETS",
+        "expected_filter_factor",
+        "query_predicates",
+        "query_sql",
+    ),
     ".schema": ("COLUMNS", "TABLES", "columns", "create_table_sql", "polars_schema", "schema_sql"),
 }
 _WHERE = {name: module for module, names in _SOURCES.items() for name in names}

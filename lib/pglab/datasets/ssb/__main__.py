@@ -19,20 +19,43 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pglab.datasets.ssb",
         description="Generate Star Schema Benchmark tables as dbgen-style .tbl files (| separated, "
-                    "trailing |). Flavor dbgen (default) writes ssb-dbgen's files byte for byte; flavor spec "
-                    "follows the SSB rules with its own random streams, chosen by --seed. The same arguments "
-                    "always give byte-identical files, whatever --processes.")
-    parser.add_argument("--sf", required=True, type=_scale_factor,
-                        help="scale factor > 0, e.g. 1 or 0.01 (flavor dbgen: whole from 1 on)")
-    parser.add_argument("--flavor", choices=FLAVORS, default=DEFAULT_FLAVOR,
-                        help="dbgen (default): identical to ssb-dbgen; spec: the SSB rules, seeded")
-    parser.add_argument("--seed", type=_seed, default=1,
-                        help="random seed of flavor spec, integer >= 0 (default 1; flavor dbgen has fixed streams)")
+        "trailing |). Flavor dbgen (default) writes ssb-dbgen's files byte for byte; flavor spec "
+        "follows the SSB rules with its own random streams, chosen by --seed. The same arguments "
+        "always give byte-identical files, whatever --processes.",
+    )
+    parser.add_argument(
+        "--sf",
+        required=True,
+        type=_scale_factor,
+        help="scale factor > 0, e.g. 1 or 0.01 (flavor dbgen: whole from 1 on)",
+    )
+    parser.add_argument(
+        "--flavor",
+        choices=FLAVORS,
+        default=DEFAULT_FLAVOR,
+        help="dbgen (default): identical to ssb-dbgen; spec: the SSB rules, seeded",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        default=1,
+        help="random seed of flavor spec, integer >= 0 (default 1; flavor dbgen has fixed streams)",
+    )
     parser.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
-    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), metavar="TABLE",
-                        help=f"tables to write (default all: {' '.join(TABLES)})")
-    parser.add_argument("--processes", type=int, default=_cpus(),
-                        help="generating processes, this one included (default: the number of CPUs)")
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        choices=TABLES,
+        default=list(TABLES),
+        metavar="TABLE",
+        help=f"tables to write (default all: {' '.join(TABLES)})",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=_cpus(),
+        help="generating processes, this one included (default: the number of CPUs)",
+    )
     parser.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)  # older: children only
     args = parser.parse_args(argv)
     processes = args.processes if args.workers is None else args.workers + 1
@@ -44,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument --sf: {error}")
     _prepare_output_dir(parser, args.out)
     seed_note = f"seed {args.seed}" if args.flavor == "spec" else "dbgen's fixed streams"
-    print(f"SSB generator {GENERATOR_VERSION}, flavor {args.flavor}: SF {args.sf:g}, {seed_note}, "
-          f"{processes} processes -> {args.out}", file=sys.stderr)
+    print(
+        f"SSB generator {GENERATOR_VERSION}, flavor {args.flavor}: SF {args.sf:g}, {seed_note}, "
+        f"{processes} processes -> {args.out}",
+        file=sys.stderr,
+    )
     bars: dict = {}
 
     def progress(table: str, rows: int) -> None:

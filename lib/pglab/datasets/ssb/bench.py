@@ -44,16 +44,20 @@ def _peak_mib() -> tuple[float, float]:
 
 
 def generation(sf: float, seed: int) -> None:
-    for label, source in (("in-process", iter_blocks("lineorder", sf, seed, "copy")),
-                          ("child process", iter_blocks_parallel("lineorder", sf, seed, "copy"))):  # fmt: skip
+    for label, source in (
+        ("in-process", iter_blocks("lineorder", sf, seed, "copy")),
+        ("child process", iter_blocks_parallel("lineorder", sf, seed, "copy")),
+    ):
         t0 = time.perf_counter()
         rows = nbytes = 0
         for n, block in source:
             rows += n
             nbytes += len(block)
         dt = time.perf_counter() - t0
-        print(f"  generation {label:13s}: {rows:,} lineorder rows in {dt:.2f} s = {rows / dt / 1e6:.2f} M rows/s "
-              f"({nbytes / dt / 2**20:.0f} MiB/s of COPY text)")
+        print(
+            f"  generation {label:13s}: {rows:,} lineorder rows in {dt:.2f} s = {rows / dt / 1e6:.2f} M rows/s "
+            f"({nbytes / dt / 2**20:.0f} MiB/s of COPY text)"
+        )
 
 
 def find_dbgen() -> tuple[Path, Path] | None:
@@ -86,8 +90,9 @@ def _digests(directory: Path) -> dict[str, str]:
     return out
 
 
-def files_vs_dbgen(sf: float, runs: int, processes: int = 2, scratch: Path | None = None,
-                   with_dbgen: bool = True) -> dict:
+def files_vs_dbgen(
+    sf: float, runs: int, processes: int = 2, scratch: Path | None = None, with_dbgen: bool = True
+) -> dict:
     """Generation to .tbl files, ours against the C dbgen, alternating; the files deleted afterwards."""
     dbgen = find_dbgen() if with_dbgen else None
     ours_cmd = [sys.executable, "-m", "pglab.datasets.ssb", "--sf", f"{sf:g}", "--processes", str(processes)]
@@ -112,17 +117,24 @@ def files_vs_dbgen(sf: float, runs: int, processes: int = 2, scratch: Path | Non
                     times["dbgen"].append(seconds)
         same = _digests(ours_dir) == _digests(theirs_dir) if dbgen else None
     ours = statistics.median(times["pglab"])
-    line = (f"  files, SF {sf:g}: pglab ({processes} processes) median {ours:.2f} s of {runs} "
-            f"({_spread(times['pglab'])})")
+    line = (
+        f"  files, SF {sf:g}: pglab ({processes} processes) median {ours:.2f} s of {runs} ({_spread(times['pglab'])})"
+    )
     if dbgen:
         theirs = statistics.median(times["dbgen"])
-        line += (f"; dbgen median {theirs:.2f} s ({_spread(times['dbgen'])}) -> ratio {ours / theirs:.2f} "
-                 f"(target <= 0.65); files identical: {same}")
+        line += (
+            f"; dbgen median {theirs:.2f} s ({_spread(times['dbgen'])}) -> ratio {ours / theirs:.2f} "
+            f"(target <= 0.65); files identical: {same}"
+        )
     else:
         line += "; no C dbgen run (set PGLAB_DBGEN to have one)" if with_dbgen else ""
     print(line + f"; largest process {peak:.0f} MiB")
-    return {"pglab_s": ours, "dbgen_s": statistics.median(times["dbgen"]) if dbgen else None, "peak_mib": peak,
-            "identical": same}
+    return {
+        "pglab_s": ours,
+        "dbgen_s": statistics.median(times["dbgen"]) if dbgen else None,
+        "peak_mib": peak,
+        "identical": same,
+    }
 
 
 def _spread(values: list[float]) -> str:
@@ -132,8 +144,13 @@ def _spread(values: list[float]) -> str:
 def psql_timing(server: Server, dbname: str, statements: list[str]) -> list[float]:
     """Seconds psql's \\timing reports for each statement, run in one session with output discarded."""
     script = "\\timing on\n\\o /dev/null\n" + "".join(st.strip().rstrip(";") + ";\n" for st in statements)
-    out = subprocess.run([str(server.install.tool("psql")), "-X", "-q", "-d", server.conninfo(dbname)],
-                         input=script, capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [str(server.install.tool("psql")), "-X", "-q", "-d", server.conninfo(dbname)],
+        input=script,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [float(m) / 1000 for m in re.findall(r"Time: ([\d.]+) ms", out.stdout)]
 
 
@@ -154,7 +171,7 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
         timed_statement(conn, sql)  # warm-up
         for i in range(batches):
             got = {}
-            for who in (["pglab", "psql"] if i % 2 == 0 else ["psql", "pglab"]):
+            for who in ["pglab", "psql"] if i % 2 == 0 else ["psql", "pglab"]:
                 if who == "pglab":
                     got[who] = [timed_statement(conn, sql).elapsed_s for _ in range(per_batch)]
                 else:
@@ -165,10 +182,12 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
     r = ratio_ci(ours, theirs)
     lo, hi = bootstrap_ci(paired, "median")
     mo, mt = statistics.median(ours), statistics.median(theirs)
-    print(f"  q1.1 serial, {len(ours)} executions each in {batches} alternating batches: pglab median "
-          f"{mo * 1000:.1f} ms, psql \\timing median {mt * 1000:.1f} ms -> pglab/psql = {r['ratio']:.4f} "
-          f"(95 % CI {interval(r['ci_low'], r['ci_high'], '.4f')}); median of batch-paired ratios "
-          f"{statistics.median(paired):.4f} (95 % CI {interval(lo, hi, '.4f')}); target within 2 %")
+    print(
+        f"  q1.1 serial, {len(ours)} executions each in {batches} alternating batches: pglab median "
+        f"{mo * 1000:.1f} ms, psql \\timing median {mt * 1000:.1f} ms -> pglab/psql = {r['ratio']:.4f} "
+        f"(95 % CI {interval(r['ci_low'], r['ci_high'], '.4f')}); median of batch-paired ratios "
+        f"{statistics.median(paired):.4f} (95 % CI {interval(lo, hi, '.4f')}); target within 2 %"
+    )
 
 
 def copy_paths(server: Server, sf: float, seed: int) -> None:
@@ -192,8 +211,12 @@ def copy_paths(server: Server, sf: float, seed: int) -> None:
         f.write_csv(buf, include_header=False)
         return buf.getvalue()
 
-    paths_ = [("text", "", text_block), ("text", " (FREEZE)", text_block),
-              ("csv", " (FORMAT csv)", csv_block), ("csv", " (FORMAT csv, FREEZE)", csv_block)]  # fmt: skip
+    paths_ = [
+        ("text", "", text_block),
+        ("text", " (FREEZE)", text_block),
+        ("csv", " (FORMAT csv)", csv_block),
+        ("csv", " (FORMAT csv, FREEZE)", csv_block),
+    ]
     with server.connect("postgres", autocommit=False) as conn:
         for name, opts, render in paths_:
             blocks = [render(f) for f in frames]
@@ -217,8 +240,10 @@ def copy_paths(server: Server, sf: float, seed: int) -> None:
                 cp.write_row(row)
         conn.commit()
         dt = time.perf_counter() - t0
-        print(f"    binary (FORMAT binary, FREEZE) {sample.height / dt / 1e6:5.2f} M rows/s "
-              f"(psycopg write_row, {sample.height:,} rows: client-bound)")
+        print(
+            f"    binary (FORMAT binary, FREEZE) {sample.height / dt / 1e6:5.2f} M rows/s "
+            f"(psycopg write_row, {sample.height:,} rows: client-bound)"
+        )
         conn.execute("DROP TABLE lineorder_copy_test")
         conn.commit()
 
@@ -230,8 +255,13 @@ def main(argv=None) -> int:
     ap.add_argument("--overhead-batches", type=int, default=30)
     ap.add_argument("--copy-paths", action="store_true", help="also compare text, CSV and binary COPY")
     ap.add_argument("--file-runs", type=int, default=5, help="alternating runs of the files comparison (0: skip)")
-    ap.add_argument("--linearity", type=float, default=None, metavar="SF",
-                    help="also time files at this SF once (e.g. 10; needs ~6 GB per SF 10 in the scratch dir)")
+    ap.add_argument(
+        "--linearity",
+        type=float,
+        default=None,
+        metavar="SF",
+        help="also time files at this SF once (e.g. 10; needs ~6 GB per SF 10 in the scratch dir)",
+    )
     ap.add_argument("--scratch", type=Path, default=None, help="where the files go (default: the temp dir)")
     args = ap.parse_args(argv)
 
@@ -242,29 +272,40 @@ def main(argv=None) -> int:
         if args.linearity:
             big = files_vs_dbgen(args.linearity, 1, scratch=args.scratch, with_dbgen=False)
             ratio = big["pglab_s"] / base["pglab_s"]
-            print(f"  linearity: SF {args.linearity:g} took {ratio:.1f} x SF {args.sf:g} "
-                  f"(target <= {1.1 * args.linearity / args.sf:.1f})")
+            print(
+                f"  linearity: SF {args.linearity:g} took {ratio:.1f} x SF {args.sf:g} "
+                f"(target <= {1.1 * args.linearity / args.sf:.1f})"
+            )
     generation(args.sf, args.seed)
     own, children = _peak_mib()
     print(f"  peak memory so far: this process {own:.0f} MiB, largest child {children:.0f} MiB")
 
     cluster = Cluster(inst, name="bench-ssb", root=paths.state_dir() / "bench")
-    settings = {"shared_buffers": "2GB", "max_wal_size": "8GB", "maintenance_work_mem": "1GB",
-                "wal_level": "minimal", "max_wal_senders": 0}  # fmt: skip
+    settings = {
+        "shared_buffers": "2GB",
+        "max_wal_size": "8GB",
+        "maintenance_work_mem": "1GB",
+        "wal_level": "minimal",
+        "max_wal_senders": 0,
+    }
     server = Server(inst.name, install=inst, cluster=cluster, settings=settings)
     try:
         server.start()
         res = load(server, args.sf, args.seed, prewarm=False, force=True)
         rows = sum(t["rows"] for t in res.tables)
         load_only = sum(t["seconds"] for t in res.tables)
-        print(f"  generation + load: {rows:,} rows in {res.total_s:.2f} s = {rows / res.total_s / 1e6:.2f} M rows/s "
-              f"(COPY {load_only:.2f} s, VACUUM ANALYZE {res.analyze_s:.2f} s); database "
-              f"{res.database_bytes / 2**20:.0f} MiB")
+        print(
+            f"  generation + load: {rows:,} rows in {res.total_s:.2f} s = {rows / res.total_s / 1e6:.2f} M rows/s "
+            f"(COPY {load_only:.2f} s, VACUUM ANALYZE {res.analyze_s:.2f} s); database "
+            f"{res.database_bytes / 2**20:.0f} MiB"
+        )
         for t in res.tables:
             print(f"    {t['table']:9s} {t['rows']:>10,} rows {t['seconds']:6.2f} s")
         own, children = _peak_mib()
-        print(f"  peak memory: this process {own:.0f} MiB, largest child {children:.0f} MiB "
-              f"(target <= 1536 MiB); target SF 1 <= 11 s: {'met' if res.total_s <= 11 else 'NOT met'}")
+        print(
+            f"  peak memory: this process {own:.0f} MiB, largest child {children:.0f} MiB "
+            f"(target <= 1536 MiB); target SF 1 <= 11 s: {'met' if res.total_s <= 11 else 'NOT met'}"
+        )
         t0 = time.perf_counter()
         again = load(server, args.sf, args.seed, prewarm=False)
         print(f"  loading the same dataset again: skipped={again.skipped} in {time.perf_counter() - t0:.2f} s")

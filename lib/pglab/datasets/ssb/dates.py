@@ -14,12 +14,36 @@ LAST_ORDER_DAY = LAST_DAY - dt.timedelta(days=151)
 ORDER_DAYS = (LAST_ORDER_DAY - FIRST_DAY).days + 1  # 2,406
 COMMIT_LAG_DAYS = (30, 90)
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")  # daynuminweek 1-7
 # Selling season by month (ssb.md).
-SEASONS = ("Winter", "Winter", "Spring", "Spring", "Spring", "Summer", "Summer", "Summer", "Fall", "Fall",
-           "Fall", "Christmas")
+SEASONS = (
+    "Winter",
+    "Winter",
+    "Spring",
+    "Spring",
+    "Spring",
+    "Summer",
+    "Summer",
+    "Summer",
+    "Fall",
+    "Fall",
+    "Fall",
+    "Christmas",
+)
 # ssb.md does not define holidays; these (month, day) pairs are the public generator's fixed list.
 HOLIDAYS = ((12, 24), (1, 1), (2, 20), (4, 20), (5, 20), (7, 20), (8, 20), (9, 20), (10, 20), (11, 20))
 
@@ -32,8 +56,13 @@ def date_frame() -> pl.DataFrame:
     # Int32 before any arithmetic: polars gives month/day as Int8, and month * 100 would wrap.
     year, month, mday, weekday, yday = (
         part.cast(pl.Int32)
-        for part in (day_col.dt.year(), day_col.dt.month(), day_col.dt.day(), day_col.dt.weekday(),
-                     day_col.dt.ordinal_day())
+        for part in (
+            day_col.dt.year(),
+            day_col.dt.month(),
+            day_col.dt.day(),
+            day_col.dt.weekday(),
+            day_col.dt.ordinal_day(),
+        )
     )
     weekday = weekday % 7 + 1  # polars: Monday=1..Sunday=7; SSB: Sunday=1..Saturday=7
     month_name = _lookup(month - 1, MONTHS)

@@ -101,8 +101,12 @@ def _addresses(rng: ChunkRandom, n: int) -> pl.Series:
 def _phones(rng: ChunkRandom, nation: np.ndarray) -> pl.Series:
     """TPC-H phone `CC-LLL-LLL-LLLL`, CC = nation index + 10."""
     n = len(nation)
-    parts = [pl.Series(nation + 10), pl.Series(rng.ints(100, 999, n)), pl.Series(rng.ints(100, 999, n)),
-             pl.Series(rng.ints(1000, 9999, n))]
+    parts = [
+        pl.Series(nation + 10),
+        pl.Series(rng.ints(100, 999, n)),
+        pl.Series(rng.ints(100, 999, n)),
+        pl.Series(rng.ints(1000, 9999, n)),
+    ]
     return pl.select(pl.concat_str([p.cast(pl.String) for p in parts], separator="-")).to_series()
 
 

@@ -24,9 +24,16 @@ from .parallel import _PACKAGE_ROOT, HEADER, _stop, _widen_pipe
 _SPLICE = hasattr(os, "splice")
 
 
-def write_tables(out: Path, tables: list[str], sf: float, seed: int, flavor: str = DEFAULT_FLAVOR,
-                 processes: int = 1, prefetch: int = 4,
-                 progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+def write_tables(
+    out: Path,
+    tables: list[str],
+    sf: float,
+    seed: int,
+    flavor: str = DEFAULT_FLAVOR,
+    processes: int = 1,
+    prefetch: int = 4,
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, int]:
     """Write `out/<table>.tbl` for each table; returns the rows written per table."""
     if processes < 1:
         raise ValueError(f"processes must be >= 1, got {processes}")
@@ -97,8 +104,19 @@ def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
             residues = [i for i, owner in enumerate(owners) if owner == k and i < n_tasks]
             if not residues:
                 continue
-            command = [sys.executable, "-m", "pglab.datasets.ssb.worker", ",".join(tables), repr(sf), str(seed), "tbl",
-                       ",".join(map(str, residues)), str(len(owners)), str(prefetch), flavor]
+            command = [
+                sys.executable,
+                "-m",
+                "pglab.datasets.ssb.worker",
+                ",".join(tables),
+                repr(sf),
+                str(seed),
+                "tbl",
+                ",".join(map(str, residues)),
+                str(len(owners)),
+                str(prefetch),
+                flavor,
+            ]
             errors = tempfile.TemporaryFile()
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=0)
             children[k] = (child, errors)
@@ -142,7 +160,7 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _move(source: int, sink: int, size: int) -> bool:

@@ -72,16 +72,18 @@ def iter_chunks(table: str, sf: float, seed: int, flavor: str = DEFAULT_FLAVOR) 
     return (_chunk(table, sf, seed, chunk, flavor, enums=False) for chunk in range(n_chunks))
 
 
-def iter_blocks(table: str, sf: float, seed: int, fmt: str = "copy",
-                flavor: str = DEFAULT_FLAVOR) -> Iterator[tuple[int, bytes]]:
+def iter_blocks(
+    table: str, sf: float, seed: int, fmt: str = "copy", flavor: str = DEFAULT_FLAVOR
+) -> Iterator[tuple[int, bytes]]:
     """(rows, bytes) per chunk, in `fmt` "copy" (COPY text) or "tbl" (dbgen); rows is for progress bars."""
     check_format(fmt)
     n_chunks = _checked_chunk_count(table, sf, seed, flavor)
     return (chunk_block(table, sf, seed, chunk, fmt, flavor) for chunk in range(n_chunks))
 
 
-def chunk_block(table: str, sf: float, seed: int, chunk: int, fmt: str = "copy",
-                flavor: str = DEFAULT_FLAVOR) -> tuple[int, bytes]:
+def chunk_block(
+    table: str, sf: float, seed: int, chunk: int, fmt: str = "copy", flavor: str = DEFAULT_FLAVOR
+) -> tuple[int, bytes]:
     """(rows, bytes) of chunk number `chunk`, formatted as `fmt`; any process can make any chunk."""
     # Enum string columns: the same text as String ones, cheaper to build.
     frame = _chunk(table, sf, seed, chunk, flavor, enums=True)
@@ -105,8 +107,7 @@ def format_block(frame: pl.DataFrame, fmt: str) -> bytes:
     """Render a chunk as COPY text ("copy") or dbgen `.tbl` ("tbl") bytes."""
     separator, terminator = ("\t", "\n") if fmt == "copy" else ("|", "|\n")
     buffer = io.BytesIO()
-    frame.write_csv(buffer, include_header=False, separator=separator, line_terminator=terminator,
-                    quote_style="never")
+    frame.write_csv(buffer, include_header=False, separator=separator, line_terminator=terminator, quote_style="never")
     return buffer.getvalue()
 
 
@@ -115,8 +116,13 @@ def dataset_id(sf: float, seed: int, flavor: str = DEFAULT_FLAVOR) -> dict:
 
     The dbgen flavor records the seed it was asked for although its rows do not depend on it, so that a
     load asked for another seed is not taken for the one already there."""
-    return {"benchmark": "ssb", "sf": scale.check_sf(sf), "seed": check_seed(seed),
-            "generator_version": GENERATOR_VERSION, "flavor": check_flavor(flavor)}
+    return {
+        "benchmark": "ssb",
+        "sf": scale.check_sf(sf),
+        "seed": check_seed(seed),
+        "generator_version": GENERATOR_VERSION,
+        "flavor": check_flavor(flavor),
+    }
 
 
 def _check_table(table: str) -> str:

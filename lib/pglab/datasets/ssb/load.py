@@ -122,13 +122,30 @@ def load(
 def _from_state(server: str, dbname: str, state: DatasetState) -> LoadResult:
     ld = state.load
     tables = [{"table": t["table"], "rows": t["rows"], "seconds": t["seconds"]} for t in ld["tables"]]
-    return LoadResult(server, dbname, state.dataset, skipped=state.complete, method=ld.get("method"), tables=tables,
-                      total_s=ld.get("total_s") or 0.0, analyze_s=ld.get("analyze_s") or 0.0,
-                      run_id=ld.get("run_id"))  # fmt: skip
+    return LoadResult(
+        server,
+        dbname,
+        state.dataset,
+        skipped=state.complete,
+        method=ld.get("method"),
+        tables=tables,
+        total_s=ld.get("total_s") or 0.0,
+        analyze_s=ld.get("analyze_s") or 0.0,
+        run_id=ld.get("run_id"),
+    )
 
 
-def _load_now(server: Server, dbname: str, wanted: dict, sf: float, seed: int, flavor: str, method: str, progress,
-              run_id: str | None) -> LoadResult:  # fmt: skip
+def _load_now(
+    server: Server,
+    dbname: str,
+    wanted: dict,
+    sf: float,
+    seed: int,
+    flavor: str,
+    method: str,
+    progress,
+    run_id: str | None,
+) -> LoadResult:
     t_all = time.perf_counter()
     server.recreate_database(dbname)
     res = LoadResult(server.name, dbname, wanted, skipped=False, method=method, run_id=run_id)
@@ -141,8 +158,10 @@ def _load_now(server: Server, dbname: str, wanted: dict, sf: float, seed: int, f
             # step one of the record: every table is there (not yet analysed, so not complete)
             figures = {"run_id": run_id, "method": method, "tables": res.tables, "copy_s": copy_s}
             conn.execute("CREATE TABLE pglab_dataset (dataset text NOT NULL, complete boolean NOT NULL, load text)")
-            conn.execute("INSERT INTO pglab_dataset VALUES (%s, false, %s)",
-                         (json.dumps(wanted, sort_keys=True), json.dumps(figures)))  # fmt: skip
+            conn.execute(
+                "INSERT INTO pglab_dataset VALUES (%s, false, %s)",
+                (json.dumps(wanted, sort_keys=True), json.dumps(figures)),
+            )
             conn.commit()
     finally:
         sources["lineorder"].close()
@@ -224,6 +243,12 @@ def _sizes(server: Server, dbname: str) -> tuple[dict[str, int], int]:
 
 
 __all__ = [
-    "GENERATOR_VERSION", "DatasetState", "LoadResult", "block_sources", "current_dataset", "database_name",
-    "dataset_state", "load",
+    "GENERATOR_VERSION",
+    "DatasetState",
+    "LoadResult",
+    "block_sources",
+    "current_dataset",
+    "database_name",
+    "dataset_state",
+    "load",
 ]

@@ -35,9 +35,19 @@ class ParallelBlocks:
 
     _children: list | tuple = ()  # so close() works even when __init__ failed before starting anything
 
-    def __init__(self, table: str, sf: float, seed: int, fmt: str = "copy", *, workers: int = 1,
-                 prefetch: int = 4, polars_threads: int = 1, with_rows: bool = True,
-                 flavor: str = DEFAULT_FLAVOR):
+    def __init__(
+        self,
+        table: str,
+        sf: float,
+        seed: int,
+        fmt: str = "copy",
+        *,
+        workers: int = 1,
+        prefetch: int = 4,
+        polars_threads: int = 1,
+        with_rows: bool = True,
+        flavor: str = DEFAULT_FLAVOR,
+    ):
         from . import generate  # here: files.py uses this module's helpers before it loads polars
 
         sf, seed = scale.check_sf(sf), generate.check_seed(seed)
@@ -53,8 +63,19 @@ class ParallelBlocks:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
         try:
             for w in range(workers):
-                command = [sys.executable, "-m", "pglab.datasets.ssb.worker", table, repr(sf), str(seed), fmt, str(w),
-                           str(workers), str(prefetch), flavor]
+                command = [
+                    sys.executable,
+                    "-m",
+                    "pglab.datasets.ssb.worker",
+                    table,
+                    repr(sf),
+                    str(seed),
+                    fmt,
+                    str(w),
+                    str(workers),
+                    str(prefetch),
+                    flavor,
+                ]
                 errors = tempfile.TemporaryFile()  # not a pipe: an unread stderr pipe could block the child
                 try:
                     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env)
@@ -102,30 +123,39 @@ class ParallelBlocks:
             pass
 
 
-def iter_blocks_parallel(table: str, sf: float, seed: int, fmt: str = "copy", *, workers: int = 1,
-                         prefetch: int = 4, polars_threads: int = 1,
-                         flavor: str = DEFAULT_FLAVOR) -> ParallelBlocks:
+def iter_blocks_parallel(
+    table: str,
+    sf: float,
+    seed: int,
+    fmt: str = "copy",
+    *,
+    workers: int = 1,
+    prefetch: int = 4,
+    polars_threads: int = 1,
+    flavor: str = DEFAULT_FLAVOR,
+) -> ParallelBlocks:
     """(rows, bytes) per chunk, as generate.iter_blocks gives them, made by `workers` child processes.
 
     polars_threads caps each child's polars thread pool: on a 2-core machine where PostgreSQL's COPY
     backend has the other core, one generator thread is what fits.
     """
-    return ParallelBlocks(table, sf, seed, fmt, workers=workers, prefetch=prefetch,
-                          polars_threads=polars_threads, flavor=flavor)
+    return ParallelBlocks(
+        table, sf, seed, fmt, workers=workers, prefetch=prefetch, polars_threads=polars_threads, flavor=flavor
+    )
 
 
-def iter_copy_blocks_parallel(table: str, sf: float, seed: int, workers: int = 1, prefetch: int = 4,
-                              flavor: str = DEFAULT_FLAVOR) -> ParallelBlocks:
+def iter_copy_blocks_parallel(
+    table: str, sf: float, seed: int, workers: int = 1, prefetch: int = 4, flavor: str = DEFAULT_FLAVOR
+) -> ParallelBlocks:
     """The bytes of generate.iter_copy_blocks, in the same order, generated in child processes."""
-    return ParallelBlocks(table, sf, seed, "copy", workers=workers, prefetch=prefetch, with_rows=False,
-                          flavor=flavor)
+    return ParallelBlocks(table, sf, seed, "copy", workers=workers, prefetch=prefetch, with_rows=False, flavor=flavor)
 
 
-def iter_tbl_blocks_parallel(table: str, sf: float, seed: int, workers: int = 1, prefetch: int = 4,
-                             flavor: str = DEFAULT_FLAVOR) -> ParallelBlocks:
+def iter_tbl_blocks_parallel(
+    table: str, sf: float, seed: int, workers: int = 1, prefetch: int = 4, flavor: str = DEFAULT_FLAVOR
+) -> ParallelBlocks:
     """The bytes of generate.iter_tbl_blocks, in the same order, generated in child processes."""
-    return ParallelBlocks(table, sf, seed, "tbl", workers=workers, prefetch=prefetch, with_rows=False,
-                          flavor=flavor)
+    return ParallelBlocks(table, sf, seed, "tbl", workers=workers, prefetch=prefetch, with_rows=False, flavor=flavor)
 
 
 def _widen_pipe(pipe) -> None:

@@ -9,14 +9,23 @@ from . import dates, words
 
 QUERY_SETS = ("pg_ssb_run", "ssb_paper")
 DEFAULT_QUERY_SET = "pg_ssb_run"  # the tool the reference study used
-QUERY_IDS = ("q1.1", "q1.2", "q1.3", "q2.1", "q2.2", "q2.3", "q3.1", "q3.2", "q3.3", "q3.4", "q4.1", "q4.2",
-             "q4.3")
+QUERY_IDS = ("q1.1", "q1.2", "q1.3", "q2.1", "q2.2", "q2.3", "q3.1", "q3.2", "q3.3", "q3.4", "q4.1", "q4.2", "q4.3")
 
 # The SSB paper's filter factors (ssb.md). They assume years 1992-1998 uniform, and q1.3's is for the paper's
 # `lo_quantity between 36 and 40`.
 PUBLISHED_FILTER_FACTORS = {
-    "q1.1": 0.019, "q1.2": 0.00065, "q1.3": 0.000075, "q2.1": 1 / 125, "q2.2": 1 / 625, "q2.3": 1 / 5000,
-    "q3.1": 0.034, "q3.2": 0.0014, "q3.3": 0.000055, "q3.4": 0.00000076, "q4.1": 0.016, "q4.2": 0.0046,
+    "q1.1": 0.019,
+    "q1.2": 0.00065,
+    "q1.3": 0.000075,
+    "q2.1": 1 / 125,
+    "q2.2": 1 / 625,
+    "q2.3": 1 / 5000,
+    "q3.1": 0.034,
+    "q3.2": 0.0014,
+    "q3.3": 0.000055,
+    "q3.4": 0.00000076,
+    "q4.1": 0.016,
+    "q4.2": 0.0046,
     "q4.3": 0.000091,
 }
 
@@ -55,28 +64,48 @@ def query_predicates(query_set: str, qid: str) -> dict[str, pl.Expr]:
     _check(query_set, qid)
     q23_brand = "MFGR#2221" if query_set == "pg_ssb_run" else "MFGR#2239"
     predicates = {
-        "q1.1": {"date": col("d_year") == 1993,
-                 "lineorder": col("lo_discount").is_between(1, 3) & (col("lo_quantity") < 25)},
-        "q1.2": {"date": col("d_yearmonthnum") == 199401,
-                 "lineorder": col("lo_discount").is_between(4, 6) & col("lo_quantity").is_between(26, 35)},
-        "q1.3": {"date": (col("d_weeknuminyear") == 6) & (col("d_year") == 1994),
-                 "lineorder": col("lo_discount").is_between(5, 7) & _q13_quantity(query_set)},
+        "q1.1": {
+            "date": col("d_year") == 1993,
+            "lineorder": col("lo_discount").is_between(1, 3) & (col("lo_quantity") < 25),
+        },
+        "q1.2": {
+            "date": col("d_yearmonthnum") == 199401,
+            "lineorder": col("lo_discount").is_between(4, 6) & col("lo_quantity").is_between(26, 35),
+        },
+        "q1.3": {
+            "date": (col("d_weeknuminyear") == 6) & (col("d_year") == 1994),
+            "lineorder": col("lo_discount").is_between(5, 7) & _q13_quantity(query_set),
+        },
         "q2.1": {"part": col("p_category") == "MFGR#12", "supplier": _S_AMERICA},
-        "q2.2": {"part": col("p_brand1").is_between(pl.lit("MFGR#2221"), pl.lit("MFGR#2228")),
-                 "supplier": col("s_region") == "ASIA"},
+        "q2.2": {
+            "part": col("p_brand1").is_between(pl.lit("MFGR#2221"), pl.lit("MFGR#2228")),
+            "supplier": col("s_region") == "ASIA",
+        },
         "q2.3": {"part": col("p_brand1") == q23_brand, "supplier": col("s_region") == "EUROPE"},
-        "q3.1": {"customer": col("c_region") == "ASIA", "supplier": col("s_region") == "ASIA",
-                 "date": _YEARS_92_97},
-        "q3.2": {"customer": col("c_nation") == "UNITED STATES",
-                 "supplier": col("s_nation") == "UNITED STATES", "date": _YEARS_92_97},
-        "q3.3": {"customer": col("c_city").is_in(_UK_CITIES), "supplier": col("s_city").is_in(_UK_CITIES),
-                 "date": _YEARS_92_97},
-        "q3.4": {"customer": col("c_city").is_in(_UK_CITIES), "supplier": col("s_city").is_in(_UK_CITIES),
-                 "date": col("d_yearmonth") == "Dec1997"},
+        "q3.1": {"customer": col("c_region") == "ASIA", "supplier": col("s_region") == "ASIA", "date": _YEARS_92_97},
+        "q3.2": {
+            "customer": col("c_nation") == "UNITED STATES",
+            "supplier": col("s_nation") == "UNITED STATES",
+            "date": _YEARS_92_97,
+        },
+        "q3.3": {
+            "customer": col("c_city").is_in(_UK_CITIES),
+            "supplier": col("s_city").is_in(_UK_CITIES),
+            "date": _YEARS_92_97,
+        },
+        "q3.4": {
+            "customer": col("c_city").is_in(_UK_CITIES),
+            "supplier": col("s_city").is_in(_UK_CITIES),
+            "date": col("d_yearmonth") == "Dec1997",
+        },
         "q4.1": {"customer": _C_AMERICA, "supplier": _S_AMERICA, "part": _MFGR_1_2},
         "q4.2": {"customer": _C_AMERICA, "supplier": _S_AMERICA, "part": _MFGR_1_2, "date": _YEARS_97_98},
-        "q4.3": {"customer": _C_AMERICA, "supplier": col("s_nation") == "UNITED STATES",
-                 "part": col("p_category") == "MFGR#14", "date": _YEARS_97_98},
+        "q4.3": {
+            "customer": _C_AMERICA,
+            "supplier": col("s_nation") == "UNITED STATES",
+            "part": col("p_category") == "MFGR#14",
+            "date": _YEARS_97_98,
+        },
     }
     return predicates[qid]
 
@@ -108,13 +137,16 @@ def _equally_likely_outcomes(table: str) -> pl.DataFrame:
         return quantity.join(discount, how="cross")
     if table == "part":
         return pl.DataFrame({"p_brand1": words.BRANDS}).with_columns(
-            p_category=col("p_brand1").str.slice(0, 7), p_mfgr=col("p_brand1").str.slice(0, 6))
+            p_category=col("p_brand1").str.slice(0, 7), p_mfgr=col("p_brand1").str.slice(0, 6)
+        )
     if table in ("supplier", "customer"):
         p = table[0]
         nation_of_city = [i // words.CITY_DIGITS for i in range(len(words.CITIES))]
-        return pl.DataFrame({
-            f"{p}_city": words.CITIES,
-            f"{p}_nation": [words.NATION_NAMES[n] for n in nation_of_city],
-            f"{p}_region": [words.REGIONS[words.NATION_REGION[n]] for n in nation_of_city],
-        })
+        return pl.DataFrame(
+            {
+                f"{p}_city": words.CITIES,
+                f"{p}_nation": [words.NATION_NAMES[n] for n in nation_of_city],
+                f"{p}_region": [words.REGIONS[words.NATION_REGION[n]] for n in nation_of_city],
+            }
+        )
     raise ValueError(f"no query predicate is defined on table {table!r}")

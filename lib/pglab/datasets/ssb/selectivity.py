@@ -83,10 +83,18 @@ def measure_rows(server: Server, sf: float, query_set: str, qids: list[str]) -> 
             passed = conn.execute(count_sql(query_set, q)).fetchone()[0]
             given = expected_given_dimensions(query_set, q, dims)
             tol = tolerance(given, total)
-            rows.append({
-                "server": server.name, "query": q, "lineorder_rows": total, "passing_rows": passed,
-                "measured": passed / total, "expected": expected_filter_factor(query_set, q),
-                "expected_given_dims": given, "published": PUBLISHED_FILTER_FACTORS[q],
-                "tolerance": tol, "within_tolerance": abs(passed / total - given) <= tol,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "server": server.name,
+                    "query": q,
+                    "lineorder_rows": total,
+                    "passing_rows": passed,
+                    "measured": passed / total,
+                    "expected": expected_filter_factor(query_set, q),
+                    "expected_given_dims": given,
+                    "published": PUBLISHED_FILTER_FACTORS[q],
+                    "tolerance": tol,
+                    "within_tolerance": abs(passed / total - given) <= tol,
+                }
+            )
     return rows

@@ -55,22 +55,33 @@ def load_all(servers: list[Server], p: SsbDataset, store: RunStore | None = None
     """Make every server hold SSB (sf, seed, flavor), with one progress bar per server. With `store`, each
     server's load is recorded as soon as it is done (not after all of them), and a server that may not hold the
     dataset (an external one without allow_destructive that lacks it) is a recorded skip."""
-    expected = sum(row_count(t, p.sf, flavor=p.flavor) for t in ("date", "supplier", "customer", "part")) \
-        + 4 * order_count(p.sf, flavor=p.flavor)
+    expected = sum(
+        row_count(t, p.sf, flavor=p.flavor) for t in ("date", "supplier", "customer", "part")
+    ) + 4 * order_count(p.sf, flavor=p.flavor)
     results = []
     for srv in servers:
         with tqdm(total=expected, desc=f"SSB SF {p.sf:g} -> {srv.name}", unit="row", unit_scale=True) as bar:
             try:
-                res = load(srv, p.sf, p.seed, prewarm=p.prewarm, method=p.load_method, flavor=p.flavor,
-                           progress=lambda table, n: bar.update(n), run_id=store.run_id if store else None)  # fmt: skip
+                res = load(
+                    srv,
+                    p.sf,
+                    p.seed,
+                    prewarm=p.prewarm,
+                    method=p.load_method,
+                    flavor=p.flavor,
+                    progress=lambda table, n: bar.update(n),
+                    run_id=store.run_id if store else None,
+                )
             except DestructiveStepRefused as e:
-                res = LoadResult(srv.name, database_name(p.sf), dataset_id(p.sf, p.seed, p.flavor), skipped=True,
-                                 refused=str(e))
+                res = LoadResult(
+                    srv.name, database_name(p.sf), dataset_id(p.sf, p.seed, p.flavor), skipped=True, refused=str(e)
+                )
             bar.update(max(0, expected - bar.n))
         if store is not None:
             if res.refused:
-                outcomes.skip(store, EXP_LOAD, srv.name, f"the SSB dataset is not there and may not be loaded: "
-                                                         f"{res.refused}")  # fmt: skip
+                outcomes.skip(
+                    store, EXP_LOAD, srv.name, f"the SSB dataset is not there and may not be loaded: {res.refused}"
+                )
             else:
                 record_load(store, res)
         results.append(res)
@@ -93,15 +104,28 @@ def load_rows(r: LoadResult) -> list[dict]:
     """One server's rows of the ssb_load table (kept in the raw store by ssb.derive.record_load)."""
     rows = []
     for t in r.tables:
-        rows.append({
-            "server": r.server, "database": r.database, "sf": r.dataset["sf"], "seed": r.dataset["seed"],
-            "generator_version": str(r.dataset["generator_version"]), "flavor": r.dataset.get("flavor"),
-            "generator": generator_of(r.dataset), "dataset_id": dataset_key(r.dataset),
-            "skipped": r.skipped, "method": r.method,
-            "table": t["table"], "rows": t["rows"], "seconds": t.get("seconds"), "table_bytes": t["table_bytes"],
-            "load_total_s": r.total_s if not r.skipped else None, "vacuum_analyze_s": r.analyze_s or None,
-            "prewarm_s": r.prewarm_s, "database_bytes": r.database_bytes,
-        })  # fmt: skip
+        rows.append(
+            {
+                "server": r.server,
+                "database": r.database,
+                "sf": r.dataset["sf"],
+                "seed": r.dataset["seed"],
+                "generator_version": str(r.dataset["generator_version"]),
+                "flavor": r.dataset.get("flavor"),
+                "generator": generator_of(r.dataset),
+                "dataset_id": dataset_key(r.dataset),
+                "skipped": r.skipped,
+                "method": r.method,
+                "table": t["table"],
+                "rows": t["rows"],
+                "seconds": t.get("seconds"),
+                "table_bytes": t["table_bytes"],
+                "load_total_s": r.total_s if not r.skipped else None,
+                "vacuum_analyze_s": r.analyze_s or None,
+                "prewarm_s": r.prewarm_s,
+                "database_bytes": r.database_bytes,
+            }
+        )
     return rows
 
 
@@ -114,11 +138,31 @@ def record_load(store: RunStore, r: LoadResult) -> None:
     cond = f"sf={r.dataset['sf']:g},seed={r.dataset['seed']},{r.method}"
     for t in r.tables:
         if not store.done(r.server, EXP_LOAD, cond, t["table"], 0):
-            store.record(r.server, EXP_LOAD, cond, t["table"], 0, t["seconds"], "s", rows=t["rows"],
-                         table_bytes=t["table_bytes"], generator_version=r.dataset["generator_version"])
+            store.record(
+                r.server,
+                EXP_LOAD,
+                cond,
+                t["table"],
+                0,
+                t["seconds"],
+                "s",
+                rows=t["rows"],
+                table_bytes=t["table_bytes"],
+                generator_version=r.dataset["generator_version"],
+            )
     if not store.done(r.server, EXP_LOAD, cond, "all", 0):
-        store.record(r.server, EXP_LOAD, cond, "all", 0, r.total_s, "s", database_bytes=r.database_bytes,
-                     vacuum_analyze_s=r.analyze_s, prewarm_s=r.prewarm_s)
+        store.record(
+            r.server,
+            EXP_LOAD,
+            cond,
+            "all",
+            0,
+            r.total_s,
+            "s",
+            database_bytes=r.database_bytes,
+            vacuum_analyze_s=r.analyze_s,
+            prewarm_s=r.prewarm_s,
+        )
 
 
 def record_loads(store: RunStore, results: list[LoadResult]) -> None:

@@ -34,9 +34,7 @@ from .jit import JIT_KEYS
 from .shape import shape_fingerprint
 
 BUFFER_COLUMNS = [
-    f"{scope}_{kind}_blocks"
-    for scope in ("shared", "local")
-    for kind in ("hit", "read", "dirtied", "written")
+    f"{scope}_{kind}_blocks" for scope in ("shared", "local") for kind in ("hit", "read", "dirtied", "written")
 ] + ["temp_read_blocks", "temp_written_blocks"]
 
 COLUMNS: dict[str, pl.DataType] = {
@@ -116,9 +114,7 @@ def node_frame(nodes: list[dict]) -> pl.DataFrame:
 
 
 def worker_jit_frame(rows: list[dict]) -> pl.DataFrame:
-    rows = [
-        {name: _coerce(row.get(name), dtype) for name, dtype in WORKER_JIT_COLUMNS.items()} for row in rows
-    ]
+    rows = [{name: _coerce(row.get(name), dtype) for name, dtype in WORKER_JIT_COLUMNS.items()} for row in rows]
     return pl.DataFrame(rows, schema=WORKER_JIT_COLUMNS)
 
 

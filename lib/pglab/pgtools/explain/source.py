@@ -36,9 +36,7 @@ class Source:
 
 def _unbox(plan):
     # psycopg wraps values in rows: (value,), [(value,)], [(line,), (line,), ...]
-    while (
-        isinstance(plan, list | tuple) and len(plan) == 1 and isinstance(plan[0], list | tuple | str | bytes)
-    ):
+    while isinstance(plan, list | tuple) and len(plan) == 1 and isinstance(plan[0], list | tuple | str | bytes):
         plan = plan[0]
     return plan
 
@@ -64,9 +62,7 @@ def read_source(plan) -> Source | dict | list:
         except UnicodeDecodeError as e:
             raise ExplainParseError(f"plan bytes are not UTF-8 (byte {e.start})") from None
     if not isinstance(plan, str):
-        raise ExplainParseError(
-            f"expected a plan (JSON object, text or rows of text), got {type(plan).__name__}"
-        )
+        raise ExplainParseError(f"expected a plan (JSON object, text or rows of text), got {type(plan).__name__}")
     return strip_wrappers(plan)
 
 

@@ -60,9 +60,7 @@ def _read_lines(source: Source) -> list[_Line]:
         if not text:
             continue
         if text[0] == "\t":
-            raise ExplainParseError(
-                f"line {number}: tab in the indentation; text plans are indented with spaces"
-            )
+            raise ExplainParseError(f"line {number}: tab in the indentation; text plans are indented with spaces")
         lines.append(_Line(number, len(raw) - len(text), text))
     return lines
 
@@ -174,9 +172,7 @@ def _apply_details(node: dict, lines: list[_Line], detail_col: int, worker_jit: 
                         {"node_id": node["node_id"], "worker": int(m[1]), **jit_from_text(_jit_lines(child))}
                     )
         elif m := _WORKER_JIT_11_12.fullmatch(item.text):
-            worker_jit.append(
-                {"node_id": node["node_id"], "worker": int(m[1]), **jit_from_text(_jit_lines(item))}
-            )
+            worker_jit.append({"node_id": node["node_id"], "worker": int(m[1]), **jit_from_text(_jit_lines(item))})
         elif key in ("Workers Planned", "Workers Launched"):
             if not value.strip().isdigit():
                 _fail(item, "expected a worker count")
@@ -305,9 +301,7 @@ def parse_text_source(source: Source) -> ParsedPlan:
     worker_jit: list[dict] = []
     saw_buffers = False
     for node in nodes:
-        saw_buffers |= _apply_details(
-            node, details[node["node_id"]], detail_cols[node["node_id"]], worker_jit
-        )
+        saw_buffers |= _apply_details(node, details[node["node_id"]], detail_cols[node["node_id"]], worker_jit)
     _fill_omitted(nodes, never, saw_buffers)
     _relationships(nodes, node_lines)
     return ParsedPlan(

@@ -46,9 +46,7 @@ _RELATION_SCANS = "Seq Scan|Sample Scan|Bitmap Heap Scan|Tid Scan|Tid Range Scan
 # what the word after "on" names, per node type (None: only the alias is informative)
 _TARGET_KIND = {
     **dict.fromkeys(_RELATION_SCANS.split("|"), "relation"),
-    **dict.fromkeys(
-        ("Index Scan", "Index Only Scan", "Foreign Scan", "Custom Scan", "ModifyTable"), "relation"
-    ),
+    **dict.fromkeys(("Index Scan", "Index Only Scan", "Foreign Scan", "Custom Scan", "ModifyTable"), "relation"),
     "Function Scan": "function",
     "CTE Scan": "cte",
     "WorkTable Scan": "cte",
@@ -138,15 +136,11 @@ def _scan(m):
 
 _NAME_PATTERNS = [
     (
-        re.compile(
-            rf"(?P<kind>Nested Loop|Hash|Merge)(?: (?P<jt>{_JOIN_TYPES}))? Join|(?P<kind2>Nested Loop)"
-        ),
+        re.compile(rf"(?P<kind>Nested Loop|Hash|Merge)(?: (?P<jt>{_JOIN_TYPES}))? Join|(?P<kind2>Nested Loop)"),
         lambda m: _join(m) if m["kind"] else {"node_type": "Nested Loop", "join_type": "Inner"},
     ),
     (
-        re.compile(
-            r"(?:(?P<pm>Partial|Finalize) )?(?P<agg>Aggregate|GroupAggregate|HashAggregate|MixedAggregate)"
-        ),
+        re.compile(r"(?:(?P<pm>Partial|Finalize) )?(?P<agg>Aggregate|GroupAggregate|HashAggregate|MixedAggregate)"),
         _agg,
     ),
     (re.compile(r"(?P<op>SetOp|HashSetOp) (?P<cmd>Intersect All|Intersect|Except All|Except)"), _setop),

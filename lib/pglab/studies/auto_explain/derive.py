@@ -64,11 +64,23 @@ def transactions(store, runs: pl.DataFrame) -> pl.DataFrame | None:
             missing.append(rel)
             continue
         us = us[np.linspace(0, us.size - 1, min(us.size, TXNS_PER_RUN)).round().astype(int)]
-        parts.append(pl.DataFrame({"server": r["server"], "condition": r["condition"], "item": r["item"],
-                                   "round": r["round"], "value": us / 1000.0}))  # fmt: skip
+        parts.append(
+            pl.DataFrame(
+                {
+                    "server": r["server"],
+                    "condition": r["condition"],
+                    "item": r["item"],
+                    "round": r["round"],
+                    "value": us / 1000.0,
+                }
+            )
+        )
     if parts and missing:
-        warnings.warn(f"{len(missing)} of {len(missing) + len(parts)} measured runs kept no transactions (left out "
-                      f"of the fast mode): {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}", stacklevel=2)
+        warnings.warn(
+            f"{len(missing)} of {len(missing) + len(parts)} measured runs kept no transactions (left out "
+            f"of the fast mode): {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}",
+            stacklevel=2,
+        )
     return pl.concat(parts) if parts else None
 
 
@@ -79,20 +91,44 @@ def measured(runs: pl.DataFrame) -> pl.DataFrame:
 
 def latencies(runs: pl.DataFrame) -> pl.DataFrame:
     """Every run, warm-ups included and flagged: the derived table of raw latencies."""
-    cols = ["server", "condition", "item", "repetition", "warmup", "round", "value", "value_is", "latency_median_ms",
-            "latency_mean_ms", "latency_avg_ms",
-            "transactions", "tps", "cores",
-            "elapsed_s", "loading", "preloaded", "restarted_before", "restarts", "error", "command",
-            "client_version", "session_settings", "ts"]  # fmt: skip
+    cols = [
+        "server",
+        "condition",
+        "item",
+        "repetition",
+        "warmup",
+        "round",
+        "value",
+        "value_is",
+        "latency_median_ms",
+        "latency_mean_ms",
+        "latency_avg_ms",
+        "transactions",
+        "tps",
+        "cores",
+        "elapsed_s",
+        "loading",
+        "preloaded",
+        "restarted_before",
+        "restarts",
+        "error",
+        "command",
+        "client_version",
+        "session_settings",
+        "ts",
+    ]
     have = [c for c in cols if c in runs.columns]
     return runs.select(have).rename({"value": "latency_ms", "latency_avg_ms": "latency_printed_ms"}, strict=False)
 
 
 def _labels(params: AutoExplainParams) -> pl.DataFrame:
     return pl.DataFrame(
-        {"condition": list(params.conditions), "label": [c.label or n for n, c in params.conditions.items()],
-         "condition_order": list(range(len(params.conditions)))}
-    )  # fmt: skip
+        {
+            "condition": list(params.conditions),
+            "label": [c.label or n for n, c in params.conditions.items()],
+            "condition_order": list(range(len(params.conditions))),
+        }
+    )
 
 
 def study_latency(condition: str, item: str) -> float | None:
@@ -112,20 +148,41 @@ def summary(runs: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame:
     for (server, cond, item), g in m.group_by(KEY, maintain_order=True):
         vals = g["value"].drop_nulls()
         mi = paired.median_interval(vals.to_numpy())
-        rows.append({"server": server, "condition": cond, "item": item, "n": mi["n"],
-                     "n_missing": g.height - vals.len(), "median": mi["median"],
-                     "min": vals.min() if vals.len() else None, "max": vals.max() if vals.len() else None,
-                     "ci_low": mi["low"], "ci_high": mi["high"], "ci_method": mi["method"],
-                     "study_ms": study_latency(cond, item)})  # fmt: skip
-    schema = {**dict.fromkeys(KEY, pl.String), "n": pl.Int64, "n_missing": pl.Int64, "median": pl.Float64,
-              "min": pl.Float64, "max": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-              "ci_method": pl.String, "study_ms": pl.Float64}  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "condition": cond,
+                "item": item,
+                "n": mi["n"],
+                "n_missing": g.height - vals.len(),
+                "median": mi["median"],
+                "min": vals.min() if vals.len() else None,
+                "max": vals.max() if vals.len() else None,
+                "ci_low": mi["low"],
+                "ci_high": mi["high"],
+                "ci_method": mi["method"],
+                "study_ms": study_latency(cond, item),
+            }
+        )
+    schema = {
+        **dict.fromkeys(KEY, pl.String),
+        "n": pl.Int64,
+        "n_missing": pl.Int64,
+        "median": pl.Float64,
+        "min": pl.Float64,
+        "max": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "ci_method": pl.String,
+        "study_ms": pl.Float64,
+    }
     s = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
     return s.sort(KEY).join(_labels(params), on="condition")
 
 
 def counterparts(params: AutoExplainParams) -> dict[str, str]:
     """Each logged condition and the nothing-logged one with the same settings otherwise."""
+
     def rest(c):
         return {k: v for k, v in c.settings.items() if k != "auto_explain.log_min_duration"}
 
@@ -134,15 +191,20 @@ def counterparts(params: AutoExplainParams) -> dict[str, str]:
         if c.expected_plans != "every":
             continue
         for other, o in params.conditions.items():
-            if (o.load and o.expected_plans == "none" and rest(o) == rest(c)
-                    and other not in (params.baseline, params.aa_condition)):
+            if (
+                o.load
+                and o.expected_plans == "none"
+                and rest(o) == rest(c)
+                and other not in (params.baseline, params.aa_condition)
+            ):
                 out[name] = other
                 break
     return out
 
 
-def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.DataFrame,
-            txns: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
+def _paired(
+    m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.DataFrame, txns: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """cond over base per server and item, paired by round (with `txns`: in the fast mode, as the findings);
     the columns the charts and tables read."""
     src = txns if txns is not None else m
@@ -153,14 +215,28 @@ def _paired(m: pl.DataFrame, cond: str, base: str, comparison: str, med: pl.Data
         return pl.DataFrame()
     lo, hi = pl.col("ci_low"), pl.col("ci_high")
     few = pl.col("coverage").fill_null(0) < MIN_COVERAGE  # e.g. min–max of 2 rounds: 50 %, it tells no direction
-    return (pc.rename({"low": "ci_low", "high": "ci_high"}).with_columns(
-        pl.when(lo.is_null()).then(pl.lit("no interval")).when(few).then(pl.lit("too few rounds"))
-        .when(lo > 1).then(pl.lit("higher")).when(hi < 1).then(pl.lit("lower"))
-        .otherwise(pl.lit("no detectable difference"))
-        .alias("verdict"), pl.lit(comparison).alias("comparison"))
+    return (
+        pc.rename({"low": "ci_low", "high": "ci_high"})
+        .with_columns(
+            pl.when(lo.is_null())
+            .then(pl.lit("no interval"))
+            .when(few)
+            .then(pl.lit("too few rounds"))
+            .when(lo > 1)
+            .then(pl.lit("higher"))
+            .when(hi < 1)
+            .then(pl.lit("lower"))
+            .otherwise(pl.lit("no detectable difference"))
+            .alias("verdict"),
+            pl.lit(comparison).alias("comparison"),
+        )
         .join(med, on=["server", "condition", "item"], how="left")
-        .join(med.rename({"condition": "baseline", "median": "median_baseline"}), on=["server", "baseline", "item"],
-              how="left"))  # fmt: skip
+        .join(
+            med.rename({"condition": "baseline", "median": "median_baseline"}),
+            on=["server", "baseline", "item"],
+            how="left",
+        )
+    )
 
 
 def ratios(runs: pl.DataFrame, params: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -175,16 +251,37 @@ def ratios(runs: pl.DataFrame, params: AutoExplainParams, txns: pl.DataFrame | N
         return pl.DataFrame()
     both = pl.concat(parts, how="vertical")
     study = [study_ratio(c, i, b) for c, i, b in zip(both["condition"], both["item"], both["baseline"], strict=True)]
-    return (both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64)).join(_labels(params), on="condition")
-            .sort("comparison", "server", "condition_order", "item"))  # fmt: skip
+    return (
+        both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64))
+        .join(_labels(params), on="condition")
+        .sort("comparison", "server", "condition_order", "item")
+    )
 
 
 def log_checks(runs: pl.DataFrame) -> pl.DataFrame:
     """The log proof of every run (warm-ups too: every run is checked)."""
-    cols = ["server", "condition", "item", "repetition", "warmup", "expect_plans", "log_check", "log_reason",
-            "transactions", "plans_logged", "plans_parsed", "parse_errors", "plans_with_rows", "plans_with_times",
-            "plans_other_query", "plan_format", "log_entries", "log_bytes", "plan_bytes",
-            "log_bytes_per_txn"]  # fmt: skip
+    cols = [
+        "server",
+        "condition",
+        "item",
+        "repetition",
+        "warmup",
+        "expect_plans",
+        "log_check",
+        "log_reason",
+        "transactions",
+        "plans_logged",
+        "plans_parsed",
+        "parse_errors",
+        "plans_with_rows",
+        "plans_with_times",
+        "plans_other_query",
+        "plan_format",
+        "log_entries",
+        "log_bytes",
+        "plan_bytes",
+        "log_bytes_per_txn",
+    ]
     return runs.select([c for c in cols if c in runs.columns])
 
 
@@ -199,8 +296,9 @@ def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame
         return pl.DataFrame()
     # a server whose log the kit cannot read (an external one) has no counts at all: null columns, not missing
     num = ("plans_logged", "transactions", "plans_parsed", "plans_with_rows", "plans_with_times", "log_bytes_per_txn")
-    checks = checks.with_columns([(pl.col(c) if c in checks.columns else pl.lit(None)).cast(pl.Float64).alias(c)
-                                  for c in num])  # fmt: skip
+    checks = checks.with_columns(
+        [(pl.col(c) if c in checks.columns else pl.lit(None)).cast(pl.Float64).alias(c) for c in num]
+    )
     if "log_reason" not in checks.columns:
         checks = checks.with_columns(log_reason=pl.lit(None, dtype=pl.String))
     agg = checks.group_by(KEY + ["expect_plans"], maintain_order=True).agg(
@@ -219,9 +317,15 @@ def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame
     return agg.join(_labels(params), on="condition").sort(["server", "condition_order", "item"])
 
 
-def timer(summary_df: pl.DataFrame, plans: pl.DataFrame, timer_df: pl.DataFrame, params: AutoExplainParams,
-          analyze: str = "analyze", no_timing: str = "analyze_no_timing", cores: int | None = None
-          ) -> pl.DataFrame:  # fmt: skip
+def timer(
+    summary_df: pl.DataFrame,
+    plans: pl.DataFrame,
+    timer_df: pl.DataFrame,
+    params: AutoExplainParams,
+    analyze: str = "analyze",
+    no_timing: str = "analyze_no_timing",
+    cores: int | None = None,
+) -> pl.DataFrame:
     """The study's explanation on our data: ANALYZE with timing reads the clock twice per node call
     (a call per row returned, per loop); the extra latency over the baseline, per row processed and per
     clock read, next to what pg_test_timing says one read costs."""
@@ -240,20 +344,25 @@ def timer(summary_df: pl.DataFrame, plans: pl.DataFrame, timer_df: pl.DataFrame,
         .join(lat(no_timing, "no_timing_ms"), on=["server", "item"], how="left")
     )
     cores = cores or os.cpu_count() or 1  # the measuring machine's (the runs record it), else this one's
-    return t.with_columns(
-        (2 * pl.col("node_calls")).alias("clock_reads"),
-        # the processes of a parallel plan run at once only as far as there are cores for them
-        pl.min_horizontal(pl.col("processes"), pl.lit(cores)).alias("parallelism"),
-        (pl.col("analyze_ms") - pl.col("baseline_ms")).alias("extra_ms"),
-        (pl.col("no_timing_ms") - pl.col("baseline_ms")).alias("extra_no_timing_ms"),
-    ).with_columns(
-        (pl.col("extra_ms") * 1e6 / pl.col("rows_processed")).alias("extra_ns_per_row"),
-        # the timing part alone (ANALYZE minus ANALYZE without timing), per clock read in one process
-        ((pl.col("analyze_ms") - pl.col("no_timing_ms")) * 1e6 * pl.col("parallelism") / pl.col("clock_reads"))
-        .alias("timing_ns_per_clock_read"),
-        # what pg_test_timing predicts for the reads, spread over the processes that share the rows
-        (pl.col("clock_reads") * pl.col("per_loop_ns") / pl.col("parallelism") / 1e6).alias("predicted_timing_ms"),
-    ).sort(["server", "item"])
+    return (
+        t.with_columns(
+            (2 * pl.col("node_calls")).alias("clock_reads"),
+            # the processes of a parallel plan run at once only as far as there are cores for them
+            pl.min_horizontal(pl.col("processes"), pl.lit(cores)).alias("parallelism"),
+            (pl.col("analyze_ms") - pl.col("baseline_ms")).alias("extra_ms"),
+            (pl.col("no_timing_ms") - pl.col("baseline_ms")).alias("extra_no_timing_ms"),
+        )
+        .with_columns(
+            (pl.col("extra_ms") * 1e6 / pl.col("rows_processed")).alias("extra_ns_per_row"),
+            # the timing part alone (ANALYZE minus ANALYZE without timing), per clock read in one process
+            (
+                (pl.col("analyze_ms") - pl.col("no_timing_ms")) * 1e6 * pl.col("parallelism") / pl.col("clock_reads")
+            ).alias("timing_ns_per_clock_read"),
+            # what pg_test_timing predicts for the reads, spread over the processes that share the rows
+            (pl.col("clock_reads") * pl.col("per_loop_ns") / pl.col("parallelism") / 1e6).alias("predicted_timing_ms"),
+        )
+        .sort(["server", "item"])
+    )
 
 
 # -- the study's table -----------------------------------------------------------------------------------------
@@ -262,8 +371,9 @@ def timer(summary_df: pl.DataFrame, plans: pl.DataFrame, timer_df: pl.DataFrame,
 def study_table(ratios_df: pl.DataFrame, summary_df: pl.DataFrame) -> pl.DataFrame:
     """Long: condition × item × server with the study's latency and ratio beside our median and ratio."""
     over = ratios_df.filter(pl.col("comparison") == "overhead")
-    keep = summary_df.select("server", "condition", "item", "label", "condition_order", "study_ms",
-                             pl.col("median").alias("median_ms"))  # fmt: skip
+    keep = summary_df.select(
+        "server", "condition", "item", "label", "condition_order", "study_ms", pl.col("median").alias("median_ms")
+    )
     r = over.select("server", "condition", "item", "ratio", "ci_low", "ci_high", "verdict", "study_ratio")
     return keep.join(r, on=["server", "condition", "item"], how="left").sort(["condition_order", "item", "server"])
 
@@ -277,8 +387,11 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
         for item in items:
             gi = g.filter(pl.col("item") == item)
             st_ms, st_r = study_latency(cond, item), study_ratio(cond, item)
-            row[f"{item}: study"] = "" if st_ms is None else (
-                f"{st_ms:g} ms" + (f" = {st_r:.2f}×" if st_r is not None and cond != STUDY_BASELINE else ""))
+            row[f"{item}: study"] = (
+                ""
+                if st_ms is None
+                else (f"{st_ms:g} ms" + (f" = {st_r:.2f}×" if st_r is not None and cond != STUDY_BASELINE else ""))
+            )
             for s in servers:
                 r = gi.filter(pl.col("server") == s)
                 if r.is_empty():
@@ -296,8 +409,9 @@ def study_table_wide(long: pl.DataFrame, items: list[str]) -> pl.DataFrame:
 # -- everything at once -------------------------------------------------------------------------------------------
 
 
-def analyse(seen: dict[str, pl.DataFrame], params: AutoExplainParams, cores: int | None = None,
-            txns: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
+def analyse(
+    seen: dict[str, pl.DataFrame], params: AutoExplainParams, cores: int | None = None, txns: pl.DataFrame | None = None
+) -> dict[str, pl.DataFrame]:
     """All derived tables of the stage, keyed by their derived-table name; with `txns` (`transactions`) every
     comparison in the fast mode."""
     runs = seen["runs"]

@@ -24,6 +24,7 @@ def estimate_s(p, base: list[Server]) -> float:
         warmup += COST["ae_run"] + (r.warmup_duration_s or txns * t)
     loads = {c.load for c in a.conditions.values()}
     restart = (COST["ae_restart"] + r.settle_s) if a.loading == "shared_preload" and len(loads) > 1 else 0.0
-    per_server = (COST["server"] + COST["ae_setup"] + r.repetitions * (measured + restart)
-                  + r.warmups * (warmup + restart))  # fmt: skip
+    per_server = (
+        COST["server"] + COST["ae_setup"] + r.repetitions * (measured + restart) + r.warmups * (warmup + restart)
+    )
     return per_server * len(servers)

@@ -52,9 +52,15 @@ class LogWatch:
             return
         if e.severity in PROBLEMS:
             self.problems.append(
-                {"server": self.state.name, "where": where, "timestamp": e.timestamp, "severity": e.severity,
-                 "message": e.message[:500], "detail": e.detail}
-            )  # fmt: skip
+                {
+                    "server": self.state.name,
+                    "where": where,
+                    "timestamp": e.timestamp,
+                    "severity": e.severity,
+                    "message": e.message[:500],
+                    "detail": e.detail,
+                }
+            )
 
     def before_run(self) -> None:
         """Read past whatever was logged since the last run (restarts, set-up)."""
@@ -100,8 +106,10 @@ class LogWatch:
             problems.append(f"{n} plans logged for {txns} transactions (tolerance ±{allowed:g})")
         parsed = f["plans_parsed"]
         if f["parse_errors"]:
-            problems.append(f"{f['parse_errors']} of {parsed + f['parse_errors']} sampled plans did not parse "
-                            f"({f['parse_error_first']})")  # fmt: skip
+            problems.append(
+                f"{f['parse_errors']} of {parsed + f['parse_errors']} sampled plans did not parse "
+                f"({f['parse_error_first']})"
+            )
         if f["plans_other_query"]:
             problems.append(f"{f['plans_other_query']} sampled plans are of another query")
         if c.analyze and f["plans_with_rows"] != parsed:
@@ -189,10 +197,16 @@ class _Tally:
     def fields(self) -> dict:
         d = sorted(self.durations)
         return {
-            "plans_logged": self.plans, "plans_parsed": self.parsed, "parse_errors": self.errors,
-            "parse_error_first": self.first_error, "plans_with_rows": self.with_rows,
-            "plans_with_times": self.with_times, "plans_other_query": self.other_query,
+            "plans_logged": self.plans,
+            "plans_parsed": self.parsed,
+            "parse_errors": self.errors,
+            "parse_error_first": self.first_error,
+            "plans_with_rows": self.with_rows,
+            "plans_with_times": self.with_times,
+            "plans_other_query": self.other_query,
             "plan_format": ",".join(sorted(self.formats)) or None,
             "plan_duration_median_ms": d[len(d) // 2] if d else None,
-            "log_entries": self.entries, "log_bytes": self.bytes, "plan_bytes": self.plan_bytes,
-        }  # fmt: skip
+            "log_entries": self.entries,
+            "log_bytes": self.bytes,
+            "plan_bytes": self.plan_bytes,
+        }

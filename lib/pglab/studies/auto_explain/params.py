@@ -179,8 +179,11 @@ def _study_items() -> dict[str, Item]:
         "limit": Item(sql="SELECT c1 FROM tab1 LIMIT 1;", label="limit (1 row)"),
         # a parallel plan with 2 workers as the study's on a table below min_parallel_table_scan_size (8MB), which
         # at 1e5 rows is cheaper serial unless the setup cost is waived
-        "count": Item(sql=count, label="count, parallel (all rows)", settings={"min_parallel_table_scan_size": 0,
-                                                                                 "parallel_setup_cost": 0}),
+        "count": Item(
+            sql=count,
+            label="count, parallel (all rows)",
+            settings={"min_parallel_table_scan_size": 0, "parallel_setup_cost": 0},
+        ),
         "count_serial": Item(
             sql=count, label="count, serial (all rows)", settings={"max_parallel_workers_per_gather": 0}
         ),
@@ -302,12 +305,15 @@ class AutoExplainParams(Strict):
         if v is None:
             return self
         if v not in conditions or v == baseline:
-            raise ValueError(f"aa_condition: expected a condition other than the baseline among {sorted(conditions)}"
-                             ", or null")  # fmt: skip
+            raise ValueError(
+                f"aa_condition: expected a condition other than the baseline among {sorted(conditions)}, or null"
+            )
         a, b = conditions[v], conditions[baseline]
         if (a.load, a.settings, a.items) != (b.load, b.settings, b.items):
-            raise ValueError(f"aa_condition: expected {v!r} to have the baseline {baseline!r}'s load, settings and "
-                             "items (an A/A control)")  # fmt: skip
+            raise ValueError(
+                f"aa_condition: expected {v!r} to have the baseline {baseline!r}'s load, settings and "
+                "items (an A/A control)"
+            )
         return self
 
     @field_validator("run")

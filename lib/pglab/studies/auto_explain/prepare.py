@@ -180,13 +180,17 @@ class ServerState:
 
     def describe(self) -> dict:
         return {
-            "server": self.name, "kind": self.server.kind, "loading": self.loading,
-            "restarts": self.restarts, "skipped": self.skip_reason,
+            "server": self.name,
+            "kind": self.server.kind,
+            "loading": self.loading,
+            "restarts": self.restarts,
+            "skipped": self.skip_reason,
             "log_reachable": self.server.cluster is not None,
-            "preloaded_by_server": self.preloaded_by_server, "prewarmed_blocks": self.prewarmed_blocks,
+            "preloaded_by_server": self.preloaded_by_server,
+            "prewarmed_blocks": self.prewarmed_blocks,
             "prewarm_error": self.prewarm_error,
             "session_settings": json.dumps(self.session_base, sort_keys=True) if self.session_base else None,
-        }  # fmt: skip
+        }
 
 
 def plan_rows(state: ServerState, item: str, plan_json: dict) -> dict:
@@ -200,7 +204,9 @@ def plan_rows(state: ServerState, item: str, plan_json: dict) -> dict:
     gathers = n.filter(n["workers_planned"].is_not_null())
     launched = int(gathers["workers_launched"].fill_null(0).sum()) if gathers.height else 0
     return {
-        "server": state.name, "item": item, "fingerprint": parsed.fingerprint,
+        "server": state.name,
+        "item": item,
+        "fingerprint": parsed.fingerprint,
         "nodes": " > ".join(n["node_type"].to_list()),
         "workers_planned": int(gathers["workers_planned"].sum()) if gathers.height else 0,
         "workers_launched": launched,
@@ -211,4 +217,4 @@ def plan_rows(state: ServerState, item: str, plan_json: dict) -> dict:
         "node_calls": float(((rows + 1) * loops).sum()),
         "processes": launched + 1,  # the leader takes part (parallel_leader_participation)
         "execution_ms": parsed.execution_ms,
-    }  # fmt: skip
+    }

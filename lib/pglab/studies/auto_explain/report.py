@@ -15,10 +15,20 @@ from ...core import findings as fs
 from . import charts as auto_explain_charts
 from .derive import TXNS_PER_RUN
 
-TABLES = ("auto_explain_findings", "auto_explain_ratios", "auto_explain_summary", "auto_explain_latencies",
-          "auto_explain_plans", "auto_explain_servers", "auto_explain_noise", "environment_servers")  # fmt: skip
-LOADING = {"shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",
-           "session_preload": "`session_preload_libraries` per connection (no restart)"}  # fmt: skip
+TABLES = (
+    "auto_explain_findings",
+    "auto_explain_ratios",
+    "auto_explain_summary",
+    "auto_explain_latencies",
+    "auto_explain_plans",
+    "auto_explain_servers",
+    "auto_explain_noise",
+    "environment_servers",
+)
+LOADING = {
+    "shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",
+    "session_preload": "`session_preload_libraries` per connection (no restart)",
+}
 
 
 def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
@@ -56,8 +66,11 @@ def _plans_text(plans: pl.DataFrame) -> tuple[str, str]:
     shapes = []
     for (item,), g in plans.sort("item", "server").group_by(["item"], maintain_order=True):
         r = g.row(0, named=True)
-        workers = f", workers planned / launched {_list(g['workers_planned'])} / {_list(g['workers_launched'])}" \
-            if (g["workers_planned"] > 0).any() else ""  # fmt: skip
+        workers = (
+            f", workers planned / launched {_list(g['workers_planned'])} / {_list(g['workers_launched'])}"
+            if (g["workers_planned"] > 0).any()
+            else ""
+        )
         shapes.append(f"{item}: `{r['nodes']}`{workers}")
     size = ""
     serial = plans.filter(pl.col("nodes") == "Aggregate > Seq Scan")
@@ -71,39 +84,51 @@ def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) ->
     noise = _read("auto_explain_noise", profile, root)
     drift = _optional("auto_explain_drift", profile, root)
     every = noise.filter(pl.col("server") == "all")
-    floors = "; ".join(f"{r['server']} {r['metric'].removeprefix('latency, ')} ±{r['floor']:.1%}"
-                       for r in noise.filter(pl.col("server") != "all").iter_rows(named=True)
-                       if r["floor"] is not None).replace("%", " %")  # fmt: skip
-    fdr = (f"{every['false_difference_rate'][0]:.0%} of {every['n_pairs'][0]} A/A comparisons".replace("%", " %")
-           if every.height and every["false_difference_rate"][0] is not None else "no A/A comparison")
+    floors = "; ".join(
+        f"{r['server']} {r['metric'].removeprefix('latency, ')} ±{r['floor']:.1%}"
+        for r in noise.filter(pl.col("server") != "all").iter_rows(named=True)
+        if r["floor"] is not None
+    ).replace("%", " %")
+    fdr = (
+        f"{every['false_difference_rate'][0]:.0%} of {every['n_pairs'][0]} A/A comparisons".replace("%", " %")
+        if every.height and every["false_difference_rate"][0] is not None
+        else "no A/A comparison"
+    )
     moved = ""
     if drift.height and drift["drift"].drop_nulls().len():
         d = drift["drift"].drop_nulls()
-        moved = (f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
-                 "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared.")
+        moved = (
+            f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
+            "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared."
+        )
     fast = paired.is_fast(_read("auto_explain_ratios", profile, root)["method"])
-    how = ("Every comparison is made in the machine's fast mode: the 10 % quantile of every transaction of a cell "
-           f"(all rounds, at most {TXNS_PER_RUN} per run, evenly spaced) over *{baseline}*'s (or a logged "
-           "condition's over its nothing-logged twin), the interval from resampling the rounds (both sides alike): "
-           "on this VM whole 1-s runs went ~2× slow, which no per-run value survives" if fast else
-           f"Every comparison is paired within rounds: per round a condition's latency over *{baseline}*'s (or a "
-           "logged condition's over its nothing-logged twin), the geometric mean of the round ratios, and an "
-           "interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap from 10")  # fmt: skip
+    how = (
+        "Every comparison is made in the machine's fast mode: the 10 % quantile of every transaction of a cell "
+        f"(all rounds, at most {TXNS_PER_RUN} per run, evenly spaced) over *{baseline}*'s (or a logged "
+        "condition's over its nothing-logged twin), the interval from resampling the rounds (both sides alike): "
+        "on this VM whole 1-s runs went ~2× slow, which no per-run value survives"
+        if fast
+        else f"Every comparison is paired within rounds: per round a condition's latency over *{baseline}*'s (or a "
+        "logged condition's over its nothing-logged twin), the geometric mean of the round ratios, and an "
+        "interval over the rounds: min–max below 10 rounds, labelled so, a 95 % bootstrap from 10"
+    )
     return (
         f"- **Statistics**: {per_run}. {how}. Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); "
-        "\"costs nothing\" claims as no change within ±5 %. **Noise floor** from an A/A control (the baseline "
+        '"costs nothing" claims as no change within ±5 %. **Noise floor** from an A/A control (the baseline '
         f"twice, interleaved): {floors or 'none'}; intervals excluding 1: {fdr}. An effect below the floor decides "
         f"nothing.{moved}"
-    )  # fmt: skip
+    )
 
 
 def _per_run_text(lat: pl.DataFrame) -> str:
     """What one run's latency is: the median of its transactions' (runs that logged them) or 1000 / tps."""
     mean = "1000 / tps (pgbench's `latency average` before its rounding to 3 decimals)"
     if "value_is" in lat.columns and set(lat["value_is"].drop_nulls()) == {"median"}:
-        return (f"each run's latency = the median of its transactions' latencies (`pgbench -l`; a random sample "
-                f"of about 1,000 kept where a run has more), robust to a burst of other load over part of a run; "
-                f"the mean, {mean}, is kept beside it")
+        return (
+            f"each run's latency = the median of its transactions' latencies (`pgbench -l`; a random sample "
+            f"of about 1,000 kept where a run has more), robust to a burst of other load over part of a run; "
+            f"the mean, {mean}, is kept beside it"
+        )
     return f"each run's latency = {mean}"
 
 
@@ -116,17 +141,24 @@ def method(profile: str, root: Path | None = None) -> str:
     servers = "; ".join(f"{s} = {version.get(s, 'version not recorded')}" for s in sorted(srv["server"]))
     loading = []
     for (how,), g in srv.sort("server").group_by(["loading"], maintain_order=True):
-        loading.append(f"through {LOADING.get(how, how)} on {', '.join(g['server'])} "
-                       f"({_span(g['restarts'], 'restarts')} per server)")  # fmt: skip
+        loading.append(
+            f"through {LOADING.get(how, how)} on {', '.join(g['server'])} "
+            f"({_span(g['restarts'], 'restarts')} per server)"
+        )
     skipped = [f"{r['server']} skipped: {r['skipped']}" for r in srv.iter_rows(named=True) if r.get("skipped")]
     shapes, size = _plans_text(plans)
     measured = lat.filter(~pl.col("warmup").cast(pl.Boolean))
     warm = lat.filter(pl.col("warmup").cast(pl.Boolean)).group_by("server", "condition", "item").len()["len"]
     settings = _condition_settings(lat)
-    labels = (summ.group_by("condition", "label", "condition_order").agg(pl.col("item").unique().sort())
-              .sort("condition_order"))  # fmt: skip
-    conds = "; ".join(f"*{r['label']}* ({settings.get(r['condition'], '?')}; {', '.join(r['item'])})"
-                      for r in labels.iter_rows(named=True))  # fmt: skip
+    labels = (
+        summ.group_by("condition", "label", "condition_order")
+        .agg(pl.col("item").unique().sort())
+        .sort("condition_order")
+    )
+    conds = "; ".join(
+        f"*{r['label']}* ({settings.get(r['condition'], '?')}; {', '.join(r['item'])})"
+        for r in labels.iter_rows(named=True)
+    )
     base = ratios.filter(pl.col("comparison") == "overhead")["baseline"]
     baseline = summ.filter(pl.col("condition") == base[0])["label"][0] if base.len() else "none"
     commands = " / ".join(f"`{c}`" for c in sorted(set(measured["command"].drop_nulls())))
@@ -134,23 +166,27 @@ def method(profile: str, root: Path | None = None) -> str:
     proof = ""
     if logs.width and logs.height:
         runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
-        proof = (f" Every run's server log was checked against what its condition must log (a plan per transaction "
-                 f"or none): {passed} of {runs} runs passed.")  # fmt: skip
+        proof = (
+            f" Every run's server log was checked against what its condition must log (a plan per transaction "
+            f"or none): {passed} of {runs} runs passed."
+        )
     statistics = _statistics(profile, root, baseline, _per_run_text(lat))
-    return "\n".join([
-        f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
-        f"{size or 'the params’ rows'}.",
-        "",
-        f"- **Servers**: {servers}; auto_explain loaded {'; '.join(loading)}"
-        f"{''.join('; ' + x for x in skipped)}. Server settings: the params' `auto_explain.server_settings` (the "
-        "study's postgresql.conf by default), for this stage only.",
-        f"- **Items** (plans from one untimed EXPLAIN ANALYZE per server): {shapes}.",
-        f"- **Conditions**, auto_explain settings per connection: {conds}.",
-        f"- **Runs**: {commands} with pgbench of {clients}; {_span(summ['n'], 'run(s)')} per server, condition and "
-        f"item after {_span(warm, 'warm-up run(s)') if warm.len() else 'no warm-up run'}, every condition in every "
-        f"round, servers interleaved.{proof}",
-        statistics,
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
+            f"{size or 'the params’ rows'}.",
+            "",
+            f"- **Servers**: {servers}; auto_explain loaded {'; '.join(loading)}"
+            f"{''.join('; ' + x for x in skipped)}. Server settings: the params' `auto_explain.server_settings` (the "
+            "study's postgresql.conf by default), for this stage only.",
+            f"- **Items** (plans from one untimed EXPLAIN ANALYZE per server): {shapes}.",
+            f"- **Conditions**, auto_explain settings per connection: {conds}.",
+            f"- **Runs**: {commands} with pgbench of {clients}; {_span(summ['n'], 'run(s)')} per server, condition and "
+            f"item after {_span(warm, 'warm-up run(s)') if warm.len() else 'no warm-up run'}, every condition in every "
+            f"round, servers interleaved.{proof}",
+            statistics,
+        ]
+    )
 
 
 def charts(profile: str, root: Path | None = None) -> list:

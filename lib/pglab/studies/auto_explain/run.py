@@ -58,8 +58,9 @@ def order_steps(steps: list[schedule.Step], group) -> list[schedule.Step]:
     return out
 
 
-def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExplainParams, client: Install,
-             store) -> dict:  # fmt: skip
+def _measure(
+    step: schedule.Step, states: dict, watches: dict, params: AutoExplainParams, client: Install, store
+) -> dict:
     st: ServerState = states[step.server]
     cond, item = params.conditions[step.condition], params.items[step.item]
     base = {"value": None, "unit": "ms", "loading": st.loading, "expect_plans": cond.expected_plans}
@@ -91,9 +92,14 @@ def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExpla
             # a sample of the 20,000 limit transactions: what the derive step keeps, without the log's I/O
             txlog.append(f"--sampling-rate={LOGGED_TXNS / run_cfg.transactions[step.item]:.6f}")
         run = pgbench.run(
-            st.server, ["-n", "-f", SCRIPT, "-c", "1", "-j", "1", *txlog, *length], client, dbname=params.database,
-            scripts={SCRIPT: item.sql.strip() + "\n"}, settings=settings, timeout_s=timeout,
-        )  # fmt: skip
+            st.server,
+            ["-n", "-f", SCRIPT, "-c", "1", "-j", "1", *txlog, *length],
+            client,
+            dbname=params.database,
+            scripts={SCRIPT: item.sql.strip() + "\n"},
+            settings=settings,
+            timeout_s=timeout,
+        )
         lat_us = pgbench.transaction_latencies_us(logdir) if txlog else []
         run.command = run.command.replace(logdir, "TXLOG")  # the recorded command names no temporary folder
     store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
@@ -140,13 +146,22 @@ def _measure(step: schedule.Step, states: dict, watches: dict, params: AutoExpla
 
 def _settle(st: ServerState, params: AutoExplainParams, client: Install, store, step: schedule.Step) -> None:
     """An unrecorded run over every item's script right after a restart (kept as a raw artefact)."""
-    scripts = {f"settle_{i}.sql": it.sql.strip() + "\n" for i, it in enumerate(
-        {it.sql.strip(): it for it in params.items.values()}.values())}  # fmt: skip
+    scripts = {
+        f"settle_{i}.sql": it.sql.strip() + "\n"
+        for i, it in enumerate({it.sql.strip(): it for it in params.items.values()}.values())
+    }
     args = ["-n", "-c", "1", "-j", "1", "-T", str(params.run.settle_s)]
     for name in scripts:
         args += ["-f", name]
-    run = pgbench.run(st.server, args, client, dbname=params.database, scripts=scripts, settings=st.session_base,
-                      timeout_s=params.run.settle_s + 120)  # fmt: skip
+    run = pgbench.run(
+        st.server,
+        args,
+        client,
+        dbname=params.database,
+        scripts=scripts,
+        settings=st.session_base,
+        timeout_s=params.run.settle_s + 120,
+    )
     tag = f"{step.server}/settle_round{step.round}_restart{st.restarts}"
     store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
 
@@ -163,13 +178,19 @@ def _timer(states: list[ServerState], profile: str, seconds: int) -> pl.DataFram
     rows = []
     for st in states:
         if st.name in known:
-            rows.append({"server": st.name, "per_loop_ns": float(known[st.name]),
-                         "timer_source": f"environment_timing ({profile})"})  # fmt: skip
+            rows.append(
+                {
+                    "server": st.name,
+                    "per_loop_ns": float(known[st.name]),
+                    "timer_source": f"environment_timing ({profile})",
+                }
+            )
             continue
         t = environment.timer(st.server, seconds) if st.server.managed else None
         if t and t.get("per_loop_ns"):
-            rows.append({"server": st.name, "per_loop_ns": float(t["per_loop_ns"]),
-                         "timer_source": "pg_test_timing now"})  # fmt: skip
+            rows.append(
+                {"server": st.name, "per_loop_ns": float(t["per_loop_ns"]), "timer_source": "pg_test_timing now"}
+            )
         else:
             reason = (t or {}).get("error") or "external server: pg_test_timing runs on the server's machine"
             rows.append({"server": st.name, "per_loop_ns": None, "timer_source": reason})
@@ -202,8 +223,9 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
         steps = schedule.plan(cells, params.run.repetitions, params.run.warmups, params.run.shuffle_seed)
         steps = order_steps(steps, lambda s: group_of(states[s.server], params, s.condition))
         clients = {name: pgbench.client_for(st.server, installs, params.client) for name, st in states.items()}
-        measure = functools.partial(_measure_with_client, states=states, watches=watches, params=params,
-                                    clients=clients, store=session.store)  # fmt: skip
+        measure = functools.partial(
+            _measure_with_client, states=states, watches=watches, params=params, clients=clients, store=session.store
+        )
         ran = schedule.run_steps(steps, session.store, EXPERIMENT, measure, desc="auto_explain")
     finally:
         for st in states.values():
@@ -214,13 +236,16 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
     )
     problems = [p for w in watches.values() for p in w.problems]
     empty = {"server": pl.String, "where": pl.String, "severity": pl.String, "message": pl.String}
-    seen = {"servers": servers, "plans": pl.from_dicts(plans, infer_schema_length=None) if plans else pl.DataFrame(),
-            "timer": _timer(list(states.values()), session.profile, session.params.environment.pg_test_timing_seconds)}
+    seen = {
+        "servers": servers,
+        "plans": pl.from_dicts(plans, infer_schema_length=None) if plans else pl.DataFrame(),
+        "timer": _timer(list(states.values()), session.profile, session.params.environment.pg_test_timing_seconds),
+    }
     # kept in the raw store as seen (a resumed run keeps the first): derive reads them back without a server
     seen = {name: raw_frames.keep(session.store, f"{EXPERIMENT}/{name}.json", df) for name, df in seen.items()}
     seen["runs"] = session.store.records(EXPERIMENT)
     seen["log_problems"] = pl.from_dicts(problems, infer_schema_length=None) if problems else pl.DataFrame(schema=empty)
-    return StageResult(steps_run=ran, wall_s=time.monotonic() - t0, servers=active, seen=seen)  # fmt: skip
+    return StageResult(steps_run=ran, wall_s=time.monotonic() - t0, servers=active, seen=seen)
 
 
 def _measure_with_client(step, states, watches, params, clients, store) -> dict:
@@ -230,5 +255,8 @@ def _measure_with_client(step, states, watches, params, clients, store) -> dict:
 def _watch_fields(w: LogWatch | None) -> dict:
     if w is None:
         return {"log_check": None, "log_files_pruned": 0, "log_bytes_pruned": 0}
-    return {"log_check": "available" if w.available else w.reason, "log_files_pruned": w.pruned_files,
-            "log_bytes_pruned": w.pruned_bytes}  # fmt: skip
+    return {
+        "log_check": "available" if w.available else w.reason,
+        "log_files_pruned": w.pruned_files,
+        "log_bytes_pruned": w.pruned_bytes,
+    }

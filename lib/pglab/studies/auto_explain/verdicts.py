@@ -24,8 +24,15 @@ STUDY_ROWS = 1_000_000  # tab1's rows in the study: its parallel count ran faste
 # claims whose magnitude is the parallel count's overhead ratio: at fewer rows the 2 workers' fixed start-up,
 # not the scan that ANALYZE instruments, dominates that count, so the study's ratio cannot be compared
 PARALLEL_MAGNITUDE = ("analyze_count", "timing_count", "analyze_serial_vs_parallel")
-NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
-                "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
+NOISE_SCHEMA = {
+    "study": pl.String,
+    "server": pl.String,
+    "metric": pl.String,
+    "n_pairs": pl.Int64,
+    "false_difference_rate": pl.Float64,
+    "floor": pl.Float64,
+    "method": pl.String,
+}
 
 
 def _ms(cond: str, item: str) -> float:
@@ -53,38 +60,122 @@ def specs(p: AutoExplainParams) -> list[Spec]:
     """The claims of S2 (docs/studies.md), each with the study's own figures."""
     eps, base = p.negligible, p.baseline
     same = f"(no change within ±{eps:.0%})".replace("%", " %")
-    out = [Spec("loading", base, "not_loaded", "limit", v.Claim(
-        f"Loading auto_explain costs nothing measurable: limit 0.110 ms not loaded, 0.111 ms loaded and disabled "
-        f"(1.01×) {same}.", v.SAME, 1.0, eps))]  # fmt: skip
+    out = [
+        Spec(
+            "loading",
+            base,
+            "not_loaded",
+            "limit",
+            v.Claim(
+                "Loading auto_explain costs nothing measurable: limit 0.110 ms not loaded, 0.111 ms loaded "
+                f"and disabled "
+                f"(1.01×) {same}.",
+                v.SAME,
+                1.0,
+                eps,
+            ),
+        )
+    ]
     names = {"limit": "limit", "count": "count (parallel)", "count_serial": "serial count"}
     for item in ("limit", "count", "count_serial"):
-        out.append(Spec(f"explain_{item}", "explain", base, item, v.Claim(
-            f"Plain EXPLAIN (nothing logged) costs little and does not depend on the rows processed: {names[item]} "
-            f"{_ms(base, item):g} → {_ms('explain', item):g} ms ({_r(('explain', item), (base, item)):.2f}×) "
-            f"{same}.", v.SAME, 1.0, eps)))  # fmt: skip
-    out.append(Spec("analyze_limit", "analyze", base, "limit", v.Claim(
-        "log_analyze costs in proportion to the rows processed, so nothing on a one-row query: limit 0.111 → "
-        f"0.112 ms (1.01×) {same}.", v.SAME, 1.0, eps)))  # fmt: skip
+        out.append(
+            Spec(
+                f"explain_{item}",
+                "explain",
+                base,
+                item,
+                v.Claim(
+                    "Plain EXPLAIN (nothing logged) costs little and does not depend on the rows processed: "
+                    f"{names[item]} "
+                    f"{_ms(base, item):g} → {_ms('explain', item):g} ms ({_r(('explain', item), (base, item)):.2f}×) "
+                    f"{same}.",
+                    v.SAME,
+                    1.0,
+                    eps,
+                ),
+            )
+        )
+    out.append(
+        Spec(
+            "analyze_limit",
+            "analyze",
+            base,
+            "limit",
+            v.Claim(
+                "log_analyze costs in proportion to the rows processed, so nothing on a one-row query: limit 0.111 → "
+                f"0.112 ms (1.01×) {same}.",
+                v.SAME,
+                1.0,
+                eps,
+            ),
+        )
+    )
     for item in ("count", "count_serial"):
         r = _r(("analyze", item), (base, item))
-        out.append(Spec(f"analyze_{item}", "analyze", base, item, v.Claim(
-            f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
-            f"{_ms(base, item):g} → {_ms('analyze', item):g} ms ({r:.2f}×).", v.HIGHER, r)))  # fmt: skip
+        out.append(
+            Spec(
+                f"analyze_{item}",
+                "analyze",
+                base,
+                item,
+                v.Claim(
+                    f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
+                    f"{_ms(base, item):g} → {_ms('analyze', item):g} ms ({r:.2f}×).",
+                    v.HIGHER,
+                    r,
+                ),
+            )
+        )
     worse = _r(("analyze", "count_serial"), (base, "count_serial")) / _r(("analyze", "count"), (base, "count"))
-    out.append(Spec("analyze_serial_vs_parallel", "analyze", base, "count_serial", v.Claim(
-        "log_analyze costs more without parallel query (workers read the clock less often): serial count 1.90× "
-        f"against parallel 1.70×, a {worse:.2f}× larger ratio.", v.HIGHER, worse), versus="count"))  # fmt: skip
+    out.append(
+        Spec(
+            "analyze_serial_vs_parallel",
+            "analyze",
+            base,
+            "count_serial",
+            v.Claim(
+                "log_analyze costs more without parallel query (workers read the clock less often): serial count 1.90× "
+                f"against parallel 1.70×, a {worse:.2f}× larger ratio.",
+                v.HIGHER,
+                worse,
+            ),
+            versus="count",
+        )
+    )
     for item in ("count", "count_serial"):
         r = _r(("analyze_no_timing", item), ("analyze", item))
-        out.append(Spec(f"timing_{item}", "analyze_no_timing", "analyze", item, v.Claim(
-            f"log_timing = off removes most of the log_analyze overhead: {names[item]} {_ms('analyze', item):g} → "
-            f"{_ms('analyze_no_timing', item):g} ms ({r:.2f}×).", v.LOWER, r)))  # fmt: skip
+        out.append(
+            Spec(
+                f"timing_{item}",
+                "analyze_no_timing",
+                "analyze",
+                item,
+                v.Claim(
+                    "log_timing = off removes most of the log_analyze overhead: "
+                    f"{names[item]} {_ms('analyze', item):g} → "
+                    f"{_ms('analyze_no_timing', item):g} ms ({r:.2f}×).",
+                    v.LOWER,
+                    r,
+                ),
+            )
+        )
     for logged, quiet, what in (("explain_logged", "explain", "EXPLAIN"), ("analyze_logged", "analyze", "ANALYZE")):
         r = _r((logged, "limit"), (quiet, "limit"))
-        out.append(Spec(f"logging_{quiet}", logged, quiet, "limit", v.Claim(
-            f"Writing every plan to the log costs ≈ 30 % on a tiny query: limit {_ms(quiet, 'limit'):g} → "
-            f"{_ms(logged, 'limit'):g} ms ({what}, {r:.2f}×; ≈ read as ±{APPROX:.0%}).".replace("%)", " %)"),
-            v.HIGHER, r, APPROX)))  # fmt: skip
+        out.append(
+            Spec(
+                f"logging_{quiet}",
+                logged,
+                quiet,
+                "limit",
+                v.Claim(
+                    f"Writing every plan to the log costs ≈ 30 % on a tiny query: limit {_ms(quiet, 'limit'):g} → "
+                    f"{_ms(logged, 'limit'):g} ms ({what}, {r:.2f}×; ≈ read as ±{APPROX:.0%}).".replace("%)", " %)"),
+                    v.HIGHER,
+                    r,
+                    APPROX,
+                ),
+            )
+        )
     return out
 
 
@@ -94,8 +185,15 @@ def specs(p: AutoExplainParams) -> list[Spec]:
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
     """Recorded (not warm-up) runs with a value and a round."""
     if runs.is_empty() or "round" not in runs.columns:
-        return pl.DataFrame(schema={"server": pl.String, "condition": pl.String, "item": pl.String,
-                                    "round": pl.Int64, "value": pl.Float64})  # fmt: skip
+        return pl.DataFrame(
+            schema={
+                "server": pl.String,
+                "condition": pl.String,
+                "item": pl.String,
+                "round": pl.Int64,
+                "value": pl.Float64,
+            }
+        )
     return runs.filter(~pl.col("warmup").cast(pl.Boolean)).with_columns(pl.col("value").cast(pl.Float64))
 
 
@@ -105,19 +203,24 @@ def _pair(m: pl.DataFrame, server: str, item: str, cond: str, base: str) -> pl.D
     return paired.paired_ratios(d, [], "condition", base, "round").select("round", "ratio")
 
 
-def evidence(m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = (),
-             txns: pl.DataFrame | None = None) -> v.Evidence:  # fmt: skip
+def evidence(
+    m: pl.DataFrame, server: str, s: Spec, flags: tuple[str, ...] = (), txns: pl.DataFrame | None = None
+) -> v.Evidence:
     """Our ratio for a spec. With the runs' transactions (`txns`): in the fast mode (`paired.fast_compare`, every
     transaction of every round); else the geometric mean of the round ratios, interval over rounds (min–max < 10).
     A ratio of two items' ratios (`versus`) is always taken round by round."""
     if txns is not None and s.versus is None:
-        d = txns.filter((pl.col("server") == server) & (pl.col("item") == s.item)
-                        & pl.col("condition").is_in([s.condition, s.baseline]))  # fmt: skip
+        d = txns.filter(
+            (pl.col("server") == server)
+            & (pl.col("item") == s.item)
+            & pl.col("condition").is_in([s.condition, s.baseline])
+        )
         fc = paired.fast_compare(d, [], "condition", s.baseline, "round")
         if fc.height:
             row = fc.row(0, named=True)
-            return v.Evidence(row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"],
-                              flags)  # fmt: skip
+            return v.Evidence(
+                row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags
+            )
     r = _pair(m, server, s.item, s.condition, s.baseline)
     if s.versus is not None:  # ratio of ratios, round by round: both items measured in the same round
         o = _pair(m, server, s.versus, s.condition, s.baseline).rename({"ratio": "other"})
@@ -139,21 +242,44 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
     if not p.aa_condition or m.is_empty():
         return pl.DataFrame(schema=NOISE_SCHEMA)
     fast = txns is not None
-    aa = noise.aa_comparisons(txns if fast else m, ["server", "item"], "condition", p.baseline, p.aa_condition,
-                              compare=paired.fast_compare if fast else paired.paired_compare)  # fmt: skip
+    aa = noise.aa_comparisons(
+        txns if fast else m,
+        ["server", "item"],
+        "condition",
+        p.baseline,
+        p.aa_condition,
+        compare=paired.fast_compare if fast else paired.paired_compare,
+    )
     how = "in the fast mode" if fast else "paired by round"
     rows = []
     # pgbench -l logs whole microseconds: a fast-mode quantile moves in steps of 1 µs over the baseline's value
-    res = {} if not fast else {(r["server"], r["item"]): TXN_RESOLUTION_MS / r["q"] for r in txns.filter(
-        pl.col("condition") == p.baseline).group_by("server", "item").agg(
-        pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("q")).iter_rows(named=True) if r["q"]}
+    res = (
+        {}
+        if not fast
+        else {
+            (r["server"], r["item"]): TXN_RESOLUTION_MS / r["q"]
+            for r in txns.filter(pl.col("condition") == p.baseline)
+            .group_by("server", "item")
+            .agg(pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("q"))
+            .iter_rows(named=True)
+            if r["q"]
+        }
+    )
 
     def add(server: str, metric: str, g: pl.DataFrame) -> None:
         steps = [res[(sv, it)] for sv, it in zip(g["server"], g["item"], strict=True) if (sv, it) in res]
         f = noise.noise_floor(g, max(steps) if steps else None)
-        rows.append({"study": STUDY, "server": server, "metric": metric, "n_pairs": f["n_pairs"],
-                     "false_difference_rate": f["false_difference_rate"], "floor": f["floor"],
-                     "method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})  # fmt: skip
+        rows.append(
+            {
+                "study": STUDY,
+                "server": server,
+                "metric": metric,
+                "n_pairs": f["n_pairs"],
+                "false_difference_rate": f["false_difference_rate"],
+                "floor": f["floor"],
+                "method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}",
+            }
+        )
 
     for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
         for r in g.iter_rows(named=True):
@@ -182,8 +308,11 @@ def parallel_flag(m: pl.DataFrame, plans: pl.DataFrame, server: str, p: AutoExpl
     if plans.is_empty() or "processes" not in plans.columns:
         return None
     pr = plans.filter((pl.col("server") == server) & (pl.col("item") == "count"))["processes"]
-    d = m.filter((pl.col("server") == server) & (pl.col("condition") == p.baseline)
-                 & pl.col("item").is_in(["count", "count_serial"]))  # fmt: skip
+    d = m.filter(
+        (pl.col("server") == server)
+        & (pl.col("condition") == p.baseline)
+        & pl.col("item").is_in(["count", "count_serial"])
+    )
     if pr.len() == 0 or d.is_empty():
         return None
     if int(pr[0]) < 2:  # e.g. parallel query off on the server: the "parallel" figures describe a serial plan
@@ -201,8 +330,9 @@ def _needs(s: Spec, p: AutoExplainParams) -> list[str]:
     """Conditions and items a spec needs in the profile's matrix."""
     items = [s.item] + ([s.versus] if s.versus else [])
     missing = [c for c in (s.condition, s.baseline) if c not in p.conditions]
-    missing += [f"{c} on {i}" for c in (s.condition, s.baseline) if c in p.conditions
-                for i in items if i not in p.items_of(c)]  # fmt: skip
+    missing += [
+        f"{c} on {i}" for c in (s.condition, s.baseline) if c in p.conditions for i in items if i not in p.items_of(c)
+    ]
     return missing
 
 
@@ -217,15 +347,21 @@ def parallel_scale(m: pl.DataFrame, server: str, p: AutoExplainParams) -> v.Verd
     if p.rows >= STUDY_ROWS:
         return None
     par, ser = _median_ms(m, server, p.baseline, "count"), _median_ms(m, server, p.baseline, "count_serial")
-    ours = (f"; here the parallel count took {par:.1f} ms against the serial {ser:.1f} ms" if par and ser else "")
+    ours = f"; here the parallel count took {par:.1f} ms against the serial {ser:.1f} ms" if par and ser else ""
     return v.not_testable(
         f"at {p.rows:,} rows the parallel count's time is mostly its 2 workers' start-up, not the scan that "
         f"ANALYZE instruments (the study's {STUDY_ROWS:,} rows ran it 2.3× faster than the serial count{ours})",
-        f"needs rows ≥ {STUDY_ROWS:,}; the serial count's claims test the mechanism at any size")  # fmt: skip
+        f"needs rows ≥ {STUDY_ROWS:,}; the serial count's claims test the mechanism at any size",
+    )
 
 
-def findings(runs: pl.DataFrame, plans: pl.DataFrame, noise_df: pl.DataFrame, p: AutoExplainParams,
-             txns: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
+def findings(
+    runs: pl.DataFrame,
+    plans: pl.DataFrame,
+    noise_df: pl.DataFrame,
+    p: AutoExplainParams,
+    txns: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict."""
     m = measured(runs)
     # a ratio of two items' ratios is taken round by round even in the fast mode: its floor must be too

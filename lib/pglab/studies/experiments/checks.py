@@ -58,8 +58,9 @@ def check_files(experiments: list[Experiment], shown) -> None:
             stems = [p.stem for p in sql_files(e)]
             twice = sorted({s for s in stems if stems.count(s) > 1})
             if twice:
-                raise ParamsError(f"{shown}: {where(i, e, 'workload.sql')}: expected one file per query name; "
-                                  f"{twice} more than once")  # fmt: skip
+                raise ParamsError(
+                    f"{shown}: {where(i, e, 'workload.sql')}: expected one file per query name; {twice} more than once"
+                )
         if e.workload.pgbench is not None and e.workload.pgbench.script:
             files.append(("workload.pgbench.script", Path(e.workload.pgbench.script)))
         if e.data.sql:
@@ -88,18 +89,26 @@ def check_servers(experiments: list[Experiment], shown, installs: list, external
             raise ParamsError(f"{shown}: {where(i, e, key)}: expected servers among {names}; got unknown {unknown}")
         base = e.baseline.get(SERVER)
         if base is not None and str(base) not in ("oldest", "newest", *names):
-            raise ParamsError(f"{shown}: {where(i, e, 'baseline.server')}: expected oldest, newest or one of "
-                              f"{names}; got {base!r}")  # fmt: skip
+            raise ParamsError(
+                f"{shown}: {where(i, e, 'baseline.server')}: expected oldest, newest or one of {names}; got {base!r}"
+            )
         if SERVER in e.factors and len(experiment_installs(e, installs)) + len(externals) < 2 and factor == "all":
-            raise ParamsError(f"{shown}: {where(i, e, 'factors.server')}: expected at least two servers to compare; "
-                              f"this machine has {names}")  # fmt: skip
+            raise ParamsError(
+                f"{shown}: {where(i, e, 'factors.server')}: expected at least two servers to compare; "
+                f"this machine has {names}"
+            )
 
 
 def has_setting(inst, folder: Path, run_as, name: str) -> bool:
     """Whether an install knows setting `name`: `postgres -C name` (its --describe-config leaves some out, e.g.
     application_name)."""
-    out = subprocess.run([str(inst.tool("postgres")), "-D", str(folder), "-C", name], capture_output=True,
-                         text=True, timeout=30, **run_as.popen_kwargs())  # fmt: skip
+    out = subprocess.run(
+        [str(inst.tool("postgres")), "-D", str(folder), "-C", name],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **run_as.popen_kwargs(),
+    )
     return out.returncode == 0
 
 
@@ -126,16 +135,21 @@ def check_settings(experiments: list[Experiment], shown, installs: list) -> None
             for key, name, value in _entries(i, e):
                 having = [x for x in mine if "." in name or has_setting(runnable[x.name], folder, run_as, name)]
                 if not having:
-                    raise ParamsError(f"{shown}: {key}: expected a setting a server of this experiment has; none of "
-                                      f"{[x.name for x in mine]} knows {name!r}")  # fmt: skip
-                reasons = {x.name: pc._postgres_c(runnable[x.name], folder, run_as, [(key, name, value)])
-                           for x in having}
+                    raise ParamsError(
+                        f"{shown}: {key}: expected a setting a server of this experiment has; none of "
+                        f"{[x.name for x in mine]} knows {name!r}"
+                    )
+                reasons = {
+                    x.name: pc._postgres_c(runnable[x.name], folder, run_as, [(key, name, value)]) for x in having
+                }
                 optional = (name.lower(), str(value).lower()) in BUILD_OPTIONAL
                 if all(r is not None for r in reasons.values()) and not optional:  # else a typo
                     x = having[0]
-                    raise ParamsError(f"{shown}: {key}: expected a value that a server of this experiment accepts; "
-                                      f"got {value!r}: {reasons[x.name]} ({x.name}, PostgreSQL {x.major}."
-                                      f"{x.minor})")  # fmt: skip
+                    raise ParamsError(
+                        f"{shown}: {key}: expected a value that a server of this experiment accepts; "
+                        f"got {value!r}: {reasons[x.name]} ({x.name}, PostgreSQL {x.major}."
+                        f"{x.minor})"
+                    )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -194,8 +208,10 @@ def check_disk(experiments: list[Experiment], shown, installs: list) -> None:
     if need > free:
         i, _ = max(parts.values(), key=lambda x: x[1])
         e = experiments[i]
-        raise ParamsError(f"{shown}: {where(i, e, 'data')}: expected data that fits on disk; the experiments would "
-                          f"write about {pc._human(need)} but {folder} has {pc._human(free)} free")  # fmt: skip
+        raise ParamsError(
+            f"{shown}: {where(i, e, 'data')}: expected data that fits on disk; the experiments would "
+            f"write about {pc._human(need)} but {folder} has {pc._human(free)} free"
+        )
 
 
 def check(params, shown, installs: list | None = None) -> None:

@@ -28,10 +28,25 @@ from .run import PGBENCH_ITEM, plan_path, setup_path, store_name
 SUITE = "suite"  # the SQL workload's items summed per round: the whole report's time
 METRICS = {"sql": (("time_s", "lower"),), "pgbench": (("tps", "higher"), ("p95_ms", "lower"))}
 
-RUN_TYPES = {"experiment": pl.String, "server": pl.String, "condition": pl.String, "item": pl.String,
-             "repetition": pl.Int64, "warmup": pl.Boolean, "round": pl.Int64, "value": pl.Float64, "unit": pl.String,
-             "error": pl.String, "sqlstate": pl.String, "rows": pl.Int64, "n": pl.Int64, "p50_ms": pl.Float64,
-             "p95_ms": pl.Float64, "p99_ms": pl.Float64, "max_ms": pl.Float64}  # fmt: skip
+RUN_TYPES = {
+    "experiment": pl.String,
+    "server": pl.String,
+    "condition": pl.String,
+    "item": pl.String,
+    "repetition": pl.Int64,
+    "warmup": pl.Boolean,
+    "round": pl.Int64,
+    "value": pl.Float64,
+    "unit": pl.String,
+    "error": pl.String,
+    "sqlstate": pl.String,
+    "rows": pl.Int64,
+    "n": pl.Int64,
+    "p50_ms": pl.Float64,
+    "p95_ms": pl.Float64,
+    "p99_ms": pl.Float64,
+    "max_ms": pl.Float64,
+}
 
 
 def main_metric(e: Experiment) -> str:
@@ -43,8 +58,9 @@ def runs(store: RunStore, e: Experiment) -> pl.DataFrame:
     if df.is_empty():
         return pl.DataFrame(schema=RUN_TYPES)
     df = df.with_columns(experiment=pl.lit(e.name))
-    return df.select(pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t).alias(c)
-                     for c, t in RUN_TYPES.items())  # fmt: skip
+    return df.select(
+        pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t).alias(c) for c, t in RUN_TYPES.items()
+    )
 
 
 def long_values(e: Experiment, r: pl.DataFrame) -> pl.DataFrame:
@@ -55,12 +71,20 @@ def long_values(e: Experiment, r: pl.DataFrame) -> pl.DataFrame:
     if e.workload.kind == "sql":
         out = t.select(*keys, metric=pl.lit("time_s"), value="value")
         n_items = r["item"].n_unique()
-        suite = (out.group_by("experiment", "server", "condition", "round", "metric")
-                 .agg(pl.col("value").sum(), pl.len().alias("_n")).filter(pl.col("_n") == n_items).drop("_n")
-                 .with_columns(item=pl.lit(SUITE)))  # fmt: skip
+        suite = (
+            out.group_by("experiment", "server", "condition", "round", "metric")
+            .agg(pl.col("value").sum(), pl.len().alias("_n"))
+            .filter(pl.col("_n") == n_items)
+            .drop("_n")
+            .with_columns(item=pl.lit(SUITE))
+        )
         return pl.concat([out, suite.select(out.columns)]) if n_items > 1 else out
-    return pl.concat([t.select(*keys, metric=pl.lit("tps"), value="value"),
-                      t.filter(pl.col("p95_ms").is_not_null()).select(*keys, metric=pl.lit("p95_ms"), value="p95_ms")])
+    return pl.concat(
+        [
+            t.select(*keys, metric=pl.lit("tps"), value="value"),
+            t.filter(pl.col("p95_ms").is_not_null()).select(*keys, metric=pl.lit("p95_ms"), value="p95_ms"),
+        ]
+    )
 
 
 def comparisons(e: Experiment, values: pl.DataFrame, setup: dict) -> pl.DataFrame:
@@ -69,20 +93,50 @@ def comparisons(e: Experiment, values: pl.DataFrame, setup: dict) -> pl.DataFram
     base, aa = setup["baseline"], setup["aa"]
     parts = []
     cmp = paired.paired_compare(values, ["experiment", "server", "item", "metric"], "condition", base)
-    parts.append(cmp.rename({"condition": "b", "baseline": "a"}).with_columns(
-        kind=pl.when(pl.col("b") == aa).then(pl.lit("A/A")).otherwise(pl.lit("setting"))))
+    parts.append(
+        cmp.rename({"condition": "b", "baseline": "a"}).with_columns(
+            kind=pl.when(pl.col("b") == aa).then(pl.lit("A/A")).otherwise(pl.lit("setting"))
+        )
+    )
     if setup.get("base_server"):
-        by_server = paired.paired_compare(values.filter(pl.col("condition") != aa),
-                                          ["experiment", "condition", "item", "metric"], "server",
-                                          setup["base_server"])  # fmt: skip
-        parts.append(by_server.rename({"server": "b", "baseline": "a", "condition": "server"})
-                     .with_columns(kind=pl.lit("server")))  # the condition sits in `server`'s place: renamed below
-    cols = ["experiment", "kind", "server", "item", "metric", "a", "b", "n_rounds", "ratio", "low", "high",
-            "coverage", "method"]  # fmt: skip
+        by_server = paired.paired_compare(
+            values.filter(pl.col("condition") != aa),
+            ["experiment", "condition", "item", "metric"],
+            "server",
+            setup["base_server"],
+        )
+        parts.append(
+            by_server.rename({"server": "b", "baseline": "a", "condition": "server"}).with_columns(
+                kind=pl.lit("server")
+            )
+        )  # the condition sits in `server`'s place: renamed below
+    cols = [
+        "experiment",
+        "kind",
+        "server",
+        "item",
+        "metric",
+        "a",
+        "b",
+        "n_rounds",
+        "ratio",
+        "low",
+        "high",
+        "coverage",
+        "method",
+    ]
     out = [p.select(cols) for p in parts if p.height]
     if not out:
-        return pl.DataFrame(schema={c: pl.Float64 if c in ("ratio", "low", "high", "coverage") else
-                                    pl.Int64 if c == "n_rounds" else pl.String for c in cols})  # fmt: skip
+        return pl.DataFrame(
+            schema={
+                c: pl.Float64
+                if c in ("ratio", "low", "high", "coverage")
+                else pl.Int64
+                if c == "n_rounds"
+                else pl.String
+                for c in cols
+            }
+        )
     df = pl.concat(out)
     # for a server comparison, `server` holds the condition: say so in a column of its own
     return df.with_columns(
@@ -95,10 +149,19 @@ def noise_table(cmp: pl.DataFrame) -> pl.DataFrame:
     rows = []
     aa = cmp.filter(kind="A/A")
     for (exp, server, metric), g in aa.sort("experiment", "server", "metric").group_by(
-            "experiment", "server", "metric", maintain_order=True):  # fmt: skip
+        "experiment", "server", "metric", maintain_order=True
+    ):
         rows.append({"experiment": exp, "server": server, "metric": metric} | noise.noise_floor(g))
-    schema = {"experiment": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
-              "false_difference_rate": pl.Float64, "floor": pl.Float64, "floor_log": pl.Float64, "method": pl.String}
+    schema = {
+        "experiment": pl.String,
+        "server": pl.String,
+        "metric": pl.String,
+        "n_pairs": pl.Int64,
+        "false_difference_rate": pl.Float64,
+        "floor": pl.Float64,
+        "floor_log": pl.Float64,
+        "method": pl.String,
+    }
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -145,11 +208,26 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
             label, reason = verdict.label, verdict.text()
         else:
             label, reason = plain(r, floor, sense)
-        rows.append({"experiment": e.name, "kind": r["kind"], "server": r["server"], "condition": r["condition"],
-                     "item": r["item"], "metric": metric, "a": r["a"], "b": r["b"], "ratio": r["ratio"],
-                     "low": r["low"], "high": r["high"], "method": r["method"], "floor": floor,
-                     "expected": e.expect.ratio if e.expect and r["kind"] == hypothesis_kind else None,
-                     "verdict": label, "reason": reason})
+        rows.append(
+            {
+                "experiment": e.name,
+                "kind": r["kind"],
+                "server": r["server"],
+                "condition": r["condition"],
+                "item": r["item"],
+                "metric": metric,
+                "a": r["a"],
+                "b": r["b"],
+                "ratio": r["ratio"],
+                "low": r["low"],
+                "high": r["high"],
+                "method": r["method"],
+                "floor": floor,
+                "expected": e.expect.ratio if e.expect and r["kind"] == hypothesis_kind else None,
+                "verdict": label,
+                "reason": reason,
+            }
+        )
     return rows
 
 
@@ -162,9 +240,18 @@ def cells_table(e: Experiment, setup: dict, r: pl.DataFrame) -> list[dict]:
             why = testable(setup, server, c["settings"])
             for item in setup["items"]:
                 got = r.filter(server=server, condition=c["condition"], item=item, warmup=False)
-                rows.append({"experiment": e.name, "server": server, "condition": c["condition"], "item": item,
-                             "testable": why is None, "reason": why, "measured": got["value"].is_not_null().sum(),
-                             "failed": got["value"].is_null().sum()})  # fmt: skip
+                rows.append(
+                    {
+                        "experiment": e.name,
+                        "server": server,
+                        "condition": c["condition"],
+                        "item": item,
+                        "testable": why is None,
+                        "reason": why,
+                        "measured": got["value"].is_not_null().sum(),
+                        "failed": got["value"].is_null().sum(),
+                    }
+                )
     return rows
 
 
@@ -183,8 +270,15 @@ def plan_rows(store: RunStore, e: Experiment, setup: dict) -> list[dict]:
                     rows.append(base | {"error": doc["plan"]["error"]})
                     continue
                 p = parse_plan(doc["plan"])
-                rows.append(base | {"root": p.root["node_type"], "fingerprint": p.fingerprint,
-                                    "execution_ms": p.execution_ms, "error": None})  # fmt: skip
+                rows.append(
+                    base
+                    | {
+                        "root": p.root["node_type"],
+                        "fingerprint": p.fingerprint,
+                        "execution_ms": p.execution_ms,
+                        "error": None,
+                    }
+                )
     return rows
 
 
@@ -193,20 +287,36 @@ def setup_row(e: Experiment, setup: dict) -> dict:
         return ", ".join(f"{k}: {x}" for k, x in (m or {}).items() if x is not None)
 
     w = e.workload
-    work = (f"pgbench {w.pgbench.builtin or 'script ' + w.pgbench.script.rsplit('/', 1)[-1]}, {w.pgbench.clients} "
-            f"client(s), {w.pgbench.duration_s} s a run" if w.kind == "pgbench"
-            else f"{len(setup['items'])} SQL quer{'y' if len(setup['items']) == 1 else 'ies'}: "
-                 + ", ".join(setup["items"]))  # fmt: skip
+    work = (
+        f"pgbench {w.pgbench.builtin or 'script ' + w.pgbench.script.rsplit('/', 1)[-1]}, {w.pgbench.clients} "
+        f"client(s), {w.pgbench.duration_s} s a run"
+        if w.kind == "pgbench"
+        else f"{len(setup['items'])} SQL quer{'y' if len(setup['items']) == 1 else 'ies'}: " + ", ".join(setup["items"])
+    )
     d = e.data
-    data = (f"SSB SF {d.ssb.sf:g}" if d.ssb else f"pgbench -i scale {d.pgbench.scale}" if d.pgbench
-            else f"setup script {d.sql.rsplit('/', 1)[-1]}" if d.sql else "none")  # fmt: skip
-    return {"experiment": e.name, "question": e.question, "data": data, "workload": work,
-            "servers": ", ".join(setup["servers"]), "factors": short({k: x if isinstance(x, str) else
-                                                                      ", ".join(map(str, x))
-                                                                      for k, x in e.factors.items()}),
-            "baseline": setup["baseline"] + (f" on {setup['base_server']}" if setup.get("base_server") else ""),
-            "expect": e.expect.ratio if e.expect else None, "rounds": e.rounds, "warmups": e.warmups,
-            "metric": main_metric(e), "database": setup["database"]}  # fmt: skip
+    data = (
+        f"SSB SF {d.ssb.sf:g}"
+        if d.ssb
+        else f"pgbench -i scale {d.pgbench.scale}"
+        if d.pgbench
+        else f"setup script {d.sql.rsplit('/', 1)[-1]}"
+        if d.sql
+        else "none"
+    )
+    return {
+        "experiment": e.name,
+        "question": e.question,
+        "data": data,
+        "workload": work,
+        "servers": ", ".join(setup["servers"]),
+        "factors": short({k: x if isinstance(x, str) else ", ".join(map(str, x)) for k, x in e.factors.items()}),
+        "baseline": setup["baseline"] + (f" on {setup['base_server']}" if setup.get("base_server") else ""),
+        "expect": e.expect.ratio if e.expect else None,
+        "rounds": e.rounds,
+        "warmups": e.warmups,
+        "metric": main_metric(e),
+        "database": setup["database"],
+    }
 
 
 def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
@@ -215,16 +325,59 @@ def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
 
 S, F, N, B = pl.String, pl.Float64, pl.Int64, pl.Boolean
 SCHEMAS = {
-    "experiments_setup": {"experiment": S, "question": S, "data": S, "workload": S, "servers": S, "factors": S,
-                          "baseline": S, "expect": F, "rounds": N, "warmups": N, "metric": S, "database": S},
-    "experiments_cells": {"experiment": S, "server": S, "condition": S, "item": S, "testable": B, "reason": S,
-                          "measured": N, "failed": N},
-    "experiments_verdicts": {"experiment": S, "kind": S, "server": S, "condition": S, "item": S, "metric": S, "a": S,
-                             "b": S, "ratio": F, "low": F, "high": F, "method": S, "floor": F, "expected": F,
-                             "verdict": S, "reason": S},
-    "experiments_plans": {"experiment": S, "server": S, "condition": S, "item": S, "root": S, "fingerprint": S,
-                          "execution_ms": F, "error": S},
-}  # fmt: skip
+    "experiments_setup": {
+        "experiment": S,
+        "question": S,
+        "data": S,
+        "workload": S,
+        "servers": S,
+        "factors": S,
+        "baseline": S,
+        "expect": F,
+        "rounds": N,
+        "warmups": N,
+        "metric": S,
+        "database": S,
+    },
+    "experiments_cells": {
+        "experiment": S,
+        "server": S,
+        "condition": S,
+        "item": S,
+        "testable": B,
+        "reason": S,
+        "measured": N,
+        "failed": N,
+    },
+    "experiments_verdicts": {
+        "experiment": S,
+        "kind": S,
+        "server": S,
+        "condition": S,
+        "item": S,
+        "metric": S,
+        "a": S,
+        "b": S,
+        "ratio": F,
+        "low": F,
+        "high": F,
+        "method": S,
+        "floor": F,
+        "expected": F,
+        "verdict": S,
+        "reason": S,
+    },
+    "experiments_plans": {
+        "experiment": S,
+        "server": S,
+        "condition": S,
+        "item": S,
+        "root": S,
+        "fingerprint": S,
+        "execution_ms": F,
+        "error": S,
+    },
+}
 
 
 def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
@@ -261,10 +414,20 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
         "experiments_verdicts": _frame(verdicts, SCHEMAS["experiments_verdicts"]),
         "experiments_plans": _frame(plans, SCHEMAS["experiments_plans"]),
         "experiments_errors": r.filter(pl.col("error").is_not_null()).select(
-            "experiment", "server", "condition", "item", "repetition", "warmup", "error", "sqlstate"),
+            "experiment", "server", "condition", "item", "repetition", "warmup", "error", "sqlstate"
+        ),
     }
 
 
-TABLES = ("experiments_setup", "experiments_cells", "experiments_runs", "experiments_summary", "experiments_paired",
-          "experiments_noise", "experiments_verdicts", "experiments_plans", "experiments_errors")
+TABLES = (
+    "experiments_setup",
+    "experiments_cells",
+    "experiments_runs",
+    "experiments_summary",
+    "experiments_paired",
+    "experiments_noise",
+    "experiments_verdicts",
+    "experiments_plans",
+    "experiments_errors",
+)
 __all__ = ["AA_SUFFIX", "PGBENCH_ITEM", "SERVER", "TABLES", "derive"]

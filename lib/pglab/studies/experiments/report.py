@@ -9,8 +9,11 @@ import polars as pl
 
 from ...core import builds
 
-METRIC_WORDS = {"time_s": "time (B / A: below 1 is faster)", "tps": "tps (B / A: above 1 is more)",
-                "p95_ms": "p95 latency (B / A: below 1 is faster)"}  # fmt: skip
+METRIC_WORDS = {
+    "time_s": "time (B / A: below 1 is faster)",
+    "tps": "tps (B / A: above 1 is more)",
+    "p95_ms": "p95 latency (B / A: below 1 is faster)",
+}
 
 
 def comparison_label(r: dict) -> str:
@@ -21,9 +24,11 @@ def comparison_label(r: dict) -> str:
 def chart(verdicts: pl.DataFrame, title: str) -> alt.Chart:
     """B / A with its interval per comparison, on a log axis around 1; colour: the verdict; grey band: A/A floor."""
     df = verdicts.with_columns(
-        comparison=pl.struct("kind", "server", "condition", "a", "b").map_elements(comparison_label,
-                                                                                    return_dtype=pl.String),
-        floor_low=1 / (1 + pl.col("floor").fill_null(0)), floor_high=1 + pl.col("floor").fill_null(0),
+        comparison=pl.struct("kind", "server", "condition", "a", "b").map_elements(
+            comparison_label, return_dtype=pl.String
+        ),
+        floor_low=1 / (1 + pl.col("floor").fill_null(0)),
+        floor_high=1 + pl.col("floor").fill_null(0),
     )
     lo = min([*df["low"].drop_nulls(), *df["floor_low"], 0.9]) * 0.9
     hi = max([*df["high"].drop_nulls(), *df["floor_high"], 1.1]) * 1.1
@@ -34,9 +39,18 @@ def chart(verdicts: pl.DataFrame, title: str) -> alt.Chart:
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
     x_low = alt.X("low:Q", scale=alt.Scale(type="log", domain=[lo, hi]))
     points = base.mark_point(filled=True, size=70).encode(
-        x=x, y=y, color=alt.Color("verdict:N", title="verdict"),
-        tooltip=["comparison", alt.Tooltip("ratio:Q", format=".3f"), alt.Tooltip("low:Q", format=".3f"),
-                 alt.Tooltip("high:Q", format=".3f"), "verdict", "reason"])  # fmt: skip
+        x=x,
+        y=y,
+        color=alt.Color("verdict:N", title="verdict"),
+        tooltip=[
+            "comparison",
+            alt.Tooltip("ratio:Q", format=".3f"),
+            alt.Tooltip("low:Q", format=".3f"),
+            alt.Tooltip("high:Q", format=".3f"),
+            "verdict",
+            "reason",
+        ],
+    )
     rules = base.mark_rule(strokeWidth=2).encode(x=x_low, x2="high:Q", y=y, color="verdict:N")
     return (band + one + rules + points).properties(title=title, width=520, height=max(60, 28 * len(df)))
 
@@ -47,28 +61,36 @@ def _builds(servers: list[str], env: pl.DataFrame | None) -> str:
     rows = {r["server"]: r for r in env.iter_rows(named=True)}
     lines = []
     for i, a in enumerate(servers):
-        for b in servers[i + 1:]:
+        for b in servers[i + 1 :]:
             if a in rows and b in rows:
                 d = builds.difference(rows[a], rows[b])
                 lines.append(f"- {a} vs {b}: {d or 'built alike (compiler, optimisation, assertions, block size)'}")
     return "**The servers' builds.**\n\n" + "\n".join(lines) if lines else ""
 
 
-def section(name: str, t: dict[str, pl.DataFrame], env: pl.DataFrame | None = None) -> tuple[str, alt.Chart | None,
-                                                                                              pl.DataFrame]:
+def section(
+    name: str, t: dict[str, pl.DataFrame], env: pl.DataFrame | None = None
+) -> tuple[str, alt.Chart | None, pl.DataFrame]:
     """(Markdown of the section, its chart, its table) for experiment `name` from the experiments_* tables."""
     setup = t["experiments_setup"].filter(experiment=name).row(0, named=True)
     ver = t["experiments_verdicts"].filter(experiment=name)
     cells = t["experiments_cells"].filter(experiment=name)
     noise_df = t["experiments_noise"].filter(experiment=name)
     errors = t["experiments_errors"].filter(experiment=name)
-    hyp = (f" Hypothesis: B / A = {setup['expect']:g}, scored with the declared tolerance (×/÷ 1.5)."
-           if setup["expect"] is not None else " No hypothesis: each comparison says whether B / A goes beyond the "
-           "A/A floor.")  # fmt: skip
-    md = [f"### {name}", f"**{setup['question']}**", "",
-          f"Data: {setup['data']}; workload: {setup['workload']}; servers: {setup['servers']}; factors: "
-          f"{setup['factors']}; baseline: {setup['baseline']}; {setup['rounds']} interleaved rounds after "
-          f"{setup['warmups']} warm-up round(s), the baseline measured twice (A/A).{hyp}", ""]  # fmt: skip
+    hyp = (
+        f" Hypothesis: B / A = {setup['expect']:g}, scored with the declared tolerance (×/÷ 1.5)."
+        if setup["expect"] is not None
+        else " No hypothesis: each comparison says whether B / A goes beyond the A/A floor."
+    )
+    md = [
+        f"### {name}",
+        f"**{setup['question']}**",
+        "",
+        f"Data: {setup['data']}; workload: {setup['workload']}; servers: {setup['servers']}; factors: "
+        f"{setup['factors']}; baseline: {setup['baseline']}; {setup['rounds']} interleaved rounds after "
+        f"{setup['warmups']} warm-up round(s), the baseline measured twice (A/A).{hyp}",
+        "",
+    ]
     for r in noise_df.iter_rows(named=True):
         if r["floor"] is not None:
             md.append(f"- A/A noise floor on {r['server']} ({r['metric']}): ±{r['floor']:.1%}")
@@ -80,11 +102,22 @@ def section(name: str, t: dict[str, pl.DataFrame], env: pl.DataFrame | None = No
         md.append(f"- *not testable here* on {r['server']}: {r['reason']}")
     if errors.height:
         first = errors.row(0, named=True)
-        md.append(f"- {errors.height} measurement(s) failed, e.g. {first['server']} {first['condition']} "
-                  f"{first['item']}: {first['error']}")  # fmt: skip
+        md.append(
+            f"- {errors.height} measurement(s) failed, e.g. {first['server']} {first['condition']} "
+            f"{first['item']}: {first['error']}"
+        )
     b = _builds([s.strip() for s in setup["servers"].split(",")], env)
     if b:
         md += ["", b]
-    table = ver.select("kind", "server", "condition", "a", "b", "n_rounds" if "n_rounds" in ver.columns else "method",
-                       pl.col("ratio", "low", "high").round(3), pl.col("floor").round(3), "verdict")
+    table = ver.select(
+        "kind",
+        "server",
+        "condition",
+        "a",
+        "b",
+        "n_rounds" if "n_rounds" in ver.columns else "method",
+        pl.col("ratio", "low", "high").round(3),
+        pl.col("floor").round(3),
+        "verdict",
+    )
     return "\n".join(md), (chart(ver, f"{name}: {setup['metric']}, B / A") if ver.height else None), table

@@ -110,10 +110,18 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
         from ...datasets.ssb.load import load
 
         r = load(server, d.ssb.sf, d.ssb.seed, run_id=store.run_id)
-        return {"kind": "ssb", "sf": d.ssb.sf, "loaded_now": not r.skipped, "bytes": r.database_bytes,
-                "seconds": round(time.monotonic() - t0, 3)}  # fmt: skip
-    marker = {"kind": d.kind, "pgbench_scale": d.pgbench.scale if d.pgbench else None,
-              "sql": (open(d.sql).read() if d.sql else None)}  # fmt: skip
+        return {
+            "kind": "ssb",
+            "sf": d.ssb.sf,
+            "loaded_now": not r.skipped,
+            "bytes": r.database_bytes,
+            "seconds": round(time.monotonic() - t0, 3),
+        }
+    marker = {
+        "kind": d.kind,
+        "pgbench_scale": d.pgbench.scale if d.pgbench else None,
+        "sql": (open(d.sql).read() if d.sql else None),
+    }
     try:
         with server.connect(dbname) as conn:
             row = conn.execute("SELECT spec FROM pglab_experiment_data").fetchone()
@@ -157,24 +165,36 @@ def prepare(e: Experiment, servers: list[Server], store: RunStore) -> dict[str, 
     return out
 
 
-def save_setup(e: Experiment, store: RunStore, servers: list[Server], base_server: str | None,
-               preps: dict[str, Prepared]) -> dict:
+def save_setup(
+    e: Experiment, store: RunStore, servers: list[Server], base_server: str | None, preps: dict[str, Prepared]
+) -> dict:
     """What the run decided for the experiment, written once: a resumed run keeps (and reuses) the first."""
     first = store.load_json(setup_path(e))
     if first is not None:
         return first
     conds = e.conditions()
     doc = {
-        "experiment": e.name, "store_name": store_name(e), "database": database(e),
-        "servers": [s.name for s in servers], "base_server": base_server,
+        "experiment": e.name,
+        "store_name": store_name(e),
+        "database": database(e),
+        "servers": [s.name for s in servers],
+        "base_server": base_server,
         "conditions": [{"index": i, "condition": c, "settings": v} for i, (c, v) in enumerate(conds.items())],
-        "baseline": e.baseline_condition(), "aa": e.baseline_condition() + AA_SUFFIX,
+        "baseline": e.baseline_condition(),
+        "aa": e.baseline_condition() + AA_SUFFIX,
         "items": list(items(e)),
-        "prepared": {n: {"database": p.database, "unavailable": p.unavailable, "data": p.data, "skipped": p.skipped,
-                         "contexts": {k: p.contexts.get(k) for k in sorted({*e.settings, *e.setting_factors})}}
-                     for n, p in preps.items()},
+        "prepared": {
+            n: {
+                "database": p.database,
+                "unavailable": p.unavailable,
+                "data": p.data,
+                "skipped": p.skipped,
+                "contexts": {k: p.contexts.get(k) for k in sorted({*e.settings, *e.setting_factors})},
+            }
+            for n, p in preps.items()
+        },
         "versions": {s.name: (s.install.version if s.install else None) for s in servers},
-    }  # fmt: skip
+    }
     store.save_json(setup_path(e), doc, keep_order=True)
     return doc
 
@@ -266,8 +286,13 @@ class Runner:
             timed_statement(conn, sql, timeout_s=self.e.timeout_s, keep_rows=False)
         self.warm.add(key)
         t = timed_statement(conn, sql, timeout_s=self.e.timeout_s, keep_rows=False)
-        out = {"value": t.elapsed_s if t.ok else None, "unit": "s", "rows": t.rowcount, "error": t.error,
-               "sqlstate": t.sqlstate}  # fmt: skip
+        out = {
+            "value": t.elapsed_s if t.ok else None,
+            "unit": "s",
+            "rows": t.rowcount,
+            "error": t.error,
+            "sqlstate": t.sqlstate,
+        }
         idx = self.conds[step.condition]["index"]
         path = plan_path(self.e, step.server, idx, step.item)
         if t.ok and not step.warmup and not self.s.store.has_artifact(path):
@@ -281,16 +306,33 @@ class Runner:
             kit = [x.install for x in self.s.servers if x.install]
             self.client = pgbench.newest_client(kit)
         with tempfile.TemporaryDirectory(prefix="pglab-xlog-") as logdir:
-            args = ["-n", "-c", w.clients, "-j", w.threads, "-T", f"{w.duration_s}", "-l",
-                    "--log-prefix", f"{logdir}/tx"]  # fmt: skip
+            args = [
+                "-n",
+                "-c",
+                w.clients,
+                "-j",
+                w.threads,
+                "-T",
+                f"{w.duration_s}",
+                "-l",
+                "--log-prefix",
+                f"{logdir}/tx",
+            ]
             scripts = None
             if w.builtin:
                 args += ["-b", w.builtin]
             else:
                 scripts = {"workload.sql": open(w.script).read()}
                 args += ["-f", "workload.sql"]
-            res = pgbench.run(self.servers[step.server], args, self.client, dbname=self.setup["database"],
-                              scripts=scripts, settings=session_level or None, timeout_s=w.duration_s + 120)
+            res = pgbench.run(
+                self.servers[step.server],
+                args,
+                self.client,
+                dbname=self.setup["database"],
+                scripts=scripts,
+                settings=session_level or None,
+                timeout_s=w.duration_s + 120,
+            )
             lat = pgbench.timed(pgbench.transaction_latencies_us(logdir)) if res.ok else []
         tps = res.parsed.get("tps") if res.ok and res.parsed else None
         out = {"value": tps, "unit": "tps", "error": res.error, "command": res.command}
@@ -372,7 +414,6 @@ def estimate_s(params, servers: list[Server]) -> float:
     for e in getattr(params, "experiments", []) or []:
         n_servers = len(resolve_servers(e, servers)[0]) or 1
         steps = (e.rounds + e.warmups) * len(e.conditions()) * n_servers
-        per = (e.workload.pgbench.duration_s + 0.5 if e.workload.kind == "pgbench"
-               else 0.1 * len(e.workload.sql or []))  # fmt: skip
+        per = e.workload.pgbench.duration_s + 0.5 if e.workload.kind == "pgbench" else 0.1 * len(e.workload.sql or [])
         total += steps * per + 15 * n_servers
     return total

@@ -37,25 +37,60 @@ def _metric_column() -> alt.Column:
 def reduction_chart(reduction: pl.DataFrame) -> alt.FacetChart:
     """Time reduction with JIT per operator (median, 95 % CI) per JIT condition, in CPU and wall time; the
     study's figure as a black tick. Above 0 = JIT faster."""
-    d = _metric(reduction.filter(pl.col("ratio").is_not_null())).select(
-        "server", "time", "condition", "operator", "label", "operator_order", "reduction_pct", "reduction_ci_low",
-        "reduction_ci_high", "study_pct", "verdict", "median", "median_baseline",
-    ).sort("server", "time", "condition", "operator_order")  # fmt: skip
-    x = _x(d)
-    tip = ["server:N", "time:N", "condition:N", "label:N", alt.Tooltip("reduction_pct:Q", format=".1f"),
-           alt.Tooltip("reduction_ci_low:Q", format=".1f"), alt.Tooltip("reduction_ci_high:Q", format=".1f"),
-           alt.Tooltip("median_baseline:Q", title="median off (ms)", format=".2f"),
-           alt.Tooltip("median:Q", title="median JIT (ms)", format=".2f"), "study_pct:Q", "verdict:N"]  # fmt: skip
-    zero = alt.Chart().mark_rule(color="gray", strokeDash=[4, 3]).encode(y=alt.datum(0))
-    ci = alt.Chart().mark_rule(strokeWidth=2).encode(
-        x=x, xOffset="server:N", y=alt.Y("reduction_ci_low:Q", title="time reduction with JIT, % (95 % CI)"),
-        y2="reduction_ci_high:Q", color=alt.Color("server:N", title="server"),
-    )  # fmt: skip
-    pts = alt.Chart().mark_point(filled=True, size=50).encode(
-        x=x, xOffset="server:N", y="reduction_pct:Q", color="server:N", tooltip=tip
+    d = (
+        _metric(reduction.filter(pl.col("ratio").is_not_null()))
+        .select(
+            "server",
+            "time",
+            "condition",
+            "operator",
+            "label",
+            "operator_order",
+            "reduction_pct",
+            "reduction_ci_low",
+            "reduction_ci_high",
+            "study_pct",
+            "verdict",
+            "median",
+            "median_baseline",
+        )
+        .sort("server", "time", "condition", "operator_order")
     )
-    study = alt.Chart().mark_tick(color="black", thickness=2, size=18).encode(
-        x=x, y="study_pct:Q", tooltip=["label:N", alt.Tooltip("study_pct:Q", title="study S4 (%)")]
+    x = _x(d)
+    tip = [
+        "server:N",
+        "time:N",
+        "condition:N",
+        "label:N",
+        alt.Tooltip("reduction_pct:Q", format=".1f"),
+        alt.Tooltip("reduction_ci_low:Q", format=".1f"),
+        alt.Tooltip("reduction_ci_high:Q", format=".1f"),
+        alt.Tooltip("median_baseline:Q", title="median off (ms)", format=".2f"),
+        alt.Tooltip("median:Q", title="median JIT (ms)", format=".2f"),
+        "study_pct:Q",
+        "verdict:N",
+    ]
+    zero = alt.Chart().mark_rule(color="gray", strokeDash=[4, 3]).encode(y=alt.datum(0))
+    ci = (
+        alt.Chart()
+        .mark_rule(strokeWidth=2)
+        .encode(
+            x=x,
+            xOffset="server:N",
+            y=alt.Y("reduction_ci_low:Q", title="time reduction with JIT, % (95 % CI)"),
+            y2="reduction_ci_high:Q",
+            color=alt.Color("server:N", title="server"),
+        )
+    )
+    pts = (
+        alt.Chart()
+        .mark_point(filled=True, size=50)
+        .encode(x=x, xOffset="server:N", y="reduction_pct:Q", color="server:N", tooltip=tip)
+    )
+    study = (
+        alt.Chart()
+        .mark_tick(color="black", thickness=2, size=18)
+        .encode(x=x, y="study_pct:Q", tooltip=["label:N", alt.Tooltip("study_pct:Q", title="study S4 (%)")])
     )
     # one row per JIT condition, each with its own scale: a forced optimisation can cost several times the
     # query and would flatten the other condition's points
@@ -70,16 +105,35 @@ def reduction_chart(reduction: pl.DataFrame) -> alt.FacetChart:
 
 def times_chart(summary: pl.DataFrame, order: list[str] | None = None) -> alt.FacetChart:
     """Median time per operator and condition with min-max of the timed runs, CPU and wall time."""
-    d = _metric(summary).select("server", "time", "condition", "operator", "label", "n", "median", "min", "max",
-                                "ci_low", "ci_high")
+    d = _metric(summary).select(
+        "server", "time", "condition", "operator", "label", "n", "median", "min", "max", "ci_low", "ci_high"
+    )
     labels = order or d["label"].unique(maintain_order=True).to_list()
     x = alt.X("label:N", sort=labels, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=0))
-    tip = ["server:N", "time:N", "condition:N", "label:N", "n:Q", *(alt.Tooltip(f"{c}:Q", format=".2f")
-                                                          for c in ("median", "min", "max", "ci_low", "ci_high"))]
-    rng = alt.Chart().mark_rule().encode(x=x, xOffset="condition:N", y=alt.Y("min:Q", title="ms (median, min-max)"),
-                                         y2="max:Q", color=alt.Color("condition:N", title="condition"))
-    med = alt.Chart().mark_point(filled=True).encode(x=x, xOffset="condition:N", y="median:Q", color="condition:N",
-                                                     tooltip=tip)
+    tip = [
+        "server:N",
+        "time:N",
+        "condition:N",
+        "label:N",
+        "n:Q",
+        *(alt.Tooltip(f"{c}:Q", format=".2f") for c in ("median", "min", "max", "ci_low", "ci_high")),
+    ]
+    rng = (
+        alt.Chart()
+        .mark_rule()
+        .encode(
+            x=x,
+            xOffset="condition:N",
+            y=alt.Y("min:Q", title="ms (median, min-max)"),
+            y2="max:Q",
+            color=alt.Color("condition:N", title="condition"),
+        )
+    )
+    med = (
+        alt.Chart()
+        .mark_point(filled=True)
+        .encode(x=x, xOffset="condition:N", y="median:Q", color="condition:N", tooltip=tip)
+    )
     return (
         alt.layer(rng, med)
         .properties(width=330, height=200)
@@ -92,11 +146,17 @@ def jit_time_long(jit_time: pl.DataFrame) -> pl.DataFrame:
     """The stacked bars' rows: per cell, the four JIT phases (one bar) and what the compiled code saved
     (the other bar)."""
     keys = ["server", "metric", "condition", "operator", "label", "operator_order"]
-    phases = jit_time.select(*keys, *PHASE_LABELS).unpivot(
-        index=keys, on=list(PHASE_LABELS), variable_name="part", value_name="ms"
-    ).with_columns(part=pl.col("part").replace_strict(PHASE_LABELS), bar=pl.lit("JIT compilation"))
-    saved = jit_time.select(*keys, pl.lit(SAVED).alias("part"), pl.col("compiled_code_saved_ms").alias("ms"),
-                            pl.lit("saved by compiled code").alias("bar"))  # fmt: skip
+    phases = (
+        jit_time.select(*keys, *PHASE_LABELS)
+        .unpivot(index=keys, on=list(PHASE_LABELS), variable_name="part", value_name="ms")
+        .with_columns(part=pl.col("part").replace_strict(PHASE_LABELS), bar=pl.lit("JIT compilation"))
+    )
+    saved = jit_time.select(
+        *keys,
+        pl.lit(SAVED).alias("part"),
+        pl.col("compiled_code_saved_ms").alias("ms"),
+        pl.lit("saved by compiled code").alias("bar"),
+    )
     net = jit_time.select(*keys, pl.col("saved_ms").alias("net_saved_ms"), "jit_total_ms")
     return (
         pl.concat([phases, saved.select(phases.columns)])
@@ -112,19 +172,35 @@ def jit_time_chart(jit_time: pl.DataFrame) -> alt.FacetChart:
     positive where the green bar is taller than the blue stack."""
     d = jit_time_long(jit_time)
     x = _x(d)
-    tip = ["server:N", "metric:N", "condition:N", "label:N", "part:N", alt.Tooltip("ms:Q", format=".2f"),
-           alt.Tooltip("jit_total_ms:Q", title="JIT total (ms)", format=".2f"),
-           alt.Tooltip("net_saved_ms:Q", title="net saved (ms)", format=".2f")]  # fmt: skip
-    bars = alt.Chart().mark_bar().encode(
-        x=x, xOffset=alt.XOffset("bar:N", sort=["JIT compilation", "saved by compiled code"]),
-        y=alt.Y("ms:Q", title="ms", stack="zero"),
-        color=alt.Color("part:N", title=None, scale=alt.Scale(domain=PARTS, range=PART_COLORS)),
-        order=alt.Order("part_order:Q"), tooltip=tip,
-    )  # fmt: skip
+    tip = [
+        "server:N",
+        "metric:N",
+        "condition:N",
+        "label:N",
+        "part:N",
+        alt.Tooltip("ms:Q", format=".2f"),
+        alt.Tooltip("jit_total_ms:Q", title="JIT total (ms)", format=".2f"),
+        alt.Tooltip("net_saved_ms:Q", title="net saved (ms)", format=".2f"),
+    ]
+    bars = (
+        alt.Chart()
+        .mark_bar()
+        .encode(
+            x=x,
+            xOffset=alt.XOffset("bar:N", sort=["JIT compilation", "saved by compiled code"]),
+            y=alt.Y("ms:Q", title="ms", stack="zero"),
+            color=alt.Color("part:N", title=None, scale=alt.Scale(domain=PARTS, range=PART_COLORS)),
+            order=alt.Order("part_order:Q"),
+            tooltip=tip,
+        )
+    )
     return (
         alt.layer(bars)
         .properties(width=460, height=200)
-        .facet(row=alt.Row("server:N", title=None),
-               column=alt.Column("condition:N", title=None, header=charts.header()), data=d)
+        .facet(
+            row=alt.Row("server:N", title=None),
+            column=alt.Column("condition:N", title=None, header=charts.header()),
+            data=d,
+        )
         .properties(title="Where JIT time goes: compilation phases (left bar) vs execution time saved (right bar)")
     )

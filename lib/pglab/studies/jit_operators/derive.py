@@ -17,10 +17,17 @@ from .params import EXPERIMENT, OPERATORS, STUDY_REDUCTION_PCT, JitOperatorsPara
 from .run import SETUP_SCHEMA, load_plan, load_settings, runnable
 
 RUNS_SCHEMA = {
-    "server": pl.String, "condition": pl.String, "operator": pl.String, "repetition": pl.Int64,
-    "warmup": pl.Boolean, "round": pl.Int64, "ms": pl.Float64, "cpu_ms": pl.Float64, "result": pl.String,
+    "server": pl.String,
+    "condition": pl.String,
+    "operator": pl.String,
+    "repetition": pl.Int64,
+    "warmup": pl.Boolean,
+    "round": pl.Int64,
+    "ms": pl.Float64,
+    "cpu_ms": pl.Float64,
+    "result": pl.String,
     "error": pl.String,
-}  # fmt: skip
+}
 
 PHASES = ("generation_ms", "inlining_ms", "optimization_ms", "emission_ms")
 METRICS = {"wall": "ms", "cpu": "cpu_ms"}  # metric -> column of the runs table
@@ -36,10 +43,17 @@ def runs(store: RunStore) -> pl.DataFrame:
         if col not in df.columns:
             df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
     return df.select(
-        "server", "condition", pl.col("item").alias("operator"), "repetition", "warmup", "round",
+        "server",
+        "condition",
+        pl.col("item").alias("operator"),
+        "repetition",
+        "warmup",
+        "round",
         (pl.col("value").cast(pl.Float64) * 1000).alias("ms"),
-        pl.when(pl.col("error").is_null()).then(pl.col("cpu_ms")).alias("cpu_ms"), "result", "error",
-    ).cast(RUNS_SCHEMA)  # fmt: skip
+        pl.when(pl.col("error").is_null()).then(pl.col("cpu_ms")).alias("cpu_ms"),
+        "result",
+        "error",
+    ).cast(RUNS_SCHEMA)
 
 
 def timed_long(r: pl.DataFrame) -> pl.DataFrame:
@@ -50,13 +64,18 @@ def timed_long(r: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for metric, col in METRICS.items():
         part = r.filter(~pl.col("warmup")).select(
-            "server", "condition", "operator", "repetition", pl.lit(metric).alias("metric"),
+            "server",
+            "condition",
+            "operator",
+            "repetition",
+            pl.lit(metric).alias("metric"),
             pl.when(failed).then(None).otherwise(pl.col(col)).alias("ms"),
             failed.alias("failed"),
             # every server gives wall time; CPU time only where some run of the server has it
             (pl.lit(True) if metric == "wall" else pl.col(col).is_not_null().any().over("server")).alias(
-                "server_gives"),
-        )  # fmt: skip
+                "server_gives"
+            ),
+        )
         parts.append(part.filter(pl.col("ms").is_not_null() | (pl.col("failed") & pl.col("server_gives"))))
     return pl.concat(parts).drop("failed", "server_gives")
 
@@ -121,31 +140,49 @@ def _plan_row(server: str, cond: str, op: str, doc) -> dict:
         "nodes": " > ".join(nodes["node_type"].to_list()),
         "total_cost": parsed.root["total_cost"],
         "workers_planned": int(nodes["workers_planned"].fill_null(0).sum()),
-        "planning_ms": parsed.planning_ms, "execution_ms": parsed.execution_ms,
-        "shared_hit_blocks": s["shared_hit_blocks"], "shared_read_blocks": s["shared_read_blocks"],
+        "planning_ms": parsed.planning_ms,
+        "execution_ms": parsed.execution_ms,
+        "shared_hit_blocks": s["shared_hit_blocks"],
+        "shared_read_blocks": s["shared_read_blocks"],
         "jit": parsed.jit is not None,
         **{k: v for k, v in s.items() if k.startswith("jit_")},
         "error": None,
-    }  # fmt: skip
+    }
 
 
 PLANS_SCHEMA = {
-    "server": pl.String, "condition": pl.String, "operator": pl.String, "fingerprint": pl.String,
-    "nodes": pl.String, "total_cost": pl.Float64, "workers_planned": pl.Int64, "planning_ms": pl.Float64,
-    "execution_ms": pl.Float64, "shared_hit_blocks": pl.Int64, "shared_read_blocks": pl.Int64, "jit": pl.Boolean,
-    "jit_functions": pl.Int64, "jit_inlining": pl.Boolean, "jit_optimization": pl.Boolean,
-    "jit_expressions": pl.Boolean, "jit_deforming": pl.Boolean, "jit_generation_ms": pl.Float64,
-    "jit_deform_ms": pl.Float64, "jit_inlining_ms": pl.Float64, "jit_optimization_ms": pl.Float64,
-    "jit_emission_ms": pl.Float64, "jit_total_ms": pl.Float64, "error": pl.String,
-}  # fmt: skip
+    "server": pl.String,
+    "condition": pl.String,
+    "operator": pl.String,
+    "fingerprint": pl.String,
+    "nodes": pl.String,
+    "total_cost": pl.Float64,
+    "workers_planned": pl.Int64,
+    "planning_ms": pl.Float64,
+    "execution_ms": pl.Float64,
+    "shared_hit_blocks": pl.Int64,
+    "shared_read_blocks": pl.Int64,
+    "jit": pl.Boolean,
+    "jit_functions": pl.Int64,
+    "jit_inlining": pl.Boolean,
+    "jit_optimization": pl.Boolean,
+    "jit_expressions": pl.Boolean,
+    "jit_deforming": pl.Boolean,
+    "jit_generation_ms": pl.Float64,
+    "jit_deform_ms": pl.Float64,
+    "jit_inlining_ms": pl.Float64,
+    "jit_optimization_ms": pl.Float64,
+    "jit_emission_ms": pl.Float64,
+    "jit_total_ms": pl.Float64,
+    "error": pl.String,
+}
 
 
 def plans(store: RunStore, p: JitOperatorsParams, servers: list[str]) -> pl.DataFrame:
     """One row per (server, condition, operator): the untimed EXPLAIN ANALYZE, summarised with its JIT block."""
     rows = [
-        _plan_row(s, c, op, load_plan(store, s, c, op))
-        for s in servers for c in p.conditions for op in p.operators
-    ]  # fmt: skip
+        _plan_row(s, c, op, load_plan(store, s, c, op)) for s in servers for c in p.conditions for op in p.operators
+    ]
     return _labels(pl.from_dicts(rows, schema=PLANS_SCHEMA)) if rows else _labels(pl.DataFrame(schema=PLANS_SCHEMA))
 
 
@@ -153,11 +190,13 @@ def settings(store: RunStore, p: JitOperatorsParams, servers: list[str]) -> pl.D
     """The JIT and parallel settings in force in each condition, as the server reported them."""
     rows = [
         {"server": s, "condition": c, "name": k, "setting": str(v)}
-        for s in servers for c in p.conditions
+        for s in servers
+        for c in p.conditions
         for k, v in load_settings(store, s, c).items()
-    ]  # fmt: skip
-    return pl.from_dicts(rows, schema={"server": pl.String, "condition": pl.String, "name": pl.String,
-                                       "setting": pl.String})  # fmt: skip
+    ]
+    return pl.from_dicts(
+        rows, schema={"server": pl.String, "condition": pl.String, "name": pl.String, "setting": pl.String}
+    )
 
 
 def conditions(p: JitOperatorsParams) -> pl.DataFrame:
@@ -167,12 +206,17 @@ def conditions(p: JitOperatorsParams) -> pl.DataFrame:
         return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
     rows = [
-        {"condition": c, "role": "baseline" if c == p.baseline else ("study" if c == p.study_condition else "extra"),
-         "order": i, "settings": ", ".join(f"{k}={text(v)}" for k, v in p.session_settings(c).items())}
+        {
+            "condition": c,
+            "role": "baseline" if c == p.baseline else ("study" if c == p.study_condition else "extra"),
+            "order": i,
+            "settings": ", ".join(f"{k}={text(v)}" for k, v in p.session_settings(c).items()),
+        }
         for i, c in enumerate(p.conditions)
-    ]  # fmt: skip
-    return pl.from_dicts(rows, schema={"condition": pl.String, "role": pl.String, "order": pl.Int64,
-                                       "settings": pl.String})  # fmt: skip
+    ]
+    return pl.from_dicts(
+        rows, schema={"condition": pl.String, "role": pl.String, "order": pl.Int64, "settings": pl.String}
+    )
 
 
 def jit_time(summ: pl.DataFrame, plan_tab: pl.DataFrame, p: JitOperatorsParams) -> pl.DataFrame:
@@ -182,15 +226,23 @@ def jit_time(summ: pl.DataFrame, plan_tab: pl.DataFrame, p: JitOperatorsParams) 
     JIT total). The two sources are separate runs: a guide, not an identity."""
     have = set(summ.filter((pl.col("metric") == p.metric) & (pl.col("n") > 0))["server"])
     med = summ.filter(
-        pl.when(pl.col("server").is_in(list(have))).then(pl.col("metric") == p.metric)
+        pl.when(pl.col("server").is_in(list(have)))
+        .then(pl.col("metric") == p.metric)
         .otherwise(pl.col("metric") == "wall")
-    ).select("server", "metric", "condition", "operator", "median")  # fmt: skip
-    base = med.filter(pl.col("condition") == p.baseline).select("server", "operator",
-                                                                pl.col("median").alias("off_median_ms"))
+    ).select("server", "metric", "condition", "operator", "median")
+    base = med.filter(pl.col("condition") == p.baseline).select(
+        "server", "operator", pl.col("median").alias("off_median_ms")
+    )
     jit = plan_tab.filter(pl.col("jit")).select(
-        "server", "condition", "operator", "jit_functions", "jit_inlining", "jit_optimization",
-        *(pl.col(f"jit_{ph}").alias(ph) for ph in PHASES), pl.col("jit_total_ms").alias("jit_total_ms"),
-    )  # fmt: skip
+        "server",
+        "condition",
+        "operator",
+        "jit_functions",
+        "jit_inlining",
+        "jit_optimization",
+        *(pl.col(f"jit_{ph}").alias(ph) for ph in PHASES),
+        pl.col("jit_total_ms").alias("jit_total_ms"),
+    )
     return _labels(
         jit.join(med.rename({"median": "on_median_ms"}), on=["server", "condition", "operator"], how="left")
         .join(base, on=["server", "operator"], how="left")
@@ -236,10 +288,12 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
         return out
     out |= tables(store, p, setup)
     # as the notebook's report module reads them back from the folder: the verdicts see the written values
-    read = {n: derived.as_written(out[f"jit_operators_{n}"])
-            for n in ("setup", "conditions", "paired", "overall", "noise")}  # fmt: skip
-    out["jit_operators_findings"] = jv.findings_from(read["setup"], read["paired"], read["overall"], read["noise"],
-                                                     jv.study_condition(read["conditions"]))  # fmt: skip
+    read = {
+        n: derived.as_written(out[f"jit_operators_{n}"]) for n in ("setup", "conditions", "paired", "overall", "noise")
+    }
+    out["jit_operators_findings"] = jv.findings_from(
+        read["setup"], read["paired"], read["overall"], read["noise"], jv.study_condition(read["conditions"])
+    )
     if (m := measurements.table(store, "jit_operators", [EXPERIMENT])) is not None:
         out["jit_operators_measurements"] = m
     return out

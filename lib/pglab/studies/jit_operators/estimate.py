@@ -13,8 +13,10 @@ def _on(value) -> bool:
 def estimate_s(p, base: list[Server]) -> float:
     j, servers = p.jit_operators, servers_for(p, "jit_operators", base)
     with_jit = [s for s in servers if jit(s) or s.install is None]  # an external server may have JIT
-    per_exec = sum(j.rows * COST["jit_row"] + (COST["jit_compile"] if _on(j.session_settings(c).get("jit")) else 0)
-                   for c in j.measured_conditions()) * len(j.operators)  # fmt: skip
+    per_exec = sum(
+        j.rows * COST["jit_row"] + (COST["jit_compile"] if _on(j.session_settings(c).get("jit")) else 0)
+        for c in j.measured_conditions()
+    ) * len(j.operators)
     # the timed rounds, and about one more for the plans and the result checks
     per_server = j.rows * COST["jit_table_row"] + per_exec * (j.repetitions * j.executions + j.warmups + 1)
     return COST["server"] * len(servers) + per_server * len(with_jit)

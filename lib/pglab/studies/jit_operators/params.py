@@ -44,9 +44,16 @@ Operator = Literal["mul", "sub", "sum", "avg", "max", "count", "count_star", "st
 
 # the study's result (検証1): time reduction with JIT per operator, percent
 STUDY_REDUCTION_PCT: dict[str, float] = {
-    "mul": 18.2, "sub": 19.5, "sum": 25.0, "avg": 30.3, "max": 32.4, "count": 30.8, "count_star": 16.5,
-    "stddev": 27.8, "var_samp": 27.5,
-}  # fmt: skip
+    "mul": 18.2,
+    "sub": 19.5,
+    "sum": 25.0,
+    "avg": 30.3,
+    "max": 32.4,
+    "count": 30.8,
+    "count_star": 16.5,
+    "stddev": 27.8,
+    "var_samp": 27.5,
+}
 STUDY_SUMMARY = "JIT worked for every operator: roughly 20-30 % less time whatever the query's duration"
 
 # the generator: deterministic, no random(); c1 cycles 1..1000, c2 a different cycle 1..997
@@ -120,8 +127,10 @@ class JitOperatorsParams(Strict):
     @classmethod
     def _own_database(cls, v: str) -> str:
         if v == "postgres" or v.startswith("template"):
-            raise ValueError("expected a database of the study's own, e.g. 'pglab_jit_operators' (the table is "
-                             "dropped and re-created there); not postgres or template*")
+            raise ValueError(
+                "expected a database of the study's own, e.g. 'pglab_jit_operators' (the table is "
+                "dropped and re-created there); not postgres or template*"
+            )
         return v
 
     @field_validator("conditions", mode="before")
@@ -179,7 +188,8 @@ class JitOperatorsParams(Strict):
                     raise ValueError(
                         f"metric: cpu counts the backend's CPU time only, not its parallel workers'; condition "
                         f"{c!r} runs with max_parallel_workers_per_gather = {workers}: expected metric: wall, "
-                        "or max_parallel_workers_per_gather: 0")
+                        "or max_parallel_workers_per_gather: 0"
+                    )
         return self
 
     def sql(self, operator: str) -> str:

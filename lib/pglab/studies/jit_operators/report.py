@@ -35,11 +35,15 @@ def _executions_text(first: dict) -> str:
         return ""
     pick = "the fastest" if first.get("round_value", "min") == "min" else "their median"
     if first.get("spread") == "round":  # runs before the field existed ran their passes back to back
-        return (f", {k} passes per round over every operator, each operator's conditions together within a pass "
-                f"({pick} of a cell's {k} counts: bursts of other load only add time, and its executions are a "
-                "whole pass apart)")
-    return (f", each operator's conditions together and {k} passes over them per round ({pick} counts: bursts "
-            "of other load only add time)")
+        return (
+            f", {k} passes per round over every operator, each operator's conditions together within a pass "
+            f"({pick} of a cell's {k} counts: bursts of other load only add time, and its executions are a "
+            "whole pass apart)"
+        )
+    return (
+        f", each operator's conditions together and {k} passes over them per round ({pick} counts: bursts "
+        "of other load only add time)"
+    )
 
 
 def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
@@ -77,29 +81,35 @@ def method(profile: str, root: Path | None = None) -> str:
     ops = ", ".join(f"{label(op)} `{OPERATORS[op][0]}`" for op in OPERATORS if op in set(summ["operator"]))
     cond_text = "; ".join(f"**{c['condition']}** ({c['role']}): `{c['settings']}`" for c in conds.iter_rows(named=True))
     seed = first["shuffle_seed"]
-    return "\n".join([
-        "Notebook 50 ran the study's simple aggregates with JIT off and on, on every server with JIT, after a "
-        "warm-up, interleaved, every run kept.",
-        "",
-        f"- **Servers**: {'; '.join(servers)}.",
-        f"- **Data**: `{QUALIFIED}(c1 {first['column_type']}, c2 {first['column_type']})`, {first['rows']:,} rows "
-        f"({GENERATOR}), VACUUM (FREEZE, ANALYZE){size}.",
-        f"- **Queries**: `SELECT <aggregate> FROM {QUALIFIED}` for {ops or 'no operator'}.",
-        f"- **Conditions**, session settings per connection: {cond_text}.",
-        f"- **Timing**: client wall time of each statement (send to last row, one connection per condition, as "
-        f"psql's \\timing) and the backend's own CPU time over it (`/proc/<pid>/schedstat`, kit servers: "
-        f"the time it spent on a CPU, without time waiting for one; on this shared VM it still moves with other "
-        f"load); the "
-        f"findings use {METRIC_WORDS[first['metric']]}; failed runs count as missing, in both. "
-        f"{first['repetitions']} rounds after "
-        f"{first['warmups']} warm-up round(s), "
-        f"interleaved across conditions and operators{_executions_text(first)}"
-        f"{f' (order shuffled within rounds, seed {seed})' if seed is not None else ''}. "
-        "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
-        "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",
-        jv.noise_markdown(_read("jit_operators_noise", profile, root), _read("jit_operators_drift", profile, root),
-                          conds.filter(pl.col("role") == "baseline")["condition"][0], _fast(profile, root)),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "Notebook 50 ran the study's simple aggregates with JIT off and on, on every server with JIT, after a "
+            "warm-up, interleaved, every run kept.",
+            "",
+            f"- **Servers**: {'; '.join(servers)}.",
+            f"- **Data**: `{QUALIFIED}(c1 {first['column_type']}, c2 {first['column_type']})`, {first['rows']:,} rows "
+            f"({GENERATOR}), VACUUM (FREEZE, ANALYZE){size}.",
+            f"- **Queries**: `SELECT <aggregate> FROM {QUALIFIED}` for {ops or 'no operator'}.",
+            f"- **Conditions**, session settings per connection: {cond_text}.",
+            f"- **Timing**: client wall time of each statement (send to last row, one connection per condition, as "
+            f"psql's \\timing) and the backend's own CPU time over it (`/proc/<pid>/schedstat`, kit servers: "
+            f"the time it spent on a CPU, without time waiting for one; on this shared VM it still moves with other "
+            f"load); the "
+            f"findings use {METRIC_WORDS[first['metric']]}; failed runs count as missing, in both. "
+            f"{first['repetitions']} rounds after "
+            f"{first['warmups']} warm-up round(s), "
+            f"interleaved across conditions and operators{_executions_text(first)}"
+            f"{f' (order shuffled within rounds, seed {seed})' if seed is not None else ''}. "
+            "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
+            "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",
+            jv.noise_markdown(
+                _read("jit_operators_noise", profile, root),
+                _read("jit_operators_drift", profile, root),
+                conds.filter(pl.col("role") == "baseline")["condition"][0],
+                _fast(profile, root),
+            ),
+        ]
+    )
 
 
 def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:

@@ -30,13 +30,27 @@ from ...core.store import RunStore
 from .params import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 
 SETUP_SCHEMA = {
-    "server": pl.String, "version_string": pl.String, "version_num": pl.Int64, "install_jit": pl.Boolean,
-    "jit_available": pl.Boolean, "reason": pl.String, "rows": pl.Int64, "column_type": pl.String,
-    "generator": pl.String, "table_bytes": pl.Int64, "prewarmed_blocks": pl.Int64, "prewarm_error": pl.String,
-    "max_parallel_workers_per_gather": pl.Int64, "repetitions": pl.Int64, "executions": pl.Int64,
-    "round_value": pl.String, "spread": pl.String, "warmups": pl.Int64,
-    "shuffle_seed": pl.Int64, "metric": pl.String,
-}  # fmt: skip
+    "server": pl.String,
+    "version_string": pl.String,
+    "version_num": pl.Int64,
+    "install_jit": pl.Boolean,
+    "jit_available": pl.Boolean,
+    "reason": pl.String,
+    "rows": pl.Int64,
+    "column_type": pl.String,
+    "generator": pl.String,
+    "table_bytes": pl.Int64,
+    "prewarmed_blocks": pl.Int64,
+    "prewarm_error": pl.String,
+    "max_parallel_workers_per_gather": pl.Int64,
+    "repetitions": pl.Int64,
+    "executions": pl.Int64,
+    "round_value": pl.String,
+    "spread": pl.String,
+    "warmups": pl.Int64,
+    "shuffle_seed": pl.Int64,
+    "metric": pl.String,
+}
 
 
 def table_comment(p: JitOperatorsParams) -> str:
@@ -47,12 +61,16 @@ def availability(server: Server) -> tuple[bool, str | None, dict]:
     """(available, reason if not, what the server says of itself)."""
     with server.connect() as conn:
         version_string, version_num = conn.execute(
-            "SELECT version(), current_setting('server_version_num')::int").fetchone()
+            "SELECT version(), current_setting('server_version_num')::int"
+        ).fetchone()
         # pg_jit_available() is false while jit = off: ask with jit on, in this session only
         conn.execute("SELECT set_config('jit', 'on', false)")
         available = bool(conn.execute("SELECT pg_jit_available()").fetchone()[0])
-    info = {"version_string": version_string, "version_num": version_num,
-            "install_jit": server.install.jit if server.install else None}  # fmt: skip
+    info = {
+        "version_string": version_string,
+        "version_num": version_num,
+        "install_jit": server.install.jit if server.install else None,
+    }
     if available:
         return True, None, info
     if server.install is not None and not server.install.jit:
@@ -72,8 +90,9 @@ def _make_table(server: Server, p: JitOperatorsParams) -> None:
         typ = sql.SQL(p.column_type)  # one of a fixed set (params), not user text
         conn.execute(sql.SQL("CREATE TABLE {} (c1 {}, c2 {})").format(table, typ, typ))
         conn.execute(
-            sql.SQL("INSERT INTO {} SELECT i % 1000 + 1, (i * 7) % 997 + 1 FROM generate_series(1, {}::bigint) i")
-            .format(table, sql.Literal(p.rows))
+            sql.SQL(
+                "INSERT INTO {} SELECT i % 1000 + 1, (i * 7) % 997 + 1 FROM generate_series(1, {}::bigint) i"
+            ).format(table, sql.Literal(p.rows))
         )
         # frozen and analysed: no hint-bit writes or autovacuum during the timed runs
         conn.execute(sql.SQL("VACUUM (FREEZE, ANALYZE) {}").format(table))
@@ -100,12 +119,23 @@ def _prewarm(server: Server, p: JitOperatorsParams) -> tuple[int | None, str | N
 def prepare(server: Server, p: JitOperatorsParams) -> dict:
     """One setup row for the server; the table made and prewarmed where JIT is available."""
     available, reason, info = availability(server)
-    row = {"server": server.name, **info, "jit_available": available, "reason": reason, "rows": p.rows,
-           "column_type": p.column_type, "generator": GENERATOR,
-           "max_parallel_workers_per_gather": p.max_parallel_workers_per_gather, "repetitions": p.repetitions,
-           "executions": p.executions, "round_value": p.round_value, "spread": p.spread,
-           "warmups": p.warmups,
-           "shuffle_seed": p.shuffle_seed, "metric": p.metric}  # fmt: skip
+    row = {
+        "server": server.name,
+        **info,
+        "jit_available": available,
+        "reason": reason,
+        "rows": p.rows,
+        "column_type": p.column_type,
+        "generator": GENERATOR,
+        "max_parallel_workers_per_gather": p.max_parallel_workers_per_gather,
+        "repetitions": p.repetitions,
+        "executions": p.executions,
+        "round_value": p.round_value,
+        "spread": p.spread,
+        "warmups": p.warmups,
+        "shuffle_seed": p.shuffle_seed,
+        "metric": p.metric,
+    }
     if not available:
         return row
     try:

@@ -28,8 +28,15 @@ METRIC_COLUMNS = {"wall": "ms", "cpu": "cpu_ms"}
 # "roughly 20–30 % less time": a ratio of 0.75 with ±7 % (0.70–0.80)
 SUMMARY_CLAIM = vd.Claim(STUDY_SUMMARY, vd.LOWER, 0.75, 0.07)
 NEEDS_JIT = "needs a build with JIT (llvmjit)"
-NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
-                "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
+NOISE_SCHEMA = {
+    "study": pl.String,
+    "server": pl.String,
+    "metric": pl.String,
+    "n_pairs": pl.Int64,
+    "false_difference_rate": pl.Float64,
+    "floor": pl.Float64,
+    "method": pl.String,
+}
 
 
 def operator_claim(operator: str) -> vd.Claim:
@@ -46,14 +53,16 @@ def timed(runs: pl.DataFrame, metric: str, round_value: str | None = "min") -> p
     has = ok.group_by("server").agg(pl.col(col).is_not_null().any().alias("_has"))
     ok = ok.join(has, on="server", how="left")
     use = pl.when(pl.col("_has")).then(pl.lit(metric)).otherwise(pl.lit("wall"))
-    every = ok.with_columns(metric=use).with_columns(
-        value=pl.when(pl.col("metric") == "cpu").then(pl.col("cpu_ms")).otherwise(pl.col("ms"))
-    ).select("server", "metric", "condition", "operator", "round", "value")
+    every = (
+        ok.with_columns(metric=use)
+        .with_columns(value=pl.when(pl.col("metric") == "cpu").then(pl.col("cpu_ms")).otherwise(pl.col("ms")))
+        .select("server", "metric", "condition", "operator", "round", "value")
+    )
     if round_value is None:
         return every
-    return every.group_by(
-        "server", "metric", "condition", "operator", "round", maintain_order=True
-    ).agg(pl.col("value").min() if round_value == "min" else pl.col("value").median())
+    return every.group_by("server", "metric", "condition", "operator", "round", maintain_order=True).agg(
+        pl.col("value").min() if round_value == "min" else pl.col("value").median()
+    )
 
 
 def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
@@ -62,32 +71,46 @@ def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
     pr = paired.paired_ratios(t, ["server", "metric", "operator"], "condition", baseline, "round", "value")
     per_round = pr.group_by("server", "metric", "condition", "round").agg(pl.col("ratio").log().mean().alias("lr"))
     rows = []
-    for (server, metric, cond), g in per_round.sort("round").group_by("server", "metric", "condition",
-                                                                      maintain_order=True):
-        rows.append({"server": server, "metric": metric, "condition": cond, "baseline": baseline,
-                     **paired.log_ratio_interval(np.asarray(g["lr"]))})  # fmt: skip
-    schema = {"server": pl.String, "metric": pl.String, "condition": pl.String, "baseline": pl.String,
-              **paired.PAIRED_SCHEMA}  # fmt: skip
+    for (server, metric, cond), g in per_round.sort("round").group_by(
+        "server", "metric", "condition", maintain_order=True
+    ):
+        rows.append(
+            {
+                "server": server,
+                "metric": metric,
+                "condition": cond,
+                "baseline": baseline,
+                **paired.log_ratio_interval(np.asarray(g["lr"])),
+            }
+        )
+    schema = {
+        "server": pl.String,
+        "metric": pl.String,
+        "condition": pl.String,
+        "baseline": pl.String,
+        **paired.PAIRED_SCHEMA,
+    }
     return pl.from_dicts(rows, schema=schema).sort("server", "condition") if rows else pl.DataFrame(schema=schema)
 
 
 def overall_fast(every: pl.DataFrame, baseline: str) -> pl.DataFrame:
     """All operators pooled in the fast mode, per server, metric and condition: the geometric mean of the
     operators' fast-mode ratios (every operator weighs alike), the rounds resampled together for all of them."""
-    return paired.fast_compare(every, ["server", "metric"], "condition", baseline, "round", "value",
-                               item_col="operator")
+    return paired.fast_compare(
+        every, ["server", "metric"], "condition", baseline, "round", "value", item_col="operator"
+    )
 
 
 def noise_table(t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare) -> pl.DataFrame:
     """Per server and metric: the A/A comparisons over the operators (by the study's `compare`), their
     false-difference rate and floor."""
-    cmp = noise.aa_comparisons(t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value",
-                               compare=compare)  # fmt: skip
+    cmp = noise.aa_comparisons(
+        t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value", compare=compare
+    )
     rows = []
     for (server, metric), g in cmp.group_by("server", "metric", maintain_order=True):
         nf = noise.noise_floor(g)
-        rows.append({"study": STUDY, "server": server, "metric": metric, **{k: nf[k] for k in NOISE_SCHEMA
-                     if k in nf}})  # fmt: skip
+        rows.append({"study": STUDY, "server": server, "metric": metric, **{k: nf[k] for k in NOISE_SCHEMA if k in nf}})
     return pl.from_dicts(rows, schema=NOISE_SCHEMA).sort("server") if rows else pl.DataFrame(schema=NOISE_SCHEMA)
 
 
@@ -124,8 +147,9 @@ def study_condition(conds: pl.DataFrame) -> str:
     return rows[0] if rows else conds.filter(pl.col("role") != "baseline").sort("order")["condition"][0]
 
 
-def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame, noise_tab: pl.DataFrame,
-                  study_condition: str) -> pl.DataFrame:
+def findings_from(
+    setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame, noise_tab: pl.DataFrame, study_condition: str
+) -> pl.DataFrame:
     """Per server: one finding per operator of the study (its reduction as a ratio JIT / off) and one on its
     summary (all operators pooled), each by `verdicts.verdict` with the server's A/A noise floor."""
     rows = []
@@ -143,8 +167,9 @@ def findings_from(setup: pl.DataFrame, pair: pl.DataFrame, pooled: pl.DataFrame,
         for finding, claim, op in claims:
             src = pool if op is None else mine.filter(pl.col("operator") == op)
             if src.is_empty():
-                rows.append(vd.finding_row(STUDY, finding, claim, server, vd.not_run(f"{server}: not measured in "
-                                                                                     "this profile")))
+                rows.append(
+                    vd.finding_row(STUDY, finding, claim, server, vd.not_run(f"{server}: not measured in this profile"))
+                )
                 continue
             r = src.row(0, named=True)
             ev = vd.Evidence.from_row(r)
@@ -166,15 +191,24 @@ def noise_markdown(noise_tab: pl.DataFrame, drift: pl.DataFrame, baseline: str, 
             parts.append(f"{r['server']}: no A/A interval ({r['method']})")
             continue
         d = drift.filter(pl.col("server") == r["server"])["drift"].drop_nulls()
-        dtext = f"; baseline drift 2nd / 1st half of rounds {d.min():.2f}–{d.max():.2f}× over the operators" \
-            if d.len() else ""
-        parts.append(f"{r['server']} ({r['metric']} time): noise floor ±{r['floor']:.1%}, A/A false-difference "
-                     f"rate {r['false_difference_rate']:.0%} of {r['n_pairs']} operator pairs{dtext}".replace("%",
-                                                                                                          " %"))
-    how = ("JIT on vs off in the machine's fast mode: the 10 % quantile of every execution of a cell (all rounds) "
-           "over the baseline's, the interval from resampling the rounds (both sides alike), since on this VM "
-           "whole rounds of one condition ran ~2× slow, which no per-round ratio survives" if fast else
-           "JIT on vs off compared within each round (geometric mean of the round ratios; min–max below 10 rounds, "
-           "labelled so)")  # fmt: skip
-    return (f"- **Paired, with a noise floor**: {how}; an A/A control ({baseline!r} measured twice per round under "
-            "two labels, compared the same way) gives the noise floor every verdict uses. " + "; ".join(parts) + ".")
+        dtext = (
+            f"; baseline drift 2nd / 1st half of rounds {d.min():.2f}–{d.max():.2f}× over the operators"
+            if d.len()
+            else ""
+        )
+        parts.append(
+            f"{r['server']} ({r['metric']} time): noise floor ±{r['floor']:.1%}, A/A false-difference "
+            f"rate {r['false_difference_rate']:.0%} of {r['n_pairs']} operator pairs{dtext}".replace("%", " %")
+        )
+    how = (
+        "JIT on vs off in the machine's fast mode: the 10 % quantile of every execution of a cell (all rounds) "
+        "over the baseline's, the interval from resampling the rounds (both sides alike), since on this VM "
+        "whole rounds of one condition ran ~2× slow, which no per-round ratio survives"
+        if fast
+        else "JIT on vs off compared within each round (geometric mean of the round ratios; min–max below 10 rounds, "
+        "labelled so)"
+    )
+    return (
+        f"- **Paired, with a noise floor**: {how}; an A/A control ({baseline!r} measured twice per round under "
+        "two labels, compared the same way) gives the noise floor every verdict uses. " + "; ".join(parts) + "."
+    )

@@ -29,8 +29,10 @@ from ...core.servers import Server
 INDEX = "pglab_parallel_index_build"
 TABLE = "lineorder"
 
-_PLANNED = re.compile(r'^building index "(?P<index>[^"]+)" on table "[^"]+" '
-                      r"(?:serially|with request for (?P<n>\d+) parallel workers?)")  # fmt: skip
+_PLANNED = re.compile(
+    r'^building index "(?P<index>[^"]+)" on table "[^"]+" '
+    r"(?:serially|with request for (?P<n>\d+) parallel workers?)"
+)
 _SORT = re.compile(r"^begin index sort: unique = \w+, workMem = (?P<kb>\d+)")
 # the leader's (or the serial build's) last word on its sort: in memory, or how much went to temporary files
 _END = re.compile(r"^(?P<kind>[a-z ]*sort) of worker -1 ended, (?P<n>\d+) (?P<unit>disk blocks|KB) used")
@@ -90,7 +92,8 @@ def session_settings(workers: int, maintenance_work_mem: str) -> dict:
 def create_sql(columns: list[str]) -> sql.Composed:
     cols = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     return sql.SQL("CREATE INDEX {} ON {}.{} ({})").format(
-        sql.Identifier(INDEX), sql.Identifier("public"), sql.Identifier(TABLE), cols)  # fmt: skip
+        sql.Identifier(INDEX), sql.Identifier("public"), sql.Identifier(TABLE), cols
+    )
 
 
 def drop_index(conn: psycopg.Connection) -> None:

@@ -9,63 +9,97 @@ import polars as pl
 def _workers(df: pl.DataFrame) -> alt.X:
     """The worker counts as ticks, exactly: a quantitative axis over 0-2 otherwise ticks every 0.5 ("0 1 1 2 2")."""
     counts = sorted({int(w) for w in df["workers"].drop_nulls()})
-    return alt.X("workers:Q", title="max_parallel_maintenance_workers",
-                 axis=alt.Axis(values=counts, format="d"))  # fmt: skip
+    return alt.X("workers:Q", title="max_parallel_maintenance_workers", axis=alt.Axis(values=counts, format="d"))
 
 
 def time_chart(summary: pl.DataFrame) -> alt.FacetChart:
     """Median seconds per worker count (min–max bars), with the ideal t0 / (workers + 1) dashed."""
-    df = summary.select("server", "label", "key_columns", "workers", "n", "median", "min", "max", "t0", "ideal_s",
-                        "launched_max").sort("server", "key_columns", "workers")  # fmt: skip
-    tip = [alt.Tooltip("server:N"), alt.Tooltip("label:N", title="key"), alt.Tooltip("workers:Q"),
-           alt.Tooltip("median:Q", format=".3f"), alt.Tooltip("min:Q", format=".3f"),
-           alt.Tooltip("max:Q", format=".3f"), alt.Tooltip("ideal_s:Q", title="ideal", format=".3f"),
-           alt.Tooltip("launched_max:Q", title="workers launched"), alt.Tooltip("n:Q")]  # fmt: skip
+    df = summary.select(
+        "server", "label", "key_columns", "workers", "n", "median", "min", "max", "t0", "ideal_s", "launched_max"
+    ).sort("server", "key_columns", "workers")
+    tip = [
+        alt.Tooltip("server:N"),
+        alt.Tooltip("label:N", title="key"),
+        alt.Tooltip("workers:Q"),
+        alt.Tooltip("median:Q", format=".3f"),
+        alt.Tooltip("min:Q", format=".3f"),
+        alt.Tooltip("max:Q", format=".3f"),
+        alt.Tooltip("ideal_s:Q", title="ideal", format=".3f"),
+        alt.Tooltip("launched_max:Q", title="workers launched"),
+        alt.Tooltip("n:Q"),
+    ]
     base = alt.Chart().encode(x=_workers(df), color=alt.Color("server:N", title="server"))
-    measured = base.mark_line(point=True).encode(y=alt.Y("median:Q", title="seconds (median, min–max)"),
-                                                 tooltip=tip)  # fmt: skip
+    measured = base.mark_line(point=True).encode(y=alt.Y("median:Q", title="seconds (median, min–max)"), tooltip=tip)
     spread = base.mark_rule().encode(y="min:Q", y2="max:Q")
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.6).encode(y="ideal_s:Q", tooltip=tip)
-    return alt.layer(spread, measured, ideal, data=df).properties(width=170, height=150).facet(
-        column=alt.Column("label:N", title=None, sort=sorted(set(df["label"]))),
-    ).resolve_scale(y="independent").properties(
-        title="CREATE INDEX on lineorder: time vs workers (dashed: t0 / (workers + 1))")
+    return (
+        alt.layer(spread, measured, ideal, data=df)
+        .properties(width=170, height=150)
+        .facet(
+            column=alt.Column("label:N", title=None, sort=sorted(set(df["label"]))),
+        )
+        .resolve_scale(y="independent")
+        .properties(title="CREATE INDEX on lineorder: time vs workers (dashed: t0 / (workers + 1))")
+    )
 
 
 def speedup_chart(speedup: pl.DataFrame) -> alt.FacetChart:
     """Speed-up over the serial build with its 95 % interval; grey: workers + 1 (dashed) and the same capped at
     the machine's cores (dotted)."""
-    df = speedup.select("server", "label", "key_columns", "workers", "speedup", "ci_low", "ci_high", "ideal",
-                        "ceiling", "verdict").sort("server", "key_columns", "workers")  # fmt: skip
-    tip = [alt.Tooltip("server:N"), alt.Tooltip("label:N", title="key"), alt.Tooltip("workers:Q"),
-           alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("ci_low:Q", title="95 % CI low", format=".2f"),
-           alt.Tooltip("ci_high:Q", title="95 % CI high", format=".2f"), alt.Tooltip("verdict:N"),
-           alt.Tooltip("ideal:Q", title="workers + 1")]  # fmt: skip
+    df = speedup.select(
+        "server", "label", "key_columns", "workers", "speedup", "ci_low", "ci_high", "ideal", "ceiling", "verdict"
+    ).sort("server", "key_columns", "workers")
+    tip = [
+        alt.Tooltip("server:N"),
+        alt.Tooltip("label:N", title="key"),
+        alt.Tooltip("workers:Q"),
+        alt.Tooltip("speedup:Q", format=".2f"),
+        alt.Tooltip("ci_low:Q", title="95 % CI low", format=".2f"),
+        alt.Tooltip("ci_high:Q", title="95 % CI high", format=".2f"),
+        alt.Tooltip("verdict:N"),
+        alt.Tooltip("ideal:Q", title="workers + 1"),
+    ]
     base = alt.Chart().encode(x=_workers(df))
     col = alt.Color("label:N", title="index key")
-    points = base.mark_line(point=True).encode(y=alt.Y("speedup:Q", title="speed-up over 0 workers"), color=col,
-                                               tooltip=tip)  # fmt: skip
+    points = base.mark_line(point=True).encode(
+        y=alt.Y("speedup:Q", title="speed-up over 0 workers"), color=col, tooltip=tip
+    )
     ci = base.mark_rule().encode(y="ci_low:Q", y2="ci_high:Q", color=col)
     ideal = base.mark_line(strokeDash=[4, 3], color="gray").encode(y="ideal:Q", detail="label:N")
     ceiling = base.mark_line(strokeDash=[1, 2], color="black").encode(y="ceiling:Q", detail="label:N")
-    return alt.layer(ideal, ceiling, ci, points, data=df).properties(width=260, height=200).facet(
-        column=alt.Column("server:N", title=None)).properties(
-        title="Speed-up (95 % CI); dashed: workers + 1, dotted: capped at the cores")  # fmt: skip
+    return (
+        alt.layer(ideal, ceiling, ci, points, data=df)
+        .properties(width=260, height=200)
+        .facet(column=alt.Column("server:N", title=None))
+        .properties(title="Speed-up (95 % CI); dashed: workers + 1, dotted: capped at the cores")
+    )
 
 
 def size_chart(summary: pl.DataFrame) -> alt.HConcatChart:
     """Per key: the size of the index built and the serial build time (the study's explanation of the time)."""
-    df = summary.filter(pl.col("workers") == 0).select("server", "label", "key_columns", "n", "median", "min", "max",
-                                                       "index_mib").sort("server", "key_columns")  # fmt: skip
-    tip = [alt.Tooltip("server:N"), alt.Tooltip("label:N", title="key"),
-           alt.Tooltip("index_mib:Q", title="index MiB", format=".1f"),
-           alt.Tooltip("median:Q", title="median s", format=".3f"), alt.Tooltip("min:Q", format=".3f"),
-           alt.Tooltip("max:Q", format=".3f"), alt.Tooltip("n:Q")]  # fmt: skip
+    df = (
+        summary.filter(pl.col("workers") == 0)
+        .select("server", "label", "key_columns", "n", "median", "min", "max", "index_mib")
+        .sort("server", "key_columns")
+    )
+    tip = [
+        alt.Tooltip("server:N"),
+        alt.Tooltip("label:N", title="key"),
+        alt.Tooltip("index_mib:Q", title="index MiB", format=".1f"),
+        alt.Tooltip("median:Q", title="median s", format=".3f"),
+        alt.Tooltip("min:Q", format=".3f"),
+        alt.Tooltip("max:Q", format=".3f"),
+        alt.Tooltip("n:Q"),
+    ]
     x = alt.X("label:N", title=None, sort=sorted(set(df["label"])), axis=alt.Axis(labelAngle=0))
     base = alt.Chart(df).encode(x=x, xOffset="server:N", color=alt.Color("server:N"), tooltip=tip)
-    size = base.mark_bar().encode(y=alt.Y("index_mib:Q", title="index size (MiB)")).properties(
-        width=220, height=180, title="Index size")
-    time = (base.mark_rule().encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
-            + base.mark_point(filled=True, size=50).encode(y="median:Q")).properties(
-        width=220, height=180, title="Serial build time")  # fmt: skip
+    size = (
+        base.mark_bar()
+        .encode(y=alt.Y("index_mib:Q", title="index size (MiB)"))
+        .properties(width=220, height=180, title="Index size")
+    )
+    time = (
+        base.mark_rule().encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
+        + base.mark_point(filled=True, size=50).encode(y="median:Q")
+    ).properties(width=220, height=180, title="Serial build time")
     return alt.hconcat(size, time).properties(title="Index key: size of the index and serial build time")

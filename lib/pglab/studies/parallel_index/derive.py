@@ -23,12 +23,23 @@ from .params import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
 SETUP = f"{EXPERIMENT}/setup.json"  # parallel_index_run.setup: one row per server, columns in order
 
 BUILD_SCHEMA = {
-    "server": pl.String, "round": pl.Int64, "repetition": pl.Int64, "warmup": pl.Boolean, "workers": pl.Int64,
-    "key_columns": pl.Int64, "columns": pl.String, "seconds": pl.Float64, "planned_workers": pl.Int64,
-    "launched_workers": pl.Int64, "participant_mem_kb": pl.Int64, "sort": pl.String, "spill_kb": pl.Int64,
+    "server": pl.String,
+    "round": pl.Int64,
+    "repetition": pl.Int64,
+    "warmup": pl.Boolean,
+    "workers": pl.Int64,
+    "key_columns": pl.Int64,
+    "columns": pl.String,
+    "seconds": pl.Float64,
+    "planned_workers": pl.Int64,
+    "launched_workers": pl.Int64,
+    "participant_mem_kb": pl.Int64,
+    "sort": pl.String,
+    "spill_kb": pl.Int64,
     "index_bytes": pl.Int64,
-    "index_columns": pl.String, "error": pl.String,
-}  # fmt: skip
+    "index_columns": pl.String,
+    "error": pl.String,
+}
 FASTER, SLOWER = "faster", "slower"
 
 
@@ -51,56 +62,89 @@ def summary(b: pl.DataFrame, cores: int) -> pl.DataFrame:
     s = stats.summarize(timed, keys, "seconds")
     seen = timed.group_by(keys).agg(
         pl.col("columns").first(),
-        pl.col("planned_workers").min().alias("planned_min"), pl.col("planned_workers").max().alias("planned_max"),
-        pl.col("launched_workers").min().alias("launched_min"), pl.col("launched_workers").max().alias("launched_max"),
+        pl.col("planned_workers").min().alias("planned_min"),
+        pl.col("planned_workers").max().alias("planned_max"),
+        pl.col("launched_workers").min().alias("launched_min"),
+        pl.col("launched_workers").max().alias("launched_max"),
         pl.col("launched_workers").is_null().sum().alias("not_observed"),
         (pl.col("index_bytes").median() / 2**20).alias("index_mib"),
         pl.col("sort").drop_nulls().mode().sort().first().alias("sort"),
         (pl.col("spill_kb").median() / 1024).alias("spill_mib"),
         pl.col("error").drop_nulls().first().alias("error"),
-    )  # fmt: skip
+    )
     t0 = s.filter(pl.col("workers") == 0).select("server", "key_columns", pl.col("median").alias("t0"))
     ceiling = pl.min_horizontal(pl.col("workers") + 1, pl.lit(cores))
     return (
-        s.join(seen, on=keys, how="left").join(t0, on=["server", "key_columns"], how="left")
-        .with_columns(label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String),
-                      ideal_s=pl.col("t0") / (pl.col("workers") + 1), ideal_cores_s=pl.col("t0") / ceiling,
-                      cores=pl.lit(cores, pl.Int64))
+        s.join(seen, on=keys, how="left")
+        .join(t0, on=["server", "key_columns"], how="left")
+        .with_columns(
+            label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String),
+            ideal_s=pl.col("t0") / (pl.col("workers") + 1),
+            ideal_cores_s=pl.col("t0") / ceiling,
+            cores=pl.lit(cores, pl.Int64),
+        )
         .sort(keys)
-    )  # fmt: skip
+    )
 
 
 def _speedup(timed: pl.DataFrame, group: list[str], cores: int) -> pl.DataFrame:
     """t0 / t per group and workers, from seconds per repetition; the 0-workers row is the baseline (1, no
     interval)."""
     c = stats.compare(timed, group, "workers", 0, "seconds")
-    verdict = (pl.when(pl.col("verdict") == stats.LOWER).then(pl.lit(FASTER))
-               .when(pl.col("verdict") == stats.HIGHER).then(pl.lit(SLOWER)).otherwise(pl.col("verdict")))  # fmt: skip
+    verdict = (
+        pl.when(pl.col("verdict") == stats.LOWER)
+        .then(pl.lit(FASTER))
+        .when(pl.col("verdict") == stats.HIGHER)
+        .then(pl.lit(SLOWER))
+        .otherwise(pl.col("verdict"))
+    )
     out = c.select(
-        *group, "workers", "n", "n_baseline", pl.col("median").alias("median_s"),
-        pl.col("median_baseline").alias("t0_s"), (1 / pl.col("ratio")).alias("speedup"),
-        (1 / pl.col("ci_high")).alias("ci_low"), (1 / pl.col("ci_low")).alias("ci_high"), verdict.alias("verdict"),
-    )  # fmt: skip
-    base = timed.filter(pl.col("workers") == 0).group_by(group).agg(
-        pl.col("seconds").drop_nulls().len().cast(pl.Int64).alias("n"), pl.col("seconds").median().alias("t0_s"))
-    base = base.select(*group, pl.lit(0, pl.Int64).alias("workers"), "n", pl.col("n").alias("n_baseline"),
-                       pl.col("t0_s").alias("median_s"), "t0_s", pl.lit(1.0).alias("speedup"),
-                       pl.lit(None, pl.Float64).alias("ci_low"), pl.lit(None, pl.Float64).alias("ci_high"),
-                       pl.lit("baseline").alias("verdict"))  # fmt: skip
+        *group,
+        "workers",
+        "n",
+        "n_baseline",
+        pl.col("median").alias("median_s"),
+        pl.col("median_baseline").alias("t0_s"),
+        (1 / pl.col("ratio")).alias("speedup"),
+        (1 / pl.col("ci_high")).alias("ci_low"),
+        (1 / pl.col("ci_low")).alias("ci_high"),
+        verdict.alias("verdict"),
+    )
+    base = (
+        timed.filter(pl.col("workers") == 0)
+        .group_by(group)
+        .agg(pl.col("seconds").drop_nulls().len().cast(pl.Int64).alias("n"), pl.col("seconds").median().alias("t0_s"))
+    )
+    base = base.select(
+        *group,
+        pl.lit(0, pl.Int64).alias("workers"),
+        "n",
+        pl.col("n").alias("n_baseline"),
+        pl.col("t0_s").alias("median_s"),
+        "t0_s",
+        pl.lit(1.0).alias("speedup"),
+        pl.lit(None, pl.Float64).alias("ci_low"),
+        pl.lit(None, pl.Float64).alias("ci_high"),
+        pl.lit("baseline").alias("verdict"),
+    )
     ceiling = pl.min_horizontal(pl.col("workers") + 1, pl.lit(cores))
     return (
         pl.concat([base, out.cast(base.schema)])
-        .with_columns(ideal=(pl.col("workers") + 1).cast(pl.Float64), ceiling=ceiling.cast(pl.Float64),
-                      cores=pl.lit(cores, pl.Int64))
+        .with_columns(
+            ideal=(pl.col("workers") + 1).cast(pl.Float64),
+            ceiling=ceiling.cast(pl.Float64),
+            cores=pl.lit(cores, pl.Int64),
+        )
         .with_columns(efficiency=pl.col("speedup") / pl.col("ideal"))
         .sort(*group, "workers")
-    )  # fmt: skip
+    )
 
 
 def speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
     """Speed-up over the serial build per (server, key columns, workers)."""
     return _speedup(_timed(b), ["server", "key_columns"], cores).with_columns(
-        label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String))
+        label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String)
+    )
 
 
 def suite(b: pl.DataFrame) -> pl.DataFrame:
@@ -108,9 +152,13 @@ def suite(b: pl.DataFrame) -> pl.DataFrame:
     row, summed), null when one of them failed. One figure per round speaks for all keys at once."""
     timed = _timed(b)
     n_keys = timed["key_columns"].n_unique()
-    return timed.group_by("server", "workers", "repetition").agg(
-        pl.when(pl.col("seconds").is_not_null().sum() == n_keys).then(pl.col("seconds").sum()).alias("seconds"),
-    ).sort("server", "workers", "repetition")  # fmt: skip
+    return (
+        timed.group_by("server", "workers", "repetition")
+        .agg(
+            pl.when(pl.col("seconds").is_not_null().sum() == n_keys).then(pl.col("seconds").sum()).alias("seconds"),
+        )
+        .sort("server", "workers", "repetition")
+    )
 
 
 def suite_speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
@@ -134,9 +182,13 @@ def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
 
 def tables(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
     b = builds(store)
-    return {"parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
-            "parallel_index_summary": summary(b, cores), "parallel_index_speedup": speedup(b, cores),
-            "parallel_index_suite_speedup": suite_speedup(b, cores), **piv.tables(store)}  # fmt: skip
+    return {
+        "parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
+        "parallel_index_summary": summary(b, cores),
+        "parallel_index_speedup": speedup(b, cores),
+        "parallel_index_suite_speedup": suite_speedup(b, cores),
+        **piv.tables(store),
+    }
 
 
 def workers_check(b: pl.DataFrame) -> pl.DataFrame:
@@ -144,14 +196,17 @@ def workers_check(b: pl.DataFrame) -> pl.DataFrame:
     observed (every build, warm-ups too)."""
     return (
         b.group_by("server", "workers")
-        .agg(pl.len().alias("builds"), pl.col("planned_workers").min().alias("planned_min"),
-             pl.col("planned_workers").max().alias("planned_max"),
-             pl.col("launched_workers").min().alias("launched_min"),
-             pl.col("launched_workers").max().alias("launched_max"),
-             (pl.col("launched_workers") < pl.col("planned_workers")).sum().alias("launched_below_planned"),
-             pl.col("launched_workers").is_null().sum().alias("not_observed"))
+        .agg(
+            pl.len().alias("builds"),
+            pl.col("planned_workers").min().alias("planned_min"),
+            pl.col("planned_workers").max().alias("planned_max"),
+            pl.col("launched_workers").min().alias("launched_min"),
+            pl.col("launched_workers").max().alias("launched_max"),
+            (pl.col("launched_workers") < pl.col("planned_workers")).sum().alias("launched_below_planned"),
+            pl.col("launched_workers").is_null().sum().alias("not_observed"),
+        )
         .sort("server", "workers")
-    )  # fmt: skip
+    )
 
 
 def warmup_effect(b: pl.DataFrame) -> pl.DataFrame:
@@ -159,18 +214,31 @@ def warmup_effect(b: pl.DataFrame) -> pl.DataFrame:
     keys = ["server", "key_columns", "workers"]
     timed = _timed(b).group_by(keys).agg(pl.col("seconds").median().alias("timed_median_s"))
     return (
-        b.filter(pl.col("warmup")).join(timed, on=keys)
-        .select(*keys, pl.col("seconds").alias("warmup_s"), "timed_median_s",
-                (pl.col("seconds") / pl.col("timed_median_s")).alias("ratio"))
+        b.filter(pl.col("warmup"))
+        .join(timed, on=keys)
+        .select(
+            *keys,
+            pl.col("seconds").alias("warmup_s"),
+            "timed_median_s",
+            (pl.col("seconds") / pl.col("timed_median_s")).alias("ratio"),
+        )
         .sort(keys)
-    )  # fmt: skip
+    )
 
 
 def size_table(summary: pl.DataFrame) -> pl.DataFrame:
     """Per key: the study's distinct key combinations (SF 100) beside the size of our index on every server."""
-    ours = summary.filter(pl.col("workers") == 0).with_columns(pl.col("index_mib").round(1)).pivot(
-        on="server", index=["key_columns", "label"], values="index_mib", sort_columns=True)
-    study = pl.DataFrame({"key_columns": list(STUDY_COMBINATIONS), "study_combinations": list(
-        STUDY_COMBINATIONS.values())}, schema={"key_columns": pl.Int64, "study_combinations": pl.Int64})
-    return ours.rename({c: f"{c} MiB" for c in ours.columns[2:]}).join(study, on="key_columns", how="left").sort(
-        "key_columns")
+    ours = (
+        summary.filter(pl.col("workers") == 0)
+        .with_columns(pl.col("index_mib").round(1))
+        .pivot(on="server", index=["key_columns", "label"], values="index_mib", sort_columns=True)
+    )
+    study = pl.DataFrame(
+        {"key_columns": list(STUDY_COMBINATIONS), "study_combinations": list(STUDY_COMBINATIONS.values())},
+        schema={"key_columns": pl.Int64, "study_combinations": pl.Int64},
+    )
+    return (
+        ours.rename({c: f"{c} MiB" for c in ours.columns[2:]})
+        .join(study, on="key_columns", how="left")
+        .sort("key_columns")
+    )

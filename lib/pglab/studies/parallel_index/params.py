@@ -32,16 +32,34 @@ STUDY_COMBINATIONS = {1: 150_000_000, 2: 150_000_000, 3: 600_036_916, 4: 600_038
 STUDY_SF = 100
 STUDY_VERSION = "11"
 STUDY_CORES = 72  # the WG1 server of the scale-up tests ("多コアCPU(72)"), which test C shares
-STUDY_SETUP = (f"PostgreSQL {STUDY_VERSION}, SSB SF {STUDY_SF} with ≈ 600 M lineorder rows, the WG's "
-               f"{STUDY_CORES}-core server, psql on the server")  # fmt: skip
+STUDY_SETUP = (
+    f"PostgreSQL {STUDY_VERSION}, SSB SF {STUDY_SF} with ≈ 600 M lineorder rows, the WG's "
+    f"{STUDY_CORES}-core server, psql on the server"
+)
 
 # PostgreSQL gives a parallel build's participants maintenance_work_mem / (workers + 1) each and plans fewer
 # workers while that share is below 32 MB (plan_create_index_workers)
 MIN_MEM_PER_PARTICIPANT_KB = 32 * 1024
 
-_LINEORDER = ("lo_orderkey", "lo_linenumber", "lo_custkey", "lo_partkey", "lo_suppkey", "lo_orderdate",
-              "lo_orderpriority", "lo_shippriority", "lo_quantity", "lo_extendedprice", "lo_ordertotalprice",
-              "lo_discount", "lo_revenue", "lo_supplycost", "lo_tax", "lo_commitdate", "lo_shipmode")  # fmt: skip
+_LINEORDER = (
+    "lo_orderkey",
+    "lo_linenumber",
+    "lo_custkey",
+    "lo_partkey",
+    "lo_suppkey",
+    "lo_orderdate",
+    "lo_orderpriority",
+    "lo_shippriority",
+    "lo_quantity",
+    "lo_extendedprice",
+    "lo_ordertotalprice",
+    "lo_discount",
+    "lo_revenue",
+    "lo_supplycost",
+    "lo_tax",
+    "lo_commitdate",
+    "lo_shipmode",
+)
 _MEMORY = re.compile(r"^(\d+)\s*(kB|MB|GB|TB)?$")
 
 
@@ -101,8 +119,10 @@ class ParallelIndexParams(Strict):
     def _column_counts(self):
         bad = [k for k in self.column_counts if not 1 <= k <= len(self.key_columns)]
         if bad or not self.column_counts or len(set(self.column_counts)) != len(self.column_counts):
-            raise ValueError(f"column_counts: expected distinct counts from 1 to {len(self.key_columns)} "
-                             f"(the number of key_columns); got {self.column_counts}")  # fmt: skip
+            raise ValueError(
+                f"column_counts: expected distinct counts from 1 to {len(self.key_columns)} "
+                f"(the number of key_columns); got {self.column_counts}"
+            )
         return self
 
     # -- what the params mean --------------------------------------------------------------------------------
@@ -135,9 +155,11 @@ def with_overrides(p: ParallelIndexParams, **overrides) -> ParallelIndexParams:
     against params' worker_counts is refused like both keys in params (one of them would be ignored)."""
     given = {k: v for k, v in overrides.items() if v is not None}
     if given.get("max_workers") is not None and p.worker_counts is not None:
-        raise ValueError(f"notebook parameter max_workers={given['max_workers']} and params' "
-                         f"parallel_index.worker_counts {p.worker_counts}: expected one of the two, not both; "
-                         "set worker_counts: null in params or leave max_workers = None")  # fmt: skip
+        raise ValueError(
+            f"notebook parameter max_workers={given['max_workers']} and params' "
+            f"parallel_index.worker_counts {p.worker_counts}: expected one of the two, not both; "
+            "set worker_counts: null in params or leave max_workers = None"
+        )
     return ParallelIndexParams(**(p.model_dump() | given))
 
 
@@ -170,6 +192,7 @@ CLAIMS: dict[str, str] = {
     "near_inverse": "S4 test C: time against the number of workers looked close to inversely proportional "
     "(≈ 1/N) for every column set.",
     "size": "S4 test C: the time depends on the size of the index built, i.e. its distinct key combinations "
-    f"(SF {STUDY_SF}: " + ", ".join(f"{k} col. {n / 1e6:,.0f} M" for k, n in STUDY_COMBINATIONS.items())
+    f"(SF {STUDY_SF}: "
+    + ", ".join(f"{k} col. {n / 1e6:,.0f} M" for k, n in STUDY_COMBINATIONS.items())
     + "): more columns, longer builds.",
 }

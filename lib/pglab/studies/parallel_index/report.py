@@ -13,22 +13,58 @@ from ...core.derived import read_table
 from . import verdicts as piv
 from .charts import size_chart, speedup_chart, time_chart
 
-TABLES = ("parallel_index_setup", "parallel_index_builds", "parallel_index_summary", "parallel_index_speedup",
-          "parallel_index_paired_suite", "parallel_index_size_paired", "parallel_index_noise", "parallel_index_drift")
+TABLES = (
+    "parallel_index_setup",
+    "parallel_index_builds",
+    "parallel_index_summary",
+    "parallel_index_speedup",
+    "parallel_index_paired_suite",
+    "parallel_index_size_paired",
+    "parallel_index_noise",
+    "parallel_index_drift",
+)
 ORDER = {"time_falls": 0, "near_inverse": 1, "size": 2}  # reading order of the findings (the table sorts by key)
 
 
 # columns that read back as text when every value is empty (e.g. no interval with one repetition)
-_FLOATS = ("seconds", "median", "min", "max", "ci_low", "ci_high", "t0", "ideal_s", "ideal_cores_s", "index_mib",
-           "speedup", "ideal", "ceiling", "efficiency", "median_s", "t0_s", "spill_mib")
-_INTS = ("planned_workers", "launched_workers", "participant_mem_kb", "spill_kb", "index_bytes", "planned_min",
-         "planned_max", "launched_min", "launched_max")
+_FLOATS = (
+    "seconds",
+    "median",
+    "min",
+    "max",
+    "ci_low",
+    "ci_high",
+    "t0",
+    "ideal_s",
+    "ideal_cores_s",
+    "index_mib",
+    "speedup",
+    "ideal",
+    "ceiling",
+    "efficiency",
+    "median_s",
+    "t0_s",
+    "spill_mib",
+)
+_INTS = (
+    "planned_workers",
+    "launched_workers",
+    "participant_mem_kb",
+    "spill_kb",
+    "index_bytes",
+    "planned_min",
+    "planned_max",
+    "launched_min",
+    "launched_max",
+)
 
 
 def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     df = read_table(name, profile, root=root)
-    return df.with_columns([pl.col(c).cast(pl.Float64) for c in _FLOATS if c in df.columns]
-                           + [pl.col(c).cast(pl.Int64) for c in _INTS if c in df.columns])
+    return df.with_columns(
+        [pl.col(c).cast(pl.Float64) for c in _FLOATS if c in df.columns]
+        + [pl.col(c).cast(pl.Int64) for c in _INTS if c in df.columns]
+    )
 
 
 def _mib(b) -> str:
@@ -43,7 +79,7 @@ def method(profile: str, root: Path | None = None) -> str:
     keys = first["key_columns"].split(",")
     sets = [int(k) for k in str(first["column_counts"]).split(",")]
     workers = str(first["worker_counts"]).replace(",", ", ")
-    n_src = ("this machine's cores" if first["n_workers_default"] == "this machine's cores" else "set in params")
+    n_src = "this machine's cores" if first["n_workers_default"] == "this machine's cores" else "set in params"
     seed = first["shuffle_seed"]
     obs = builds.filter(pl.col("launched_workers").is_not_null())
     below = obs.filter(pl.col("launched_workers") < pl.col("planned_workers")).height
@@ -61,31 +97,41 @@ def method(profile: str, root: Path | None = None) -> str:
         f"{r['server']}: maintenance_work_mem {r['maintenance_work_mem']}, max_worker_processes "
         f"{r['max_worker_processes']}, max_parallel_workers {r['max_parallel_workers']}, "
         f"parallel_leader_participation {r['parallel_leader_participation']}, wal_level {r['wal_level']}, "
-        f"shared_buffers {r['shared_buffers']}" for r in setup.iter_rows(named=True))  # fmt: skip
-    return "\n".join([
-        f"- Servers: {servers}; {first['cores']} CPU cores.",
-        f"- Data: SSB SF {first['sf']:g} (seed {first['seed']}), `lineorder` {first['lineorder_rows']:,} rows, "
-        f"{_mib(first['lineorder_bytes'])}, {others}; loaded by the SSB stage{warm}.",
-        "- Builds: `CREATE INDEX` on lineorder's first k of (" + ", ".join(f"`{c}`" for c in keys) + ") for k = "
-        + ", ".join(map(str, sets)) + f", at `max_parallel_maintenance_workers` = {workers} (N = "
-        f"{first['n_workers']}, {n_src}; the study's own counts are not in its text).",
-        f"- In force (server settings through the kit, memory per build session): {in_force}. A parallel build "
-        "gives each of its w + 1 participants maintenance_work_mem / (w + 1).",
-        "- Timing: client wall time of each `CREATE INDEX` from send to completion, commit (the sync of the new "
-        "index) included, one connection per build; the index dropped untimed between builds. "
-        f"{first['repetitions']} repetitions after {first['warmups']} warm-up round(s), interleaved across servers, "
-        f"key columns and worker counts{f' (shuffled within rounds, seed {seed})' if seed is not None else ''}.",
-        f"- Workers, observed in every build: planned from the server's DEBUG1 message `building index … with "
-        f"request for N parallel workers`, launched by counting the parallel workers' own `trace_sort` messages. "
-        f"{obs.height} of {builds.height} builds observed; launched < planned in {below}, planned < allowed in "
-        f"{short_plan}, launched > allowed in {above}; {errors} failed build(s).",
-        f"- Sorts, from the same messages: {in_memory} of {serial.height} serial builds sorted in memory; the "
-        f"parallel builds passed {spill_txt} of sorted runs to the leader through temporary files.",
-        "- Ideal: t0 / (w + 1), since the leader sorts a share itself; on this machine at most "
-        f"{first['cores']} of the w + 1 processes run at once.",
-        piv.method_text(read_table("parallel_index_noise", profile, root=root),
-                        read_table("parallel_index_drift", profile, root=root)),
-    ])  # fmt: skip
+        f"shared_buffers {r['shared_buffers']}"
+        for r in setup.iter_rows(named=True)
+    )
+    return "\n".join(
+        [
+            f"- Servers: {servers}; {first['cores']} CPU cores.",
+            f"- Data: SSB SF {first['sf']:g} (seed {first['seed']}), `lineorder` {first['lineorder_rows']:,} rows, "
+            f"{_mib(first['lineorder_bytes'])}, {others}; loaded by the SSB stage{warm}.",
+            "- Builds: `CREATE INDEX` on lineorder's first k of ("
+            + ", ".join(f"`{c}`" for c in keys)
+            + ") for k = "
+            + ", ".join(map(str, sets))
+            + f", at `max_parallel_maintenance_workers` = {workers} (N = "
+            f"{first['n_workers']}, {n_src}; the study's own counts are not in its text).",
+            f"- In force (server settings through the kit, memory per build session): {in_force}. A parallel build "
+            "gives each of its w + 1 participants maintenance_work_mem / (w + 1).",
+            "- Timing: client wall time of each `CREATE INDEX` from send to completion, commit (the sync of the new "
+            "index) included, one connection per build; the index dropped untimed between builds. "
+            f"{first['repetitions']} repetitions after {first['warmups']} warm-up round(s), "
+            "interleaved across servers, "
+            f"key columns and worker counts{f' (shuffled within rounds, seed {seed})' if seed is not None else ''}.",
+            f"- Workers, observed in every build: planned from the server's DEBUG1 message `building index … with "
+            f"request for N parallel workers`, launched by counting the parallel workers' own `trace_sort` messages. "
+            f"{obs.height} of {builds.height} builds observed; launched < planned in {below}, planned < allowed in "
+            f"{short_plan}, launched > allowed in {above}; {errors} failed build(s).",
+            f"- Sorts, from the same messages: {in_memory} of {serial.height} serial builds sorted in memory; the "
+            f"parallel builds passed {spill_txt} of sorted runs to the leader through temporary files.",
+            "- Ideal: t0 / (w + 1), since the leader sorts a share itself; on this machine at most "
+            f"{first['cores']} of the w + 1 processes run at once.",
+            piv.method_text(
+                read_table("parallel_index_noise", profile, root=root),
+                read_table("parallel_index_drift", profile, root=root),
+            ),
+        ]
+    )
 
 
 def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
@@ -98,6 +144,7 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     setup, builds = (_read(f"parallel_index_{n}", profile, root) for n in ("setup", "builds"))
-    paired_tables = (read_table(f"parallel_index_{n}", profile, root=root) for n in ("paired_suite", "size_paired",
-                                                                                     "noise"))  # fmt: skip
+    paired_tables = (
+        read_table(f"parallel_index_{n}", profile, root=root) for n in ("paired_suite", "size_paired", "noise")
+    )
     return piv.findings_from(setup, builds, *paired_tables)

@@ -21,9 +21,19 @@ from .params import AA_SUFFIX, EXPERIMENT, ParallelIndexParams, build_memory
 
 log = logging.getLogger(__name__)
 # what is recorded as "in force" for every server (read in a build's own session, at the largest worker count)
-IN_FORCE = ("server_version", "server_version_num", "max_worker_processes", "max_parallel_workers",
-            "max_parallel_maintenance_workers", "maintenance_work_mem", "parallel_leader_participation",
-            "min_parallel_table_scan_size", "shared_buffers", "wal_level", "trace_sort")  # fmt: skip
+IN_FORCE = (
+    "server_version",
+    "server_version_num",
+    "max_worker_processes",
+    "max_parallel_workers",
+    "max_parallel_maintenance_workers",
+    "maintenance_work_mem",
+    "parallel_leader_participation",
+    "min_parallel_table_scan_size",
+    "shared_buffers",
+    "wal_level",
+    "trace_sort",
+)
 
 
 def server_settings(server: Server, ssb: SsbDataset, p: ParallelIndexParams) -> dict:
@@ -46,8 +56,13 @@ def usable(store: RunStore, servers: list[Server]) -> list[Server]:
         if srv.allow_destructive:
             out.append(srv)
         else:
-            outcomes.skip(store, EXPERIMENT, srv.name, f"the builds create and drop index {INDEX} on {TABLE}, which "
-                          "params do not allow on this external server (allow_destructive: false)")  # fmt: skip
+            outcomes.skip(
+                store,
+                EXPERIMENT,
+                srv.name,
+                f"the builds create and drop index {INDEX} on {TABLE}, which "
+                "params do not allow on this external server (allow_destructive: false)",
+            )
     return out
 
 
@@ -64,11 +79,17 @@ def in_force(server: Server, dbname: str, p: ParallelIndexParams) -> dict:
         rec = {name: conn.execute("SELECT current_setting(%s)", (name,)).fetchone()[0] for name in IN_FORCE}
         rows, size, opts = conn.execute(
             "SELECT reltuples::bigint, pg_relation_size(oid), array_to_string(reloptions, ',')"
-            " FROM pg_class WHERE oid = to_regclass(%s)", (f"public.{TABLE}",)).fetchone()  # fmt: skip
+            " FROM pg_class WHERE oid = to_regclass(%s)",
+            (f"public.{TABLE}",),
+        ).fetchone()
         leftover = conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = %s", (TABLE,)).fetchone()[0]
     rec["server_version_num"] = int(rec["server_version_num"])
-    return rec | {"lineorder_rows": rows, "lineorder_bytes": size, "lineorder_reloptions": opts or None,
-                  "lineorder_indexes_before": leftover}  # fmt: skip
+    return rec | {
+        "lineorder_rows": rows,
+        "lineorder_bytes": size,
+        "lineorder_reloptions": opts or None,
+        "lineorder_indexes_before": leftover,
+    }
 
 
 def cells(servers: list[Server], p: ParallelIndexParams) -> list[tuple[str, str, str]]:
@@ -135,15 +156,31 @@ def setup(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams, store:
     dbname = database_name(ssb.sf)
     rows = []
     for srv in servers:
-        rows.append({"server": srv.name, "kind": srv.kind} | in_force(srv, dbname, p) | {
-            "configure_status": status[srv.name]["status"], "configure_reason": status[srv.name]["reason"],
-            "cores": os.cpu_count(), "sf": ssb.sf, "seed": ssb.seed, "prewarm": ssb.prewarm, "database": dbname,
-            "key_columns": ",".join(p.key_columns), "column_counts": ",".join(map(str, sorted(p.column_counts))),
-            "worker_counts": ",".join(map(str, p.workers())), "n_workers": p.n_workers(),
-            "n_workers_default": "this machine's cores" if p.max_workers is None and p.worker_counts is None
-            else "params", "repetitions": p.repetitions, "warmups": p.warmups, "warmup_cells": p.warmup_cells,
-            "shuffle_seed": p.shuffle_seed, "maintenance_work_mem_param": p.maintenance_work_mem,
-        })  # fmt: skip
+        rows.append(
+            {"server": srv.name, "kind": srv.kind}
+            | in_force(srv, dbname, p)
+            | {
+                "configure_status": status[srv.name]["status"],
+                "configure_reason": status[srv.name]["reason"],
+                "cores": os.cpu_count(),
+                "sf": ssb.sf,
+                "seed": ssb.seed,
+                "prewarm": ssb.prewarm,
+                "database": dbname,
+                "key_columns": ",".join(p.key_columns),
+                "column_counts": ",".join(map(str, sorted(p.column_counts))),
+                "worker_counts": ",".join(map(str, p.workers())),
+                "n_workers": p.n_workers(),
+                "n_workers_default": "this machine's cores"
+                if p.max_workers is None and p.worker_counts is None
+                else "params",
+                "repetitions": p.repetitions,
+                "warmups": p.warmups,
+                "warmup_cells": p.warmup_cells,
+                "shuffle_seed": p.shuffle_seed,
+                "maintenance_work_mem_param": p.maintenance_work_mem,
+            }
+        )
     # kept as first recorded in the run (columns in order): the table is the store's, for derive as for the notebook
     store.save_json(f"{EXPERIMENT}/setup.json", rows, keep_order=True)
     return pl.from_dicts(store.load_json(f"{EXPERIMENT}/setup.json"), infer_schema_length=None)

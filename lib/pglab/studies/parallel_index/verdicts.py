@@ -29,13 +29,30 @@ from .params import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
 
 BASE = "workers=0"
 NEAR_MARGIN = 0.20  # "close to inversely proportional", read as within ±20 % of the ideal
-NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
-                "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
-FRAME = {"server": pl.String, "condition": pl.String, "workers": pl.Int64, "key_columns": pl.Int64,
-         "round": pl.Int64, "seconds": pl.Float64, "index_bytes": pl.Int64}  # fmt: skip
-SIZE_CLAIM = ("S4 test C: the larger the index, the longer the build: 1 ≈ 2 < 3 ≈ 4 key columns (distinct "
-              "combinations " + ", ".join(f"{n / 1e6:,.0f} M" for n in STUDY_COMBINATIONS.values())
-              + "); tested at the step from 2 to 3 columns.")  # fmt: skip
+NOISE_SCHEMA = {
+    "study": pl.String,
+    "server": pl.String,
+    "metric": pl.String,
+    "n_pairs": pl.Int64,
+    "false_difference_rate": pl.Float64,
+    "floor": pl.Float64,
+    "method": pl.String,
+}
+FRAME = {
+    "server": pl.String,
+    "condition": pl.String,
+    "workers": pl.Int64,
+    "key_columns": pl.Int64,
+    "round": pl.Int64,
+    "seconds": pl.Float64,
+    "index_bytes": pl.Int64,
+}
+SIZE_CLAIM = (
+    "S4 test C: the larger the index, the longer the build: 1 ≈ 2 < 3 ≈ 4 key columns (distinct "
+    "combinations "
+    + ", ".join(f"{n / 1e6:,.0f} M" for n in STUDY_COMBINATIONS.values())
+    + "); tested at the step from 2 to 3 columns."
+)
 
 
 def frame(store: RunStore) -> pl.DataFrame:
@@ -44,15 +61,26 @@ def frame(store: RunStore) -> pl.DataFrame:
     if df.is_empty() or "value" not in df.columns:
         return pl.DataFrame(schema=FRAME)
     df = df.filter(~pl.col("warmup").cast(pl.Boolean) & pl.col("value").is_not_null())
-    return df.select(*(pl.col("value" if c == "seconds" else c).cast(t).alias(c) if c in df.columns or c == "seconds"
-                       else pl.lit(None, dtype=t).alias(c) for c, t in FRAME.items()))  # fmt: skip
+    return df.select(
+        *(
+            pl.col("value" if c == "seconds" else c).cast(t).alias(c)
+            if c in df.columns or c == "seconds"
+            else pl.lit(None, dtype=t).alias(c)
+            for c, t in FRAME.items()
+        )
+    )
 
 
 def suite_frame(f: pl.DataFrame) -> pl.DataFrame:
     """Per server, condition and round: every key built once, summed (only rounds where every key built)."""
     n_keys = f["key_columns"].n_unique()
-    return (f.group_by("server", "condition", "round").agg(pl.col("seconds").sum(), pl.len().alias("_n"))
-            .filter(pl.col("_n") == n_keys).drop("_n").sort("server", "condition", "round"))  # fmt: skip
+    return (
+        f.group_by("server", "condition", "round")
+        .agg(pl.col("seconds").sum(), pl.len().alias("_n"))
+        .filter(pl.col("_n") == n_keys)
+        .drop("_n")
+        .sort("server", "condition", "round")
+    )
 
 
 def _workers(c: pl.Expr) -> pl.Expr:
@@ -65,21 +93,24 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
     suite = paired.paired_compare(suite_frame(f), ["server"], "condition", BASE, "round", "seconds")
     serial = f.filter(pl.col("condition") == BASE)
     keys = sorted(set(serial["key_columns"]))
-    size = paired.paired_compare(serial, ["server"], "key_columns", 2 if 2 in keys else (keys or [0])[0],
-                                 "round", "seconds")  # fmt: skip
+    size = paired.paired_compare(
+        serial, ["server"], "key_columns", 2 if 2 in keys else (keys or [0])[0], "round", "seconds"
+    )
     aa = noise.aa_comparisons(f, ["server", "key_columns"], "condition", BASE, BASE + AA_SUFFIX, "round", "seconds")
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
         nf = noise.noise_floor(g)
-        rows.append({"study": STUDY, "server": server, "metric": "seconds",
-                     **{k: nf[k] for k in NOISE_SCHEMA if k in nf}})  # fmt: skip
+        rows.append(
+            {"study": STUDY, "server": server, "metric": "seconds", **{k: nf[k] for k in NOISE_SCHEMA if k in nf}}
+        )
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_paired_suite": suite.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_size_paired": size,
         "parallel_index_drift": paired.drift(f, ["server", "key_columns"], "condition", BASE, "round", "seconds"),
-        "parallel_index_noise": (pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows
-                                 else pl.DataFrame(schema=NOISE_SCHEMA)).sort("server"),
+        "parallel_index_noise": (
+            pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows else pl.DataFrame(schema=NOISE_SCHEMA)
+        ).sort("server"),
     }
 
 
@@ -103,9 +134,14 @@ def time_falls(suite: pl.DataFrame, server: str, floor: float | None) -> dict:
     r = par.row(-1, named=True)
     ev = vd.Evidence.from_row(r)
     v = vd.verdict(claim, ev, floor)
-    return vd.finding_row(STUDY, "time_falls", claim, server,
-                          _with(v, f"; every key built once, {r['workers']} workers over serial, paired within "
-                                   "rounds"), ev)  # fmt: skip
+    return vd.finding_row(
+        STUDY,
+        "time_falls",
+        claim,
+        server,
+        _with(v, f"; every key built once, {r['workers']} workers over serial, paired within rounds"),
+        ev,
+    )
 
 
 def near_inverse(suite: pl.DataFrame, server: str, floor: float | None, cores: int) -> dict:
@@ -136,34 +172,53 @@ def near_inverse(suite: pl.DataFrame, server: str, floor: float | None, cores: i
 def size_step(size: pl.DataFrame, builds: pl.DataFrame, server: str, floor: float | None) -> dict:
     claim = vd.Claim(SIZE_CLAIM, vd.HIGHER)
     # an empty table read back from CSV has String columns: compare as text
-    r = size.filter((pl.col("server") == server) & (pl.col("key_columns").cast(pl.String) == "3")
-                    & (pl.col("baseline").cast(pl.String) == "2"))
+    r = size.filter(
+        (pl.col("server") == server)
+        & (pl.col("key_columns").cast(pl.String) == "3")
+        & (pl.col("baseline").cast(pl.String) == "2")
+    )
     if r.is_empty():
-        return vd.finding_row(STUDY, "size", claim, server,
-                              vd.not_run("the profile did not build both 2 and 3 key columns serially"))
+        return vd.finding_row(
+            STUDY, "size", claim, server, vd.not_run("the profile did not build both 2 and 3 key columns serially")
+        )
     r = r.row(0, named=True)
     ev = vd.Evidence.from_row(r)
     v = vd.verdict(claim, ev, floor)
-    mib = (builds.filter((pl.col("server") == server) & (pl.col("workers") == 0))
-           .group_by("key_columns").agg(pl.col("index_bytes").median()))  # fmt: skip
+    mib = (
+        builds.filter((pl.col("server") == server) & (pl.col("workers") == 0))
+        .group_by("key_columns")
+        .agg(pl.col("index_bytes").median())
+    )
     b = {k: x for k, x in mib.iter_rows()}
     sizes = ""
     if b.get(2) and b.get(3):
-        sizes = (f"; our index of 3 columns is {b[3] / b[2]:.2f}× the size of 2 ({b[2] / 2**20:.0f} → "
-                 f"{b[3] / 2**20:.0f} MiB; the study's distinct combinations "
-                 f"{STUDY_COMBINATIONS[3] / STUDY_COMBINATIONS[2]:.1f}×)")
-    return vd.finding_row(STUDY, "size", claim, server,
-                          _with(v, "; serial build of 3 over 2 key columns, paired within rounds" + sizes), ev)
+        sizes = (
+            f"; our index of 3 columns is {b[3] / b[2]:.2f}× the size of 2 ({b[2] / 2**20:.0f} → "
+            f"{b[3] / 2**20:.0f} MiB; the study's distinct combinations "
+            f"{STUDY_COMBINATIONS[3] / STUDY_COMBINATIONS[2]:.1f}×)"
+        )
+    return vd.finding_row(
+        STUDY,
+        "size",
+        claim,
+        server,
+        _with(v, "; serial build of 3 over 2 key columns, paired within rounds" + sizes),
+        ev,
+    )
 
 
-def findings_from(setup: pl.DataFrame, builds: pl.DataFrame, suite: pl.DataFrame, size: pl.DataFrame,
-                  noise_tab: pl.DataFrame) -> pl.DataFrame:
+def findings_from(
+    setup: pl.DataFrame, builds: pl.DataFrame, suite: pl.DataFrame, size: pl.DataFrame, noise_tab: pl.DataFrame
+) -> pl.DataFrame:
     rows = []
     cores = int(setup["cores"][0])
     for server in sorted(setup["server"]):
         floor = _floor(noise_tab, server)
-        rows += [time_falls(suite, server, floor), near_inverse(suite, server, floor, cores),
-                 size_step(size, builds, server, floor)]  # fmt: skip
+        rows += [
+            time_falls(suite, server, floor),
+            near_inverse(suite, server, floor, cores),
+            size_step(size, builds, server, floor),
+        ]
     return fnd.table(rows)
 
 
@@ -176,6 +231,8 @@ def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
         fdr = r["false_difference_rate"]
         rate = f", false-difference rate {fdr:.0%}".replace("%", " %") if fdr is not None else ""
         parts.append(f"{r['server']}: noise floor {fl} over {r['n_pairs']} A/A pair(s){rate}{dd}")
-    return ("- Verdicts: every comparison paired within rounds (geometric mean of the round ratios; min–max below "
-            "10 rounds, labelled so); an A/A control (each key's serial build twice per round) gives the noise "
-            "floor: " + "; ".join(parts) + ".")
+    return (
+        "- Verdicts: every comparison paired within rounds (geometric mean of the round ratios; min–max below "
+        "10 rounds, labelled so); an A/A control (each key's serial build twice per round) gives the noise "
+        "floor: " + "; ".join(parts) + "."
+    )

@@ -15,10 +15,17 @@ def time_chart(summary: pl.DataFrame) -> alt.Chart:
         x=alt.X("workers:O", title="max_parallel_workers_per_gather (0 = serial)", axis=alt.Axis(labelAngle=0)),
         color=alt.Color("server:N", title="server"),
         xOffset="server:N",
-        tooltip=["server", "condition", "n", alt.Tooltip("median:Q", format=".4f"),
-                 alt.Tooltip("min:Q", format=".4f"), alt.Tooltip("max:Q", format=".4f"),
-                 alt.Tooltip("ci_low:Q", format=".4f"), alt.Tooltip("ci_high:Q", format=".4f")],
-    )  # fmt: skip
+        tooltip=[
+            "server",
+            "condition",
+            "n",
+            alt.Tooltip("median:Q", format=".4f"),
+            alt.Tooltip("min:Q", format=".4f"),
+            alt.Tooltip("max:Q", format=".4f"),
+            alt.Tooltip("ci_low:Q", format=".4f"),
+            alt.Tooltip("ci_high:Q", format=".4f"),
+        ],
+    )
     return (
         base.mark_rule(strokeWidth=2).encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
         + base.mark_point(filled=True, size=60).encode(y="median:Q")
@@ -32,28 +39,46 @@ def speedup_chart(speedup: pl.DataFrame, cores: int | None = None) -> alt.LayerC
     offset = {n: (i - (len(names) - 1) / 2) * 0.08 for i, n in enumerate(names)}
     ours = speedup.select("server", "workers", "speedup", "speedup_ci_low", "speedup_ci_high", "verdict", "n")
     ours = ours.with_columns(x=pl.col("workers") + pl.col("server").replace_strict(offset, return_dtype=pl.Float64))
-    study = pl.DataFrame({"x": [float(STUDY_WORKERS_PLANNED)], "speedup": [STUDY_SPEEDUP],
-                          "label": [f"study: {STUDY_SERIAL_S} s → {STUDY_PARALLEL_S} s"],
-                          "detail": [f"PostgreSQL 11, {STUDY_WORKERS_PLANNED} workers planned, cold cache, 3 NVMe"]})
-    x = alt.X("x:Q", title="max_parallel_workers_per_gather", scale=alt.Scale(domainMin=0),
-              axis=alt.Axis(tickMinStep=1))  # fmt: skip
+    study = pl.DataFrame(
+        {
+            "x": [float(STUDY_WORKERS_PLANNED)],
+            "speedup": [STUDY_SPEEDUP],
+            "label": [f"study: {STUDY_SERIAL_S} s → {STUDY_PARALLEL_S} s"],
+            "detail": [f"PostgreSQL 11, {STUDY_WORKERS_PLANNED} workers planned, cold cache, 3 NVMe"],
+        }
+    )
+    x = alt.X(
+        "x:Q", title="max_parallel_workers_per_gather", scale=alt.Scale(domainMin=0), axis=alt.Axis(tickMinStep=1)
+    )
     base = alt.Chart(ours).encode(
-        x=x, color=alt.Color("server:N", title="server"),
-        tooltip=["server", "workers", alt.Tooltip("speedup:Q", format=".2f"),
-                 alt.Tooltip("speedup_ci_low:Q", format=".2f", title="95 % CI low"),
-                 alt.Tooltip("speedup_ci_high:Q", format=".2f", title="95 % CI high"), "verdict", "n"],
-    )  # fmt: skip
+        x=x,
+        color=alt.Color("server:N", title="server"),
+        tooltip=[
+            "server",
+            "workers",
+            alt.Tooltip("speedup:Q", format=".2f"),
+            alt.Tooltip("speedup_ci_low:Q", format=".2f", title="95 % CI low"),
+            alt.Tooltip("speedup_ci_high:Q", format=".2f", title="95 % CI high"),
+            "verdict",
+            "n",
+        ],
+    )
     marks = alt.Chart(study).encode(x="x:Q", y="speedup:Q", tooltip=["label", "detail"])
     layers = [
         alt.Chart(pl.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 3], color="gray").encode(y="y:Q"),
-        base.mark_rule(strokeWidth=2).encode(y=alt.Y("speedup_ci_low:Q", title="speed-up over serial (95 % CI)"),
-                                             y2="speedup_ci_high:Q"),
+        base.mark_rule(strokeWidth=2).encode(
+            y=alt.Y("speedup_ci_low:Q", title="speed-up over serial (95 % CI)"), y2="speedup_ci_high:Q"
+        ),
         base.mark_line(point=True).encode(y="speedup:Q"),
         marks.mark_point(shape="square", filled=True, size=90, color="black"),
         marks.mark_text(align="right", dx=-8, fontSize=11).encode(text="label"),
     ]
     if cores:
-        layers.insert(1, alt.Chart(pl.DataFrame({"y": [float(cores)], "label": [f"{cores} cores"]})).mark_rule(
-            strokeDash=[1, 3], color="firebrick").encode(y="y:Q", tooltip=["label"]))
+        layers.insert(
+            1,
+            alt.Chart(pl.DataFrame({"y": [float(cores)], "label": [f"{cores} cores"]}))
+            .mark_rule(strokeDash=[1, 3], color="firebrick")
+            .encode(y="y:Q", tooltip=["label"]),
+        )
     title = "Speed-up over serial (black: the study)" + (f"; dotted red: this machine's {cores} cores" if cores else "")
     return alt.layer(*layers).properties(title=title)

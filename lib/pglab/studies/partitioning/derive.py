@@ -35,10 +35,19 @@ from .prepare import Prepared
 from .run import load_setup, plan_path
 
 EXEC_TYPES = {
-    "server": pl.String, "condition": pl.String, "workers": pl.Int64, "repetition": pl.Int64,
-    "warmup": pl.Boolean, "round": pl.Int64, "seconds": pl.Float64, "count": pl.Int64, "avg": pl.Float64,
-    "error": pl.String, "sqlstate": pl.String, "loadavg_1m": pl.Float64,
-}  # fmt: skip
+    "server": pl.String,
+    "condition": pl.String,
+    "workers": pl.Int64,
+    "repetition": pl.Int64,
+    "warmup": pl.Boolean,
+    "round": pl.Int64,
+    "seconds": pl.Float64,
+    "count": pl.Int64,
+    "avg": pl.Float64,
+    "error": pl.String,
+    "sqlstate": pl.String,
+    "loadavg_1m": pl.Float64,
+}
 
 
 def executions(store: RunStore) -> pl.DataFrame:
@@ -57,11 +66,20 @@ def setup_table(store: RunStore, p: PartitioningParams, preps: dict[str, Prepare
     for name, prep in preps.items():
         rec = load_setup(store, name) or prep.record()
         rec.pop("partitions", None)
-        rows.append(rec | {
-            "rows_param": p.rows, "partitions": p.partitions, "seed": p.seed, "max_workers": p.max_workers,
-            "repetitions": p.repetitions, "warmups": p.warmups, "shuffle_seed": p.shuffle_seed,
-            "prewarm": p.prewarm, "tablespaces": p.tablespaces.enabled,
-        })  # fmt: skip
+        rows.append(
+            rec
+            | {
+                "rows_param": p.rows,
+                "partitions": p.partitions,
+                "seed": p.seed,
+                "max_workers": p.max_workers,
+                "repetitions": p.repetitions,
+                "warmups": p.warmups,
+                "shuffle_seed": p.shuffle_seed,
+                "prewarm": p.prewarm,
+                "tablespaces": p.tablespaces.enabled,
+            }
+        )
     return pl.from_dicts(rows, infer_schema_length=None)
 
 
@@ -70,13 +88,25 @@ def partitions_table(store: RunStore, preps: dict[str, Prepared]) -> pl.DataFram
     for name, prep in preps.items():
         rec = load_setup(store, name) or {"partitions": prep.partitions}
         for part in rec["partitions"]:
-            rows.append({"server": name, "remainder": int(part["partition"].rsplit("_", 1)[1])} | {
-                k: part[k] for k in ("partition", "rows", "bytes", "pages", "tablespace", "location", "filepath",
-                                     "checksum")
-            })  # fmt: skip
-    schema = {"server": pl.String, "remainder": pl.Int64, "partition": pl.String, "rows": pl.Int64,
-              "bytes": pl.Int64, "pages": pl.Int64, "tablespace": pl.String, "location": pl.String,
-              "filepath": pl.String, "checksum": pl.String}  # fmt: skip
+            rows.append(
+                {"server": name, "remainder": int(part["partition"].rsplit("_", 1)[1])}
+                | {
+                    k: part[k]
+                    for k in ("partition", "rows", "bytes", "pages", "tablespace", "location", "filepath", "checksum")
+                }
+            )
+    schema = {
+        "server": pl.String,
+        "remainder": pl.Int64,
+        "partition": pl.String,
+        "rows": pl.Int64,
+        "bytes": pl.Int64,
+        "pages": pl.Int64,
+        "tablespace": pl.String,
+        "location": pl.String,
+        "filepath": pl.String,
+        "checksum": pl.String,
+    }
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -86,8 +116,9 @@ def summary(execs: pl.DataFrame) -> pl.DataFrame:
 
 def speedup(execs: pl.DataFrame) -> pl.DataFrame:
     """Each worker count against serial: the time ratio, and the speed-up (its inverse) with the interval."""
-    cmp = stats.compare(execs.filter(~pl.col("warmup")), by=["server"], condition_col="condition",
-                        baseline="serial", value="seconds")  # fmt: skip
+    cmp = stats.compare(
+        execs.filter(~pl.col("warmup")), by=["server"], condition_col="condition", baseline="serial", value="seconds"
+    )
     return cmp.with_columns(
         workers=pl.col("condition").map_elements(condition_workers, return_dtype=pl.Int64),
         speedup=1 / pl.col("ratio"),
@@ -119,8 +150,9 @@ def _plan_doc(store: RunStore, server: str, condition: str) -> dict | None:
     return json.loads(store.artifact_path(path).read_text()) if store.has_artifact(path) else None
 
 
-def plans_tables(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
-                 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+def plans_tables(
+    store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per (server, condition) plan, and one per Gather in them."""
     rows, gathers = [], []
     for server in servers:
@@ -130,8 +162,12 @@ def plans_tables(store: RunStore, p: PartitioningParams, servers: list[str], pre
             doc = _plan_doc(store, server, cond)
             if doc is None:
                 continue
-            rec = {"server": server, "condition": cond, "allowed_workers": k,
-                   "predicted_workers": append_workers(pages, threshold, k) if k else None}  # fmt: skip
+            rec = {
+                "server": server,
+                "condition": cond,
+                "allowed_workers": k,
+                "predicted_workers": append_workers(pages, threshold, k) if k else None,
+            }
             if isinstance(doc["plan"], dict) and "error" in doc["plan"]:
                 rows.append(rec | {"error": doc["plan"]["error"]})
                 continue
@@ -139,19 +175,35 @@ def plans_tables(store: RunStore, p: PartitioningParams, servers: list[str], pre
             costs_off = plan_path(server, cond) + ".costs_off.txt"
             fp = parse_plan(store.artifact_path(costs_off).read_text()).fingerprint
             root = parsed.root
-            rows.append(rec | check(parsed.nodes, p.partitions) | {
-                "fingerprint": fp, "planning_ms": parsed.planning_ms, "execution_ms": parsed.execution_ms,
-                "shared_hit_blocks": root["shared_hit_blocks"], "shared_read_blocks": root["shared_read_blocks"],
-            })  # fmt: skip
+            rows.append(
+                rec
+                | check(parsed.nodes, p.partitions)
+                | {
+                    "fingerprint": fp,
+                    "planning_ms": parsed.planning_ms,
+                    "execution_ms": parsed.execution_ms,
+                    "shared_hit_blocks": root["shared_hit_blocks"],
+                    "shared_read_blocks": root["shared_read_blocks"],
+                }
+            )
             for g in gather_workers(parsed).iter_rows(named=True):
                 gathers.append({"server": server, "condition": cond, "allowed_workers": k} | g)
     plans = pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
     if "error" not in plans.columns:
         plans = plans.with_columns(error=pl.lit(None, dtype=pl.String))
-    gschema = {"server": pl.String, "condition": pl.String, "allowed_workers": pl.Int64, "gather_id": pl.Int64,
-               "node_type": pl.String, "subplan_name": pl.String, "workers_planned": pl.Int64,
-               "workers_launched": pl.Int64, "nodes_below": pl.Int64, "leftmost_node_type": pl.String,
-               "leftmost_relation": pl.String}  # fmt: skip
+    gschema = {
+        "server": pl.String,
+        "condition": pl.String,
+        "allowed_workers": pl.Int64,
+        "gather_id": pl.Int64,
+        "node_type": pl.String,
+        "subplan_name": pl.String,
+        "workers_planned": pl.Int64,
+        "workers_launched": pl.Int64,
+        "nodes_below": pl.Int64,
+        "leftmost_node_type": pl.String,
+        "leftmost_relation": pl.String,
+    }
     return plans, pl.from_dicts(gathers, schema=gschema) if gathers else pl.DataFrame(schema=gschema)
 
 
@@ -167,15 +219,23 @@ def planner_table(store: RunStore, servers: list[str], partitions: int) -> pl.Da
         parsed = parse_plan(doc["plan"])
         c = check(parsed.nodes, partitions)
         pages, threshold, allowed = doc["partition_pages"], doc["min_parallel_table_scan_size_blocks"], doc["allowed"]
-        rows.append({
-            "server": server, "allowed_workers": allowed, "partitions": len(pages), "max_partition_pages": max(pages),
-            "threshold_pages": threshold, "workers_planned": c["workers_planned"],
-            "predicted_workers": append_workers(pages, threshold, allowed),
-            "parallel_append_under_gather": c["parallel_append_under_gather"], "shape": c["shape"],
-            "study_partitions": len(spages), "study_max_partition_pages": max(spages),
-            "study_predicted_workers": append_workers(spages, 1024, STUDY_ALLOWED_WORKERS),
-            "study_workers_planned": STUDY_WORKERS_PLANNED,
-        })  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "allowed_workers": allowed,
+                "partitions": len(pages),
+                "max_partition_pages": max(pages),
+                "threshold_pages": threshold,
+                "workers_planned": c["workers_planned"],
+                "predicted_workers": append_workers(pages, threshold, allowed),
+                "parallel_append_under_gather": c["parallel_append_under_gather"],
+                "shape": c["shape"],
+                "study_partitions": len(spages),
+                "study_max_partition_pages": max(spages),
+                "study_predicted_workers": append_workers(spages, 1024, STUDY_ALLOWED_WORKERS),
+                "study_workers_planned": STUDY_WORKERS_PLANNED,
+            }
+        )
     return pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
 
 
@@ -186,9 +246,15 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     folder = store.artifact_path(f"{EXPERIMENT}/setup")
     names = sorted(f.stem for f in folder.glob("*.json")) if folder.is_dir() else []
     recs = {n: load_setup(store, n) for n in names}
-    preps = {n: Prepared(n, skipped=r["skipped"], partitions=r["partitions"],
-                         min_parallel_table_scan_size_blocks=r["min_parallel_table_scan_size_blocks"])
-             for n, r in recs.items()}  # fmt: skip
+    preps = {
+        n: Prepared(
+            n,
+            skipped=r["skipped"],
+            partitions=r["partitions"],
+            min_parallel_table_scan_size_blocks=r["min_parallel_table_scan_size_blocks"],
+        )
+        for n, r in recs.items()
+    }
     active = [n for n, r in recs.items() if r["skipped"] is None]
     if not active:
         return out
@@ -198,8 +264,9 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     return out
 
 
-def tables(store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
-           ) -> dict[str, pl.DataFrame]:  # fmt: skip
+def tables(
+    store: RunStore, p: PartitioningParams, servers: list[str], preps: dict[str, Prepared]
+) -> dict[str, pl.DataFrame]:
     execs = executions(store)
     main = execs.filter(pl.col("condition") != pv.AA)  # the A/A copy only feeds the noise floor
     plans, gathers = plans_tables(store, p, servers, preps)

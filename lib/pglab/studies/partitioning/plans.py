@@ -76,16 +76,23 @@ def check(nodes: pl.DataFrame, partitions: int) -> dict:
         if r["node_type"] == "Append" and r["parallel_aware"]:
             agg = parent(r)
             top = parent(agg) if agg else None
-            if agg and agg["node_type"] == "Aggregate" and agg["partial_mode"] == "Partial" and top and (
-                top["node_type"] in GATHER_TYPES
+            if (
+                agg
+                and agg["node_type"] == "Aggregate"
+                and agg["partial_mode"] == "Partial"
+                and top
+                and (top["node_type"] in GATHER_TYPES)
             ):
                 under_gather = True
     serial = False
     if not gathers:
         for r in rows:
             below = kids[r["node_id"]]
-            if r["node_type"] == "Append" and not r["parallel_aware"] and len(below) == partitions and all(
-                k["node_type"] == "Seq Scan" and not k["parallel_aware"] for k in below
+            if (
+                r["node_type"] == "Append"
+                and not r["parallel_aware"]
+                and len(below) == partitions
+                and all(k["node_type"] == "Seq Scan" and not k["parallel_aware"] for k in below)
             ):
                 serial = True
     scans = [r for r in rows if r["node_type"] == "Seq Scan"]

@@ -215,8 +215,9 @@ def load(server: Server, p: PartitioningParams, places: list[Placement], prep: P
         _create_tablespaces(conn, places)
     with server.connect(p.database) as conn:
         # the study's DDL
-        conn.execute(sql.SQL("CREATE TABLE {} (id int, x real, y real, z real, sum text) PARTITION BY HASH (id)")
-                     .format(TABLE))  # fmt: skip
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (id int, x real, y real, z real, sum text) PARTITION BY HASH (id)").format(TABLE)
+        )
         for x in places:
             ddl = sql.SQL("CREATE TABLE {} PARTITION OF {} FOR VALUES WITH (modulus {}, remainder {})").format(
                 sql.Identifier("public", f"t_{x.partition}"),
@@ -306,9 +307,12 @@ def prewarm(server: Server, p: PartitioningParams, prep: Prepared) -> None:
     try:
         with server.connect(p.database) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            prep.prewarmed_blocks = int(conn.execute(
-                "SELECT sum(pg_prewarm(inhrelid)) FROM pg_inherits WHERE inhparent = 'public.t'::regclass"
-            ).fetchone()[0] or 0)  # fmt: skip
+            prep.prewarmed_blocks = int(
+                conn.execute(
+                    "SELECT sum(pg_prewarm(inhrelid)) FROM pg_inherits WHERE inhparent = 'public.t'::regclass"
+                ).fetchone()[0]
+                or 0
+            )
     except psycopg.Error as e:
         prep.prewarm_error = str(e).strip().splitlines()[0]
         prep.prewarmed_blocks = 0

@@ -57,23 +57,33 @@ def method(profile: str, root: Path | None = None) -> str:
     t = tables(profile, root)
     setup = t["partitioning_setup"].sort("server")
     used = setup.filter(pl.col("skipped").is_null())
-    versions = {r["server"]: r["version_string"].split(" on ")[0].split(",")[0]
-                for r in t["environment_servers"].iter_rows(named=True)}  # fmt: skip
+    versions = {
+        r["server"]: r["version_string"].split(" on ")[0].split(",")[0]
+        for r in t["environment_servers"].iter_rows(named=True)
+    }
     first = setup.row(0, named=True)
     sums = sorted(set(used["data_checksum"]))
-    same = (f"identical on every server (checksum `{sums[0]}`)" if len(sums) == 1
-            else f"NOT identical across servers (checksums {', '.join(sums)})")  # fmt: skip
-    servers = ", ".join(f"{r['server']} ({versions.get(r['server'], 'version not recorded')})"
-                        for r in used.iter_rows(named=True))  # fmt: skip
-    skipped = "".join(f" {r['server']} was not used: {r['skipped']}." for r in setup.iter_rows(named=True)
-                      if r["skipped"])  # fmt: skip
+    same = (
+        f"identical on every server (checksum `{sums[0]}`)"
+        if len(sums) == 1
+        else f"NOT identical across servers (checksums {', '.join(sums)})"
+    )
+    servers = ", ".join(
+        f"{r['server']} ({versions.get(r['server'], 'version not recorded')})" for r in used.iter_rows(named=True)
+    )
+    skipped = "".join(
+        f" {r['server']} was not used: {r['skipped']}." for r in setup.iter_rows(named=True) if r["skipped"]
+    )
     limits = "; ".join(
         f"{r['server']}: shared_buffers {_mb(r['shared_buffers_bytes'])}, max_worker_processes "
         f"{r['max_worker_processes']}, max_parallel_workers {r['max_parallel_workers']}"
         for r in used.iter_rows(named=True)
     )
-    tablespaces = ("each partition in a tablespace of its own (directories on the same disk)" if first["tablespaces"]
-                   else "all partitions in the default tablespace")  # fmt: skip
+    tablespaces = (
+        "each partition in a tablespace of its own (directories on the same disk)"
+        if first["tablespaces"]
+        else "all partitions in the default tablespace"
+    )
     order = f"shuffled within each round (seed {first['shuffle_seed']})" if first["shuffle_seed"] is not None else ""
     load = load_text(t["partitioning_executions"])
     load = f" The machine's 1-minute {load} during the timed runs." if load else ""

@@ -86,10 +86,15 @@ def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore,
                     # planning needs no cores: what the planner asks for when allowed as many as the study
                     doc = explain_json(conn, QUERY, analyze=False)
                     prep = preps[s.name]
-                    store.save_json(base + ".json", {
-                        "allowed": k, "plan": doc, "partition_pages": [x["pages"] for x in prep.partitions],
-                        "min_parallel_table_scan_size_blocks": prep.min_parallel_table_scan_size_blocks,
-                    })  # fmt: skip
+                    store.save_json(
+                        base + ".json",
+                        {
+                            "allowed": k,
+                            "plan": doc,
+                            "partition_pages": [x["pages"] for x in prep.partitions],
+                            "min_parallel_table_scan_size_blocks": prep.min_parallel_table_scan_size_blocks,
+                        },
+                    )
                     continue
                 store.save_text(base + ".costs_off.txt", plan_shape(conn, QUERY))
                 doc = explain_json(conn, QUERY, record_error=True)  # a plan that fails is recorded, not dropped
@@ -110,8 +115,10 @@ def check_locations(s: Session, p: PartitioningParams) -> None:
     """Refuse tablespace locations for a server that does not exist, before any server is changed."""
     unknown = unknown_location_servers(p, known_servers(s)) if p.tablespaces.locations else []
     if unknown:
-        raise ParamsError(f"{s.params.source or 'params'}: partitioning.tablespaces.locations: expected server "
-                          f"names among {known_servers(s)}; got unknown {unknown}")  # fmt: skip
+        raise ParamsError(
+            f"{s.params.source or 'params'}: partitioning.tablespaces.locations: expected server "
+            f"names among {known_servers(s)}; got unknown {unknown}"
+        )
 
 
 def run_stage(s: Session, p: PartitioningParams | None = None) -> StageResult:
@@ -136,8 +143,9 @@ def run_stage(s: Session, p: PartitioningParams | None = None) -> StageResult:
     finally:
         setup.reset(s.servers, preps)
     outcomes.require_measured(s.store, [EXPERIMENT], [x.name for x in active])
-    return StageResult(steps_run=steps, wall_s=time.monotonic() - t0, servers=[x.name for x in active],
-                       seen={"preps": preps})  # fmt: skip
+    return StageResult(
+        steps_run=steps, wall_s=time.monotonic() - t0, servers=[x.name for x in active], seen={"preps": preps}
+    )
 
 
 def store_setup(store: RunStore, prep: setup.Prepared) -> None:

@@ -41,34 +41,46 @@ from .params import (
 STUDY = "S5"
 BASELINE = "serial"
 AA = "serial_aa"
-NOISE_SCHEMA = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
-                "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
-COLD_DRIVES = ("warm cache on one disk; the study read three drives cold",
-               "needs a cold cache and partitions on separate drives")  # fmt: skip
+NOISE_SCHEMA = {
+    "study": pl.String,
+    "server": pl.String,
+    "metric": pl.String,
+    "n_pairs": pl.Int64,
+    "false_difference_rate": pl.Float64,
+    "floor": pl.Float64,
+    "method": pl.String,
+}
+COLD_DRIVES = (
+    "warm cache on one disk; the study read three drives cold",
+    "needs a cold cache and partitions on separate drives",
+)
 SPREAD_Z = 4.0  # rows per partition within 4 binomial standard deviations of an even split: "even"
 AVG_TOLERANCE = 1e-9  # relative: avg(x) of float4 summed in another order differs in the last digits only
 
 CLAIMS = {
     "serial_plan": f"With max_parallel_workers_per_gather = 0 the plan is an Aggregate over an Append of one Seq Scan "
-                   f"per partition ({STUDY_PARTITIONS}), with no Gather: the partitions are read one after another.",
+    f"per partition ({STUDY_PARTITIONS}), with no Gather: the partitions are read one after another.",
     "parallel_plan": "With workers allowed, Parallel Append appears under the Gather: Finalize Aggregate > Gather > "
-                     f"Partial Aggregate > Parallel Append > {STUDY_PARTITIONS} × Parallel Seq Scan, so the "
-                     "workers scan different partitions at the same time.",
+    f"Partial Aggregate > Parallel Append > {STUDY_PARTITIONS} × Parallel Seq Scan, so the "
+    "workers scan different partitions at the same time.",
     "workers_planned": f"max_parallel_workers_per_gather = {STUDY_ALLOWED_WORKERS} gave {STUDY_WORKERS_PLANNED} "
-                       f"workers planned for {STUDY_PARTITIONS} partitions of ≈ 8 GB.",
+    f"workers planned for {STUDY_PARTITIONS} partitions of ≈ 8 GB.",
     "speedup": f"Parallel Append made the query {STUDY_SPEEDUP:.1f}× faster: {STUDY_SERIAL_S} s serial vs "
-               f"{STUDY_PARALLEL_S} s in parallel ({STUDY_WORKERS_PLANNED} workers planned; 600 M rows, OS cache "
-               f"dropped, minimal shared_buffers, {STUDY_TABLESPACES} NVMe drives).",
+    f"{STUDY_PARALLEL_S} s in parallel ({STUDY_WORKERS_PLANNED} workers planned; 600 M rows, OS cache "
+    f"dropped, minimal shared_buffers, {STUDY_TABLESPACES} NVMe drives).",
     "results_agree": f"Serial and parallel return the same count ({STUDY_COUNT:,}); avg(x) differs only in the last "
-                     f"digits ({STUDY_AVG_SERIAL} vs {STUDY_AVG_PARALLEL}).",
+    f"digits ({STUDY_AVG_SERIAL} vs {STUDY_AVG_PARALLEL}).",
     "even_spread": f"Hash partitioning spreads the rows evenly: {STUDY_PARTITIONS} partitions of "
-                   f"{min(STUDY_PARTITION_MB):,}–{max(STUDY_PARTITION_MB):,} MB.",
+    f"{min(STUDY_PARTITION_MB):,}–{max(STUDY_PARTITION_MB):,} MB.",
     "io_parallelism": f"The gain comes from reading the {STUDY_TABLESPACES} NVMe drives at once: iostat showed one "
-                      f"drive at {STUDY_SERIAL_MB_S:.0f} MB/s serially, all three at "
-                      f"{min(STUDY_PARALLEL_MB_S):.0f}–{max(STUDY_PARALLEL_MB_S):.0f} MB/s in parallel.",
-}  # fmt: skip
-CPU_CLAIM = vd.Claim("Parallel Append made the query faster than the serial Append (the study's direction; its "
-                     "size came from three drives read cold, so here: CPU parallelism, warm cache)", vd.LOWER)
+    f"drive at {STUDY_SERIAL_MB_S:.0f} MB/s serially, all three at "
+    f"{min(STUDY_PARALLEL_MB_S):.0f}–{max(STUDY_PARALLEL_MB_S):.0f} MB/s in parallel.",
+}
+CPU_CLAIM = vd.Claim(
+    "Parallel Append made the query faster than the serial Append (the study's direction; its "
+    "size came from three drives read cold, so here: CPU parallelism, warm cache)",
+    vd.LOWER,
+)
 
 
 def _timed(execs: pl.DataFrame) -> pl.DataFrame:
@@ -83,8 +95,9 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
         nf = noise.noise_floor(g)
-        rows.append({"study": STUDY, "server": server, "metric": "seconds",
-                     **{k: nf[k] for k in NOISE_SCHEMA if k in nf}})  # fmt: skip
+        rows.append(
+            {"study": STUDY, "server": server, "metric": "seconds", **{k: nf[k] for k in NOISE_SCHEMA if k in nf}}
+        )
     nz = pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows else pl.DataFrame(schema=NOISE_SCHEMA)
     return {
         "partitioning_paired": pair.sort("server", "workers", "condition"),
@@ -97,8 +110,14 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
 
 
 def _row(finding: str, server: str, verdict: str, evidence: str) -> dict:
-    return {"study": STUDY, "finding": finding, "claim": CLAIMS[finding], "server": server, "verdict": verdict,
-            "evidence": evidence[:1].upper() + evidence[1:]}  # fmt: skip
+    return {
+        "study": STUDY,
+        "finding": finding,
+        "claim": CLAIMS[finding],
+        "server": server,
+        "verdict": verdict,
+        "evidence": evidence[:1].upper() + evidence[1:],
+    }
 
 
 def _ints(values) -> str:
@@ -108,13 +127,17 @@ def _ints(values) -> str:
 def serial_plan(plans: pl.DataFrame, server: str) -> dict:
     r = plans.filter(server=server, condition="serial").to_dicts()
     if not r or r[0].get("error"):
-        return _row("serial_plan", server, vd.NOT_RUN, "no serial plan was recorded" +
-                    (f" ({r[0]['error']})" if r else ""))  # fmt: skip
+        return _row(
+            "serial_plan", server, vd.NOT_RUN, "no serial plan was recorded" + (f" ({r[0]['error']})" if r else "")
+        )
     r = r[0]
     ok = bool(r["append_of_seq_scans"])
-    return _row("serial_plan", server, vd.SUPPORTED if ok else vd.CONTRADICTED,
-                f"serial plan: {r['shape']} ({'no' if not r['gathers'] else r['gathers']} Gather, "
-                f"{r['seq_scans']} Seq Scans).")  # fmt: skip
+    return _row(
+        "serial_plan",
+        server,
+        vd.SUPPORTED if ok else vd.CONTRADICTED,
+        f"serial plan: {r['shape']} ({'no' if not r['gathers'] else r['gathers']} Gather, {r['seq_scans']} Seq Scans).",
+    )
 
 
 def parallel_plan(plans: pl.DataFrame, server: str) -> dict:
@@ -126,9 +149,13 @@ def parallel_plan(plans: pl.DataFrame, server: str) -> dict:
     planned, launched = _ints(par["workers_planned"]), _ints(par["workers_launched"])
     if bad.is_empty():
         shapes = sorted(set(par["shape"]))
-        return _row("parallel_plan", server, vd.SUPPORTED,
-                    f"at {ks[0]}–{ks[-1]} allowed workers every plan is {' / '.join(shapes)}; workers planned "
-                    f"{planned}, launched {launched} (untimed EXPLAIN ANALYZE).")  # fmt: skip
+        return _row(
+            "parallel_plan",
+            server,
+            vd.SUPPORTED,
+            f"at {ks[0]}–{ks[-1]} allowed workers every plan is {' / '.join(shapes)}; workers planned "
+            f"{planned}, launched {launched} (untimed EXPLAIN ANALYZE).",
+        )
     which = "; ".join(f"{r['allowed_workers']} allowed: {r['shape'] or r['error']}" for r in bad.iter_rows(named=True))
     return _row("parallel_plan", server, vd.CONTRADICTED, f"no Parallel Append under the Gather at {which}.")
 
@@ -141,14 +168,18 @@ def workers_planned(planner: pl.DataFrame, server: str, block_size: int = 8192) 
     ok = r["workers_planned"] == r["predicted_workers"] and r["study_predicted_workers"] == r["study_workers_planned"]
     mb = r["max_partition_pages"] * block_size / 2**20
     floor = r["partitions"].bit_length()
-    return _row("workers_planned", server, vd.SUPPORTED if ok else vd.CONTRADICTED,
-                f"with {r['allowed_workers']} allowed, {server} plans {r['workers_planned']} workers for "
-                f"{r['partitions']} partitions of at most {r['max_partition_pages']:,} pages ({mb:,.1f} MB). "
-                f"PostgreSQL's rule (per partition 1 worker, +1 each time its size triples beyond "
-                f"{r['threshold_pages']:,} pages; at least ⌊log2 {r['partitions']}⌋ + 1 = {floor} for the "
-                f"Parallel Append) predicts {r['predicted_workers']} here and {r['study_predicted_workers']} for "
-                f"the study's partitions of {r['study_max_partition_pages']:,} pages, which planned "
-                f"{r['study_workers_planned']}.")  # fmt: skip
+    return _row(
+        "workers_planned",
+        server,
+        vd.SUPPORTED if ok else vd.CONTRADICTED,
+        f"with {r['allowed_workers']} allowed, {server} plans {r['workers_planned']} workers for "
+        f"{r['partitions']} partitions of at most {r['max_partition_pages']:,} pages ({mb:,.1f} MB). "
+        f"PostgreSQL's rule (per partition 1 worker, +1 each time its size triples beyond "
+        f"{r['threshold_pages']:,} pages; at least ⌊log2 {r['partitions']}⌋ + 1 = {floor} for the "
+        f"Parallel Append) predicts {r['predicted_workers']} here and {r['study_predicted_workers']} for "
+        f"the study's partitions of {r['study_max_partition_pages']:,} pages, which planned "
+        f"{r['study_workers_planned']}.",
+    )
 
 
 def results_agree(res: pl.DataFrame) -> dict:
@@ -159,8 +190,10 @@ def results_agree(res: pl.DataFrame) -> dict:
     spread = (hi - lo) / abs((hi + lo) / 2) if hi is not None and lo is not None and hi + lo else math.nan
     ok = len(counts) == 1 and spread <= AVG_TOLERANCE
     servers = ", ".join(sorted(set(res["server"])))
-    text = (f"count {_ints(f'{c:,}' for c in counts)} in all {res['executions'].sum()} executions on {servers} at "
-            f"every worker count; avg(x) {lo!r} to {hi!r} (relative spread {spread:.1e}).")
+    text = (
+        f"count {_ints(f'{c:,}' for c in counts)} in all {res['executions'].sum()} executions on {servers} at "
+        f"every worker count; avg(x) {lo!r} to {hi!r} (relative spread {spread:.1e})."
+    )
     return _row("results_agree", "all", vd.SUPPORTED if ok else vd.CONTRADICTED, text)
 
 
@@ -174,14 +207,19 @@ def even_spread(parts: pl.DataFrame, server: str) -> dict:
     dev = max(abs(x - mean) for x in p["rows"])
     z = dev / sd if sd else 0.0
     ok = z <= SPREAD_Z
-    return _row("even_spread", server, vd.SUPPORTED if ok else vd.CONTRADICTED,
-                f"rows per partition {p['rows'].min():,}–{p['rows'].max():,} of {n:,} in {k} partitions (largest "
-                f"deviation {100 * dev / mean:.2f} % of the mean, {z:.1f} binomial standard deviations; sizes "
-                f"{p['bytes'].min() / 2**20:.1f}–{p['bytes'].max() / 2**20:.1f} MB).")  # fmt: skip
+    return _row(
+        "even_spread",
+        server,
+        vd.SUPPORTED if ok else vd.CONTRADICTED,
+        f"rows per partition {p['rows'].min():,}–{p['rows'].max():,} of {n:,} in {k} partitions (largest "
+        f"deviation {100 * dev / mean:.2f} % of the mean, {z:.1f} binomial standard deviations; sizes "
+        f"{p['bytes'].min() / 2**20:.1f}–{p['bytes'].max() / 2**20:.1f} MB).",
+    )
 
 
-def cpu_speedup(pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame, server: str,
-                cores: int | None) -> dict:
+def cpu_speedup(
+    pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame, server: str, cores: int | None
+) -> dict:
     """Our speed-up at the most workers allowed, paired within rounds, with the ceiling flag."""
     s = pair.filter((pl.col("server") == server) & (pl.col("condition") != AA)).sort("workers")
     if s.is_empty():
@@ -194,8 +232,14 @@ def cpu_speedup(pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame
     nz = noise_tab.filter(pl.col("server") == server)
     floor = nz["floor"][0] if nz.height else None
     v = vd.verdict(CPU_CLAIM, ev, floor)
-    extra = (f"; {r['workers']} workers allowed, {planned} planned: speed-up {speed:.2f}× over serial, "
-             f"time paired within rounds; ceiling min({planned} + 1, {cores or '?'} cores)") if speed else ""
+    extra = (
+        (
+            f"; {r['workers']} workers allowed, {planned} planned: speed-up {speed:.2f}× over serial, "
+            f"time paired within rounds; ceiling min({planned} + 1, {cores or '?'} cores)"
+        )
+        if speed
+        else ""
+    )
     if floor is not None and "noise floor" not in v.reason:
         extra += f"; noise floor ±{floor:.1%}".replace("%", " %")
     return vd.finding_row(STUDY, "cpu_speedup", CPU_CLAIM, server, vd.Verdict(v.label, v.reason + extra, v.needs), ev)
@@ -208,17 +252,23 @@ def build(t: dict[str, pl.DataFrame], cores: int | None = None) -> pl.DataFrame:
     study_claim = vd.Claim(CLAIMS["speedup"], vd.LOWER, 1 / STUDY_SPEEDUP)
     rows = []
     for s in servers:
-        rows += [serial_plan(t["partitioning_plans"], s), parallel_plan(t["partitioning_plans"], s),
-                 workers_planned(t["partitioning_planner"], s, bs[s]), even_spread(t["partitioning_partitions"], s)]
+        rows += [
+            serial_plan(t["partitioning_plans"], s),
+            parallel_plan(t["partitioning_plans"], s),
+            workers_planned(t["partitioning_planner"], s, bs[s]),
+            even_spread(t["partitioning_partitions"], s),
+        ]
         rows.append(vd.finding_row(STUDY, "speedup", study_claim, s, vd.not_testable(*COLD_DRIVES)))
-        rows.append(cpu_speedup(t["partitioning_paired"], t["partitioning_plans"], t["partitioning_noise"], s,
-                                cores))  # fmt: skip
+        rows.append(cpu_speedup(t["partitioning_paired"], t["partitioning_plans"], t["partitioning_noise"], s, cores))
     for r in setup.filter(pl.col("skipped").is_not_null()).iter_rows(named=True):
-        rows.append(vd.finding_row(STUDY, "speedup", study_claim, r["server"],
-                                   vd.not_run(f"server not used: {r['skipped']}")))  # fmt: skip
+        rows.append(
+            vd.finding_row(STUDY, "speedup", study_claim, r["server"], vd.not_run(f"server not used: {r['skipped']}"))
+        )
     io_claim = vd.Claim(CLAIMS["io_parallelism"], vd.HIGHER)
-    rows += [results_agree(t["partitioning_results"]),
-             vd.finding_row(STUDY, "io_parallelism", io_claim, "all", vd.not_testable(*COLD_DRIVES))]
+    rows += [
+        results_agree(t["partitioning_results"]),
+        vd.finding_row(STUDY, "io_parallelism", io_claim, "all", vd.not_testable(*COLD_DRIVES)),
+    ]
     return fnd.table(rows)
 
 
@@ -229,6 +279,8 @@ def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
         dd = f", drift 2nd / 1st half of rounds {d['drift'][0]:.2f}×" if d.height and d["drift"][0] else ""
         fl = "no interval" if r["floor"] is None else f"±{r['floor']:.1%}".replace("%", " %")
         parts.append(f"{r['server']}: noise floor {fl} ({r['n_pairs']} A/A pair){dd}")
-    return (" Verdicts compare every worker count with serial within each round (geometric mean of the round "
-            "ratios; min–max below 10 rounds, labelled so); an A/A control (serial measured twice per round, "
-            "'serial' and 'serial_aa') gives the noise floor: " + "; ".join(parts) + ".")
+    return (
+        " Verdicts compare every worker count with serial within each round (geometric mean of the round "
+        "ratios; min–max below 10 rounds, labelled so); an A/A control (serial measured twice per round, "
+        "'serial' and 'serial_aa') gives the noise floor: " + "; ".join(parts) + "."
+    )

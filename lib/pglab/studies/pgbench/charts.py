@@ -18,9 +18,12 @@ def _median_range(summary: pl.DataFrame, x: str, x_title: str, y_title: str, fac
         tooltip=[x, facet, "n", "n_missing", "median", "min", "max", "ci_low", "ci_high"],
     )
     rules = base.mark_rule(strokeWidth=2).encode(y="min:Q", y2="max:Q")
-    return (rules + points).properties(width=160, height=220).facet(
-        column=alt.Column(f"{facet}:O", title=facet_title)
-    ).resolve_scale(y="independent")  # fmt: skip
+    return (
+        (rules + points)
+        .properties(width=160, height=220)
+        .facet(column=alt.Column(f"{facet}:O", title=facet_title))
+        .resolve_scale(y="independent")
+    )
 
 
 def load_time(summary: pl.DataFrame):
@@ -34,12 +37,19 @@ def select_only(summary: pl.DataFrame):
 def load_steps(steps: pl.DataFrame):
     """Median seconds of each step of pgbench -i (13+ prints the breakdown), stacked."""
     med = steps.group_by("server", "scale", "step").agg(pl.col("seconds").median()).sort("server", "scale", "step")
-    return alt.Chart(med).mark_bar().encode(
-        x=alt.X("server:N", title=None), y=alt.Y("seconds:Q", title="median seconds", stack=True),
-        color=alt.Color("step:N", title="pgbench -i step"), tooltip=["server", "scale", "step", "seconds"],
-    ).properties(width=120, height=200).facet(column=alt.Column("scale:O", title="scale factor")).resolve_scale(
-        y="independent"
-    )  # fmt: skip
+    return (
+        alt.Chart(med)
+        .mark_bar()
+        .encode(
+            x=alt.X("server:N", title=None),
+            y=alt.Y("seconds:Q", title="median seconds", stack=True),
+            color=alt.Color("step:N", title="pgbench -i step"),
+            tooltip=["server", "scale", "step", "seconds"],
+        )
+        .properties(width=120, height=200)
+        .facet(column=alt.Column("scale:O", title="scale factor"))
+        .resolve_scale(y="independent")
+    )
 
 
 def scaling(summary: pl.DataFrame):
@@ -54,9 +64,12 @@ def scaling(summary: pl.DataFrame):
         tooltip=["mode", "clients", "n", "median", "min", "max", "ci_low", "ci_high"],
     )
     band = base.mark_area(opacity=0.2).encode(y="min:Q", y2="max:Q")
-    return (band + line).properties(width=300, height=240).facet(
-        column=alt.Column("mode:N", title="workload")
-    ).resolve_scale(y="independent")  # fmt: skip
+    return (
+        (band + line)
+        .properties(width=300, height=240)
+        .facet(column=alt.Column("mode:N", title="workload"))
+        .resolve_scale(y="independent")
+    )
 
 
 def degradation(summary: pl.DataFrame, runs: pl.DataFrame):
@@ -71,9 +84,12 @@ def degradation(summary: pl.DataFrame, runs: pl.DataFrame):
     pts = base.mark_point(size=30).encode(
         y="tps:Q", tooltip=["server", "scale", "series", "run", "tps", "latency_avg_ms"]
     )
-    return alt.layer(band, line, pts).properties(width=300, height=240).facet(
-        column=alt.Column("scale:O", title="scale factor")
-    ).resolve_scale(y="independent")  # fmt: skip
+    return (
+        alt.layer(band, line, pts)
+        .properties(width=300, height=240)
+        .facet(column=alt.Column("scale:O", title="scale factor"))
+        .resolve_scale(y="independent")
+    )
 
 
 def timeseries(ts: pl.DataFrame, experiment: str):
@@ -83,10 +99,19 @@ def timeseries(ts: pl.DataFrame, experiment: str):
     if data.height > 4000:  # altair's 5,000-row limit: keep the first runs
         data = data.head(4000)
     detail = "item:N" if experiment == "pgbench_series" else "repetition:N"
-    return alt.Chart(data).mark_line(opacity=0.6).encode(
-        x=alt.X("t_s:Q", title="seconds into the run"), y=alt.Y("tps:Q", title="tps per interval"),
-        color=_SERVER, detail=detail, tooltip=["server", "condition", "item", "repetition", "t_s", "tps"],
-    ).properties(width=300, height=200).facet(column=alt.Column("condition:N", title=None))  # fmt: skip
+    return (
+        alt.Chart(data)
+        .mark_line(opacity=0.6)
+        .encode(
+            x=alt.X("t_s:Q", title="seconds into the run"),
+            y=alt.Y("tps:Q", title="tps per interval"),
+            color=_SERVER,
+            detail=detail,
+            tooltip=["server", "condition", "item", "repetition", "t_s", "tps"],
+        )
+        .properties(width=300, height=200)
+        .facet(column=alt.Column("condition:N", title=None))
+    )
 
 
 def version_curve(curve: pl.DataFrame):
@@ -101,48 +126,87 @@ def version_curve(curve: pl.DataFrame):
         base, oldest = first["median"], oldest or str(first["major"])
         inv = what.startswith("load")  # a shorter load is better: shown as speed, 1 / time
         for r in g.iter_rows(named=True):
+
             def rel(x, base=base, inv=inv):
                 return None if not x else (base / x if inv else x / base)  # no interval from a single run
 
             lo, hi = (rel(r["high"]), rel(r["low"])) if inv else (rel(r["low"]), rel(r["high"]))
-            rows.append({"version": str(r["major"]), "relative": rel(r["median"]), "low": lo, "high": hi,
-                         "panel": "load speed (1 / load time)" if inv else "throughput (tps)",
-                         "series": ("load speed" if inv else what) + f", scale {scale}", "interval": r["method"],
-                         "median": r["median"]})  # fmt: skip
-    schema = {"version": pl.String, "relative": pl.Float64, "low": pl.Float64, "high": pl.Float64, "panel": pl.String,
-              "series": pl.String, "interval": pl.String, "median": pl.Float64}  # fmt: skip
+            rows.append(
+                {
+                    "version": str(r["major"]),
+                    "relative": rel(r["median"]),
+                    "low": lo,
+                    "high": hi,
+                    "panel": "load speed (1 / load time)" if inv else "throughput (tps)",
+                    "series": ("load speed" if inv else what) + f", scale {scale}",
+                    "interval": r["method"],
+                    "median": r["median"],
+                }
+            )
+    schema = {
+        "version": pl.String,
+        "relative": pl.Float64,
+        "low": pl.Float64,
+        "high": pl.Float64,
+        "panel": pl.String,
+        "series": pl.String,
+        "interval": pl.String,
+        "median": pl.Float64,
+    }
     ours = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
     order = ref.version_order(ours["version"].to_list())
-    x = alt.X("version:O", sort=order, scale=alt.Scale(domain=order), title="PostgreSQL version",
-              axis=alt.Axis(labelAngle=0))  # fmt: skip
-    st = ref.readings().with_row_index("n", offset=1).with_columns(
-        pl.col("relative").fill_null(1.0).alias("at"), pl.col("n").cast(pl.String).alias("mark"))
+    x = alt.X(
+        "version:O", sort=order, scale=alt.Scale(domain=order), title="PostgreSQL version", axis=alt.Axis(labelAngle=0)
+    )
+    st = (
+        ref.readings()
+        .with_row_index("n", offset=1)
+        .with_columns(pl.col("relative").fill_null(1.0).alias("at"), pl.col("n").cast(pl.String).alias("mark"))
+    )
     panels = []
     for panel in ("throughput (tps)", "load speed (1 / load time)"):
         mine = ours.filter(pl.col("panel") == panel)
         if not mine.height:
             continue
         throughput = panel.startswith("throughput")
-        y = alt.Y("relative:Q", title=[f"{panel}, relative", f"(ours: {oldest} = 1" + ("; S3: 7.3 = 1)" if throughput
-                                                                                         else ")")])  # fmt: skip
-        mine_x = x if throughput else alt.X("version:O", sort=order[len(ref.VERSIONS):], title="PostgreSQL version",
-                                             axis=alt.Axis(labelAngle=0))  # S3 has no load figures  # fmt: skip
-        b = alt.Chart(mine).encode(x=mine_x, color=alt.Color("series:N", title="ours",
-                                                             legend=alt.Legend(labelLimit=0)))  # fmt: skip
-        layers = [b.mark_line(point=True).encode(y=y, tooltip=["series", "version", "relative", "median", "interval"]),
-                  b.mark_rule().encode(y="low:Q", y2="high:Q")]  # fmt: skip
+        y = alt.Y(
+            "relative:Q",
+            title=[f"{panel}, relative", f"(ours: {oldest} = 1" + ("; S3: 7.3 = 1)" if throughput else ")")],
+        )
+        mine_x = (
+            x
+            if throughput
+            else alt.X(
+                "version:O", sort=order[len(ref.VERSIONS) :], title="PostgreSQL version", axis=alt.Axis(labelAngle=0)
+            )
+        )  # S3 has no load figures
+        b = alt.Chart(mine).encode(x=mine_x, color=alt.Color("series:N", title="ours", legend=alt.Legend(labelLimit=0)))
+        layers = [
+            b.mark_line(point=True).encode(y=y, tooltip=["series", "version", "relative", "median", "interval"]),
+            b.mark_rule().encode(y="low:Q", y2="high:Q"),
+        ]
         if throughput:  # S3's readings are about tps
             s3 = alt.Chart(st)
-            layers += [s3.mark_point(shape="triangle-up", size=90, color="black", filled=True).encode(
-                           x=x, y=alt.Y("at:Q"), tooltip=["label"]),
-                       s3.mark_text(dy=-12, fontSize=11, fontWeight="bold", color="black").encode(
-                           x=x, y=alt.Y("at:Q"), text="mark:N")]  # fmt: skip
+            layers += [
+                s3.mark_point(shape="triangle-up", size=90, color="black", filled=True).encode(
+                    x=x, y=alt.Y("at:Q"), tooltip=["label"]
+                ),
+                s3.mark_text(dy=-12, fontSize=11, fontWeight="bold", color="black").encode(
+                    x=x, y=alt.Y("at:Q"), text="mark:N"
+                ),
+            ]
         panels.append(alt.layer(*layers).properties(width=520, height=220, title=panel))
-    notes = alt.Chart(st.with_columns((pl.col("mark") + pl.lit("  ") + pl.col("label")).alias("note"))).mark_text(
-        align="left", fontSize=11).encode(x=alt.value(0), y=alt.Y("n:O", axis=None), text="note:N").properties(
-        width=520, height=alt.Step(16), title="S3's readings (▲: a figure in its text; numbered on the chart)")
+    notes = (
+        alt.Chart(st.with_columns((pl.col("mark") + pl.lit("  ") + pl.col("label")).alias("note")))
+        .mark_text(align="left", fontSize=11)
+        .encode(x=alt.value(0), y=alt.Y("n:O", axis=None), text="note:N")
+        .properties(
+            width=520, height=alt.Step(16), title="S3's readings (▲: a figure in its text; numbered on the chart)"
+        )
+    )
     return alt.vconcat(*panels, notes).properties(
-        title="S3's versions (7.3 … 9.1, readings of its text) and ours (medians, whiskers: their interval)")
+        title="S3's versions (7.3 … 9.1, readings of its text) and ours (medians, whiskers: their interval)"
+    )
 
 
 def db_size(sizes: pl.DataFrame):
@@ -150,15 +214,22 @@ def db_size(sizes: pl.DataFrame):
     after the last run of the no-vacuum series, per server."""
     s = sizes.drop_nulls("db_bytes").sort("run")
     ends = s.group_by("server", "scale", "series", maintain_order=True).agg(
-        pl.col("db_bytes").first().alias("after the load"), pl.col("db_bytes").last().alias("after the series"))
-    long = ends.filter(pl.col("series") == 0).unpivot(index=["server", "scale"], on=["after the load",
-                                                                                      "after the series"],
-                                                      variable_name="when", value_name="bytes")  # fmt: skip
+        pl.col("db_bytes").first().alias("after the load"), pl.col("db_bytes").last().alias("after the series")
+    )
+    long = ends.filter(pl.col("series") == 0).unpivot(
+        index=["server", "scale"], on=["after the load", "after the series"], variable_name="when", value_name="bytes"
+    )
     # a fixed row order: the stored chart must come out byte-identical on every render
     long = long.with_columns((pl.col("bytes") / 2**20).round(1).alias("MiB")).sort("server", "scale", "when")
-    return alt.Chart(long).mark_bar().encode(
-        x=alt.X("when:N", title=None, sort=["after the load", "after the series"]), y=alt.Y("MiB:Q"),
-        color=alt.Color("when:N", legend=None), column=alt.Column("server:N", title="pg_database_size of the "
-                                                                  "pgbench database, by server"),
-        tooltip=["server", "scale", "when", "MiB"],
-    ).properties(width=70, height=160)  # fmt: skip
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("when:N", title=None, sort=["after the load", "after the series"]),
+            y=alt.Y("MiB:Q"),
+            color=alt.Color("when:N", legend=None),
+            column=alt.Column("server:N", title="pg_database_size of the pgbench database, by server"),
+            tooltip=["server", "scale", "when", "MiB"],
+        )
+        .properties(width=70, height=160)
+    )

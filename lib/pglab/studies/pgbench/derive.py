@@ -30,20 +30,67 @@ EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbenc
 
 _F, _I, _S, _B = pl.Float64, pl.Int64, pl.String, pl.Boolean
 SCHEMA = {
-    "server": _S, "experiment": _S, "condition": _S, "item": _S, "repetition": _I, "warmup": _B, "round": _I,
-    "value": _F, "unit": _S, "ts": _S, "scale": _I, "mode": _S, "clients": _I, "threads": _I, "duration_s": _I,
-    "transactions": _I, "series": _I, "run": _I, "resumed": _B,
-    "tps": _F, "latency_avg_ms": _F, "latency_stddev_ms": _F, "initial_connection_ms": _F,
-    "transactions_processed": _I, "failed_transactions": _I, "tps_kind": _S, "query_mode": _S,
-    "wall_s": _F, "init_total_s": _F, "generation": _S, "tuples_generated": _I,
-    "db_bytes_before": _I, "db_bytes_after": _I, "databases_bytes_before": _I, "databases_bytes_after": _I,
-    "datadir_bytes_before": _I, "datadir_bytes_after": _I, "wal_dir_bytes_before": _I, "wal_dir_bytes_after": _I,
-    "wal_written_bytes": _I, "client_version": _S, "pgbench_version": _S, "command": _S, "returncode": _I,
-    "stdout_file": _S, "stderr_file": _S, "agglog_file": _S, "aggregate_interval_s": _I,
-    "error": _S, "pgbench_errors": _S, "checkpoint_error": _S,
-}  # fmt: skip
-STEP_ORDER = ("drop_tables", "create_tables", "client_side_generate", "server_side_generate", "vacuum",
-              "primary_keys", "foreign_keys")  # fmt: skip
+    "server": _S,
+    "experiment": _S,
+    "condition": _S,
+    "item": _S,
+    "repetition": _I,
+    "warmup": _B,
+    "round": _I,
+    "value": _F,
+    "unit": _S,
+    "ts": _S,
+    "scale": _I,
+    "mode": _S,
+    "clients": _I,
+    "threads": _I,
+    "duration_s": _I,
+    "transactions": _I,
+    "series": _I,
+    "run": _I,
+    "resumed": _B,
+    "tps": _F,
+    "latency_avg_ms": _F,
+    "latency_stddev_ms": _F,
+    "initial_connection_ms": _F,
+    "transactions_processed": _I,
+    "failed_transactions": _I,
+    "tps_kind": _S,
+    "query_mode": _S,
+    "wall_s": _F,
+    "init_total_s": _F,
+    "generation": _S,
+    "tuples_generated": _I,
+    "db_bytes_before": _I,
+    "db_bytes_after": _I,
+    "databases_bytes_before": _I,
+    "databases_bytes_after": _I,
+    "datadir_bytes_before": _I,
+    "datadir_bytes_after": _I,
+    "wal_dir_bytes_before": _I,
+    "wal_dir_bytes_after": _I,
+    "wal_written_bytes": _I,
+    "client_version": _S,
+    "pgbench_version": _S,
+    "command": _S,
+    "returncode": _I,
+    "stdout_file": _S,
+    "stderr_file": _S,
+    "agglog_file": _S,
+    "aggregate_interval_s": _I,
+    "error": _S,
+    "pgbench_errors": _S,
+    "checkpoint_error": _S,
+}
+STEP_ORDER = (
+    "drop_tables",
+    "create_tables",
+    "client_side_generate",
+    "server_side_generate",
+    "vacuum",
+    "primary_keys",
+    "foreign_keys",
+)
 
 
 def records(store: RunStore) -> pl.DataFrame:
@@ -74,11 +121,28 @@ def _of(df: pl.DataFrame, experiment: str, measured_only: bool = True) -> pl.Dat
 def init_table(df: pl.DataFrame) -> pl.DataFrame:
     steps = [c for c in df.columns if c.startswith("step_")]
     return _of(df, "pgbench_init").select(
-        "server", "scale", "repetition", "round", pl.col("value").alias("load_s"), "init_total_s", "wall_s",
-        *steps, "db_bytes_before", "db_bytes_after", "databases_bytes_before", "databases_bytes_after",
-        "datadir_bytes_before", "datadir_bytes_after", "wal_written_bytes", "generation", "tuples_generated",
-        "client_version", "command", "error", "checkpoint_error",
-    )  # fmt: skip
+        "server",
+        "scale",
+        "repetition",
+        "round",
+        pl.col("value").alias("load_s"),
+        "init_total_s",
+        "wall_s",
+        *steps,
+        "db_bytes_before",
+        "db_bytes_after",
+        "databases_bytes_before",
+        "databases_bytes_after",
+        "datadir_bytes_before",
+        "datadir_bytes_after",
+        "wal_written_bytes",
+        "generation",
+        "tuples_generated",
+        "client_version",
+        "command",
+        "error",
+        "checkpoint_error",
+    )
 
 
 def init_steps_table(df: pl.DataFrame) -> pl.DataFrame:
@@ -92,29 +156,66 @@ def init_steps_table(df: pl.DataFrame) -> pl.DataFrame:
 
 def _runs(df: pl.DataFrame, experiment: str, keys: list[str]) -> pl.DataFrame:
     return _of(df, experiment, measured_only=False).select(
-        "server", *keys, "item", "repetition", "warmup", "round", pl.col("value").alias("tps"), "latency_avg_ms",
-        "latency_stddev_ms", "initial_connection_ms", "transactions_processed", "failed_transactions", "clients",
-        "threads", "duration_s", "wal_written_bytes", "error",
-    )  # fmt: skip
+        "server",
+        *keys,
+        "item",
+        "repetition",
+        "warmup",
+        "round",
+        pl.col("value").alias("tps"),
+        "latency_avg_ms",
+        "latency_stddev_ms",
+        "initial_connection_ms",
+        "transactions_processed",
+        "failed_transactions",
+        "clients",
+        "threads",
+        "duration_s",
+        "wal_written_bytes",
+        "error",
+    )
 
 
 def series_table(df: pl.DataFrame) -> pl.DataFrame:
-    return _of(df, "pgbench_series").filter(pl.col("item") != "init").select(
-        "server", "scale", "series", "run", pl.col("value").alias("tps"), "latency_avg_ms",
-        "transactions_processed", "failed_transactions", "clients", "threads", "transactions", "duration_s",
-        pl.col("db_bytes_after").alias("db_bytes"), pl.col("databases_bytes_after").alias("databases_bytes"),
-        pl.col("datadir_bytes_after").alias("datadir_bytes"), pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
-        "wal_written_bytes", "resumed", "error",
-    )  # fmt: skip
+    return (
+        _of(df, "pgbench_series")
+        .filter(pl.col("item") != "init")
+        .select(
+            "server",
+            "scale",
+            "series",
+            "run",
+            pl.col("value").alias("tps"),
+            "latency_avg_ms",
+            "transactions_processed",
+            "failed_transactions",
+            "clients",
+            "threads",
+            "transactions",
+            "duration_s",
+            pl.col("db_bytes_after").alias("db_bytes"),
+            pl.col("databases_bytes_after").alias("databases_bytes"),
+            pl.col("datadir_bytes_after").alias("datadir_bytes"),
+            pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
+            "wal_written_bytes",
+            "resumed",
+            "error",
+        )
+    )
 
 
 def series_sizes_table(df: pl.DataFrame) -> pl.DataFrame:
     """Sizes after the fresh load (run 0) and after every run of the series."""
     return _of(df, "pgbench_series").select(
-        "server", "scale", "series", "run", pl.col("db_bytes_after").alias("db_bytes"),
-        pl.col("databases_bytes_after").alias("databases_bytes"), pl.col("datadir_bytes_after").alias("datadir_bytes"),
+        "server",
+        "scale",
+        "series",
+        "run",
+        pl.col("db_bytes_after").alias("db_bytes"),
+        pl.col("databases_bytes_after").alias("databases_bytes"),
+        pl.col("datadir_bytes_after").alias("datadir_bytes"),
         pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
-    )  # fmt: skip
+    )
 
 
 def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
@@ -130,18 +231,46 @@ def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
         r = stats.ratio_ci(last, first)
         tps = g["tps"].drop_nulls()
         s = sizes.filter((pl.col("server") == server) & (pl.col("scale") == scale))
-        rows.append({
-            "server": server, "scale": scale, "runs": len(runs), "series": g["series"].n_unique(),
-            "failed_runs": g["tps"].null_count(), "window": k,
-            "tps_min": tps.min(), "tps_max": tps.max(), "tps_mean": tps.mean(),
-            "tps_first_median": r["stat_b"], "tps_last_median": r["stat_a"], "ratio_last_first": r["ratio"],
-            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "verdict": r["verdict"],
-            "db_growth": _growth(s, "db_bytes"), "datadir_growth": _growth(s, "datadir_bytes"),
-        })  # fmt: skip
-    schema = {"server": _S, "scale": _I, "runs": _I, "series": _I, "failed_runs": _I, "window": _I,
-              "tps_min": _F, "tps_max": _F, "tps_mean": _F, "tps_first_median": _F, "tps_last_median": _F,
-              "ratio_last_first": _F, "ci_low": _F, "ci_high": _F, "verdict": _S, "db_growth": _F,
-              "datadir_growth": _F}  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "scale": scale,
+                "runs": len(runs),
+                "series": g["series"].n_unique(),
+                "failed_runs": g["tps"].null_count(),
+                "window": k,
+                "tps_min": tps.min(),
+                "tps_max": tps.max(),
+                "tps_mean": tps.mean(),
+                "tps_first_median": r["stat_b"],
+                "tps_last_median": r["stat_a"],
+                "ratio_last_first": r["ratio"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "verdict": r["verdict"],
+                "db_growth": _growth(s, "db_bytes"),
+                "datadir_growth": _growth(s, "datadir_bytes"),
+            }
+        )
+    schema = {
+        "server": _S,
+        "scale": _I,
+        "runs": _I,
+        "series": _I,
+        "failed_runs": _I,
+        "window": _I,
+        "tps_min": _F,
+        "tps_max": _F,
+        "tps_mean": _F,
+        "tps_first_median": _F,
+        "tps_last_median": _F,
+        "ratio_last_first": _F,
+        "ci_low": _F,
+        "ci_high": _F,
+        "verdict": _S,
+        "db_growth": _F,
+        "datadir_growth": _F,
+    }
     return pl.from_dicts(rows, schema=schema).sort("server", "scale") if rows else pl.DataFrame(schema=schema)
 
 
@@ -172,8 +301,14 @@ def versions(tables: dict, baseline: str | None) -> pl.DataFrame:
             continue
         c = stats.compare(df, by, "server", baseline, value)
         group = pl.concat_str([pl.lit(f"{b}=") + pl.col(b).cast(_S) for b in by], separator=" ")
-        out.append(c.select(pl.lit(what).alias("what"), group.alias("group"), pl.lit(better).alias("better"),
-                            *[x for x in c.columns if x not in by]))  # fmt: skip
+        out.append(
+            c.select(
+                pl.lit(what).alias("what"),
+                group.alias("group"),
+                pl.lit(better).alias("better"),
+                *[x for x in c.columns if x not in by],
+            )
+        )
     if not out:
         return pl.DataFrame(schema={"what": _S, "group": _S, "better": _S, "server": _S, "baseline": _S})
     return pl.concat(out, how="vertical_relaxed")
@@ -192,21 +327,39 @@ def timeseries(df: pl.DataFrame, store: RunStore) -> pl.DataFrame:
             continue
         if agg.is_empty():
             continue
-        per = agg.group_by("interval_start").agg(
-            pl.col("num_transactions").sum(), pl.col("sum_latency").sum(), pl.col("max_latency").max()
-        ).sort("interval_start")  # fmt: skip
+        per = (
+            agg.group_by("interval_start")
+            .agg(pl.col("num_transactions").sum(), pl.col("sum_latency").sum(), pl.col("max_latency").max())
+            .sort("interval_start")
+        )
         t0, t1 = per["interval_start"].min(), per["interval_start"].max()
         interval = rec["aggregate_interval_s"] or 1
-        frames.append(per.select(
-            *[pl.lit(rec[k], dtype=SCHEMA[k]).alias(k) for k in
-              ("server", "experiment", "condition", "item", "repetition", "scale", "mode", "clients", "series", "run")],
-            (pl.col("interval_start") - t0).alias("t_s"), pl.col("num_transactions").alias("transactions"),
-            (pl.col("num_transactions") / interval).alias("tps"),
-            (pl.col("sum_latency") / pl.col("num_transactions") / 1000).alias("latency_avg_ms"),
-            (pl.col("max_latency") / 1000).alias("latency_max_ms"),
-            # intervals are aligned to whole seconds: the first and last of a run cover only part of one
-            pl.col("interval_start").is_in([t0, t1]).alias("partial"),
-        ))  # fmt: skip
+        frames.append(
+            per.select(
+                *[
+                    pl.lit(rec[k], dtype=SCHEMA[k]).alias(k)
+                    for k in (
+                        "server",
+                        "experiment",
+                        "condition",
+                        "item",
+                        "repetition",
+                        "scale",
+                        "mode",
+                        "clients",
+                        "series",
+                        "run",
+                    )
+                ],
+                (pl.col("interval_start") - t0).alias("t_s"),
+                pl.col("num_transactions").alias("transactions"),
+                (pl.col("num_transactions") / interval).alias("tps"),
+                (pl.col("sum_latency") / pl.col("num_transactions") / 1000).alias("latency_avg_ms"),
+                (pl.col("max_latency") / 1000).alias("latency_max_ms"),
+                # intervals are aligned to whole seconds: the first and last of a run cover only part of one
+                pl.col("interval_start").is_in([t0, t1]).alias("partial"),
+            )
+        )
     if not frames:
         return pl.DataFrame(schema={"server": _S, "experiment": _S, "t_s": _I, "tps": _F})
     return pl.concat(frames, how="vertical_relaxed")
@@ -217,10 +370,25 @@ def settings(store: RunStore) -> pl.DataFrame:
     for p in sorted(store.artifact_path("pgbench/servers").glob("*.json")):
         data = json.loads(p.read_text())
         srv = data["server"]
-        rows += [{"server": srv["server"], "name": s["name"], "setting": s["setting"], "unit": s["unit"],
-                  "source": s["source"]} for s in data["settings"]]  # fmt: skip
-        rows.append({"server": srv["server"], "name": "(pgbench client)", "setting": srv.get("pgbench_client_version"),
-                     "unit": "", "source": "pglab"})  # fmt: skip
+        rows += [
+            {
+                "server": srv["server"],
+                "name": s["name"],
+                "setting": s["setting"],
+                "unit": s["unit"],
+                "source": s["source"],
+            }
+            for s in data["settings"]
+        ]
+        rows.append(
+            {
+                "server": srv["server"],
+                "name": "(pgbench client)",
+                "setting": srv.get("pgbench_client_version"),
+                "unit": "",
+                "source": "pglab",
+            }
+        )
     schema = {"server": _S, "name": _S, "setting": _S, "unit": _S, "source": _S}
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
@@ -232,13 +400,17 @@ def servers(store: RunStore) -> pl.DataFrame:
     for p in sorted(store.artifact_path("pgbench/servers").glob("*.json")):
         srv = json.loads(p.read_text())["server"]
         num = srv.get("version_num")
-        rows.append({"server": srv["server"], "major": srv.get("major") or (int(num) // 10000 if num else None),
-                     "version_num": num, "pgbench_client_version": srv.get("pgbench_client_version"),
-                     "client_note": srv.get("pgbench_client_note")})  # fmt: skip
+        rows.append(
+            {
+                "server": srv["server"],
+                "major": srv.get("major") or (int(num) // 10000 if num else None),
+                "version_num": num,
+                "pgbench_client_version": srv.get("pgbench_client_version"),
+                "client_note": srv.get("pgbench_client_note"),
+            }
+        )
     schema = {"server": _S, "major": _I, "version_num": _I, "pgbench_client_version": _S, "client_note": _S}
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
-
-
 
 
 def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
@@ -251,8 +423,9 @@ def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
     return out | build(store, "", facts["baseline"], write=False, cores=facts["cores"])
 
 
-def build(store: RunStore, profile: str, baseline: str | None, write: bool = True,
-          cores: int | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
+def build(
+    store: RunStore, profile: str, baseline: str | None, write: bool = True, cores: int | None = None
+) -> dict[str, pl.DataFrame]:
     """Every table of the stage; `cores`: the measuring machine's (pgbench_paired's ceiling), else this one's."""
     df = records(store)
     t: dict[str, pl.DataFrame] = {}
@@ -265,11 +438,15 @@ def build(store: RunStore, profile: str, baseline: str | None, write: bool = Tru
     t["pgbench_series_sizes"] = series_sizes_table(df)
 
     t["pgbench_init_summary"] = stats.summarize(t["pgbench_init"], ["server", "scale"], "load_s").join(
-        t["pgbench_init"].group_by("server", "scale").agg(
+        t["pgbench_init"]
+        .group_by("server", "scale")
+        .agg(
             pl.col("db_bytes_after").median().alias("db_bytes_median"),
             (pl.col("datadir_bytes_after") - pl.col("datadir_bytes_before")).median().alias("datadir_growth_median"),
-        ), on=["server", "scale"], how="left",
-    )  # fmt: skip
+        ),
+        on=["server", "scale"],
+        how="left",
+    )
     measured = {n: t[n].filter(~pl.col("warmup")) for n in ("pgbench_select_only", "pgbench_scaling")}
     # the A/A control's second label is the same cell again: summaries and version ratios take the first only
     measured["pgbench_select_only"] = measured["pgbench_select_only"].filter(pl.col("item") != ITEM_AA)

@@ -13,8 +13,9 @@ def estimate_s(p, base: list[Server]) -> float:
     n = len(servers)
     aa = {"all": n, "baseline": min(n, 1), "none": 0}[g.select_only.aa_control]
     wanted = g.scaling.versions
-    ns = len([s for s in servers if not wanted or s.install is None
-              or any(matches_version(s.install, v) for v in wanted)])  # fmt: skip
+    ns = len(
+        [s for s in servers if not wanted or s.install is None or any(matches_version(s.install, v) for v in wanted)]
+    )
     loads, runs, seconds = [], 0, 0.0  # loads by scale
     if "load" in g.experiments:
         loads += [sc for sc in g.scales for _ in range(n * g.init.repetitions)]

@@ -24,12 +24,29 @@ from . import databases as pgbench_db
 
 # Scalar figures of parse_pgbench_output kept with each measurement (the lists stay in the raw output).
 PARSED_KEYS = (
-    "pgbench_version", "server_version", "transaction_type", "scaling_factor", "query_mode", "max_tries",
-    "transactions_processed", "transactions_expected", "failed_transactions", "serialization_failures",
-    "deadlock_failures", "other_failures", "retried_transactions", "skipped_transactions",
-    "latency_avg_ms", "latency_stddev_ms", "latency_includes_failures", "initial_connection_ms",
-    "tps", "tps_kind", "tps_including_connections", "aborted",
-)  # fmt: skip
+    "pgbench_version",
+    "server_version",
+    "transaction_type",
+    "scaling_factor",
+    "query_mode",
+    "max_tries",
+    "transactions_processed",
+    "transactions_expected",
+    "failed_transactions",
+    "serialization_failures",
+    "deadlock_failures",
+    "other_failures",
+    "retried_transactions",
+    "skipped_transactions",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "latency_includes_failures",
+    "initial_connection_ms",
+    "tps",
+    "tps_kind",
+    "tps_including_connections",
+    "aborted",
+)
 
 
 def threads_for(clients: int, threads: int) -> int:
@@ -93,12 +110,15 @@ class Bench:
             self.store.save_text(f"{base}.stderr.txt", res.stderr)
             fields |= {
                 "command": res.command.replace(str(logdir), "LOGDIR") if logdir else res.command,
-                "client_version": res.client_version, "returncode": res.returncode,
-                "wall_s": round(res.elapsed_s, 4), "stdout_file": f"{base}.stdout.txt",
-                "stderr_file": f"{base}.stderr.txt", "wal_written_bytes": pgbench_db.wal_written(before, after),
+                "client_version": res.client_version,
+                "returncode": res.returncode,
+                "wall_s": round(res.elapsed_s, 4),
+                "stdout_file": f"{base}.stdout.txt",
+                "stderr_file": f"{base}.stderr.txt",
+                "wal_written_bytes": pgbench_db.wal_written(before, after),
                 **pgbench_db.with_suffix({k: v for k, v in before.items() if k != "wal_lsn"}, "before"),
                 **pgbench_db.with_suffix({k: v for k, v in after.items() if k != "wal_lsn"}, "after"),
-            }  # fmt: skip
+            }
             if logdir is not None:
                 fields |= self._keep_log(logdir, base)
             fields |= _init_fields(res.parsed) if init else _run_fields(res.parsed)
@@ -124,8 +144,11 @@ class Bench:
         files = sorted(logdir.glob("agg.*"), key=lambda p: (len(p.name), p.name))
         text = "".join(p.read_text() for p in files)
         self.store.save_text(f"{base}.agglog.txt", text)
-        out = {"agglog_file": f"{base}.agglog.txt", "agglog_threads": len(files),
-               "aggregate_interval_s": self.aggregate_log_s}  # fmt: skip
+        out = {
+            "agglog_file": f"{base}.agglog.txt",
+            "agglog_threads": len(files),
+            "aggregate_interval_s": self.aggregate_log_s,
+        }
         try:
             out["agglog_lines"] = parse_aggregate_log(text).height
         except PgbenchOutputError as e:
@@ -143,8 +166,11 @@ def _run_fields(parsed: dict | None) -> dict:
 
 def _init_fields(parsed: dict | None) -> dict:
     p = parsed or {}
-    out = {"init_total_s": p.get("total_s"), "generation": p.get("generation"),
-           "tuples_generated": p.get("tuples_generated")}  # fmt: skip
+    out = {
+        "init_total_s": p.get("total_s"),
+        "generation": p.get("generation"),
+        "tuples_generated": p.get("tuples_generated"),
+    }
     for step, secs in (p.get("steps_s") or {}).items():
         out[f"step_{step}_s"] = secs
     out["pgbench_errors"] = "; ".join(p.get("errors") or []) or None

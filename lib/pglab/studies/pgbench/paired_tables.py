@@ -29,14 +29,32 @@ COLLAPSE = 1 / 3  # a run below a third of its cell's median has collapsed (a st
 
 _F, _I, _S = pl.Float64, pl.Int64, pl.String
 PAIRED = {"what": _S, "group": _S, "server": _S, "baseline": _S, "better": _S, **paired.PAIRED_SCHEMA, "flag": _S}
-NOISE = {"study": _S, "server": _S, "metric": _S, "n_pairs": _I, "false_difference_rate": _F, "floor": _F,
-         "method": _S}  # fmt: skip
-DRIFT = {"what": _S, "server": _S, "scale": _I, "n_rounds": _I, "drift": _F, "low": _F, "high": _F, "method": _S,
-         "collapsed_runs": _I, "lowest_over_median": _F}  # fmt: skip
-TREND = {"server": _S, "scale": _I, "n_rounds": _I, "ratio": _F, "low": _F, "high": _F, "coverage": _F,
-         "method": _S, "tps_first": _F, "tps_last": _F}  # fmt: skip
-CURVE = {"server": _S, "major": _I, "what": _S, "scale": _I, "n": _I, "median": _F, "low": _F, "high": _F,
-         "method": _S}  # fmt: skip
+NOISE = {"study": _S, "server": _S, "metric": _S, "n_pairs": _I, "false_difference_rate": _F, "floor": _F, "method": _S}
+DRIFT = {
+    "what": _S,
+    "server": _S,
+    "scale": _I,
+    "n_rounds": _I,
+    "drift": _F,
+    "low": _F,
+    "high": _F,
+    "method": _S,
+    "collapsed_runs": _I,
+    "lowest_over_median": _F,
+}
+TREND = {
+    "server": _S,
+    "scale": _I,
+    "n_rounds": _I,
+    "ratio": _F,
+    "low": _F,
+    "high": _F,
+    "coverage": _F,
+    "method": _S,
+    "tps_first": _F,
+    "tps_last": _F,
+}
+CURVE = {"server": _S, "major": _I, "what": _S, "scale": _I, "n": _I, "median": _F, "low": _F, "high": _F, "method": _S}
 
 
 def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
@@ -96,10 +114,22 @@ def paired_versions(t: dict, baseline: str | None, majors: dict[str, int], cores
         if base is None or df["server"].n_unique() < 2:
             continue
         c = paired.paired_compare(df, [by], "server", base, "round", value)
-        c = c.with_columns(flag=pl.struct("server", by).map_elements(
-            lambda r, by=by, base=base: flags.get((r["server"], r[by])) or flags.get((base, r[by])), return_dtype=_S))
-        frames.append(c.select(pl.lit(what).alias("what"), (pl.lit(f"{by}=") + pl.col(by).cast(_S)).alias("group"),
-                               "server", "baseline", pl.lit(better).alias("better"), *paired.PAIRED_SCHEMA, "flag"))
+        c = c.with_columns(
+            flag=pl.struct("server", by).map_elements(
+                lambda r, by=by, base=base: flags.get((r["server"], r[by])) or flags.get((base, r[by])), return_dtype=_S
+            )
+        )
+        frames.append(
+            c.select(
+                pl.lit(what).alias("what"),
+                (pl.lit(f"{by}=") + pl.col(by).cast(_S)).alias("group"),
+                "server",
+                "baseline",
+                pl.lit(better).alias("better"),
+                *paired.PAIRED_SCHEMA,
+                "flag",
+            )
+        )
     return pl.concat(frames) if frames else _frame([], PAIRED)
 
 
@@ -112,14 +142,18 @@ def noise_table(t: dict) -> pl.DataFrame:
     rows = []
     for server in [*sorted(set(aa["server"])), "all"]:
         nf = noise.noise_floor(aa if server == "all" else aa.filter(pl.col("server") == server))
-        rows.append({"study": "S3", "server": server, "metric": "select-only tps",
-                     **{k: nf[k] for k in NOISE if k in nf}})
+        rows.append(
+            {"study": "S3", "server": server, "metric": "select-only tps", **{k: nf[k] for k in NOISE if k in nf}}
+        )
     return _frame(rows, NOISE)
 
 
 def drift_table(t: dict) -> pl.DataFrame:
-    specs = [("load time", t["pgbench_init"], "load_s"), ("select-only tps", select_only(t), "tps"),
-             ("series tps", series_rounds(t["pgbench_series"]), "tps")]  # fmt: skip
+    specs = [
+        ("load time", t["pgbench_init"], "load_s"),
+        ("select-only tps", select_only(t), "tps"),
+        ("series tps", series_rounds(t["pgbench_series"]), "tps"),
+    ]
     rows = []
     for what, df, value in specs:
         for server in sorted(set(df["server"])):
@@ -133,8 +167,9 @@ def drift_table(t: dict) -> pl.DataFrame:
                 # a collapsed run is a slow one: for a time that is a long one
                 share = (low / m if value != "load_s" else m / v.max()) if m and low else None
                 bad = (v < m * COLLAPSE).sum() if value != "load_s" else (v > m / COLLAPSE).sum()
-                rows.append({"what": what, "server": server, **r, "collapsed_runs": int(bad),
-                             "lowest_over_median": share})
+                rows.append(
+                    {"what": what, "server": server, **r, "collapsed_runs": int(bad), "lowest_over_median": share}
+                )
     return _frame(rows, DRIFT)
 
 
@@ -155,29 +190,54 @@ def trend(runs: list[int], tps: list[float]) -> dict:
     resid = y - (slope * x + icept)
     se = math.sqrt(resid @ resid / (n - 2) / ((x - x.mean()) @ (x - x.mean())))
     q = stats.t.ppf(0.975, n - 2)
-    return {**out, "low": math.exp((slope - q * se) * span), "high": math.exp((slope + q * se) * span),
-            "coverage": 0.95, "method": f"95 % t interval of a log-linear trend over {n} runs"}
+    return {
+        **out,
+        "low": math.exp((slope - q * se) * span),
+        "high": math.exp((slope + q * se) * span),
+        "coverage": 0.95,
+        "method": f"95 % t interval of a log-linear trend over {n} runs",
+    }
 
 
 def no_vacuum(series: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for (server, scale), g in series.drop_nulls("tps").filter(pl.col("tps") > 0).group_by("server", "scale"):
         first, last = g["run"].min(), g["run"].max()
-        rows.append({"server": server, "scale": scale, **trend(g["run"].to_list(), g["tps"].to_list()),
-                     "tps_first": g.filter(pl.col("run") == first)["tps"].median(),
-                     "tps_last": g.filter(pl.col("run") == last)["tps"].median()})  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "scale": scale,
+                **trend(g["run"].to_list(), g["tps"].to_list()),
+                "tps_first": g.filter(pl.col("run") == first)["tps"].median(),
+                "tps_last": g.filter(pl.col("run") == last)["tps"].median(),
+            }
+        )
     return _frame(rows, TREND).sort("server", "scale")
 
 
 def version_curve(t: dict, majors: dict[str, int]) -> pl.DataFrame:
-    specs = [("load time, s", t["pgbench_init"], "load_s"), ("select-only tps", select_only(t), "tps"),
-             ("TPC-B-like tps, no vacuum", t["pgbench_series"], "tps")]  # fmt: skip
+    specs = [
+        ("load time, s", t["pgbench_init"], "load_s"),
+        ("select-only tps", select_only(t), "tps"),
+        ("TPC-B-like tps, no vacuum", t["pgbench_series"], "tps"),
+    ]
     rows = []
     for what, df, value in specs:
         for (server, scale), g in df.group_by("server", "scale"):
             mi = paired.median_interval(g[value].drop_nulls().to_list())
-            rows.append({"server": server, "major": majors.get(server), "what": what, "scale": scale, "n": mi["n"],
-                         "median": mi["median"], "low": mi["low"], "high": mi["high"], "method": mi["method"]})
+            rows.append(
+                {
+                    "server": server,
+                    "major": majors.get(server),
+                    "what": what,
+                    "scale": scale,
+                    "n": mi["n"],
+                    "median": mi["median"],
+                    "low": mi["low"],
+                    "high": mi["high"],
+                    "method": mi["method"],
+                }
+            )
     return _frame(rows, CURVE).sort("what", "scale", "major", "server")
 
 

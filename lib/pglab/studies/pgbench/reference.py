@@ -19,8 +19,9 @@ READINGS = (
 
 def readings() -> pl.DataFrame:
     """The study's points: version, relative (null: a reading without a figure), label."""
-    return pl.DataFrame(READINGS, schema={"version": pl.String, "relative": pl.Float64, "label": pl.String},
-                        orient="row")
+    return pl.DataFrame(
+        READINGS, schema={"version": pl.String, "relative": pl.Float64, "label": pl.String}, orient="row"
+    )
 
 
 def version_order(ours: list[str]) -> list[str]:

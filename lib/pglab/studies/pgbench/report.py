@@ -13,12 +13,32 @@ from . import charts as pgbench_charts
 from . import paired_tables as pgbench_paired
 from . import verdicts as pgbench_verdicts
 
-TABLES = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series", "pgbench_series_summary",
-          "pgbench_series_sizes", "pgbench_scaling_summary", "pgbench_settings", "pgbench_runs", "pgbench_paired",
-          "pgbench_noise", "pgbench_drift", "pgbench_no_vacuum", "pgbench_version_curve", "pgbench_servers",
-          "environment_servers")  # fmt: skip
-SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "max_wal_size", "checkpoint_completion_target",
-            "autovacuum")
+TABLES = (
+    "pgbench_init",
+    "pgbench_select_only",
+    "pgbench_scaling",
+    "pgbench_series",
+    "pgbench_series_summary",
+    "pgbench_series_sizes",
+    "pgbench_scaling_summary",
+    "pgbench_settings",
+    "pgbench_runs",
+    "pgbench_paired",
+    "pgbench_noise",
+    "pgbench_drift",
+    "pgbench_no_vacuum",
+    "pgbench_version_curve",
+    "pgbench_servers",
+    "environment_servers",
+)
+SETTINGS = (
+    "shared_buffers",
+    "effective_cache_size",
+    "work_mem",
+    "max_wal_size",
+    "checkpoint_completion_target",
+    "autovacuum",
+)
 _UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 2**20, "GB": 2**30}
 
 
@@ -33,21 +53,35 @@ def _paired_method(t: dict) -> str:
     all_ = nz.filter(pl.col("server") == "all")
     if all_.height and floor is not None:
         r = all_.row(0, named=True)
-        aa = (f"The A/A control (select-only cells run twice per round under two labels) gives a false-difference "
-              f"rate of {r['false_difference_rate']:.0%} over {r['n_pairs']} A/A pair(s) and a noise floor of "
-              f"±{floor:.1%}; an effect below it supports nothing.").replace("%", " %")
+        aa = (
+            f"The A/A control (select-only cells run twice per round under two labels) gives a false-difference "
+            f"rate of {r['false_difference_rate']:.0%} over {r['n_pairs']} A/A pair(s) and a noise floor of "
+            f"±{floor:.1%}; an effect below it supports nothing."
+        ).replace("%", " %")
     else:
         aa = "No A/A control ran: no noise floor was measured."
     d = dr.drop_nulls("drift")
-    drift = (f" Drift between the first and second half of the rounds (per server and experiment): "
-             f"{d['drift'].min():.2f}× to {d['drift'].max():.2f}×." if d.height else "")  # fmt: skip
+    drift = (
+        f" Drift between the first and second half of the rounds (per server and experiment): "
+        f"{d['drift'].min():.2f}× to {d['drift'].max():.2f}×."
+        if d.height
+        else ""
+    )
     bad = dr.filter(pl.col("collapsed_runs") > 0)
-    collapsed = ("; ".join(f"{r['what']} on {r['server']}: {r['collapsed_runs']} run(s) below a third of the "
-                           f"median" for r in bad.iter_rows(named=True)) if bad.height else "none")
-    return ("- **Paired analysis**: versions are compared within each round (the schedule's round; run k of the "
-            "no-vacuum series; (clients, round) blocks for the scale-up): per round one ratio to the oldest server, "
-            "their geometric mean, with a bootstrap interval from 10 rounds on, else the min–max of the rounds, "
-            f"labelled so. {aa}{drift} Collapsed runs (kept, not averaged away): {collapsed}.")  # fmt: skip
+    collapsed = (
+        "; ".join(
+            f"{r['what']} on {r['server']}: {r['collapsed_runs']} run(s) below a third of the median"
+            for r in bad.iter_rows(named=True)
+        )
+        if bad.height
+        else "none"
+    )
+    return (
+        "- **Paired analysis**: versions are compared within each round (the schedule's round; run k of the "
+        "no-vacuum series; (clients, round) blocks for the scale-up): per round one ratio to the oldest server, "
+        "their geometric mean, with a bootstrap interval from 10 rounds on, else the min–max of the rounds, "
+        f"labelled so. {aa}{drift} Collapsed runs (kept, not averaged away): {collapsed}."
+    )
 
 
 def _servers(t: dict) -> list[str]:
@@ -80,9 +114,11 @@ def _runs_text(df: pl.DataFrame, by: list[str]) -> str:
 
 def _command(runs: pl.DataFrame, experiment: str) -> str:
     """The exact command of the experiment's first measured run (the others differ in -c, -T or -s only)."""
-    r = runs.filter((pl.col("experiment") == experiment) & ~pl.col("warmup").cast(pl.Boolean)
-                    & ((pl.col("item") != "init") | (pl.col("experiment") == "pgbench_init"))).sort(
-        "server", "round", "condition", "item", "repetition")  # fmt: skip
+    r = runs.filter(
+        (pl.col("experiment") == experiment)
+        & ~pl.col("warmup").cast(pl.Boolean)
+        & ((pl.col("item") != "init") | (pl.col("experiment") == "pgbench_init"))
+    ).sort("server", "round", "condition", "item", "repetition")
     return f"`{r['command'][0]}`" if r.height and r["command"][0] else "(no command recorded)"
 
 
@@ -112,8 +148,7 @@ def _settings_text(t: dict, servers: list[str]) -> str:
     if len(distinct) == 1:
         vals = distinct.pop()
         return "the same on every server: " + ", ".join(f"{n} = {v}" for n, v in zip(SETTINGS, vals, strict=True))
-    return "; ".join(f"{s}: " + ", ".join(f"{n} = {v}" for n, v in zip(SETTINGS, per[s], strict=True))
-                     for s in servers)  # fmt: skip
+    return "; ".join(f"{s}: " + ", ".join(f"{n} = {v}" for n, v in zip(SETTINGS, per[s], strict=True)) for s in servers)
 
 
 def method(profile: str, root: Path | None = None) -> str:
@@ -125,38 +160,50 @@ def method(profile: str, root: Path | None = None) -> str:
         f"Notebook 30 ran pgbench against {len(servers)} server(s) on one machine, all with the same explicit "
         "settings and driven by one pgbench binary (S3 used each version's defaults and its own pgbench).",
         "",
-        "- **Servers**: " + "; ".join(f"{s} = {ver.get(s, 'version not recorded')}" for s in servers)
+        "- **Servers**: "
+        + "; ".join(f"{s} = {ver.get(s, 'version not recorded')}" for s in servers)
         + f". pgbench client: {client}. Server settings {_settings_text(t, servers)}.",
     ]
     init, so, sc, se = t["pgbench_init"], t["pgbench_select_only"], t["pgbench_scaling"], t["pgbench_series"]
     runs = t["pgbench_runs"]
     if init.height:
-        lines.append(f"- **Load**: {_command(runs, 'pgbench_init')} at scales {_list(init['scale'])}, "
-                     f"{_runs_text(init.with_columns(warmup=False), ['server', 'scale'])} per server and scale; "
-                     "the wall time of the whole command, as the study's `time`.")  # fmt: skip
+        lines.append(
+            f"- **Load**: {_command(runs, 'pgbench_init')} at scales {_list(init['scale'])}, "
+            f"{_runs_text(init.with_columns(warmup=False), ['server', 'scale'])} per server and scale; "
+            "the wall time of the whole command, as the study's `time`."
+        )
     if so.height and "item" in so.columns:  # the A/A control's second label is said in the paired analysis
         so = so.filter(pl.col("item") != pgbench_paired.ITEM_AA)
     if so.height:
         warm = so.filter(pl.col("warmup").cast(pl.Boolean))
         warm_text = f", after one warm-up run of {_list(warm['duration_s'])} s" if warm.height else ""
-        lines.append(f"- **Select-only**: {_command(runs, 'pgbench_select_only')} ({_list(_measured(so)['clients'])}"
-                     f" clients for {_list(_measured(so)['duration_s'])} s) at scales {_list(so['scale'])}, "
-                     f"{_runs_text(so, ['server', 'scale'])} per server and scale{warm_text}.")  # fmt: skip
+        lines.append(
+            f"- **Select-only**: {_command(runs, 'pgbench_select_only')} ({_list(_measured(so)['clients'])}"
+            f" clients for {_list(_measured(so)['duration_s'])} s) at scales {_list(so['scale'])}, "
+            f"{_runs_text(so, ['server', 'scale'])} per server and scale{warm_text}."
+        )
     if sc.height:
         m = _measured(sc)
-        lines.append(f"- **Client scaling (S4)**: modes {_list(m['mode'])} at {_list(m['clients'])} clients, "
-                     f"scale {_list(m['scale'])}, {_list(m['duration_s'])} s each, "
-                     f"{_runs_text(sc, ['server', 'mode', 'clients'])} per cell; e.g. "
-                     f"{_command(runs, 'pgbench_scaling')}.")  # fmt: skip
+        lines.append(
+            f"- **Client scaling (S4)**: modes {_list(m['mode'])} at {_list(m['clients'])} clients, "
+            f"scale {_list(m['scale'])}, {_list(m['duration_s'])} s each, "
+            f"{_runs_text(sc, ['server', 'mode', 'clients'])} per cell; e.g. "
+            f"{_command(runs, 'pgbench_scaling')}."
+        )
     if se.height:
-        length = (f"{_list(se['transactions'].drop_nulls())} transactions per client"
-                  if se["transactions"].drop_nulls().len() else f"{_list(se['duration_s'].drop_nulls())} s")
+        length = (
+            f"{_list(se['transactions'].drop_nulls())} transactions per client"
+            if se["transactions"].drop_nulls().len()
+            else f"{_list(se['duration_s'].drop_nulls())} s"
+        )
         runs_per = _list(se.group_by("server", "scale", "series").len()["len"])
         series_per = _list(se.group_by("server", "scale").agg(pl.col("series").n_unique())["series"])
-        lines.append(f"- **No-vacuum series**: from a fresh load, {runs_per} consecutive "
-                     f"{_command(runs, 'pgbench_series')} runs ({_list(se['clients'])} clients, {length}) at scales "
-                     f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
-                     "sizes after the load and after every run.")  # fmt: skip
+        lines.append(
+            f"- **No-vacuum series**: from a fresh load, {runs_per} consecutive "
+            f"{_command(runs, 'pgbench_series')} runs ({_list(se['clients'])} clients, {length}) at scales "
+            f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
+            "sizes after the load and after every run."
+        )
     lines.append(_paired_method(t))
     notes = t["pgbench_servers"]["client_note"].drop_nulls()
     if notes.len():

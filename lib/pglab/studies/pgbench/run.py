@@ -54,8 +54,10 @@ def _failed(error: str, unit: str = "tps") -> dict:
 
 
 def _refusal(srv: Server) -> str:
-    return (f"every pgbench run writes (its databases are created, loaded, vacuumed and updated), which params "
-            f"do not allow on external server {srv.name} (allow_destructive: false)")  # fmt: skip
+    return (
+        f"every pgbench run writes (its databases are created, loaded, vacuumed and updated), which params "
+        f"do not allow on external server {srv.name} (allow_destructive: false)"
+    )
 
 
 class Stage:
@@ -98,8 +100,11 @@ class Stage:
                 continue
             rec, settings = environment.server(srv)
             client = self.bench.client_install(srv)
-            rec |= {"pgbench_client": client.name, "pgbench_client_version": client.version,
-                    "pgbench_client_note": pgbench.client_note(srv, self.p.client)}  # fmt: skip
+            rec |= {
+                "pgbench_client": client.name,
+                "pgbench_client_version": client.version,
+                "pgbench_client_note": pgbench.client_note(srv, self.p.client),
+            }
             self.store.save_json(rel, {"server": rec, "settings": settings})
 
     def _timed(self, experiment: str, steps: list, measure, desc: str) -> int:
@@ -113,9 +118,10 @@ class Stage:
 
     def _pending(self, steps: list, experiment: str) -> list:
         return [
-            st for st in steps
+            st
+            for st in steps
             if not self.store.done(st.server, experiment, st.condition, st.item, st.repetition, st.warmup)
-        ]  # fmt: skip
+        ]
 
     # -- load ------------------------------------------------------------------------------------------------
 
@@ -169,18 +175,33 @@ class Stage:
     def _timed_run(self, st, scale: int, mode: str, clients: int, duration: int, name: str) -> dict:
         threads = threads_for(clients, self.p.threads)
         args = (["-S"] if mode == "select-only" else []) + [
-            "-c", clients, "-j", threads, "-T", duration, "-M", self.p.query_mode,
-        ]  # fmt: skip
+            "-c",
+            clients,
+            "-j",
+            threads,
+            "-T",
+            duration,
+            "-M",
+            self.p.query_mode,
+        ]
         fields = self.bench.run(
-            self._by_name[st.server], pgbench_db.database(scale), args, name,
-            duration_s=duration, log=not st.warmup,
-        )  # fmt: skip
+            self._by_name[st.server],
+            pgbench_db.database(scale),
+            args,
+            name,
+            duration_s=duration,
+            log=not st.warmup,
+        )
         return {"scale": scale, "mode": mode, "clients": clients, "threads": threads, "duration_s": duration} | fields
 
     def select_only(self) -> int:
         q = self.p.select_only
-        cells = [(s.name, f"s{sc}", item) for sc in self.p.scales for s in self.servers
-                 for item in (ITEM_SELECT, *([ITEM_AA] if s.name in self.aa_servers() else []))]  # fmt: skip
+        cells = [
+            (s.name, f"s{sc}", item)
+            for sc in self.p.scales
+            for s in self.servers
+            for item in (ITEM_SELECT, *([ITEM_AA] if s.name in self.aa_servers() else []))
+        ]
         steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
         errors = self._prepare(self._pending(steps, EXP_SELECT), lambda st: _scale(st.condition))
 
@@ -210,8 +231,10 @@ class Stage:
             return self.servers
         chosen = [s for s in self.servers if s.install is None or any(matches_version(s.install, v) for v in wanted)]
         if not chosen:
-            raise ValueError(f"pgbench.scaling.versions {wanted}: none of this run's pgbench servers "
-                             f"({[s.name for s in self.servers]}) is of those versions; name them in pgbench.versions")
+            raise ValueError(
+                f"pgbench.scaling.versions {wanted}: none of this run's pgbench servers "
+                f"({[s.name for s in self.servers]}) is of those versions; name them in pgbench.versions"
+            )
         return chosen
 
     def scaling(self) -> int:
@@ -268,8 +291,10 @@ class Stage:
             run = int(st.item.removeprefix("run"))
             key = (st.server, sc, st.repetition)
             if key in self._series_failed:
-                return base | {"run": run} | _failed(
-                    f"the load this series starts from failed: {self._series_failed[key]}"
+                return (
+                    base
+                    | {"run": run}
+                    | _failed(f"the load this series starts from failed: {self._series_failed[key]}")
                 )
             resumed = key not in self._series_ready
             if resumed:
@@ -278,10 +303,14 @@ class Stage:
                     return base | {"run": run} | _failed(f"{st.server}: pgbench writes; allow_destructive is off")
                 loaded = pgbench_db.loaded_scale(srv, db)
                 if loaded != sc:
-                    return base | {"run": run, "resumed": True} | _failed(
-                        f"{db} on {st.server} holds no complete load of scale {sc} (found {loaded}) to continue "
-                        "this series on; start a new run id to repeat the series"
-                    )  # fmt: skip
+                    return (
+                        base
+                        | {"run": run, "resumed": True}
+                        | _failed(
+                            f"{db} on {st.server} holds no complete load of scale {sc} (found {loaded}) to continue "
+                            "this series on; start a new run id to repeat the series"
+                        )
+                    )
                 self._series_ready.add((st.server, sc, st.repetition))
             clients = q.clients
             threads = threads_for(clients, self.p.threads)
@@ -289,10 +318,19 @@ class Stage:
             args = ["-n", "-c", clients, "-j", threads, *length, "-M", self.p.query_mode]
             name = f"series/{st.server}/s{sc}.series{st.repetition}.{st.item}"
             fields = self.bench.run(srv, db, args, name, duration_s=q.duration_s, log=True)
-            return base | {
-                "run": run, "mode": "tpcb-no-vacuum", "clients": clients, "threads": threads,
-                "transactions": q.transactions, "duration_s": q.duration_s, "resumed": resumed,
-            } | fields  # fmt: skip
+            return (
+                base
+                | {
+                    "run": run,
+                    "mode": "tpcb-no-vacuum",
+                    "clients": clients,
+                    "threads": threads,
+                    "transactions": q.transactions,
+                    "duration_s": q.duration_s,
+                    "resumed": resumed,
+                }
+                | fields
+            )
 
         return self._timed(EXP_SERIES, self.series_steps(), measure, "pgbench -n series")
 
@@ -332,8 +370,9 @@ class Stage:
         }
         return [
             {"experiment": e, "command": r[0], "runs": r[1], "seconds_of_T": r[2], "grid": r[3]}
-            for e, r in rows.items() if e in p.experiments
-        ]  # fmt: skip
+            for e, r in rows.items()
+            if e in p.experiments
+        ]
 
     # -- what came out ---------------------------------------------------------------------------------------
 
@@ -351,5 +390,9 @@ def run_stage(session: Session) -> StageResult:
     st = Stage(session)
     st.skipped()
     ran = st.run()
-    return StageResult(steps_run=sum(ran.values()), wall_s=time.monotonic() - t0, servers=[s.name for s in st.servers],
-                       seen={"stage": st})  # fmt: skip
+    return StageResult(
+        steps_run=sum(ran.values()),
+        wall_s=time.monotonic() - t0,
+        servers=[s.name for s in st.servers],
+        seen={"stage": st},
+    )

@@ -14,23 +14,37 @@ from ...core import verdicts as V
 
 NO_CHANGE = 0.10  # "the curve no longer falls": read as no change within ±10 % over the series
 CLAIMS = {
-    "no_vacuum_tps": V.Claim("S3: from 8.3 on (HOT) the tps of the runs without vacuum no longer fall run after run "
-                             "(read: no change within ±10 % over the series)", V.SAME, margin=NO_CHANGE),
-    "no_vacuum_before_hot": V.Claim("S3: 7.3 and 7.4 lose tps run after run without vacuum; 8.0 does better, 8.1 "
-                                    "and 8.2 better again", V.LOWER),
-    "select_only_small": V.Claim("S3: at scales 1 and 10 the oldest version (7.3) has the highest select-only tps "
-                                 "(the data fits in the OS cache, where a small shared_buffers helps)", V.LOWER),
+    "no_vacuum_tps": V.Claim(
+        "S3: from 8.3 on (HOT) the tps of the runs without vacuum no longer fall run after run "
+        "(read: no change within ±10 % over the series)",
+        V.SAME,
+        margin=NO_CHANGE,
+    ),
+    "no_vacuum_before_hot": V.Claim(
+        "S3: 7.3 and 7.4 lose tps run after run without vacuum; 8.0 does better, 8.1 and 8.2 better again", V.LOWER
+    ),
+    "select_only_small": V.Claim(
+        "S3: at scales 1 and 10 the oldest version (7.3) has the highest select-only tps "
+        "(the data fits in the OS cache, where a small shared_buffers helps)",
+        V.LOWER,
+    ),
     "select_only_large": V.Claim("S3: at scale 100 select-only tps rises with each version", V.HIGHER),
-    "load_time": V.Claim("S3: load times mostly improve with newer versions, but vary too much for a firm "
-                         "conclusion", V.LOWER),
-    "tpcb_versions": V.Claim("S3: performance improved steadily with newer versions, most at the largest scale "
-                             "(TPC-B-like runs without vacuum)", V.HIGHER),
+    "load_time": V.Claim(
+        "S3: load times mostly improve with newer versions, but vary too much for a firm conclusion", V.LOWER
+    ),
+    "tpcb_versions": V.Claim(
+        "S3: performance improved steadily with newer versions, most at the largest scale "
+        "(TPC-B-like runs without vacuum)",
+        V.HIGHER,
+    ),
     "widest_gap": V.Claim("S3: the widest gap, 7.3 vs 9.1, is more than 3× on the mean", V.HIGHER, 3.0),
     # S4 says "about": read as ±3 points around +5 % and ±5 points around +10 %
-    "scaleup_select-only": V.Claim("S4: v11 gave about 5 % more reference throughput than v10 (traced to faster "
-                                   "aggregation)", V.HIGHER, 1.05, 0.03),
-    "scaleup_tpcb": V.Claim("S4: v11 gave about 10 % more update throughput than v10 (traced to a CLOG change)",
-                            V.HIGHER, 1.10, 0.05),
+    "scaleup_select-only": V.Claim(
+        "S4: v11 gave about 5 % more reference throughput than v10 (traced to faster aggregation)", V.HIGHER, 1.05, 0.03
+    ),
+    "scaleup_tpcb": V.Claim(
+        "S4: v11 gave about 10 % more update throughput than v10 (traced to a CLOG change)", V.HIGHER, 1.10, 0.05
+    ),
 }
 STUDY_SCALES = (1, 10, 100)
 
@@ -74,11 +88,26 @@ def no_vacuum_rows(trend: pl.DataFrame, majors: dict[str, int], floor: float | N
     for r in trend.iter_rows(named=True):
         ev = V.Evidence(r["ratio"], r["low"], r["high"], r["n_rounds"], r["coverage"], r["method"])
         v = V.verdict(CLAIMS["no_vacuum_tps"], ev, floor)
-        out.append(_row(f"no_vacuum_tps_scale_{r['scale']}", "no_vacuum_tps", r["server"],
-                        V.Verdict(v.label, f"last over first run of the series, fitted: {v.reason}", v.needs), ev))
+        out.append(
+            _row(
+                f"no_vacuum_tps_scale_{r['scale']}",
+                "no_vacuum_tps",
+                r["server"],
+                V.Verdict(v.label, f"last over first run of the series, fitted: {v.reason}", v.needs),
+                ev,
+            )
+        )
     if majors and min(majors.values()) >= 9:
-        out.append(_row("no_vacuum_before_hot", "no_vacuum_before_hot", "all", V.not_testable(
-            f"every server here is {min(majors.values())} or newer, all with HOT", "needs a 7.3–8.2 build")))
+        out.append(
+            _row(
+                "no_vacuum_before_hot",
+                "no_vacuum_before_hot",
+                "all",
+                V.not_testable(
+                    f"every server here is {min(majors.values())} or newer, all with HOT", "needs a 7.3–8.2 build"
+                ),
+            )
+        )
     return out
 
 
@@ -88,14 +117,31 @@ def version_rows(paired: pl.DataFrame, floor: float | None, scales: list[int]) -
         key = "select_only_small" if scale < 100 else "select_only_large"
         rows = _paired(paired, "select-only tps", f"scale={scale}")
         if scale not in scales:
-            out.append(_row(f"select_only_scale_{scale}", key, "all",
-                            V.not_run(f"scale {scale} not in this profile (select-only at {scales or 'none'})")))
+            out.append(
+                _row(
+                    f"select_only_scale_{scale}",
+                    key,
+                    "all",
+                    V.not_run(f"scale {scale} not in this profile (select-only at {scales or 'none'})"),
+                )
+            )
         elif not rows:
-            out.append(_row(f"select_only_scale_{scale}", key, "all",
-                            V.not_testable("one server: no version to compare", "needs two versions")))
+            out.append(
+                _row(
+                    f"select_only_scale_{scale}",
+                    key,
+                    "all",
+                    V.not_testable("one server: no version to compare", "needs two versions"),
+                )
+            )
         else:
-            out += _scored(f"select_only_scale_{scale}", key, rows, floor,
-                           "; the oldest here stands for 7.3; every server on the same explicit settings")
+            out += _scored(
+                f"select_only_scale_{scale}",
+                key,
+                rows,
+                floor,
+                "; the oldest here stands for 7.3; every server on the same explicit settings",
+            )
     for what, key in (("load time", "load_time"), ("series tps", "tpcb_versions")):
         groups = sorted(set(paired.filter(pl.col("what") == what)["group"])) if paired.height else []
         for g in groups:
@@ -112,23 +158,57 @@ def scaleup_rows(paired: pl.DataFrame, majors: dict[str, int], floor: float | No
         rows = _paired(paired, "scale-up tps", f"mode={mode}")
         pair = [r for r in rows if majors.get(r["server"]) == 11 and majors.get(r["baseline"]) == 10]
         if not rows:
-            out.append(_row(key, key, "all", V.not_run(f"no {mode} scale-up of two versions in this profile"), None,
-                            "S4"))  # fmt: skip
+            out.append(
+                _row(key, key, "all", V.not_run(f"no {mode} scale-up of two versions in this profile"), None, "S4")
+            )
         elif not pair:
             which = ", ".join(sorted({r["server"] for r in rows} | {rows[0]["baseline"]}))
-            out.append(_row(key, key, "all", V.not_testable(f"the scale-up compared {which}, not 10 and 11",
-                                                            "needs pgbench.scaling.versions [10, 11]"), None, "S4"))
+            out.append(
+                _row(
+                    key,
+                    key,
+                    "all",
+                    V.not_testable(
+                        f"the scale-up compared {which}, not 10 and 11", "needs pgbench.scaling.versions [10, 11]"
+                    ),
+                    None,
+                    "S4",
+                )
+            )
         elif mode == "select-only":  # the study's explanation is one pgbench -S does not exercise
             ev = _evidence(pair[0])
-            out.append(_row(key, key, pair[0]["server"], V.not_testable(
-                f"pgbench -S has no aggregate, and the +5 % was traced to faster aggregation (ours, shown only: "
-                f"{ev.text()})", "needs S4's reference workload with aggregates"), ev, "S4"))
+            out.append(
+                _row(
+                    key,
+                    key,
+                    pair[0]["server"],
+                    V.not_testable(
+                        "pgbench -S has no aggregate, and the +5 % was traced to faster aggregation "
+                        f"(ours, shown only: {ev.text()})",
+                        "needs S4's reference workload with aggregates",
+                    ),
+                    ev,
+                    "S4",
+                )
+            )
         else:
             ev = _evidence(pair[0])
             v = V.verdict(CLAIMS[key], ev, floor)
-            out.append(_row(key, key, pair[0]["server"], V.Verdict(
-                v.label, f"11 / 10 over (clients, round) blocks: {v.reason}; a CLOG change shows with many cores "
-                         "and clients, this machine has few", v.needs), ev, "S4"))  # fmt: skip
+            out.append(
+                _row(
+                    key,
+                    key,
+                    pair[0]["server"],
+                    V.Verdict(
+                        v.label,
+                        f"11 / 10 over (clients, round) blocks: {v.reason}; a CLOG change shows with many cores "
+                        "and clients, this machine has few",
+                        v.needs,
+                    ),
+                    ev,
+                    "S4",
+                )
+            )
     return out
 
 
@@ -139,7 +219,16 @@ def findings(t: dict[str, pl.DataFrame]) -> pl.DataFrame:
     so = t["pgbench_select_only"]
     scales = sorted(set(so["scale"].drop_nulls())) if so.height else []
     rows = no_vacuum_rows(t["pgbench_no_vacuum"], majors, floor) + version_rows(paired, floor, scales)
-    rows.append(_row("widest_gap", "widest_gap", "all", V.not_testable(
-        "the study's gap is 9.1 over 7.3; the oldest server here is "
-        + (str(min(majors.values())) if majors else "not recorded"), "needs 7.3 and 9.1 builds")))
+    rows.append(
+        _row(
+            "widest_gap",
+            "widest_gap",
+            "all",
+            V.not_testable(
+                "the study's gap is 9.1 over 7.3; the oldest server here is "
+                + (str(min(majors.values())) if majors else "not recorded"),
+                "needs 7.3 and 9.1 builds",
+            ),
+        )
+    )
     return fs.table(rows + scaleup_rows(paired, majors, floor))

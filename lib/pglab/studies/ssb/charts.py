@@ -23,19 +23,34 @@ def _tip(col: str, title: str | None = None, fmt: str = ".3f") -> alt.Tooltip:
 
 def times(summary: pl.DataFrame) -> alt.FacetChart:
     """Seconds per query (median, min–max bar) by server, one row of panels per mode (table ssb_summary)."""
-    data = summary.drop_nulls("median").select("server", "mode", "query", "n", "n_missing", "median", "min", "max",
-                                               "ci_low", "ci_high")  # fmt: skip
+    data = summary.drop_nulls("median").select(
+        "server", "mode", "query", "n", "n_missing", "median", "min", "max", "ci_low", "ci_high"
+    )
     base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
     bars = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
     points = base.mark_point(filled=True, size=50).encode(
         y="median:Q",
-        tooltip=["server", "mode", "query", "n", "n_missing", _tip("median"), _tip("min"), _tip("max"),
-                 _tip("ci_low", "95 % CI low"), _tip("ci_high", "95 % CI high")],
-    )  # fmt: skip
+        tooltip=[
+            "server",
+            "mode",
+            "query",
+            "n",
+            "n_missing",
+            _tip("median"),
+            _tip("min"),
+            _tip("max"),
+            _tip("ci_low", "95 % CI low"),
+            _tip("ci_high", "95 % CI high"),
+        ],
+    )
     modes = [m for m in MODES if m in set(data["mode"])] + sorted(set(data["mode"]) - set(MODES))
-    return (bars + points).properties(width=520, height=170).facet(
-        row=alt.Row("mode:N", title=None, sort=modes, header=charts.header())
-    ).resolve_scale(y="independent").properties(title="Seconds per query by server and mode")  # fmt: skip
+    return (
+        (bars + points)
+        .properties(width=520, height=170)
+        .facet(row=alt.Row("mode:N", title=None, sort=modes, header=charts.header()))
+        .resolve_scale(y="independent")
+        .properties(title="Seconds per query by server and mode")
+    )
 
 
 def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame:
@@ -43,14 +58,23 @@ def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame
     return (
         speedup.filter(pl.col("mode") == mode)
         .drop_nulls("ratio")
-        .with_columns(
-            speedup=1 / pl.col("ratio"), speedup_low=1 / pl.col("ci_high"), speedup_high=1 / pl.col("ci_low")
+        .with_columns(speedup=1 / pl.col("ratio"), speedup_low=1 / pl.col("ci_high"), speedup_high=1 / pl.col("ci_low"))
+        .select(
+            "server",
+            "mode",
+            "query",
+            "n",
+            "n_baseline",
+            "median",
+            "median_baseline",
+            "speedup",
+            "speedup_low",
+            "speedup_high",
+            "verdict",
         )
-        .select("server", "mode", "query", "n", "n_baseline", "median", "median_baseline", "speedup",
-                "speedup_low", "speedup_high", "verdict")
         .with_columns(charts.time_words())
         .sort("server", "query")
-    )  # fmt: skip
+    )
 
 
 def speedup(speedup: pl.DataFrame, mode: str = "parallel", ceiling: float | None = None) -> alt.LayerChart:
@@ -63,16 +87,26 @@ def speedup(speedup: pl.DataFrame, mode: str = "parallel", ceiling: float | None
     )
     points = base.mark_point(filled=True, size=60).encode(
         y="speedup:Q",
-        tooltip=["server", "query", "n", _tip("median_baseline", "serial median s"), _tip("median", f"{mode} median s"),
-                 _tip("speedup", "speed-up", ".2f"), _tip("speedup_low", "95 % CI low", ".2f"),
-                 _tip("speedup_high", "95 % CI high", ".2f"), "verdict"],
-    )  # fmt: skip
+        tooltip=[
+            "server",
+            "query",
+            "n",
+            _tip("median_baseline", "serial median s"),
+            _tip("median", f"{mode} median s"),
+            _tip("speedup", "speed-up", ".2f"),
+            _tip("speedup_low", "95 % CI low", ".2f"),
+            _tip("speedup_high", "95 % CI high", ".2f"),
+            "verdict",
+        ],
+    )
     refs = pl.DataFrame({"y": [1.0], "what": ["no gain"]})
     if ceiling is not None:
         refs = pl.concat([refs, pl.DataFrame({"y": [float(ceiling)], "what": ["ceiling"]})])
-    lines = alt.Chart(refs).mark_rule(strokeDash=[4, 3], color="gray").encode(
-        y="y:Q", tooltip=["what", alt.Tooltip("y:Q", title="speed-up", format=".2f")]
-    )  # fmt: skip
+    lines = (
+        alt.Chart(refs)
+        .mark_rule(strokeDash=[4, 3], color="gray")
+        .encode(y="y:Q", tooltip=["what", alt.Tooltip("y:Q", title="speed-up", format=".2f")])
+    )
     title = f"Speed-up of {mode} over serial (95 % CI)" + (f"; dashed: ceiling {ceiling:g}×" if ceiling else "")
     return alt.layer(lines, bars, points).properties(width=520, height=220, title=title)
 
@@ -88,11 +122,21 @@ def jit_frame(jit: pl.DataFrame) -> pl.DataFrame:
             reduction_high_pct=(1 - pl.col("ci_low").cast(pl.Float64)) * 100,
         )
         .join(ref.s4_jit_table(), on="query", how="left")
-        .select("server", "query", "n", "median", "median_baseline", "reduction_pct", "reduction_low_pct",
-                "reduction_high_pct", "verdict", "s4_jit_reduction_pct")
+        .select(
+            "server",
+            "query",
+            "n",
+            "median",
+            "median_baseline",
+            "reduction_pct",
+            "reduction_low_pct",
+            "reduction_high_pct",
+            "verdict",
+            "s4_jit_reduction_pct",
+        )
         .with_columns(charts.time_words())
         .sort("server", "query")
-    )  # fmt: skip
+    )
 
 
 def jit(jit: pl.DataFrame) -> alt.LayerChart:
@@ -104,15 +148,28 @@ def jit(jit: pl.DataFrame) -> alt.LayerChart:
     )
     points = base.mark_point(filled=True, size=60).encode(
         y="reduction_pct:Q",
-        tooltip=["server", "query", "n", _tip("median_baseline", "parallel median s"),
-                 _tip("median", "parallel + JIT median s"), _tip("reduction_pct", "reduction %", ".1f"),
-                 _tip("reduction_low_pct", "95 % CI low", ".1f"), _tip("reduction_high_pct", "95 % CI high", ".1f"),
-                 _tip("s4_jit_reduction_pct", "S4 reduction %", ".1f"), "verdict"],
-    )  # fmt: skip
-    s4 = alt.Chart(ref.s4_jit_table()).mark_tick(color="black", thickness=2, size=18).encode(
-        x=_QUERY, y="s4_jit_reduction_pct:Q",
-        tooltip=["query", alt.Tooltip("s4_jit_reduction_pct:Q", title="S4 reduction % (v11, 2018)", format=".1f")],
-    )  # fmt: skip
+        tooltip=[
+            "server",
+            "query",
+            "n",
+            _tip("median_baseline", "parallel median s"),
+            _tip("median", "parallel + JIT median s"),
+            _tip("reduction_pct", "reduction %", ".1f"),
+            _tip("reduction_low_pct", "95 % CI low", ".1f"),
+            _tip("reduction_high_pct", "95 % CI high", ".1f"),
+            _tip("s4_jit_reduction_pct", "S4 reduction %", ".1f"),
+            "verdict",
+        ],
+    )
+    s4 = (
+        alt.Chart(ref.s4_jit_table())
+        .mark_tick(color="black", thickness=2, size=18)
+        .encode(
+            x=_QUERY,
+            y="s4_jit_reduction_pct:Q",
+            tooltip=["query", alt.Tooltip("s4_jit_reduction_pct:Q", title="S4 reduction % (v11, 2018)", format=".1f")],
+        )
+    )
     zero = alt.Chart(pl.DataFrame({"y": [0.0]})).mark_rule(color="gray").encode(y="y:Q")
     return alt.layer(zero, bars, points, s4).properties(
         width=520, height=220, title="JIT: time reduction over parallel per query (black ticks: study S4)"
@@ -127,16 +184,30 @@ def workers_frame(plans: pl.DataFrame, study_plans: pl.DataFrame | None = None) 
         .sort("server", "mode", "query", "gather_id")
         .group_by("server", "mode", "query", maintain_order=True)
         .first()
-        .select("server", "mode", "query", "allowed_workers", "workers_planned",
-                pl.col("workers_launched").cast(pl.Int64), "leftmost_relation")
+        .select(
+            "server",
+            "mode",
+            "query",
+            "allowed_workers",
+            "workers_planned",
+            pl.col("workers_launched").cast(pl.Int64),
+            "leftmost_relation",
+        )
         .with_columns(condition=pl.format("{} run, {} allowed", "mode", "allowed_workers"))
-    )  # fmt: skip
+    )
     frames = [top]
     if study_plans is not None and not study_plans.is_empty():
-        frames.append(study_plans.select(
-            "server", pl.lit("plan only").alias("mode"), "query", "allowed_workers", "workers_planned",
-            pl.lit(None, dtype=pl.Int64).alias("workers_launched"), "leftmost_relation",
-        ).with_columns(condition=pl.format("plan only, {} allowed", "allowed_workers")))  # fmt: skip
+        frames.append(
+            study_plans.select(
+                "server",
+                pl.lit("plan only").alias("mode"),
+                "query",
+                "allowed_workers",
+                "workers_planned",
+                pl.lit(None, dtype=pl.Int64).alias("workers_launched"),
+                "leftmost_relation",
+            ).with_columns(condition=pl.format("plan only, {} allowed", "allowed_workers"))
+        )
     return pl.concat(frames, how="vertical_relaxed").sort("condition", "server", "query")
 
 
@@ -144,20 +215,32 @@ def workers(plans: pl.DataFrame, study_plans: pl.DataFrame | None = None) -> alt
     """Workers planned (filled) and launched (open) per query and server against the allowance (dashed), for
     the timed parallel runs and for the plans made with the study's 5 allowed workers."""
     data = workers_frame(plans, study_plans)
-    tip = ["server", "condition", "query", "allowed_workers", "workers_planned", "workers_launched",
-           "leftmost_relation"]  # fmt: skip
+    tip = [
+        "server",
+        "condition",
+        "query",
+        "allowed_workers",
+        "workers_planned",
+        "workers_launched",
+        "leftmost_relation",
+    ]
     base = alt.Chart().encode(x=_QUERY, color=_SERVER, xOffset="server:N")
     planned = base.mark_point(filled=True, size=60).encode(
         y=alt.Y("workers_planned:Q", title="workers", axis=alt.Axis(tickMinStep=1)),
         tooltip=tip,
     )
     launched = base.mark_point(size=160, shape="square").encode(y="workers_launched:Q", tooltip=tip)
-    allowed = alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(
-        y="max(allowed_workers):Q", tooltip=[alt.Tooltip("max(allowed_workers):Q", title="allowed")]
+    allowed = (
+        alt.Chart()
+        .mark_rule(strokeDash=[4, 3], color="gray")
+        .encode(y="max(allowed_workers):Q", tooltip=[alt.Tooltip("max(allowed_workers):Q", title="allowed")])
     )
-    return alt.layer(allowed, planned, launched, data=data).properties(width=520, height=130).facet(
-        row=alt.Row("condition:N", title=None, header=charts.header())
-    ).properties(title="Workers per Gather: allowed (dashed), planned (filled), launched (open square)")  # fmt: skip
+    return (
+        alt.layer(allowed, planned, launched, data=data)
+        .properties(width=520, height=130)
+        .facet(row=alt.Row("condition:N", title=None, header=charts.header()))
+        .properties(title="Workers per Gather: allowed (dashed), planned (filled), launched (open square)")
+    )
 
 
 def sweep(sweep_summary: pl.DataFrame, cores: int | None = None) -> alt.FacetChart:
@@ -174,6 +257,10 @@ def sweep(sweep_summary: pl.DataFrame, cores: int | None = None) -> alt.FacetCha
     bars = base.mark_rule().encode(y="min:Q", y2="max:Q")
     ideal = base.mark_line(strokeDash=[2, 2], opacity=0.7).encode(y="ideal:Q")
     title = f"Time against workers (dotted: {ideal_title.removeprefix('ideal ')})"
-    return alt.layer(ideal, bars, line, data=data).properties(width=150, height=110).facet(
-        facet=alt.Facet("query:N", sort=list(ref.QUERIES), title=None), columns=5
-    ).resolve_scale(y="independent").properties(title=title)  # fmt: skip
+    return (
+        alt.layer(ideal, bars, line, data=data)
+        .properties(width=150, height=110)
+        .facet(facet=alt.Facet("query:N", sort=list(ref.QUERIES), title=None), columns=5)
+        .resolve_scale(y="independent")
+        .properties(title=title)
+    )

@@ -69,11 +69,17 @@ def ssb_params(facts: dict, params: CommonParams | None) -> SsbParams:
 def sweep_summary(sweep: pl.DataFrame) -> pl.DataFrame:
     """Per server, workers and query: median, min, max of the timed sweep runs, and perfect scaling from the
     serial median, t(0) / (workers + 1)."""
-    sw = sweep.filter(~pl.col("warmup")).group_by("server", "workers", "query").agg(
-        pl.median("seconds").alias("median"), pl.min("seconds").alias("min"), pl.max("seconds").alias("max"))
+    sw = (
+        sweep.filter(~pl.col("warmup"))
+        .group_by("server", "workers", "query")
+        .agg(pl.median("seconds").alias("median"), pl.min("seconds").alias("min"), pl.max("seconds").alias("max"))
+    )
     ideal = sw.filter(workers=0).select("server", "query", pl.col("median").alias("t0"))
-    return sw.join(ideal, on=["server", "query"]).with_columns(ideal=pl.col("t0") / (pl.col("workers") + 1)).sort(
-        "server", "query", "workers")  # fmt: skip
+    return (
+        sw.join(ideal, on=["server", "query"])
+        .with_columns(ideal=pl.col("t0") / (pl.col("workers") + 1))
+        .sort("server", "query", "workers")
+    )
 
 
 def _measurements(store: RunStore, study: str, experiments: list[str]) -> dict[str, pl.DataFrame]:
@@ -94,22 +100,40 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     execs, sweep = ex.executions(store), ex.executions(store, ex.SWEEP)
     tables = ex.derive(execs)
     plans = ex.plans_table(p, store, available, n_workers=facts.get("workers"))
-    checks = ex.checksum_agreement(pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(
-        pl.col("mode").cast(pl.String))]))  # fmt: skip
-    out |= {"ssb_executions": execs, "ssb_summary": tables["summary"], "ssb_speedup": tables["speedup"],
-            "ssb_jit": tables["jit"], "ssb_plans": plans, "ssb_checksums": checks, "ssb_availability": available,
-            "ssb_sweep": sweep, "ssb_fingerprints": study_plans.fingerprints(plans, facts),
-            **paired_tables.derive(execs, sweep, facts, p.estimate)}  # fmt: skip
+    checks = ex.checksum_agreement(
+        pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(pl.col("mode").cast(pl.String))])
+    )
+    out |= {
+        "ssb_executions": execs,
+        "ssb_summary": tables["summary"],
+        "ssb_speedup": tables["speedup"],
+        "ssb_jit": tables["jit"],
+        "ssb_plans": plans,
+        "ssb_checksums": checks,
+        "ssb_availability": available,
+        "ssb_sweep": sweep,
+        "ssb_fingerprints": study_plans.fingerprints(plans, facts),
+        **paired_tables.derive(execs, sweep, facts, p.estimate),
+    }
     out["ssb_plans_study_workers"] = ex.study_plans_table(store, names, p.query_ids(), ref.S1_ALLOWED_WORKERS)
     out["ssb_plans_scaled"] = study_plans.scaled_plans_table(store, names, p, ref.S1_ALLOWED_WORKERS)
     if len(names) > 1:  # each server against the last one
         vr = ex.version_ratios(execs, baseline_server=names[-1])
-        out["ssb_versions"] = vr.select("mode", "query", "server", "baseline", "ratio", "ci_low", "ci_high",
-                                        ex.readable(pl.col("verdict")).alias("verdict"))  # fmt: skip
+        out["ssb_versions"] = vr.select(
+            "mode",
+            "query",
+            "server",
+            "baseline",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            ex.readable(pl.col("verdict")).alias("verdict"),
+        )
     out["ssb_sweep_summary"] = sweep_summary(sweep)
     m = _measurements(store, "ssb", [EXP_LOAD, ex.EXPERIMENT, ex.SWEEP])
     # the loads of notebook 10's servers only: a later study may load SSB into another server (its own set-up),
     # after notebook 20 wrote this table, and `pglab derive` must give what the notebook wrote
     loaded = sorted({row["server"] for rows in _per_server(store, LOADS) for row in rows})
-    return out | {k: t.filter((pl.col("experiment") != EXP_LOAD) | pl.col("server").is_in(loaded))
-                  for k, t in m.items()}  # fmt: skip
+    return out | {
+        k: t.filter((pl.col("experiment") != EXP_LOAD) | pl.col("server").is_in(loaded)) for k, t in m.items()
+    }

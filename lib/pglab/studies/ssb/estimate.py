@@ -39,8 +39,11 @@ def estimate_s(p, base: list[Server]) -> float:
         round_s += each * n_queries
     counts = sweep_counts(q)
     sweep = sum(serial if k == 0 else parallel for k in counts) * len(q.sweep_query_ids()) * len(servers)
-    return (COST["server"] * len(servers) + round_s * (q.repetitions + q.warmups + COST["ssb_plans"])
-            + sweep * (q.sweep_repetitions + q.warmups))  # fmt: skip
+    return (
+        COST["server"] * len(servers)
+        + round_s * (q.repetitions + q.warmups + COST["ssb_plans"])
+        + sweep * (q.sweep_repetitions + q.warmups)
+    )
 
 
 def load_s(p, base: list[Server]) -> float:

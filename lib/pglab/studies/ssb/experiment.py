@@ -68,8 +68,9 @@ def version_server(server: Server, p: SsbParams) -> bool:
     return any(matches_version(server.install, v) for v in p.versions)
 
 
-def availability(server: Server, modes: list[str], p: SsbParams | None = None,
-                 aa_here: bool = True) -> dict[str, str | None]:
+def availability(
+    server: Server, modes: list[str], p: SsbParams | None = None, aa_here: bool = True
+) -> dict[str, str | None]:
     """None where the mode can run, else the reason it cannot (recorded and shown in the report)."""
     out: dict[str, str | None] = {m: None for m in modes}
     jit_modes = [m for m in modes if m in JIT_MODES]
@@ -104,18 +105,22 @@ def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, 
 def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFrame:
     """Time every available (server, mode, query); returns the availability table."""
     n = workers(p)
-    avail = {s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or i == 0)
-             for i, s in enumerate(servers)}
+    avail = {
+        s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or i == 0) for i, s in enumerate(servers)
+    }
     rows = [
         {"server": s, "mode": m, "available": reason is None, "reason": reason}
-        for s, modes in avail.items() for m, reason in modes.items()
-    ]  # fmt: skip
+        for s, modes in avail.items()
+        for m, reason in modes.items()
+    ]
     store.save_json("ssb/availability.json", rows)
-    cells = [(s, m, q) for s, modes in avail.items() for m, r in modes.items() if r is None
-             for q in p.mode_query_ids(m)]
+    cells = [
+        (s, m, q) for s, modes in avail.items() for m, r in modes.items() if r is None for q in p.mode_query_ids(m)
+    ]
     _timed_runs(servers, p, store, EXPERIMENT, cells, p.repetitions, lambda m: mode_settings(m, n), "SSB queries")
-    return pl.DataFrame(rows, schema={"server": pl.String, "mode": pl.String, "available": pl.Boolean,
-                                      "reason": pl.String})
+    return pl.DataFrame(
+        rows, schema={"server": pl.String, "mode": pl.String, "available": pl.Boolean, "reason": pl.String}
+    )
 
 
 def run_sweep(servers: list[Server], p: SsbParams, store: RunStore) -> list[int]:
@@ -180,11 +185,25 @@ def study_plans_table(store: RunStore, servers: list[str], qids: list[str], allo
         for q in qids:
             gathers = gather_workers(parse_plan(store.load_json(study_plan_path(s, allowed, q))))
             top = gathers.head(1).to_dicts()
-            rows.append({"server": s, "query": q, "allowed_workers": allowed,
-                         "workers_planned": top[0]["workers_planned"] if top else 0,
-                         "leftmost_relation": top[0]["leftmost_relation"] if top else None})  # fmt: skip
-    return pl.DataFrame(rows, schema={"server": pl.String, "query": pl.String, "allowed_workers": pl.Int64,
-                                      "workers_planned": pl.Int64, "leftmost_relation": pl.String})
+            rows.append(
+                {
+                    "server": s,
+                    "query": q,
+                    "allowed_workers": allowed,
+                    "workers_planned": top[0]["workers_planned"] if top else 0,
+                    "leftmost_relation": top[0]["leftmost_relation"] if top else None,
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "server": pl.String,
+            "query": pl.String,
+            "allowed_workers": pl.Int64,
+            "workers_planned": pl.Int64,
+            "leftmost_relation": pl.String,
+        },
+    )
 
 
 # -- derived tables ------------------------------------------------------------------------------------------
@@ -200,9 +219,19 @@ def executions(store: RunStore, experiment: str = EXPERIMENT) -> pl.DataFrame:
             df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
     cond = "mode" if experiment == EXPERIMENT else "workers"
     df = df.select(
-        "server", pl.col("condition").alias(cond), pl.col("item").alias("query"), "repetition", "warmup",
-        "round", pl.col("value").cast(pl.Float64).alias("seconds"), "rows", "checksum", "error", "sqlstate", "ts",
-    )  # fmt: skip
+        "server",
+        pl.col("condition").alias(cond),
+        pl.col("item").alias("query"),
+        "repetition",
+        "warmup",
+        "round",
+        pl.col("value").cast(pl.Float64).alias("seconds"),
+        "rows",
+        "checksum",
+        "error",
+        "sqlstate",
+        "ts",
+    )
     if experiment == SWEEP:
         df = df.with_columns(pl.col("workers").str.split("=").list.get(1).cast(pl.Int64))
     return df
@@ -222,8 +251,13 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_worker
             if not store.has_artifact(base + ".json"):
                 continue
             doc = json.loads(store.artifact_path(base + ".json").read_text())
-            rec = {"server": r["server"], "mode": r["mode"], "query": q,
-                   "allowed_workers": 0 if r["mode"] == "serial" else n, "query_set": p.query_set}  # fmt: skip
+            rec = {
+                "server": r["server"],
+                "mode": r["mode"],
+                "query": q,
+                "allowed_workers": 0 if r["mode"] == "serial" else n,
+                "query_set": p.query_set,
+            }
             if isinstance(doc, dict) and "error" in doc:
                 rows.append(rec | {"error": doc["error"]})
                 continue
@@ -258,14 +292,30 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_worker
 
 JIT_THRESHOLDS = ("jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
 PLAN_TYPES = {
-    "server": pl.String, "mode": pl.String, "query": pl.String, "allowed_workers": pl.Int64,
-    "fingerprint": pl.String, "planning_ms": pl.Float64, "execution_ms": pl.Float64, "jit_functions": pl.Int64,
-    "jit_generation_ms": pl.Float64, "jit_inlining_ms": pl.Float64, "jit_optimization_ms": pl.Float64,
-    "jit_emission_ms": pl.Float64, "jit_total_ms": pl.Float64, "gather_id": pl.Int64, "node_type": pl.String,
-    "workers_planned": pl.Int64, "workers_launched": pl.Int64, "leftmost_relation": pl.String, "error": pl.String,
-    "jit_above_cost": pl.Float64, "jit_inline_above_cost": pl.Float64, "jit_optimize_above_cost": pl.Float64,
+    "server": pl.String,
+    "mode": pl.String,
+    "query": pl.String,
+    "allowed_workers": pl.Int64,
+    "fingerprint": pl.String,
+    "planning_ms": pl.Float64,
+    "execution_ms": pl.Float64,
+    "jit_functions": pl.Int64,
+    "jit_generation_ms": pl.Float64,
+    "jit_inlining_ms": pl.Float64,
+    "jit_optimization_ms": pl.Float64,
+    "jit_emission_ms": pl.Float64,
+    "jit_total_ms": pl.Float64,
+    "gather_id": pl.Int64,
+    "node_type": pl.String,
+    "workers_planned": pl.Int64,
+    "workers_launched": pl.Int64,
+    "leftmost_relation": pl.String,
+    "error": pl.String,
+    "jit_above_cost": pl.Float64,
+    "jit_inline_above_cost": pl.Float64,
+    "jit_optimize_above_cost": pl.Float64,
     "query_set": pl.String,
-}  # fmt: skip
+}
 
 
 def checksum_agreement(execs: pl.DataFrame) -> pl.DataFrame:
@@ -293,15 +343,20 @@ def derive(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     timed = execs.filter(~pl.col("warmup"))
     return {
         "summary": stats.summarize(timed, by=["server", "mode", "query"], value="seconds"),
-        "speedup": stats.compare(timed, by=["server", "query"], condition_col="mode", baseline="serial",
-                                 value="seconds"),
-        "jit": stats.compare(timed.filter(pl.col("mode").is_in(["parallel", "parallel_jit"])),
-                             by=["server", "query"], condition_col="mode", baseline="parallel", value="seconds"),
-    }  # fmt: skip
+        "speedup": stats.compare(
+            timed, by=["server", "query"], condition_col="mode", baseline="serial", value="seconds"
+        ),
+        "jit": stats.compare(
+            timed.filter(pl.col("mode").is_in(["parallel", "parallel_jit"])),
+            by=["server", "query"],
+            condition_col="mode",
+            baseline="parallel",
+            value="seconds",
+        ),
+    }
 
 
 def version_ratios(execs: pl.DataFrame, baseline_server: str) -> pl.DataFrame:
     """Each server's time relative to one server's, per mode and query (the S1 version comparison)."""
     timed = execs.filter(~pl.col("warmup"))
-    return stats.compare(timed, by=["mode", "query"], condition_col="server", baseline=baseline_server,
-                         value="seconds")
+    return stats.compare(timed, by=["mode", "query"], condition_col="server", baseline=baseline_server, value="seconds")

@@ -35,8 +35,13 @@ def with_suites(timed: pl.DataFrame, cond: str = "mode") -> pl.DataFrame:
     n_all = timed["query"].n_unique()
     frames = [timed.select("server", cond, "query", "round", "seconds")]
     for item, sub, n in ((SUITE, timed, n_all), (SUITE_Q1, timed.filter(pl.col("query").str.starts_with("q1.")), 3)):
-        s = (sub.group_by("server", cond, "round").agg(pl.col("seconds").sum(), pl.col("query").n_unique().alias("k"))
-             .filter(pl.col("k") == n).drop("k").with_columns(query=pl.lit(item)))  # fmt: skip
+        s = (
+            sub.group_by("server", cond, "round")
+            .agg(pl.col("seconds").sum(), pl.col("query").n_unique().alias("k"))
+            .filter(pl.col("k") == n)
+            .drop("k")
+            .with_columns(query=pl.lit(item))
+        )
         if sub["query"].n_unique() == n:
             frames.append(s.select("server", cond, "query", "round", "seconds"))
     return pl.concat(frames, how="vertical_relaxed")
@@ -76,17 +81,31 @@ def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) ->
     """The A/A comparisons (parallel_aa over parallel per server and query) and the noise floor per server and
     over all servers ("all"): columns study, server, metric, n_pairs, false_difference_rate, floor, method."""
     t = ok_timed(execs)
-    aa = noise.aa_comparisons(t, ["server", "query"], "mode", "parallel", "parallel_aa", "round", "seconds",
-                              compare=comparison(estimate))
+    aa = noise.aa_comparisons(
+        t, ["server", "query"], "mode", "parallel", "parallel_aa", "round", "seconds", compare=comparison(estimate)
+    )
     rows = []
     if not aa.is_empty():
         groups = [(s, aa.filter(pl.col("server") == s)) for s in sorted(set(aa["server"]))] + [("all", aa)]
         for server, g in groups:
             f = noise.noise_floor(g)
-            rows.append({"study": study, "server": server, "metric": "seconds per query, parallel",
-                         **{k: f[k] for k in ("n_pairs", "false_difference_rate", "floor", "method")}})
-    schema = {"study": pl.String, "server": pl.String, "metric": pl.String, "n_pairs": pl.Int64,
-              "false_difference_rate": pl.Float64, "floor": pl.Float64, "method": pl.String}  # fmt: skip
+            rows.append(
+                {
+                    "study": study,
+                    "server": server,
+                    "metric": "seconds per query, parallel",
+                    **{k: f[k] for k in ("n_pairs", "false_difference_rate", "floor", "method")},
+                }
+            )
+    schema = {
+        "study": pl.String,
+        "server": pl.String,
+        "metric": pl.String,
+        "n_pairs": pl.Int64,
+        "false_difference_rate": pl.Float64,
+        "floor": pl.Float64,
+        "method": pl.String,
+    }
     return aa, pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -115,17 +134,38 @@ def answers_table(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
         applies = answers.applies(dataset, qs, q)
         want = answers.expected_checksum(q) if applies else None
         wrong = g.filter(pl.col("checksum") != want).height if applies else None
-        rows.append({"server": server, "query": q, "checked": applies, "executions": g.height, "wrong": wrong,
-                     "expected_checksum": want, "generator": answers.generator_of(dataset)})
-    schema = {"server": pl.String, "query": pl.String, "checked": pl.Boolean, "executions": pl.Int64,
-              "wrong": pl.Int64, "expected_checksum": pl.String, "generator": pl.String}  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "query": q,
+                "checked": applies,
+                "executions": g.height,
+                "wrong": wrong,
+                "expected_checksum": want,
+                "generator": answers.generator_of(dataset),
+            }
+        )
+    schema = {
+        "server": pl.String,
+        "query": pl.String,
+        "checked": pl.Boolean,
+        "executions": pl.Int64,
+        "wrong": pl.Int64,
+        "expected_checksum": pl.String,
+        "generator": pl.String,
+    }
     return pl.from_dicts(rows, schema=schema).sort("server", "query") if rows else pl.DataFrame(schema=schema)
 
 
 def derive(execs: pl.DataFrame, sweep: pl.DataFrame, facts: dict, estimate: str = FAST) -> dict[str, pl.DataFrame]:
     """The new tables of the paired analysis, by their derived-table names."""
     aa, floor = noise_table(execs, estimate=estimate)
-    return {"ssb_paired": mode_comparisons(execs, estimate),
-            "ssb_versions_paired": version_comparisons(execs, facts, estimate), "ssb_aa": aa, "ssb_noise": floor,
-            "ssb_drift": drift_table(execs), "ssb_sweep_paired": sweep_comparisons(sweep, estimate),
-            "ssb_answers": answers_table(execs, facts)}  # fmt: skip
+    return {
+        "ssb_paired": mode_comparisons(execs, estimate),
+        "ssb_versions_paired": version_comparisons(execs, facts, estimate),
+        "ssb_aa": aa,
+        "ssb_noise": floor,
+        "ssb_drift": drift_table(execs),
+        "ssb_sweep_paired": sweep_comparisons(sweep, estimate),
+        "ssb_answers": answers_table(execs, facts),
+    }

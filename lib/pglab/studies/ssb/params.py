@@ -103,8 +103,12 @@ class SsbParams(Strict):
             try:
                 counts(self.sf)
             except ValueError:
-                raise _key_error("sf", self.sf, "expected a whole number from 1 on with flavor dbgen (1, 2, 10 ...), "
-                                 "or a fraction below 1, or flavor: spec") from None
+                raise _key_error(
+                    "sf",
+                    self.sf,
+                    "expected a whole number from 1 on with flavor dbgen (1, 2, 10 ...), "
+                    "or a fraction below 1, or flavor: spec",
+                ) from None
         return self
 
     def setting_dicts(self) -> dict[str, dict]:
@@ -118,8 +122,11 @@ class SsbParams(Strict):
         return list(QUERY_IDS) if self.queries == "all" else list(self.queries)
 
     def sweep_query_ids(self) -> list[str]:
-        return self.query_ids() if self.sweep_queries == "all" else [q for q in self.query_ids()
-                                                                     if q in self.sweep_queries]
+        return (
+            self.query_ids()
+            if self.sweep_queries == "all"
+            else [q for q in self.query_ids() if q in self.sweep_queries]
+        )
 
     def mode_query_ids(self, mode: str) -> list[str]:
         if mode == "parallel_jit_forced" and self.jit_forced_queries != "all":
@@ -136,5 +143,7 @@ class SsbParams(Strict):
 def _key_error(key: str, value, expected: str) -> ValidationError:
     """A validation error at `key` of this section (not at the section itself, as a model validator's ValueError
     is), so that the params error names it: `ssb.sf: expected ...; got 1.5`."""
-    return ValidationError.from_exception_data(SsbParams.__name__, [
-        InitErrorDetails(type=PydanticCustomError("ssb_params", expected), loc=(key,), input=value)])
+    return ValidationError.from_exception_data(
+        SsbParams.__name__,
+        [InitErrorDetails(type=PydanticCustomError("ssb_params", expected), loc=(key,), input=value)],
+    )

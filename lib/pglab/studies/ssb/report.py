@@ -17,7 +17,6 @@ from .report_data import TABLES
 __all__ = ["TABLES", "charts", "findings", "method"]
 
 
-
 def method(profile: str, root: Path | None = None) -> str:
     return report_text.method(profile, root)
 

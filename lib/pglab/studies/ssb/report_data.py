@@ -12,10 +12,21 @@ from . import reference as ref
 
 # the tables the section needs; those of the paired analysis are read by `optional`
 TABLES = (
-    "environment_servers", "environment_machine", "environment_settings", "ssb_load", "ssb_availability",
-    "ssb_executions", "ssb_summary", "ssb_speedup", "ssb_jit", "ssb_plans", "ssb_plans_study_workers",
-    "ssb_checksums", "ssb_sweep", "ssb_sweep_summary",
-)  # fmt: skip
+    "environment_servers",
+    "environment_machine",
+    "environment_settings",
+    "ssb_load",
+    "ssb_availability",
+    "ssb_executions",
+    "ssb_summary",
+    "ssb_speedup",
+    "ssb_jit",
+    "ssb_plans",
+    "ssb_plans_study_workers",
+    "ssb_checksums",
+    "ssb_sweep",
+    "ssb_sweep_summary",
+)
 
 
 # -- reading ----------------------------------------------------------------------------------------------------

@@ -26,12 +26,23 @@ def record_facts(servers: list[Server], p: SsbParams, store: RunStore, loads: li
     with the servers' order (the last is the versions' baseline) and the notebook's SSB params (overrides
     applied), so that ssb.derive needs no server and no notebook."""
     data = {r.server: r.dataset for r in loads if not r.refused}
-    facts = {"cores": os.cpu_count(), "workers": workers(p), "sf": p.sf, "query_set": p.query_set,
-             "server_order": [s.name for s in servers], "ssb_params": p.model_dump(mode="json"),
-             "servers": {s.name: {"major": s.install.major if s.install else None,
-                                  "minor": s.install.minor if s.install else None,
-                                  "jit": bool(s.install and s.install.jit), "dataset": data.get(s.name)}
-                         for s in servers}}  # fmt: skip
+    facts = {
+        "cores": os.cpu_count(),
+        "workers": workers(p),
+        "sf": p.sf,
+        "query_set": p.query_set,
+        "server_order": [s.name for s in servers],
+        "ssb_params": p.model_dump(mode="json"),
+        "servers": {
+            s.name: {
+                "major": s.install.major if s.install else None,
+                "minor": s.install.minor if s.install else None,
+                "jit": bool(s.install and s.install.jit),
+                "dataset": data.get(s.name),
+            }
+            for s in servers
+        },
+    }
     store.save_json(FACTS, facts)
     return facts
 
@@ -67,27 +78,45 @@ def scaled_plans_table(store: RunStore, servers: list[str], p: SsbParams, allowe
         for q in p.query_ids():
             gathers = gather_workers(parse_plan(store.load_json(scaled_plan_path(s, allowed, q))))
             top = gathers.head(1).to_dicts()
-            rows.append({"server": s, "query": q, "allowed_workers": allowed, "min_parallel_table_scan_kb": kb,
-                         "workers_planned": top[0]["workers_planned"] if top else 0,
-                         "leftmost_relation": top[0]["leftmost_relation"] if top else None})  # fmt: skip
+            rows.append(
+                {
+                    "server": s,
+                    "query": q,
+                    "allowed_workers": allowed,
+                    "min_parallel_table_scan_kb": kb,
+                    "workers_planned": top[0]["workers_planned"] if top else 0,
+                    "leftmost_relation": top[0]["leftmost_relation"] if top else None,
+                }
+            )
     return pl.DataFrame(rows, schema=SCALED_SCHEMA)
 
 
-SCALED_SCHEMA = {"server": pl.String, "query": pl.String, "allowed_workers": pl.Int64,
-                 "min_parallel_table_scan_kb": pl.Int64, "workers_planned": pl.Int64,
-                 "leftmost_relation": pl.String}  # fmt: skip
+SCALED_SCHEMA = {
+    "server": pl.String,
+    "query": pl.String,
+    "allowed_workers": pl.Int64,
+    "min_parallel_table_scan_kb": pl.Int64,
+    "workers_planned": pl.Int64,
+    "leftmost_relation": pl.String,
+}
 
 
 def fingerprints(plans: pl.DataFrame, facts: dict) -> pl.DataFrame:
     """One row per (query, mode, server): the server's version and its plan's fingerprint (EXPLAIN COSTS OFF)."""
-    ver = {n: f"v{f['major']}.{f['minor']}" if f.get("major") is not None else None  # text, never a number
-           for n, f in facts.get("servers", {}).items()}  # fmt: skip
+    ver = {
+        n: f"v{f['major']}.{f['minor']}" if f.get("major") is not None else None  # text, never a number
+        for n, f in facts.get("servers", {}).items()
+    }
     major = {n: f.get("major") for n, f in facts.get("servers", {}).items()}
     df = plans.filter(pl.col("fingerprint").is_not_null()).select("query", "mode", "server", "fingerprint").unique()
-    return df.with_columns(version=pl.col("server").replace_strict(ver, default=None, return_dtype=pl.String),
-                           major=pl.col("server").replace_strict(major, default=None, return_dtype=pl.Int64)
-                           ).select("query", "mode", "server", "version", "major", "fingerprint"
-                                    ).sort("query", "mode", "major", "server")  # fmt: skip
+    return (
+        df.with_columns(
+            version=pl.col("server").replace_strict(ver, default=None, return_dtype=pl.String),
+            major=pl.col("server").replace_strict(major, default=None, return_dtype=pl.Int64),
+        )
+        .select("query", "mode", "server", "version", "major", "fingerprint")
+        .sort("query", "mode", "major", "server")
+    )
 
 
 def plan_changes(fp: pl.DataFrame) -> list[str]:

@@ -21,8 +21,17 @@ V = v.Claim
 class Paired:
     def __init__(self, profile: str, root: Path | None):
         self.d = Data(profile, root)
-        t = {n: optional(n, profile, root) for n in ("ssb_paired", "ssb_versions_paired", "ssb_noise",
-                                                     "ssb_sweep_paired", "ssb_answers", "ssb_plans_scaled")}
+        t = {
+            n: optional(n, profile, root)
+            for n in (
+                "ssb_paired",
+                "ssb_versions_paired",
+                "ssb_noise",
+                "ssb_sweep_paired",
+                "ssb_answers",
+                "ssb_plans_scaled",
+            )
+        }
         self.modes, self.versions, self.noise = t["ssb_paired"], t["ssb_versions_paired"], t["ssb_noise"]
         self.sweep, self.answers, self.scaled = t["ssb_sweep_paired"], t["ssb_answers"], t["ssb_plans_scaled"]
 
@@ -39,8 +48,9 @@ class Paired:
     def compare(self, server: str, query: str, mode: str, baseline: str) -> pl.DataFrame:
         if self.modes.is_empty():
             return self.modes
-        return self.modes.filter(pl.col("server") == server, pl.col("query") == query, pl.col("mode") == mode,
-                                 pl.col("baseline") == baseline)  # fmt: skip
+        return self.modes.filter(
+            pl.col("server") == server, pl.col("query") == query, pl.col("mode") == mode, pl.col("baseline") == baseline
+        )
 
 
 def _how(cmp: pl.DataFrame) -> str:
@@ -65,11 +75,19 @@ def _ceiling_flag(p: Paired, server: str, ev: v.Evidence) -> tuple[str | None, i
 
 
 def _speedups(p: Paired) -> list[dict]:
-    s1 = V("S1: parallel query (5 workers) ran the SSB queries about 5× faster than serial (SF 70, 16.6 and 17.2).",
-           v.LOWER, 0.2, 0.25)
+    s1 = V(
+        "S1: parallel query (5 workers) ran the SSB queries about 5× faster than serial (SF 70, 16.6 and 17.2).",
+        v.LOWER,
+        0.2,
+        0.25,
+    )
     lo, hi = ref.S4_PARALLEL_A_SPEEDUP
-    s4 = V(f"S4 test A: with parallel query every SSB query ran {lo:g}–{hi:g}× faster than without.", v.LOWER,
-           1 / math.sqrt(lo * hi), math.sqrt(hi / lo) - 1)
+    s4 = V(
+        f"S4 test A: with parallel query every SSB query ran {lo:g}–{hi:g}× faster than without.",
+        v.LOWER,
+        1 / math.sqrt(lo * hi),
+        math.sqrt(hi / lo) - 1,
+    )
     rows = []
     for s in p.d.servers:
         cmp = p.compare(s, SUITE, "parallel", "serial")
@@ -80,15 +98,22 @@ def _speedups(p: Paired) -> list[dict]:
         ev = p.evidence(cmp)
         flag, procs = _ceiling_flag(p, s, ev)
         ev = p.evidence(cmp, [flag])
-        per_q = p.modes.filter(pl.col("server") == s, pl.col("mode") == "parallel", pl.col("baseline") == "serial",
-                               ~pl.col("query").is_in([SUITE, SUITE_Q1])).sort("query")  # fmt: skip
+        per_q = p.modes.filter(
+            pl.col("server") == s,
+            pl.col("mode") == "parallel",
+            pl.col("baseline") == "serial",
+            ~pl.col("query").is_in([SUITE, SUITE_Q1]),
+        ).sort("query")
         each = "; ".join(f"{r['query']} {1 / r['ratio']:.2f}×" for r in per_q.iter_rows(named=True))
-        extra = (f" Suite time (sum of the queries per round), parallel over serial, {_how(cmp)}; speed-up "
-                 f"{1 / ev.ratio:.2f}×, ceiling min({procs} processes, {p.d.cores} cores). Per query: {each}.")
+        extra = (
+            f" Suite time (sum of the queries per round), parallel over serial, {_how(cmp)}; speed-up "
+            f"{1 / ev.ratio:.2f}×, ceiling min({procs} processes, {p.d.cores} cores). Per query: {each}."
+        )
         ceiling = min(procs, p.d.cores or procs)
         if ceiling < 1 / (s1.ratio * (1 + s1.margin)):
-            verdict = v.not_testable(f"at most {ceiling} processes run at once here, S1's 5× needs 6",
-                                     "needs ≥ 6 cores")  # fmt: skip
+            verdict = v.not_testable(
+                f"at most {ceiling} processes run at once here, S1's 5× needs 6", "needs ≥ 6 cores"
+            )
         else:
             verdict = v.verdict(s1, ev, p.floor(s))
         rows.append(_row("S1", "parallel_speedup", s1, s, verdict, ev, extra))
@@ -99,64 +124,113 @@ def _speedups(p: Paired) -> list[dict]:
 def _versions(p: Paired) -> list[dict]:
     par = sum(ref.S1_PARALLEL_MEAN_S["17.2"].values()) / sum(ref.S1_PARALLEL_MEAN_S["16.6"].values())
     claims = {
-        "parallel": V(f"S1: with parallel query on, 17.2 was slightly faster than 16.6 (suite time {par:.3f}× of "
-                      "16.6's).", v.LOWER, par, 0.025),
-        "serial": V("S1: with parallel off no consistent winner between 16.6 and 17.2 (run-to-run variation from "
-                    "the CPU clock); taken as: no change within ±5 %.", v.SAME, None, 0.05),
-    }  # fmt: skip
+        "parallel": V(
+            f"S1: with parallel query on, 17.2 was slightly faster than 16.6 (suite time {par:.3f}× of 16.6's).",
+            v.LOWER,
+            par,
+            0.025,
+        ),
+        "serial": V(
+            "S1: with parallel off no consistent winner between 16.6 and 17.2 (run-to-run variation from "
+            "the CPU clock); taken as: no change within ±5 %.",
+            v.SAME,
+            None,
+            0.05,
+        ),
+    }
     rows = []
     for mode, claim in claims.items():
         cmp = p.versions.filter(pl.col("mode") == mode) if not p.versions.is_empty() else p.versions
         if cmp.is_empty():
-            rows.append(_row("S1", f"newer_version_{mode}", claim, "all",
-                             v.not_testable("this run lacks PostgreSQL 16 or 17", "needs 16 and 17")))
+            rows.append(
+                _row(
+                    "S1",
+                    f"newer_version_{mode}",
+                    claim,
+                    "all",
+                    v.not_testable("this run lacks PostgreSQL 16 or 17", "needs 16 and 17"),
+                )
+            )
             continue
         suite = cmp.filter(pl.col("query") == SUITE)
         ev = p.evidence(suite)
         new, old = suite["server"][0], suite["baseline"][0]
         floor = max(filter(None, [p.floor(new), p.floor(old)]), default=None)
-        each = "; ".join(f"{r['query']} {r['ratio']:.2f}×" for r in
-                         cmp.filter(pl.col("query") != SUITE).sort("query").iter_rows(named=True))  # fmt: skip
+        each = "; ".join(
+            f"{r['query']} {r['ratio']:.2f}×"
+            for r in cmp.filter(pl.col("query") != SUITE).sort("query").iter_rows(named=True)
+        )
         extra = f" {new} over {old}, time ratio {_how(suite)}; per query: {each}."
-        rows.append(_row("S1", f"newer_version_{mode}", claim, f"{new} vs {old}", v.verdict(claim, ev, floor), ev,
-                         extra))
+        rows.append(
+            _row("S1", f"newer_version_{mode}", claim, f"{new} vs {old}", v.verdict(claim, ev, floor), ev, extra)
+        )
     return rows
 
 
 def _jit_share(p: Paired, s: str, mode: str, queries: list[str]) -> str:
-    pl_ = p.d.plans.filter(pl.col("server") == s, pl.col("mode") == mode, pl.col("query").is_in(queries)
-                           ).unique(["query"])  # fmt: skip
+    pl_ = p.d.plans.filter(pl.col("server") == s, pl.col("mode") == mode, pl.col("query").is_in(queries)).unique(
+        ["query"]
+    )
     jt, ex = pl_["jit_total_ms"].drop_nulls(), pl_["execution_ms"].drop_nulls()
     if jt.is_empty() or ex.is_empty():
         return " No plan compiled anything (plan costs below jit_above_cost)."
-    return (f" JIT share (EXPLAIN ANALYZE's JIT timing, leader and workers summed): {jt.sum():.0f} ms of JIT against "
-            f"{ex.sum():.0f} ms of execution in these plans.")
+    return (
+        f" JIT share (EXPLAIN ANALYZE's JIT timing, leader and workers summed): {jt.sum():.0f} ms of JIT against "
+        f"{ex.sum():.0f} ms of execution in these plans."
+    )
 
 
 def _jit(p: Paired) -> list[dict]:
     def s1_ratio(q):
-        return math.exp(sum(math.log(ref.S1_PARALLEL_JIT_MEAN_S[ver][q] / ref.S1_PARALLEL_MEAN_S[ver][q])
-                            for ver in ("16.6", "17.2")) / 2)
+        return math.exp(
+            sum(
+                math.log(ref.S1_PARALLEL_JIT_MEAN_S[ver][q] / ref.S1_PARALLEL_MEAN_S[ver][q])
+                for ver in ("16.6", "17.2")
+            )
+            / 2
+        )
 
-    q1 = V(f"S1: JIT helped q1.x clearly, about a quarter less time (q1.1 {s1_ratio('q1.1'):.2f}× of parallel).",
-           v.LOWER, 0.75, 0.1)
-    little = {q: V(f"S1: JIT helped {q} a little ({s1_ratio(q):.2f}× of parallel's time).", v.LOWER,
-                   s1_ratio(q), 0.04) for q in ("q3.1", "q4.3")}  # fmt: skip
+    q1 = V(
+        f"S1: JIT helped q1.x clearly, about a quarter less time (q1.1 {s1_ratio('q1.1'):.2f}× of parallel).",
+        v.LOWER,
+        0.75,
+        0.1,
+    )
+    little = {
+        q: V(f"S1: JIT helped {q} a little ({s1_ratio(q):.2f}× of parallel's time).", v.LOWER, s1_ratio(q), 0.04)
+        for q in ("q3.1", "q4.3")
+    }
     s4r = math.exp(sum(math.log(1 - x / 100) for x in ref.S4_JIT_REDUCTION_PCT.values()) / 13)
-    s4 = V(f"S4 test 2: JIT reduced the SSB queries' time by 4–32 % (geometric mean {s4r:.2f}× of the time).",
-           v.LOWER, s4r, 0.05)
-    items = [("S1", "jit_q1", q1, SUITE_Q1), *[("S1", f"jit_{q}", c, q) for q, c in little.items()],
-             ("S4", "jit_per_query", s4, SUITE)]
+    s4 = V(
+        f"S4 test 2: JIT reduced the SSB queries' time by 4–32 % (geometric mean {s4r:.2f}× of the time).",
+        v.LOWER,
+        s4r,
+        0.05,
+    )
+    items = [
+        ("S1", "jit_q1", q1, SUITE_Q1),
+        *[("S1", f"jit_{q}", c, q) for q, c in little.items()],
+        ("S4", "jit_per_query", s4, SUITE),
+    ]
     rows = []
     for s in p.d.servers:
-        for mode, suffix, label in (("parallel_jit", "", "S1's thresholds"), ("parallel_jit_forced", "_forced",
-                                                                              "inlining and optimisation forced")):
+        for mode, suffix, label in (
+            ("parallel_jit", "", "S1's thresholds"),
+            ("parallel_jit_forced", "_forced", "inlining and optimisation forced"),
+        ):
             for study, finding, claim, item in items:
                 cmp = p.compare(s, item, mode, "parallel")
                 if cmp.is_empty():
                     why = p.d.jit_reason(s) if mode == "parallel_jit" else None
-                    rows.append(_row(study, finding + suffix, claim, s, v.not_run(
-                        why or f"no {mode} rounds on {s} in this profile")))
+                    rows.append(
+                        _row(
+                            study,
+                            finding + suffix,
+                            claim,
+                            s,
+                            v.not_run(why or f"no {mode} rounds on {s} in this profile"),
+                        )
+                    )
                     continue
                 ev = p.evidence(cmp)
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
@@ -167,8 +241,13 @@ def _jit(p: Paired) -> list[dict]:
 
 def _q43(p: Paired) -> list[dict]:
     a, w = ref.S1_ALLOWED_WORKERS, ref.S1_Q43_PLANNED_WORKERS
-    claim = V(f"S1: q4.3 planned only {w} of {a} allowed workers, because the worker count follows the plan's "
-              "driving (leftmost) table, customer.", v.LOWER, w / a, 0.0)
+    claim = V(
+        f"S1: q4.3 planned only {w} of {a} allowed workers, because the worker count follows the plan's "
+        "driving (leftmost) table, customer.",
+        v.LOWER,
+        w / a,
+        0.0,
+    )
     rows = []
     for s in p.d.servers:
         sc = p.scaled.filter(pl.col("server") == s) if not p.scaled.is_empty() else p.scaled
@@ -180,26 +259,46 @@ def _q43(p: Paired) -> list[dict]:
         ratio = r["workers_planned"] / r["allowed_workers"]
         ev = v.Evidence(ratio, ratio, ratio, 1, 1.0, "plan-only EXPLAIN, exact")
         others = sc.filter(pl.col("query") != "q4.3", pl.col("workers_planned") < pl.col("allowed_workers"))
-        also = "; ".join(f"{o['query']} plans {o['workers_planned']} (driven by {o['leftmost_relation']})"
-                         for o in others.sort("query").iter_rows(named=True)) or "none"
+        also = (
+            "; ".join(
+                f"{o['query']} plans {o['workers_planned']} (driven by {o['leftmost_relation']})"
+                for o in others.sort("query").iter_rows(named=True)
+            )
+            or "none"
+        )
         unscaled = p.d.study_plans.filter(pl.col("server") == s, pl.col("query") == "q4.2")
-        q42 = (f" At the default min_parallel_table_scan_size q4.2 plans {unscaled['workers_planned'][0]} of "
-               f"{unscaled['allowed_workers'][0]} (driven by {unscaled['leftmost_relation'][0]}): the same mechanism, "
-               "the driving table's size sets the count." if unscaled.height else "")
-        extra = (f" {s}: with min_parallel_table_scan_size scaled by SF/70 to {r['min_parallel_table_scan_kb']} kB "
-                 f"(so our tables stand to it as S1's did at SF 70), q4.3 plans {r['workers_planned']} of "
-                 f"{r['allowed_workers']}, driven by {r['leftmost_relation']}. Other queries below the allowance: "
-                 f"{also}.{q42}")
+        q42 = (
+            f" At the default min_parallel_table_scan_size q4.2 plans {unscaled['workers_planned'][0]} of "
+            f"{unscaled['allowed_workers'][0]} (driven by {unscaled['leftmost_relation'][0]}): the same mechanism, "
+            "the driving table's size sets the count."
+            if unscaled.height
+            else ""
+        )
+        extra = (
+            f" {s}: with min_parallel_table_scan_size scaled by SF/70 to {r['min_parallel_table_scan_kb']} kB "
+            f"(so our tables stand to it as S1's did at SF 70), q4.3 plans {r['workers_planned']} of "
+            f"{r['allowed_workers']}, driven by {r['leftmost_relation']}. Other queries below the allowance: "
+            f"{also}.{q42}"
+        )
         rows.append(_row("S1", "q4.3_workers", claim, s, v.verdict(claim, ev), ev, extra))
     return rows
 
 
 def _sweep(p: Paired) -> list[dict]:
-    claim_b = V("S4 test B: query time fell close to inversely with the number of workers, time ∝ 1/(workers + 1); "
-                "taken at the largest count this machine can run at once.", v.LOWER, None)
+    claim_b = V(
+        "S4 test B: query time fell close to inversely with the number of workers, time ∝ 1/(workers + 1); "
+        "taken at the largest count this machine can run at once.",
+        v.LOWER,
+        None,
+    )
     flat = ref.S4_Q43_FLAT_FROM_WORKERS
-    claim_f = V(f"S4 test B (v11): q4.3 stopped improving at {flat} workers (its planned worker count follows the "
-                "driving table).", v.SAME, None, 0.10)
+    claim_f = V(
+        f"S4 test B (v11): q4.3 stopped improving at {flat} workers (its planned worker count follows the "
+        "driving table).",
+        v.SAME,
+        None,
+        0.10,
+    )
     rows = []
     for s in p.d.servers:
         sw = p.sweep.filter(pl.col("server") == s, pl.col("query") == SUITE) if not p.sweep.is_empty() else p.sweep
@@ -211,43 +310,85 @@ def _sweep(p: Paired) -> list[dict]:
             k = r["workers"]
             c = V(claim_b.statement, v.LOWER, 1 / (k + 1), 0.15)
             ev = v.Evidence.from_row(r, [noise.ceiling_check(1 / r["ratio"], k + 1, p.d.cores)])
-            rows.append(_row("S4", "parallel_b", c, s, v.verdict(c, ev, p.floor(s)), ev,
-                             f" {k} workers over 0, the sweep's queries' summed time {_how(fit)}."))
-        rows.append(_row("S4", "parallel_b_q4.3", claim_f, s, v.not_testable(
-            f"q4.3 levels off only beyond {flat} workers; this machine has {p.d.cores} cores",
-            f"needs ≥ {flat + 2} cores")))
+            rows.append(
+                _row(
+                    "S4",
+                    "parallel_b",
+                    c,
+                    s,
+                    v.verdict(c, ev, p.floor(s)),
+                    ev,
+                    f" {k} workers over 0, the sweep's queries' summed time {_how(fit)}.",
+                )
+            )
+        rows.append(
+            _row(
+                "S4",
+                "parallel_b_q4.3",
+                claim_f,
+                s,
+                v.not_testable(
+                    f"q4.3 levels off only beyond {flat} workers; this machine has {p.d.cores} cores",
+                    f"needs ≥ {flat + 2} cores",
+                ),
+            )
+        )
     return rows
 
 
 def _answers(p: Paired) -> list[dict]:
-    agree = V("Implicit in S1: a query returns the same rows on every server, in every mode and with any number "
-              "of workers.", v.SAME, None, 1e-9)
-    right = V("Implicit in S1: every server returns the SSB queries' right rows (dbgen's expected answers at SF 1).",
-              v.SAME, None, 1e-9)
+    agree = V(
+        "Implicit in S1: a query returns the same rows on every server, in every mode and with any number of workers.",
+        v.SAME,
+        None,
+        1e-9,
+    )
+    right = V(
+        "Implicit in S1: every server returns the SSB queries' right rows (dbgen's expected answers at SF 1).",
+        v.SAME,
+        None,
+        1e-9,
+    )
     ck = p.d.checksums
     wrong = ck.filter(~pl.col("agree")).sort("query")
     n = int(ck["executions"].sum()) if ck.height else 0
     share = 1 + wrong.height / max(ck.height, 1)
     ev = v.Evidence(share, share, share, n, 1.0, "every execution checksummed")
-    txt = (f" {ck.height} queries, {n:,} executions: " + ("one result checksum per query." if wrong.is_empty()
-           else "results DIFFER for " + ", ".join(wrong["query"]) + "."))  # fmt: skip
+    txt = f" {ck.height} queries, {n:,} executions: " + (
+        "one result checksum per query."
+        if wrong.is_empty()
+        else "results DIFFER for " + ", ".join(wrong["query"]) + "."
+    )
     rows = [_row("S1", "results_agree", agree, "all", v.verdict(agree, ev), ev, txt)]
     for s in p.d.servers:
         a = p.answers.filter(pl.col("server") == s) if not p.answers.is_empty() else p.answers
         checked = a.filter(pl.col("checked")) if a.height else a
         if checked.is_empty():
             gen = a["generator"][0] if a.height else "unknown"
-            rows.append(_row("S1", "answers_right", right, s, v.not_testable(
-                f"dbgen's expected answers hold for its SF 1 data only; this run's data: {gen}",
-                "needs the dbgen flavor at SF 1")))
+            rows.append(
+                _row(
+                    "S1",
+                    "answers_right",
+                    right,
+                    s,
+                    v.not_testable(
+                        f"dbgen's expected answers hold for its SF 1 data only; this run's data: {gen}",
+                        "needs the dbgen flavor at SF 1",
+                    ),
+                )
+            )
             continue
         bad = checked.filter(pl.col("wrong") > 0)
         execs = int(checked["executions"].sum())
         share = 1 + int(checked["wrong"].sum()) / execs
         ev = v.Evidence(share, share, share, execs, 1.0, "checksums against dbgen's answers")
-        txt = (f" {s}: {checked.height} queries, {execs:,} executions checked against dbgen's expected rows: "
-               + ("all right." if bad.is_empty() else "WRONG rows for " + ", ".join(
-                   f"{b['query']} ({b['wrong']} of {b['executions']})" for b in bad.iter_rows(named=True)) + "."))
+        txt = f" {s}: {checked.height} queries, {execs:,} executions checked against dbgen's expected rows: " + (
+            "all right."
+            if bad.is_empty()
+            else "WRONG rows for "
+            + ", ".join(f"{b['query']} ({b['wrong']} of {b['executions']})" for b in bad.iter_rows(named=True))
+            + "."
+        )
         rows.append(_row("S1", "answers_right", right, s, v.verdict(right, ev), ev, txt))
     return rows
 

@@ -31,8 +31,11 @@ ANSWERED_QUERY_SET = "pg_ssb_run"
 def is_dbgen_data(dataset: dict | None) -> bool:
     """Whether a dataset record (LoadResult.dataset, load.current_dataset) is ssb-dbgen's data: made by
     this generator version's dbgen flavor. Records of older kits have no flavor: they are not."""
-    return bool(dataset) and dataset.get("flavor") == "dbgen" and \
-        str(dataset.get("generator_version")) == GENERATOR_VERSION
+    return (
+        bool(dataset)
+        and dataset.get("flavor") == "dbgen"
+        and str(dataset.get("generator_version")) == GENERATOR_VERSION
+    )
 
 
 def generator_of(dataset: dict | None) -> str:
@@ -51,8 +54,11 @@ def generator_of(dataset: dict | None) -> str:
 def applies(dataset: dict | None, query_set: str, qid: str) -> bool:
     """Whether the expected answer of (query_set, qid) holds for that dataset: dbgen's data at SF 1 and a
     query text the answers were made with (ssb_paper's q1.3 and q2.3 differ from pg_ssb_run's)."""
-    return (is_dbgen_data(dataset) and float(dataset.get("sf", 0)) == ANSWERED_SF
-            and query_sql(query_set, qid) == query_sql(ANSWERED_QUERY_SET, qid))
+    return (
+        is_dbgen_data(dataset)
+        and float(dataset.get("sf", 0)) == ANSWERED_SF
+        and query_sql(query_set, qid) == query_sql(ANSWERED_QUERY_SET, qid)
+    )
 
 
 def columns(qid: str) -> tuple[str, ...]:

@@ -25,8 +25,10 @@ def counts(sf: float) -> Counts:
     """dbgen's table sizes at SF (sf > 0, checked by the caller; from 1 on it must be whole)."""
     if sf >= 1:
         if sf != int(sf):
-            raise ValueError(f"the dbgen flavor needs a whole scale factor from 1 on (dbgen itself truncates "
-                             f"{sf:g} to {int(sf)}); got {sf:g}: use a whole SF, or flavor 'spec'")
+            raise ValueError(
+                f"the dbgen flavor needs a whole scale factor from 1 on (dbgen itself truncates "
+                f"{sf:g} to {int(sf)}); got {sf:g}: use a whole SF, or flavor 'spec'"
+            )
         scale = int(sf)
         # the same double arithmetic as dbgen: log2 for the part table, the natural log for lineorder's keys
         parts = 200_000 * int(math.floor(1 + math.log(float(scale)) / math.log(2)))

@@ -27,17 +27,19 @@ def part(first: int, n: int) -> pl.DataFrame:
     container = uniform(draws("P_CNTR", first, n), 0, len(dists.CONTAINERS) - 1)
     mfgr_s = "MFGR#" + pl.Series(mfgr).cast(pl.String)
     category_s = mfgr_s + pl.Series(category).cast(pl.String)
-    return pl.DataFrame({
-        "p_partkey": np.arange(first + 1, first + n + 1, dtype=np.int32),
-        "p_name": _gather(dists.COLORS, name_1) + " " + _gather(dists.COLORS, name_2),
-        "p_mfgr": mfgr_s,
-        "p_category": category_s,
-        "p_brand1": category_s + pl.Series(brand).cast(pl.String),
-        "p_color": _gather(dists.COLORS, color),
-        "p_type": _gather(dists.PART_TYPES, part_type),
-        "p_size": size,
-        "p_container": _gather(dists.CONTAINERS, container),
-    })
+    return pl.DataFrame(
+        {
+            "p_partkey": np.arange(first + 1, first + n + 1, dtype=np.int32),
+            "p_name": _gather(dists.COLORS, name_1) + " " + _gather(dists.COLORS, name_2),
+            "p_mfgr": mfgr_s,
+            "p_category": category_s,
+            "p_brand1": category_s + pl.Series(brand).cast(pl.String),
+            "p_color": _gather(dists.COLORS, color),
+            "p_type": _gather(dists.PART_TYPES, part_type),
+            "p_size": size,
+            "p_container": _gather(dists.CONTAINERS, container),
+        }
+    )
 
 
 def _shuffled_colors(first: int, n: int) -> list[np.ndarray]:
@@ -93,10 +95,13 @@ def _address(stream: str, first: int, n: int) -> pl.Series:
 
 def _phone(nation: np.ndarray, first: int, n: int) -> pl.Series:
     drawn = draws("C_PHNE", 3 * first, 3 * n).reshape(n, 3)
-    parts = [nation + 10, uniform(drawn[:, 0], 100, 999), uniform(drawn[:, 1], 100, 999),
-             uniform(drawn[:, 2], 1000, 9999)]
-    return pl.select(pl.concat_str([pl.lit(pl.Series(x)).cast(pl.String) for x in parts], separator="-")
-                     ).to_series()
+    parts = [
+        nation + 10,
+        uniform(drawn[:, 0], 100, 999),
+        uniform(drawn[:, 1], 100, 999),
+        uniform(drawn[:, 2], 1000, 9999),
+    ]
+    return pl.select(pl.concat_str([pl.lit(pl.Series(x)).cast(pl.String) for x in parts], separator="-")).to_series()
 
 
 def _gather(vocabulary: tuple[str, ...], index: np.ndarray) -> pl.Series:

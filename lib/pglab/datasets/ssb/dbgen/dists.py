@@ -13,8 +13,9 @@ from .. import words
 
 COLORS = words.COLORS
 PART_TYPES = words.PART_TYPES
-CONTAINERS = tuple(f"{a} {b}" for a in words.CONTAINER_SYLLABLE_1
-                   for b in ("CASE", "BOX", "BAG", "JAR", "PACK", "PKG", "CAN", "DRUM"))
+CONTAINERS = tuple(
+    f"{a} {b}" for a in words.CONTAINER_SYLLABLE_1 for b in ("CASE", "BOX", "BAG", "JAR", "PACK", "PKG", "CAN", "DRUM")
+)
 NATION_NAMES = words.NATION_NAMES
 NATION_REGION = words.NATION_REGION
 REGIONS = words.REGIONS

@@ -27,8 +27,7 @@ def chunk_frame(table: str, sf: float, chunk: int, *, enums: bool, bigint_keys: 
         return dates.date_frame()
     if table == "lineorder":
         first = chunk * CHUNK_ORDERS
-        return lineorder.lineorder(first, min(CHUNK_ORDERS, c.orders - first), c, enums=enums,
-                                   bigint_keys=bigint_keys)
+        return lineorder.lineorder(first, min(CHUNK_ORDERS, c.orders - first), c, enums=enums, bigint_keys=bigint_keys)
     first = chunk * CHUNK_ROWS[table]
     n = min(CHUNK_ROWS[table], getattr(c, table) - first)
     if table == "part":

@@ -58,25 +58,27 @@ def lineorder(first: int, n: int, counts, *, enums: bool = False, bigint_keys: b
     order_total = np.add.reduceat(line_total, order_start, dtype=np.int32) if n else line_total[:0]
     row_day = np.repeat(order_day, lines)
     datekey = dists.datekeys()
-    return pl.DataFrame({
-        "lo_orderkey": np.repeat(orderkey if bigint_keys else orderkey.astype(np.int32), lines),
-        "lo_linenumber": linenumber,
-        "lo_custkey": np.repeat(custkey, lines),
-        "lo_partkey": partkey,
-        "lo_suppkey": suppkey,
-        "lo_orderdate": datekey[row_day],
-        "lo_orderpriority": _strings(np.repeat(priority, lines), ORDER_PRIORITY_ENUM, enums),
-        "lo_shippriority": pl.repeat("0", n_rows, dtype=pl.String, eager=True),
-        "lo_quantity": quantity,
-        "lo_extendedprice": extended,
-        "lo_ordertotalprice": np.repeat(order_total, lines),
-        "lo_discount": discount,
-        "lo_revenue": revenue,
-        "lo_supplycost": 6 * price // 10,
-        "lo_tax": tax,
-        "lo_commitdate": datekey[row_day + commit_lag],
-        "lo_shipmode": _strings(shipmode, SHIP_MODE_ENUM, enums),
-    })
+    return pl.DataFrame(
+        {
+            "lo_orderkey": np.repeat(orderkey if bigint_keys else orderkey.astype(np.int32), lines),
+            "lo_linenumber": linenumber,
+            "lo_custkey": np.repeat(custkey, lines),
+            "lo_partkey": partkey,
+            "lo_suppkey": suppkey,
+            "lo_orderdate": datekey[row_day],
+            "lo_orderpriority": _strings(np.repeat(priority, lines), ORDER_PRIORITY_ENUM, enums),
+            "lo_shippriority": pl.repeat("0", n_rows, dtype=pl.String, eager=True),
+            "lo_quantity": quantity,
+            "lo_extendedprice": extended,
+            "lo_ordertotalprice": np.repeat(order_total, lines),
+            "lo_discount": discount,
+            "lo_revenue": revenue,
+            "lo_supplycost": 6 * price // 10,
+            "lo_tax": tax,
+            "lo_commitdate": datekey[row_day + commit_lag],
+            "lo_shipmode": _strings(shipmode, SHIP_MODE_ENUM, enums),
+        }
+    )
 
 
 def _strings(codes: np.ndarray, enum: pl.Enum, as_enum: bool) -> pl.Series:

@@ -18,13 +18,31 @@ _DM = float(MODULUS)
 
 # Start values of the streams SSB's columns use, by dbgen's stream number (rnd.h's Seed table).
 START = {
-    "P_MFG": 1, "P_BRND": 46831694, "P_TYPE": 1841581359, "P_SIZE": 1193163244, "P_CNTR": 727633698,
-    "C_ADDR": 881155353, "C_NTRG": 1489529863, "C_PHNE": 1521138112, "C_MSEG": 1140279430,
-    "S_ADDR": 706178559, "S_NTRG": 110356601, "P_NAME": 709314158,
-    "O_ODATE": 1066728069, "O_CKEY": 851767375, "O_PRIO": 591449447, "O_LCNT": 1434868289,
-    "L_QTY": 209208115, "L_DCNT": 554590007, "L_TAX": 721958466, "L_SMODE": 675466456,
-    "L_PKEY": 1808217256, "L_SKEY": 2095021727, "L_CDTE": 904914315,
-    "P_CAT": 637858759, "P_CITY": 1495190827,
+    "P_MFG": 1,
+    "P_BRND": 46831694,
+    "P_TYPE": 1841581359,
+    "P_SIZE": 1193163244,
+    "P_CNTR": 727633698,
+    "C_ADDR": 881155353,
+    "C_NTRG": 1489529863,
+    "C_PHNE": 1521138112,
+    "C_MSEG": 1140279430,
+    "S_ADDR": 706178559,
+    "S_NTRG": 110356601,
+    "P_NAME": 709314158,
+    "O_ODATE": 1066728069,
+    "O_CKEY": 851767375,
+    "O_PRIO": 591449447,
+    "O_LCNT": 1434868289,
+    "L_QTY": 209208115,
+    "L_DCNT": 554590007,
+    "L_TAX": 721958466,
+    "L_SMODE": 675466456,
+    "L_PKEY": 1808217256,
+    "L_SKEY": 2095021727,
+    "L_CDTE": 904914315,
+    "P_CAT": 637858759,
+    "P_CITY": 1495190827,
 }
 
 
@@ -49,7 +67,7 @@ def _powers(n: int) -> np.ndarray:
     filled = 1
     while filled < n:  # doubling: out[k:2k] = out[:k] * 16807^k
         step = min(filled, n - filled)
-        out[filled:filled + step] = mulmod(out[:step], pow(MULTIPLIER, filled, MODULUS))
+        out[filled : filled + step] = mulmod(out[:step], pow(MULTIPLIER, filled, MODULUS))
         filled += step
     out.setflags(write=False)
     return out
