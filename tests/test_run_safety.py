@@ -195,3 +195,24 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedde
         time.sleep(0.5)
     assert left == [], f"servers left running: {left}"
     subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
+def test_a_key_new_in_the_kit_at_its_default_is_no_change_but_a_removed_setting_is(tmp_path, monkeypatch):
+    """A run begun by an older kit lacks keys a newer one added (at their defaults): it resumes. A setting the user
+    took out of the file is a change like any other."""
+    import json
+
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path))
+    f = tmp_path / "p.yaml"
+    f.write_text("profile: pytest-kit\nsettings: {work_mem: 4MB}\n")
+    p = params.load(f, check_servers=False)
+    store = RunStore("kit")
+    digest = session.effective_params(p)
+    del digest["servers.build.cflags"]  # not in the older kit's record
+    store.save_json(session.DIGEST, {"params": digest})
+    store.record("pg18", "e", "c", "i", 0, value=1.0, unit="ms")
+    assert session.check_resume("kit", p) == 1
+    f.write_text("profile: pytest-kit\n")
+    with pytest.raises(ParamsError, match=r"settings\.work_mem: '4MB' then, '\(not set\)' now"):
+        session.check_resume("kit", params.load(f, check_servers=False))
+    assert json.loads((tmp_path / "raw" / "kit" / session.DIGEST).read_text())["params"] == digest  # kept as it was

@@ -3,6 +3,7 @@ names the same ones in the same order, and a new study goes through make report'
 
 import sys
 import tomllib
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -120,7 +121,8 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
         .replace("use: all", f"use: [{embedded.name}]")
     )
     out = tmp_path / "out"
-    code = driver.main(["--params", str(yaml), "--out", str(out), "--only", "05"], stages=(STUDY,))
+    run_id = f"tiny-{uuid.uuid4().hex[:8]}"  # fresh: never resume a run an earlier test left unfinished
+    code = driver.main(["--params", str(yaml), "--out", str(out), "--only", "05", "--run-id", run_id], stages=(STUDY,))
     assert code == 0
     assert (out / "05_tiny.ipynb").is_file()
     t = derived.Tables("tiny")

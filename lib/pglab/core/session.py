@@ -110,7 +110,13 @@ def check_resume(run_id: str, p: CommonParams) -> int | None:
     if not any(k.startswith("servers.") for k in then):  # an old record: compare what it kept
         now = {k: v for k, v in now.items() if not k.startswith("servers.")}
     unset = "(not set)"
-    differ = sorted(k for k in then.keys() | now.keys() if then.get(k, unset) != now.get(k, unset))
+    # a key the record lacks that is now at its default is a kit newer than the run's, not a change
+    try:
+        default = effective_params(type(p)())
+    except Exception:  # noqa: BLE001 - a params type without defaults for every key: no key is excused
+        default = {}
+    new_at_default = {k for k in now.keys() - then.keys() if k in default and default[k] == now[k]}
+    differ = sorted(k for k in (then.keys() | now.keys()) - new_at_default if then.get(k, unset) != now.get(k, unset))
     if not differ:
         return kept
     shown = "; ".join(f"{k}: {then.get(k, unset)!r} then, {now.get(k, unset)!r} now" for k in differ[:8])
