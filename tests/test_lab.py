@@ -156,6 +156,11 @@ def test_report_runs_in_jupyterlab_with_interactive_charts(lab, browser):
             .map(e => e.closest('.jp-Cell').innerText.slice(0, 100) + ' || ' + e.outerHTML.slice(0, 400));""")
         console = [e["message"][:300] for e in browser.get_log("browser")][-5:]
         pytest.fail(f"charts not drawn: {undrawn[:3]}; browser console: {console}")
+    # every chart offers its export menu (PNG / SVG) and no link out of the machine
+    menus = browser.execute_script("""return [...document.querySelectorAll('.vega-embed')].map(e =>
+        [...e.querySelectorAll('.vega-actions a')].map(a => a.textContent.trim()));""")
+    assert menus and all(any("PNG" in t for t in m) and any("SVG" in t for t in m) for m in menus), menus[:3]
+    assert not any("Editor" in t for m in menus for t in m)
     static = browser.execute_script("return document.querySelectorAll('.jp-RenderedSVG, .jp-RenderedImage').length")
     assert charts >= 2 and static == 0, (charts, static)
     assert n_code >= 5

@@ -40,7 +40,9 @@ def _render(spec: dict, **metadata) -> tuple[dict, dict]:
         vegalite_version=VEGALITE_VERSION,
     )
     bundle = {**svg, LAB_MIME: spec, "text/plain": "<altair chart: static SVG here, interactive in JupyterLab>"}
-    return bundle, {LAB_MIME: {"embed_options": {"actions": False}}}
+    # in JupyterLab: the export menu (PNG / SVG) on every chart, so it can be saved and pasted elsewhere; no links out
+    actions = {"export": True, "source": False, "compiled": False, "editor": False}
+    return bundle, {LAB_MIME: {"embed_options": {"actions": actions}}}
 
 
 alt.renderers.register("pglab", _render)
