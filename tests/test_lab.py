@@ -172,17 +172,24 @@ def _tooltip_on_hover(driver) -> bool:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    view = driver.find_element(By.CSS_SELECTOR, ".vega-embed canvas, .vega-embed svg")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
+    # the chart's own drawing (not the export menu's icon), scrolled to and laid out: JupyterLab lays out only the
+    # cells near the viewport, and a chart it has not laid out measures 0×0 (no point to hover over)
+    view = driver.find_element(By.CSS_SELECTOR, ".vega-embed canvas.marks, .vega-embed svg.marks")
+    deadline = time.monotonic() + 30
+    while view.size["width"] < 50 and time.monotonic() < deadline:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
+        time.sleep(0.5)
     w, h = view.size["width"], view.size["height"]
+    shown = (
+        "const t = document.getElementById('vg-tooltip-element'); return t !== null && t.classList.contains('visible');"
+    )
     for y in range(-h // 2 + 8, h // 2, 12):
         for x in range(-w // 2 + 8, w // 2, 24):
             ActionChains(driver).move_to_element_with_offset(view, x, y).perform()
-            if driver.execute_script(
-                "const t = document.getElementById('vg-tooltip-element');"
-                "return t !== null && t.classList.contains('visible');"
-            ):
-                return True
+            for _ in range(3):  # the tooltip follows the pointer event: give a loaded machine a moment
+                if driver.execute_script(shown):
+                    return True
+                time.sleep(0.05)
     return False
 
 

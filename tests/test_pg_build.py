@@ -3,7 +3,7 @@ source`) built with a minimal configuration (-O0, no readline, zlib, ICU or LLVM
 same build and waits for it, after a crashed build's leftovers; a cluster started on it records its build; the same
 source and flags again come from the cache; a git ref of a repository made from that source is another build.
 
-The tests' install cache (build/test/pytest/pg_build) is emptied first, so every run builds cold: 2 minutes on 2 idle
+The tests' install cache (a folder every user can read in the temp folder) is emptied first, so every run builds cold: 2 minutes on 2 idle
 cores (3 beside other work), the git build's objects coming from ccache (which .ci/run installs). Skipped, with the
 reason, where no deb-src entry lists postgresql-15 or a build tool is missing."""
 
@@ -13,10 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
-from conftest import ROOT, TEST_HOME
+from conftest import ROOT
 
 from pglab import params
 from pglab.core import clean, installs, pg_build, servers
@@ -24,7 +26,9 @@ from pglab.core.cluster import Cluster
 from pglab.core.config import BuildParam, SourceParam
 from pglab.pgtools import environment
 
-CACHE = TEST_HOME / "pg_build" / "cache"
+# outside the checkout, in a folder every user can enter: run as root in a private home, the service user must reach
+# the built binaries (the kit's own cache for root is /var/cache/pglab; a test cache inside the clone is not)
+CACHE = Path(tempfile.gettempdir()) / f"pglab-test-build-{os.getuid()}" / "cache"
 MINIMAL = {"cflags": "-O0", "configure": ["--without-readline", "--without-zlib", "--without-icu"], "llvm": False}
 BUILD = BuildParam(**MINIMAL)
 DEBIAN = SourceParam(debian="postgresql-15")
@@ -53,9 +57,12 @@ def cache():
     """The tests' own install cache, empty: PGLAB_CACHE_DIR for this module (params, installs and the CLI use it)."""
     shutil.rmtree(CACHE.parent, ignore_errors=True)
     CACHE.mkdir(parents=True)
+    for folder in (CACHE.parent, CACHE):
+        folder.chmod(0o755)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PGLAB_CACHE_DIR", str(CACHE))
         yield CACHE / "postgres"
+    shutil.rmtree(CACHE.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
