@@ -3,9 +3,9 @@ source`) built with a minimal configuration (-O0, no readline, zlib, ICU or LLVM
 same build and waits for it, after a crashed build's leftovers; a cluster started on it records its build; the same
 source and flags again come from the cache; a git ref of a repository made from that source is another build.
 
-The tests' install cache (a folder every user can read in the temp folder) is emptied first, so every run builds cold: 2 minutes on 2 idle
-cores (3 beside other work), the git build's objects coming from ccache (which .ci/run installs). Skipped, with the
-reason, where no deb-src entry lists postgresql-15 or a build tool is missing."""
+The tests' install cache (in the temp folder, readable by every user) is emptied first, so every run builds cold:
+2 minutes on 2 idle cores (3 beside other work), the git build's objects coming from ccache (which .ci/run
+installs). Skipped, with the reason, where no deb-src entry lists postgresql-15 or a build tool is missing."""
 
 import json
 import logging
