@@ -9,6 +9,7 @@ no devices), refusing a member outside the run's folder."""
 
 from __future__ import annotations
 
+import json
 import lzma
 import os
 import re
@@ -114,3 +115,17 @@ def unpack(run_id: str, raw_root: Path | None = None, archive: Path | None = Non
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return dest
+
+
+def recorded_params(run_id: str, raw_root: Path | None = None) -> dict | None:
+    """A run's params.json: its raw folder's, else its archive's (read without unpacking); None when neither has it."""
+    if (f := (raw_root or paths.raw_dir()) / check_run_id(run_id) / "params.json").is_file():
+        return json.loads(f.read_text())
+    if (arch := archive_path(run_id)).is_file():
+        with tarfile.open(arch) as tar:
+            try:
+                member = tar.extractfile(f"{run_id}/params.json")
+            except KeyError:
+                return None
+            return json.loads(member.read()) if member else None
+    return None

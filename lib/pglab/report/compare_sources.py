@@ -188,21 +188,14 @@ def _metric_mismatch(a: Dataset, b: Dataset, table: str) -> str | None:
 def run_params(ds: Dataset) -> dict[str, object] | None:
     """The flattened params of the run behind a dataset (its raw folder's params.json, else its archive's), None
     when the dataset names no single run or the run's raw data is not here."""
-    import tarfile
-
+    from ..core.raw_archive import recorded_params
     from ..core.session import flatten
 
     runs = {r for t, r in _manifest_runs(ds.path).items() if r and (ds.only is None or t in ds.only)}
     if len(runs) != 1:
         return None
     run = runs.pop()
-    doc = None
-    if (f := paths.raw_dir() / run / "params.json").is_file():
-        doc = json.loads(f.read_text())
-    elif (arch := paths.data_dir() / "raw-archive" / f"{run}.tar.xz").is_file():
-        with tarfile.open(arch) as tar:
-            member = tar.extractfile(f"{run}/params.json")
-            doc = json.loads(member.read()) if member else None
+    doc = recorded_params(run)
     if doc is None:
         return None
     return {k: v for k, v in flatten({k: v for k, v in doc.items() if k not in ("file", "run_id")}).items()}

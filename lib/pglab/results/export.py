@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -122,20 +121,6 @@ def _environ(**values: str | None) -> Iterator[None]:
         put(before)
 
 
-def _raw_params(run_id: str, raw_root: Path | None = None) -> dict | None:
-    """The run's params.json: its raw folder's, else its archive's (read without unpacking)."""
-    if (f := (raw_root or paths.raw_dir()) / run_id / "params.json").is_file():
-        return json.loads(f.read_text())
-    if (arch := raw_archive.archive_path(run_id)).is_file():
-        with tarfile.open(arch) as tar:
-            try:
-                member = tar.extractfile(f"{run_id}/params.json")
-            except KeyError:
-                return None
-            return json.loads(member.read()) if member else None
-    return None
-
-
 def _without_secrets(doc):
     if isinstance(doc, dict):
         return {k: _without_secrets(v) for k, v in doc.items() if k.lower() not in SECRET_KEYS}
@@ -154,7 +139,7 @@ def locate(spec: str) -> Iterator[Source]:
     if whole or (homes and not _has_raw(run_id)):
         home = (whole or homes)[0]
         tables = tuple(sorted(t for t, r in _manifest_runs(home).items() if r == run_id))
-        yield Source(run_id, home.name, home, tables, paths.shown(home), _raw_params(run_id))
+        yield Source(run_id, home.name, home, tables, paths.shown(home), raw_archive.recorded_params(run_id))
         return
     if not _has_raw(run_id):
         raise _not_found(run_id)
@@ -174,7 +159,9 @@ def _derived_from_raw(run_id: str, tmp: Path) -> Source:
         raise ExportError(str(e)) from None
     where = own if own.is_dir() else raw_archive.archive_path(run_id)
     tables = tuple(sorted(t for t, r in _manifest_runs(folder).items() if r == run_id))
-    return Source(run_id, params.profile, folder, tables, paths.shown(where), _raw_params(run_id, raw_root))
+    return Source(
+        run_id, params.profile, folder, tables, paths.shown(where), raw_archive.recorded_params(run_id, raw_root)
+    )
 
 
 def table(src: Source, name: str) -> pl.DataFrame | None:
