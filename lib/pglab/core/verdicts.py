@@ -30,6 +30,7 @@ here* (if any server says so) or *not run*. Tallies keep those two apart from th
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -265,6 +266,74 @@ def verdict(
     return Verdict(
         UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})", "more rounds narrow it"
     )
+
+
+# -- the claim's regime (methodology rule 11): scored only at a size where its mechanism works as in the study -----
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Where a study's claims can be tested: the findings whose id matches one of `findings` (fnmatch patterns)
+    need `quantity` (read as the largest value of `table`.`column` of the run, per server where the table has a
+    server column) of at least `minimum`. Declared with the study (`Study.regimes`), before the runs that test it;
+    below it the claim reads *not testable here*, saying why (`why`) and what would make it testable."""
+
+    findings: tuple[str, ...]
+    table: str
+    column: str
+    minimum: float
+    quantity: str  # how to say it: "SF", "rows"
+    why: str
+
+    def sizes(self, tables) -> dict[str, float]:
+        """The run's size per server ("all": the whole run's), from the derived tables; {} where not recorded."""
+        if self.table not in tables:
+            return {}
+        t = tables[self.table]
+        if self.column not in t.columns:
+            return {}
+        t = t.filter(pl.col(self.column).is_not_null()).with_columns(pl.col(self.column).cast(pl.Float64))
+        if t.is_empty():
+            return {}
+        out = {"all": float(t[self.column].max())}
+        if "server" in t.columns:
+            out |= {s: float(g[self.column].max()) for (s,), g in t.group_by("server")}
+        return out
+
+    def covers(self, finding: str) -> bool:
+        return any(fnmatch.fnmatchcase(finding, f) for f in self.findings)
+
+
+def _size_text(x: float) -> str:
+    return f"{x:,.0f}" if x >= 1000 else f"{x:g}"
+
+
+def apply_regimes(findings: pl.DataFrame, regimes: Sequence[Regime], tables) -> pl.DataFrame:
+    """Findings with every tested row measured below its claim's regime turned *not testable here* (why, and
+    the size it needs). Rows not run stay as they are; a row whose size is not recorded is left to the study."""
+    if findings.is_empty() or not regimes:
+        return findings
+    sized = [(r, r.sizes(tables)) for r in regimes]
+    rows = []
+    for row in findings.iter_rows(named=True):
+        for r, sizes in sized:
+            size = sizes.get(row["server"], sizes.get("all"))
+            if row["verdict"] == NOT_RUN or size is None or not r.covers(row["finding"]) or size >= r.minimum:
+                continue
+            need = f"needs {r.quantity} ≥ {_size_text(r.minimum)}"
+            was = f" What it gave there: {row['verdict']}, {row['evidence'][:1].lower()}{row['evidence'][1:]}"
+            v = not_testable(f"measured at {r.quantity} {_size_text(size)}: {r.why}.{was}", need)
+            row = row | {
+                "verdict": v.label,
+                "evidence": v.text()[:1].upper() + v.text()[1:],
+                "our_value": None,
+                "our_low": None,
+                "our_high": None,
+                "interval": None,
+            }
+            break
+        rows.append(row)
+    return pl.from_dicts(rows, schema=findings.schema)
 
 
 # -- one verdict per claim, and the tallies ---------------------------------------------------------------------------

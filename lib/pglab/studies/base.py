@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..core.session import Session
     from ..core.stage import StageResult
     from ..core.store import RunStore
+    from ..core.verdicts import Regime
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Study:
     tables: tuple[str, ...]  # every table derive may write, in the order it writes them
     section: Section
     params_key: str = field(default="")  # the params section; "" -> name
+    regimes: tuple[Regime, ...] = ()  # sizes below which claims are not testable here (methodology rule 11)
 
     def __post_init__(self):
         if not self.params_key:
@@ -108,8 +110,11 @@ class Study:
         return self.module("report").TABLES
 
     def judge(self, tables: Tables) -> pl.DataFrame:
-        """The findings: every claim of the study under the one rule (`pglab.core.verdicts`)."""
-        return self.module("report").findings(tables.profile, tables.root)
+        """The findings: every claim of the study under the one rule (`pglab.core.verdicts`), the claims measured
+        below their regime (`regimes`) not testable here."""
+        from ..core.verdicts import apply_regimes
+
+        return apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
 
     def method(self, tables: Tables) -> str:
         """How it was measured (Markdown)."""

@@ -5,6 +5,7 @@ report (the report section)."""
 
 from __future__ import annotations
 
+from ...core.verdicts import Regime
 from ..base import Section, Study, prefixed
 
 STUDY = Study(
@@ -31,6 +32,17 @@ STUDY = Study(
             "JIT's saving is a share of the per-row work, and its compile cost is fixed: on a table this much smaller"
             " the fixed cost weighs more, so our savings can be smaller than 20–30 % without contradicting the "
             "mechanism. A server built without LLVM cannot test the claims at all."
+        ),
+    ),
+    regimes=(
+        Regime(
+            ("*",),
+            "jit_operators_setup",
+            "rows",
+            1e6,
+            "rows",
+            "below a million rows compiling a query (tens of milliseconds) weighs as much as the execution it "
+            "speeds up",
         ),
     ),
 )

@@ -6,6 +6,7 @@ the one rule), report (the report section)."""
 
 from __future__ import annotations
 
+from ...core.verdicts import Regime
 from ..base import Section, Study, prefixed
 
 STUDY = Study(
@@ -37,6 +38,27 @@ STUDY = Study(
             "workers, JIT compilation) weigh far more than at SF 70: speed-ups and JIT gains shrink, and with few "
             "cores a 5-worker speed-up cannot be reached. Versions other than the study's answer 'is newer faster' "
             "for today's versions, not for 16.6 vs 17.2."
+        ),
+    ),
+    regimes=(
+        Regime(
+            ("jit_*",),
+            "ssb_load",
+            "sf",
+            10,
+            "SF",
+            "below SF 10 the plans cost less than the default inlining and optimisation thresholds (500,000), so JIT "
+            "only compiles, unoptimised, and its compile time weighs against sub-second executions (S1 ran SF 70, "
+            "S4 SF 100)",
+        ),
+        Regime(
+            ("parallel_speedup", "newer_version_*", "parallel_a", "parallel_b*"),
+            "ssb_load",
+            "sf",
+            1,
+            "SF",
+            "below SF 1 a query runs in milliseconds, where planning, worker start-up and round trips weigh what "
+            "scanning weighs at SF 70",
         ),
     ),
 )
