@@ -43,6 +43,7 @@ seed = None
 import os
 
 import polars as pl
+from IPython.display import display
 
 from pglab import params
 from pglab.core import charts, derived, outcomes, session
@@ -84,7 +85,6 @@ outcomes.report_skipped(s.store, [STUDY.name], "ssb_skipped", s.profile)
 if not result.servers:
     s.close()
     outcomes.stop_notebook("no server holds the SSB dataset: nothing to measure (the skips are above)")
-result.seen["available"]
 
 # %%
 # every table of this notebook, from the raw store alone (as `python -m pglab derive` does)
@@ -98,6 +98,7 @@ print(
     f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
     f"{sweep.height} sweep executions; {result.steps_run} of them run now, in {result.wall_s:.0f} s"
 )
+display(tables["ssb_availability"])  # the modes each server can run, and why not
 errors.select("server", "mode", "query", "repetition", "error")
 
 # %% [markdown]

@@ -92,6 +92,8 @@ outcomes.report_skipped(s.store, [STUDY.name], "parallel_index_skipped", s.profi
 if not result.servers:
     s.close()
     outcomes.stop_notebook("no server to build indexes on: nothing to measure (the skips are above)")
+
+# %%
 # every table (the setup too) from the raw store alone, as `python -m pglab derive` does; the skips are above
 tables = STUDY.derive(s.store, s.params)
 derived.write(tables, s.profile, skip=("parallel_index_skipped",))  # the skips: report_skipped above
