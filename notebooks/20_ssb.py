@@ -43,59 +43,52 @@ seed = None
 import os
 
 import polars as pl
+from IPython.display import display
 
 from pglab import params
 from pglab.core import charts, derived, outcomes, session
-from pglab.datasets.ssb import stage as ssb_stage
+from pglab.studies.ssb import STUDY
 from pglab.studies.ssb import charts as ssb_charts
 from pglab.studies.ssb import derive as ssb_derive
-from pglab.studies.ssb import experiment as ex
 from pglab.studies.ssb import reference as ref
-from pglab.studies.ssb import study_plans
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="ssb")
-p = ssb_stage.ssb_params(
-    s,
-    sf=sf,
-    seed=seed,
-    query_set=query_set,
-    modes=modes,
-    repetitions=repetitions,
-    workers=workers,
-    worker_sweep=worker_sweep,
+s.override(
+    servers,
+    ssb=dict(
+        sf=sf,
+        seed=seed,
+        query_set=query_set,
+        modes=modes,
+        repetitions=repetitions,
+        workers=workers,
+        worker_sweep=worker_sweep,
+    ),
 )
-targets = ssb_stage.servers(s, servers)
-ssb_stage.prepare(targets, p)
-loads = ssb_stage.load_all(targets, p, s.store)  # skipped when 10_ssb_load already loaded this dataset
-targets = ssb_stage.usable(s.store, targets, loads, ex.EXPERIMENT)
-outcomes.report_skipped(s.store, [ex.EXPERIMENT], "ssb_skipped", s.profile)
+p = s.params.ssb
 print(
     f"run {s.run_id}: SF {p.sf:g}, {p.query_set}, modes {p.modes}, {p.repetitions} repetitions + {p.warmups} "
-    f"warm-up, {ex.workers(p)} workers, servers {[t.name for t in targets]}"
+    f"warm-up, {p.workers or os.cpu_count()} workers, servers {[t.name for t in s.servers]}"
 )
-if not targets:
-    s.close()
-    outcomes.stop_notebook("no server holds the SSB dataset: nothing to measure (the skips are above)")
 
 # %% [markdown]
 # ## Running the queries
+#
+# Each server gets the SSB stage's settings and the dataset (loaded here only where notebook 10 did not), then
+# every available mode and query is timed, each plan captured once, the worker sweep run, and the queries planned
+# (not run) with the study's 5 allowed workers. A server that cannot hold the dataset is skipped, with the reason.
 
 # %%
-facts = study_plans.record_facts(targets, p, s.store, loads)  # versions, datasets, cores: derive needs no server
-available = ex.run_modes(targets, p, s.store)
-ex.capture_plans(targets, p, s.store, available)
-sweep_counts = ex.run_sweep(targets, p, s.store)
-outcomes.require_measured(s.store, [ex.EXPERIMENT, ex.SWEEP], [t.name for t in targets])
-# the plan-only EXPLAINs with the study's 5 allowed workers (as is and with the scan threshold scaled to SF / 70),
-# kept in the raw store for the section on planned workers below
-ex.capture_study_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
-study_plans.capture_scaled_plans(targets, p, s.store, allowed=ref.S1_ALLOWED_WORKERS)
-available
+result = STUDY.run(s)
+outcomes.report_skipped(s.store, [STUDY.name], "ssb_skipped", s.profile)
+if not result.servers:
+    s.close()
+    outcomes.stop_notebook("no server holds the SSB dataset: nothing to measure (the skips are above)")
 
 # %%
 # every table of this notebook, from the raw store alone (as `python -m pglab derive` does)
-tables = ssb_derive.derive(s.store, s.params)
+tables = STUDY.derive(s.store, s.params)
 derived.write(tables, s.profile)
 execs, sweep, plans = tables["ssb_executions"], tables["ssb_sweep"], tables["ssb_plans"]
 checks, fingerprints = tables["ssb_checksums"], tables["ssb_fingerprints"]
@@ -103,8 +96,9 @@ study, scaled = tables["ssb_plans_study_workers"], tables["ssb_plans_scaled"]
 errors = execs.filter(pl.col("error").is_not_null())
 print(
     f"{execs.height} executions ({execs.filter('warmup').height} warm-up), {errors.height} errors; "
-    f"{sweep.height} sweep executions"
+    f"{sweep.height} sweep executions; {result.steps_run} of them run now, in {result.wall_s:.0f} s"
 )
+display(tables["ssb_availability"])  # the modes each server can run, and why not
 errors.select("server", "mode", "query", "repetition", "error")
 
 # %% [markdown]
@@ -185,7 +179,8 @@ spd = ssb_charts.speedup_frame(tables["ssb_speedup"], "parallel")
 spd.pivot(on="server", index="query", values="speedup").sort("query")
 
 # %%
-ssb_charts.speedup(tables["ssb_speedup"], "parallel", ceiling=min(ex.workers(p) + 1, os.cpu_count() or 1))
+n_workers = result.seen["facts"]["workers"]
+ssb_charts.speedup(tables["ssb_speedup"], "parallel", ceiling=min(n_workers + 1, os.cpu_count() or 1))
 
 # %% [markdown]
 # ## JIT: time reduction per query (study S4's table)
@@ -201,7 +196,7 @@ jit_vs_s4 = ssb_charts.jit_frame(tables["ssb_jit"]).select(
     "reduction_pct",
     "reduction_low_pct",
     "reduction_high_pct",
-    ex.readable(pl.col("verdict")).alias("verdict"),
+    ssb_derive.readable(pl.col("verdict")).alias("verdict"),
     "s4_jit_reduction_pct",
 )
 jit_vs_s4 if not jit_vs_s4.is_empty() else "no server of this run has JIT available"
@@ -277,7 +272,7 @@ fp = (
     .unique()
     .with_columns(cell=pl.col("server") + " " + pl.col("mode"))
 )
-print("; ".join(study_plans.plan_changes(fingerprints)) or "the same plan on every version for every query")
+print("; ".join(ssb_derive.plan_changes(fingerprints)) or "the same plan on every version for every query")
 fp.pivot(on="cell", index="query", values="fingerprint", sort_columns=True).sort("query")
 
 # %% [markdown]

@@ -49,30 +49,25 @@ from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts, derived, outcomes, session
-from pglab.datasets.ssb import stage as ssb_stage
+from pglab.studies.parallel_index import STUDY
 from pglab.studies.parallel_index import charts as pic
 from pglab.studies.parallel_index import derive as pires
 from pglab.studies.parallel_index import report as report
-from pglab.studies.parallel_index import run as pirun
 from pglab.studies.parallel_index.build import create_sql
 from pglab.studies.parallel_index.params import with_overrides
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="parallel_index")
-p = ssb_stage.ssb_params(s, sf=sf, seed=seed)
-pi = with_overrides(s.params.parallel_index, max_workers=max_workers, repetitions=repetitions)
-targets = ssb_stage.servers(s, servers)
-ssb_stage.prepare(targets, p)
-loads = ssb_stage.load_all(targets, p, s.store)  # skipped when notebook 10 already loaded this dataset
-targets = pirun.usable(s.store, ssb_stage.usable(s.store, targets, loads, pirun.EXPERIMENT))
-outcomes.report_skipped(s.store, [pirun.EXPERIMENT], "parallel_index_skipped", s.profile)
+s.override(
+    servers,
+    ssb=dict(sf=sf, seed=seed),
+    parallel_index=with_overrides(s.params.parallel_index, max_workers=max_workers, repetitions=repetitions),
+)
+p, pi = s.params.ssb, s.params.parallel_index
 print(
-    f"run {s.run_id}: SSB SF {p.sf:g} (seed {p.seed}) on {[t.name for t in targets]}; workers {pi.workers()}, "
+    f"run {s.run_id}: SSB SF {p.sf:g} (seed {p.seed}) on {[t.name for t in s.servers]}; workers {pi.workers()}, "
     f"{pi.repetitions} repetitions after {pi.warmups} warm-up round(s) ({pi.warmup_cells} cells)"
 )
-if not targets:
-    s.close()
-    outcomes.stop_notebook("no server to build indexes on: nothing to measure (the skips are above)")
 
 # %% [markdown]
 # ## The indexes
@@ -85,18 +80,43 @@ for k, cols in pi.column_sets().items():
     print(f"{k} key column{'s' if k > 1 else ' '}: {create_sql(cols).as_string()}")
 
 # %% [markdown]
-# ## What the builds run under
+# ## Running the builds
+#
+# Each server gets the SSB stage's settings and the dataset (loaded here only where notebook 10 did not); a
+# server that cannot hold it, or an external one the params do not let the kit create and drop an index on, is
+# skipped with the reason. Then the builds, and the servers go back to the SSB stage's settings.
+
+# %%
+result = STUDY.run(s)
+outcomes.report_skipped(s.store, [STUDY.name], "parallel_index_skipped", s.profile)
+if not result.servers:
+    s.close()
+    outcomes.stop_notebook("no server to build indexes on: nothing to measure (the skips are above)")
+
+# %%
+# every table (the setup too) from the raw store alone, as `python -m pglab derive` does; the skips are above
+tables = STUDY.derive(s.store, s.params)
+derived.write(tables, s.profile, skip=("parallel_index_skipped",))  # the skips: report_skipped above
+b = tables["parallel_index_builds"]
+failed = b.filter(pl.col("error").is_not_null())
+print(
+    f"{result.steps_run} builds now, {result.wall_s:.0f} s; {b.height} recorded ({b.filter('warmup').height} "
+    f"warm-up), {failed.height} failed"
+)
+failed.select("server", "key_columns", "workers", "repetition", "error")
+
+# %% [markdown]
+# ## What the builds ran under
 #
 # Server settings through the kit: the SSB stage's own (`wal_level = minimal`: the new index is synced to disk at
 # commit rather than written to the WAL) plus worker slots for N workers (`max_worker_processes`,
 # `max_parallel_workers`); per build session: the worker count under test and `maintenance_work_mem`, which a
 # parallel build shares among its participants (each needs ≥ 32 MB, else PostgreSQL plans fewer workers: the
 # params' value is raised to 32 MB × (N + 1) if below, the same for every worker count). Read back from each
-# server in a build's own session at N workers:
+# server in a build's own session at N workers, before the builds:
 
 # %%
-setup = pirun.setup(targets, p, pi, s.store)
-setup.select(
+tables["parallel_index_setup"].select(
     "server",
     "server_version",
     "cores",
@@ -110,19 +130,6 @@ setup.select(
     "wal_level",
     "configure_status",
 )
-
-# %% [markdown]
-# ## Running the builds
-
-# %%
-ran = pirun.run(targets, p, pi, s.store)
-# every table (the setup too) from the raw store alone, as `python -m pglab derive` does; the skips are above
-tables = pires.derive(s.store, s.params)
-derived.write(tables, s.profile, skip=("parallel_index_skipped",))  # the skips: report_skipped above
-b = tables["parallel_index_builds"]
-failed = b.filter(pl.col("error").is_not_null())
-print(f"{ran} builds now; {b.height} recorded ({b.filter('warmup').height} warm-up), {failed.height} failed")
-failed.select("server", "key_columns", "workers", "repetition", "error")
 
 # %% [markdown]
 # ## Did the server use the workers it was allowed?
@@ -266,5 +273,4 @@ for (claim,), g in f.sort(pl.col("finding").replace_strict(report.ORDER), "serve
 display(Markdown("\n".join(text)))
 
 # %%
-pirun.finish(targets, p)
 s.close()

@@ -266,3 +266,22 @@ def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size
     if speedup > 2:
         assert "above the physical ceiling" in by["near_inverse"]["evidence"]
     assert "1.50× the size of 2" in by["size"]["evidence"]
+
+
+def test_run_stage_does_what_notebook_60_did_and_resumes(servers, tmp_path):
+    """STUDY.run on a session whose params carry a notebook's overrides (Session.override): setup, the builds,
+    the index gone afterwards; run again, nothing is built twice."""
+    from pglab.core.session import Session
+    from pglab.studies.parallel_index import STUDY
+
+    small = ParallelIndexParams(
+        column_counts=[1], worker_counts=[0, 2], maintenance_work_mem="96MB", repetitions=1, warmups=0
+    )
+    s = Session(params=params.Params(), store=RunStore("pidx-stage", root=tmp_path), servers=list(servers))
+    s.override([servers[0].name], ssb=SSB, parallel_index=small)
+    result = STUDY.run(s)
+    assert result.servers == [servers[0].name] and result.steps_run == 3  # workers 0, 2 and the A/A copy of 0
+    assert result.seen["setup"]["server"].to_list() == [servers[0].name]
+    assert pires.builds(s.store).height == 2 and _indexes(servers[0]) == []
+    before = s.store.file.read_bytes()
+    assert STUDY.run(s).steps_run == 0 and s.store.file.read_bytes() == before

@@ -7,7 +7,8 @@ import pytest
 from conftest import ssb_servers
 
 from pglab.core.store import RunStore
-from pglab.studies.ssb import experiment as ex
+from pglab.studies.ssb import derive as ssb_derive
+from pglab.studies.ssb import run as ssb_run
 from pglab.studies.ssb.params import SsbParams
 
 P = SsbParams(
@@ -32,15 +33,15 @@ def servers(installs):
 @pytest.fixture(scope="module")
 def run(servers, tmp_path_factory):
     store = RunStore("ssbx", root=tmp_path_factory.mktemp("raw"))
-    available = ex.run_modes(servers, P, store)
-    ex.capture_plans(servers, P, store, available)
-    ex.run_sweep(servers, P, store)
+    available = ssb_run.run_modes(servers, P, store)
+    ssb_run.capture_plans(servers, P, store, available)
+    ssb_run.run_sweep(servers, P, store)
     return store, available
 
 
 def test_every_available_cell_is_recorded_with_warmups(run, servers):
     store, available = run
-    execs = ex.executions(store)
+    execs = ssb_derive.executions(store)
     n_modes = available.filter("available").height
     assert execs.height == n_modes * len(P.query_ids()) * (P.repetitions + P.warmups)
     assert execs.filter("warmup").height == n_modes * len(P.query_ids()) * P.warmups
@@ -61,11 +62,13 @@ def test_jit_availability_follows_the_build(run, servers):
 
 def test_all_servers_and_modes_agree_on_every_answer(run):
     store, _ = run
-    checks = ex.checksum_agreement(
+    checks = ssb_derive.checksum_agreement(
         pl.concat(
             [
-                ex.executions(store),
-                ex.executions(store, ex.SWEEP).rename({"workers": "mode"}).with_columns(pl.col("mode").cast(pl.String)),
+                ssb_derive.executions(store),
+                ssb_derive.executions(store, ssb_run.SWEEP)
+                .rename({"workers": "mode"})
+                .with_columns(pl.col("mode").cast(pl.String)),
             ]
         )
     )
@@ -74,7 +77,7 @@ def test_all_servers_and_modes_agree_on_every_answer(run):
 
 def test_plans_show_gathers_only_in_parallel_modes_and_fingerprints_differ(run):
     store, available = run
-    plans = ex.plans_table(P, store, available)
+    plans = ssb_derive.plans_table(P, store, available)
     serial = plans.filter(mode="serial")
     parallel = plans.filter(mode="parallel")
     assert serial["gather_id"].is_null().all()
@@ -94,7 +97,7 @@ def test_plans_show_gathers_only_in_parallel_modes_and_fingerprints_differ(run):
 
 def test_sweep_records_each_worker_count(run, servers):
     store, _ = run
-    sweep = ex.executions(store, ex.SWEEP)
+    sweep = ssb_derive.executions(store, ssb_run.SWEEP)
     assert sorted(sweep["workers"].unique()) == [0, 2]
     assert sweep.filter(~pl.col("warmup")).height == len(servers) * 2 * len(P.query_ids()) * P.sweep_repetitions
 
@@ -102,32 +105,56 @@ def test_sweep_records_each_worker_count(run, servers):
 def test_resuming_runs_nothing_again(run, servers):
     store, _ = run
     before = store.file.read_bytes()
-    ex.run_modes(servers, P, store)
-    ex.run_sweep(servers, P, store)
+    ssb_run.run_modes(servers, P, store)
+    ssb_run.run_sweep(servers, P, store)
     assert store.file.read_bytes() == before
 
 
 def test_a_timeout_is_recorded_not_dropped(servers, tmp_path):
     store = RunStore("timeouts", root=tmp_path)
     p = P.model_copy(update={"statement_timeout_s": 0.001, "modes": ["serial"], "repetitions": 1, "warmups": 0})
-    ex.run_modes(servers[:1], p, store)
-    execs = ex.executions(store)
+    ssb_run.run_modes(servers[:1], p, store)
+    execs = ssb_derive.executions(store)
     assert execs.height == 2
     failed = execs.filter(pl.col("error").is_not_null())
     assert not failed.is_empty() and set(failed["sqlstate"]) == {"57014"} and failed["seconds"].is_null().all()
 
 
 def test_plan_only_captures_plan_without_running(servers, tmp_path):
-    """The study's and the scaled plan-only EXPLAINs (both through ex.capture_plan_only): one artefact per server
+    """The study's and the scaled plan-only EXPLAINs (both through ssb_run.capture_plan_only): one artefact per server
     and query, planned and not executed, read back into their tables."""
-    from pglab.studies.ssb import study_plans
-
     store = RunStore("planonly", root=tmp_path)
-    study = ex.capture_study_plans(servers, P, store, allowed=5)
-    scaled = study_plans.capture_scaled_plans(servers, P, store, allowed=5)
+    study = ssb_run.capture_study_plans(servers, P, store, allowed=5)
+    scaled = ssb_run.capture_scaled_plans(servers, P, store, allowed=5)
     for df in (study, scaled):
         assert df.height == len(servers) * len(P.query_ids()) and (df["allowed_workers"] == 5).all()
     for s in servers:
-        for path in (ex.study_plan_path(s.name, 5, "q4.3"), study_plans.scaled_plan_path(s.name, 5, "q4.3")):
+        for path in (ssb_run.study_plan_path(s.name, 5, "q4.3"), ssb_run.scaled_plan_path(s.name, 5, "q4.3")):
             doc = store.load_json(path)
             assert "Plan" in doc[0] and "Execution Time" not in doc[0], path
+
+
+def test_run_stage_does_what_notebook_20_did_and_resumes(servers, tmp_path):
+    """STUDY.run on a session whose params carry a notebook's overrides (Session.override): the dataset checked,
+    the facts, every cell of the modes asked for, their plans, the sweep and the plan-only EXPLAINs recorded; run
+    again, nothing is run twice. Last in this file: it gives the servers the SSB stage's settings."""
+    from pglab.core.session import Session
+    from pglab.params import Params
+    from pglab.studies.ssb import STUDY
+
+    s = Session(params=Params(), store=RunStore("stage", root=tmp_path), servers=list(servers))
+    s.override([servers[0].name], ssb=P.model_dump() | {"modes": ["serial", "parallel"], "prewarm": False})
+    assert [x.name for x in s.servers] == [servers[0].name] and s.params.ssb.modes == ["serial", "parallel"]
+    result = STUDY.run(s)
+    execs, sweep = ssb_derive.executions(s.store), ssb_derive.executions(s.store, ssb_run.SWEEP)
+    assert result.servers == [servers[0].name] and result.steps_run == execs.height + sweep.height > 0
+    assert set(execs["mode"]) == {"serial", "parallel"} and set(sweep["workers"]) == {0, 2}
+    assert ssb_derive.read_facts(s.store)["ssb_params"]["modes"] == ["serial", "parallel"]
+    tables = STUDY.derive(s.store, None)
+    for name in ("ssb_plans", "ssb_plans_study_workers", "ssb_plans_scaled"):
+        assert not tables[name].is_empty(), name
+    assert tables["ssb_checksums"]["agree"].all()
+    before = s.store.file.read_bytes()
+    assert STUDY.run(s).steps_run == 0 and s.store.file.read_bytes() == before
+    with pytest.raises(ValueError, match="not among this run's servers"):
+        s.override(["nope"])

@@ -30,13 +30,10 @@ def test_params_pyproject_and_notebooks_name_the_studies_of_STUDIES_in_its_order
     on_disk = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py") if not p.stem.startswith("99"))
     assert on_disk == [s.notebook for s in studies.STUDIES]
     for s in studies.studies():
-        assert f"from pglab.studies.{s.name} import STUDY" in (
-            ROOT / "notebooks" / f"{s.notebook}.py"
-        ).read_text() or s.name in (
-            "ssb",
-            "pgbench",
-            "parallel_index",
-        )  # their notebooks still call their modules step by step
+        assert (
+            f"from pglab.studies.{s.name} import STUDY" in (ROOT / "notebooks" / f"{s.notebook}.py").read_text()
+            or s.name == "pgbench"
+        )  # its notebook still calls its modules step by step
     assert "report_order()" in (ROOT / "notebooks" / "99_report.py").read_text()  # no section named by hand
 
 

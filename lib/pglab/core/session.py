@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import derived, paths
 from . import servers as servers_mod
@@ -36,6 +37,32 @@ class Session:
 
     def close(self) -> None:
         servers_mod.stop_all(self.servers)
+
+    def override(self, servers: list[str] | None = None, **sections: dict | Any) -> Session:
+        """A notebook's parameters on top of the params, before its stage runs (`Study.run` reads them from here):
+        `servers`, the names of the servers to measure on (None: every server of the study); per params section,
+        the keys the notebook sets (a None value keeps the params' own), the section validated again by its own
+        type, or the section already made by the study's own rule (parallel_index's `with_overrides`). The run's
+        params digest and params.json stay the params file's; a stage that takes overrides records what it ran
+        with beside its data (ssb's facts, parallel_index's setup)."""
+        if servers:
+            known = {x.name: x for x in self.servers}
+            unknown = [n for n in servers if n not in known]
+            if unknown:
+                raise ValueError(f"servers {unknown} are not among this run's servers {sorted(known)}")
+            self.servers = [known[n] for n in servers]
+        update = {}
+        for key, values in sections.items():
+            section = getattr(self.params, key)
+            if isinstance(values, type(section)):
+                update[key] = values
+                continue
+            given = {k: v for k, v in values.items() if v is not None}
+            if given:
+                update[key] = type(section).model_validate(section.model_dump() | given)
+        if update:
+            self.params = self.params.model_copy(update=update)
+        return self
 
     def __enter__(self):
         return self

@@ -1,11 +1,19 @@
 """The parallel index build stage (study S4 test C): settings that let the builds run in parallel, then every
 (server, key columns, workers) cell built with warm-up and interleaved repetitions (pglab.core.schedule), each build
-recorded in the run's store with the workers the server planned and launched for it."""
+recorded in the run's store with the workers the server planned and launched for it.
+
+    result = STUDY.run(session)   # run_stage: the session's servers, its `ssb:` (the dataset) and `parallel_index:`
+                                  # params (notebook overrides applied by `Session.override`); resumable
+
+run_stage: the SSB stage's settings and dataset (loaded where notebook 10 did not; `usable` skips a server that may
+not hold it or may not create and drop the index), `setup` (configure, record what the builds run under), `run`
+(the builds, the index dropped afterwards), `finish` (back to the SSB stage's settings)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import replace
 
 import polars as pl
@@ -13,7 +21,10 @@ import polars as pl
 from ...core import outcomes
 from ...core.schedule import Step, plan, run_steps
 from ...core.servers import Server
+from ...core.session import Session
+from ...core.stage import StageResult
 from ...core.store import RunStore
+from ...datasets.ssb import stage as ssb_stage
 from ...datasets.ssb.dataset import SsbDataset
 from ...datasets.ssb.load import database_name
 from .build import INDEX, TABLE, build, drop_index, session_settings
@@ -189,3 +200,21 @@ def setup(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams, store:
 def finish(servers: list[Server], ssb: SsbDataset) -> list[dict]:
     """Back to the SSB stage's settings (a reload unless the stage raised a restart-only setting)."""
     return [{"server": s.name} | s.configure(dict(ssb.stage_settings)) for s in servers]
+
+
+def run_stage(session: Session) -> StageResult:
+    """Notebook 60's measuring on the session's servers: the SSB dataset of its `ssb:` params on each (loaded
+    where notebook 10 did not), then on every server that holds it and may take the index, `setup`, the builds
+    (`run`) and `finish`. `seen`: `setup` (one row per server: what the builds run under), `loads`, `finish`."""
+    t0 = time.monotonic()
+    ssb, p, store = session.params.ssb, session.params.parallel_index, session.store
+    ssb_stage.prepare(session.servers, ssb)
+    loads = ssb_stage.load_all(session.servers, ssb, store)  # skipped when notebook 10 already loaded this dataset
+    targets = usable(store, ssb_stage.usable(store, session.servers, loads, EXPERIMENT))
+    seen = {"loads": ssb_stage.load_table(loads)}
+    if not targets:
+        return StageResult(steps_run=0, wall_s=time.monotonic() - t0, servers=[], seen=seen)
+    seen["setup"] = setup(targets, ssb, p, store)
+    ran = run(targets, ssb, p, store)
+    seen["finish"] = finish(targets, ssb)
+    return StageResult(steps_run=ran, wall_s=time.monotonic() - t0, servers=[t.name for t in targets], seen=seen)

@@ -1,8 +1,8 @@
 """S1 (and S4's SSB tests): SSB queries with parallel query and JIT across PostgreSQL versions.
 
-params (the study's params section), experiment and study_plans (server work), derive (raw -> tables),
-reference, paired_tables, report_data, report_text (the method text and charts), charts, verdicts (the claims under
-the one rule), report (the report section)."""
+params (the study's params section), run (server work, resumable), derive (raw -> tables) with paired_tables,
+reference (the studies' published figures), report_data (the derived tables the section and verdicts read), charts,
+verdicts (the claims under the one rule), report (the report section: method, charts, findings)."""
 
 from __future__ import annotations
 

@@ -4,25 +4,28 @@ call the same functions): `load` for notebook 10 (the loads, the data's selectiv
 
 What the notebooks read from a live server is recorded first: each server's load (`record_load`), the
 filter factors counted on its data (`record_selectivity`), and notebook 20's facts (servers in order,
-versions, datasets, cores, workers, the SSB params with the notebook's overrides; `study_plans.record_facts`)."""
+versions, datasets, cores, workers, the SSB params with the notebook's overrides; `run.record_facts`)."""
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
-from ...core import measurements, outcomes
+from ...core import measurements, outcomes, stats
 from ...core.config import CommonParams
 from ...core.store import RunStore
 from ...datasets.ssb.load import LoadResult
 from ...datasets.ssb.stage import EXP_LOAD, load_rows
-from . import experiment as ex
-from . import paired_tables, study_plans
+from ...pgtools.explain import gather_workers, parse_plan
+from . import paired_tables
 from . import reference as ref
 from .params import SsbParams
+from .run import EXPERIMENT, FACTS, SWEEP, scaled_plans_table, study_plans_table, workers
 
 LOADS = "ssb/load"  # <server>.json: the server's rows of ssb_load, as notebook 10 loaded (or found) the data
 SELECTIVITY = "ssb/selectivity"  # <server>.json: its rows of ssb_selectivity
-AVAILABILITY = "ssb/availability.json"  # ex.run_modes: which modes each server can run, and why not
+AVAILABILITY = "ssb/availability.json"  # run.run_modes: which modes each server can run, and why not
 AVAILABILITY_SCHEMA = {"server": pl.String, "mode": pl.String, "available": pl.Boolean, "reason": pl.String}
 
 
@@ -87,20 +90,209 @@ def _measurements(store: RunStore, study: str, experiments: list[str]) -> dict[s
     return {} if m is None else {f"{study}_measurements": m}
 
 
+def read_facts(store: RunStore) -> dict:
+    return json.loads(store.artifact_path(FACTS).read_text()) if store.has_artifact(FACTS) else {}
+
+
+# -- the tables ----------------------------------------------------------------------------------------------
+
+
+def executions(store: RunStore, experiment: str = EXPERIMENT) -> pl.DataFrame:
+    """Every timed execution (warm-ups included, flagged), one row each."""
+    df = store.records(experiment)
+    if df.is_empty():
+        return df
+    for col, dtype in (("error", pl.String), ("checksum", pl.String), ("rows", pl.Int64), ("sqlstate", pl.String)):
+        if col not in df.columns:
+            df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
+    cond = "mode" if experiment == EXPERIMENT else "workers"
+    df = df.select(
+        "server",
+        pl.col("condition").alias(cond),
+        pl.col("item").alias("query"),
+        "repetition",
+        "warmup",
+        "round",
+        pl.col("value").cast(pl.Float64).alias("seconds"),
+        "rows",
+        "checksum",
+        "error",
+        "sqlstate",
+        "ts",
+    )
+    if experiment == SWEEP:
+        df = df.with_columns(pl.col("workers").str.split("=").list.get(1).cast(pl.Int64))
+    return df
+
+
+def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_workers: int | None = None) -> pl.DataFrame:
+    """One row per Gather of each captured plan (one row without gather for a plan that has none): workers
+    planned and launched, the scan driving it, the JIT block, planning/execution time and the fingerprint.
+    n_workers: the parallel modes' worker count the run used (its facts), else this machine's `workers(p)`."""
+    rows = []
+    n = n_workers or workers(p)
+    for r in available.filter("available").iter_rows(named=True):
+        if r["mode"] == "parallel_aa":
+            continue
+        for q in p.query_ids():
+            base = f"ssb/plans/{r['server']}/{r['mode']}/{q}"
+            if not store.has_artifact(base + ".json"):
+                continue
+            doc = json.loads(store.artifact_path(base + ".json").read_text())
+            rec = {
+                "server": r["server"],
+                "mode": r["mode"],
+                "query": q,
+                "allowed_workers": 0 if r["mode"] == "serial" else n,
+                "query_set": p.query_set,
+            }
+            if isinstance(doc, dict) and "error" in doc:
+                rows.append(rec | {"error": doc["error"]})
+                continue
+            parsed = parse_plan(doc)
+            jit = parsed.jit or {}
+            in_force = {}
+            if store.has_artifact(base + ".settings.json"):  # the JIT thresholds the plan was made under
+                in_force = json.loads(store.artifact_path(base + ".settings.json").read_text())
+            rec |= {k: float(in_force[k]) if k in in_force else None for k in JIT_THRESHOLDS}
+            rec |= {
+                "fingerprint": parse_plan(store.artifact_path(base + ".costs_off.txt").read_text()).fingerprint,
+                "planning_ms": parsed.planning_ms,
+                "execution_ms": parsed.execution_ms,
+                "jit_functions": jit.get("functions"),
+                "jit_generation_ms": jit.get("generation_ms"),
+                "jit_inlining_ms": jit.get("inlining_ms"),
+                "jit_optimization_ms": jit.get("optimization_ms"),
+                "jit_emission_ms": jit.get("emission_ms"),
+                "jit_total_ms": jit.get("total_ms"),
+            }
+            gathers = gather_workers(parsed)
+            if gathers.is_empty():
+                rows.append(rec | {"gather_id": None})
+            for g in gathers.iter_rows(named=True):
+                rows.append(rec | {k: v for k, v in g.items() if k != "node_id"})
+    df = pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
+    # explicit types: a column that is null everywhere (no JIT at this scale) must still compare as numbers
+    return df.with_columns(
+        pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t).alias(c) for c, t in PLAN_TYPES.items()
+    )
+
+
+JIT_THRESHOLDS = ("jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
+PLAN_TYPES = {
+    "server": pl.String,
+    "mode": pl.String,
+    "query": pl.String,
+    "allowed_workers": pl.Int64,
+    "fingerprint": pl.String,
+    "planning_ms": pl.Float64,
+    "execution_ms": pl.Float64,
+    "jit_functions": pl.Int64,
+    "jit_generation_ms": pl.Float64,
+    "jit_inlining_ms": pl.Float64,
+    "jit_optimization_ms": pl.Float64,
+    "jit_emission_ms": pl.Float64,
+    "jit_total_ms": pl.Float64,
+    "gather_id": pl.Int64,
+    "node_type": pl.String,
+    "workers_planned": pl.Int64,
+    "workers_launched": pl.Int64,
+    "leftmost_relation": pl.String,
+    "error": pl.String,
+    "jit_above_cost": pl.Float64,
+    "jit_inline_above_cost": pl.Float64,
+    "jit_optimize_above_cost": pl.Float64,
+    "query_set": pl.String,
+}
+
+
+def checksum_agreement(execs: pl.DataFrame) -> pl.DataFrame:
+    """Per query: the distinct result checksums over all servers and modes. More than one is a wrong answer."""
+    ok = execs.filter(pl.col("error").is_null() & pl.col("checksum").is_not_null())
+    return (
+        ok.group_by("query")
+        .agg(
+            pl.col("checksum").n_unique().alias("distinct_checksums"),
+            pl.col("checksum").unique().sort().str.join(" ").alias("checksums"),
+            pl.len().alias("executions"),
+        )
+        .with_columns(agree=pl.col("distinct_checksums") == 1)
+        .sort("query")
+    )
+
+
+def readable(verdict: pl.Expr) -> pl.Expr:
+    """Verdicts on time ratios in words: a lower time is faster."""
+    return verdict.replace({"lower": "faster", "higher": "slower"})
+
+
+def summaries(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Summary per (server, mode, query); parallel speed-up over serial; the JIT effect over parallel."""
+    timed = execs.filter(~pl.col("warmup"))
+    return {
+        "summary": stats.summarize(timed, by=["server", "mode", "query"], value="seconds"),
+        "speedup": stats.compare(
+            timed, by=["server", "query"], condition_col="mode", baseline="serial", value="seconds"
+        ),
+        "jit": stats.compare(
+            timed.filter(pl.col("mode").is_in(["parallel", "parallel_jit"])),
+            by=["server", "query"],
+            condition_col="mode",
+            baseline="parallel",
+            value="seconds",
+        ),
+    }
+
+
+def version_ratios(execs: pl.DataFrame, baseline_server: str) -> pl.DataFrame:
+    """Each server's time relative to one server's, per mode and query (the S1 version comparison)."""
+    timed = execs.filter(~pl.col("warmup"))
+    return stats.compare(timed, by=["mode", "query"], condition_col="server", baseline=baseline_server, value="seconds")
+
+
+def fingerprints(plans: pl.DataFrame, facts: dict) -> pl.DataFrame:
+    """One row per (query, mode, server): the server's version and its plan's fingerprint (EXPLAIN COSTS OFF)."""
+    ver = {
+        n: f"v{f['major']}.{f['minor']}" if f.get("major") is not None else None  # text, never a number
+        for n, f in facts.get("servers", {}).items()
+    }
+    major = {n: f.get("major") for n, f in facts.get("servers", {}).items()}
+    df = plans.filter(pl.col("fingerprint").is_not_null()).select("query", "mode", "server", "fingerprint").unique()
+    return (
+        df.with_columns(
+            version=pl.col("server").replace_strict(ver, default=None, return_dtype=pl.String),
+            major=pl.col("server").replace_strict(major, default=None, return_dtype=pl.Int64),
+        )
+        .select("query", "mode", "server", "version", "major", "fingerprint")
+        .sort("query", "mode", "major", "server")
+    )
+
+
+def plan_changes(fp: pl.DataFrame) -> list[str]:
+    """A sentence per (query, mode) whose plan differs between the run's versions."""
+    out = []
+    for (q, mode), g in fp.sort("query", "mode", "major", "server").group_by("query", "mode", maintain_order=True):
+        if g["fingerprint"].n_unique() > 1 and g["version"].n_unique() > 1:
+            groups = g.group_by("fingerprint", maintain_order=True).agg(pl.col("version").unique().sort())
+            sides = " vs ".join("/".join(str(v) for v in vs if v) for vs in groups["version"])
+            out.append(f"{q} ({mode}): the plan differs between versions ({sides})")
+    return out
+
+
 def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
     """Notebook 20's tables; only the skips when no server held the dataset (nothing was run)."""
-    out = {"ssb_skipped": skipped(store, [ex.EXPERIMENT])}
-    facts = study_plans.read_facts(store)
+    out = {"ssb_skipped": skipped(store, [EXPERIMENT])}
+    facts = read_facts(store)
     avail = store.load_json(AVAILABILITY)
     if not facts or avail is None:
         return out
     p = ssb_params(facts, params)
     names = facts.get("server_order") or sorted(facts.get("servers", {}))
     available = pl.DataFrame(avail, schema=AVAILABILITY_SCHEMA)
-    execs, sweep = ex.executions(store), ex.executions(store, ex.SWEEP)
-    tables = ex.derive(execs)
-    plans = ex.plans_table(p, store, available, n_workers=facts.get("workers"))
-    checks = ex.checksum_agreement(
+    execs, sweep = executions(store), executions(store, SWEEP)
+    tables = summaries(execs)
+    plans = plans_table(p, store, available, n_workers=facts.get("workers"))
+    checks = checksum_agreement(
         pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(pl.col("mode").cast(pl.String))])
     )
     out |= {
@@ -112,13 +304,13 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
         "ssb_checksums": checks,
         "ssb_availability": available,
         "ssb_sweep": sweep,
-        "ssb_fingerprints": study_plans.fingerprints(plans, facts),
+        "ssb_fingerprints": fingerprints(plans, facts),
         **paired_tables.derive(execs, sweep, facts, p.estimate),
     }
-    out["ssb_plans_study_workers"] = ex.study_plans_table(store, names, p.query_ids(), ref.S1_ALLOWED_WORKERS)
-    out["ssb_plans_scaled"] = study_plans.scaled_plans_table(store, names, p, ref.S1_ALLOWED_WORKERS)
+    out["ssb_plans_study_workers"] = study_plans_table(store, names, p.query_ids(), ref.S1_ALLOWED_WORKERS)
+    out["ssb_plans_scaled"] = scaled_plans_table(store, names, p, ref.S1_ALLOWED_WORKERS)
     if len(names) > 1:  # each server against the last one
-        vr = ex.version_ratios(execs, baseline_server=names[-1])
+        vr = version_ratios(execs, baseline_server=names[-1])
         out["ssb_versions"] = vr.select(
             "mode",
             "query",
@@ -127,10 +319,10 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
             "ratio",
             "ci_low",
             "ci_high",
-            ex.readable(pl.col("verdict")).alias("verdict"),
+            readable(pl.col("verdict")).alias("verdict"),
         )
     out["ssb_sweep_summary"] = sweep_summary(sweep)
-    m = _measurements(store, "ssb", [EXP_LOAD, ex.EXPERIMENT, ex.SWEEP])
+    m = _measurements(store, "ssb", [EXP_LOAD, EXPERIMENT, SWEEP])
     # the loads of notebook 10's servers only: a later study may load SSB into another server (its own set-up),
     # after notebook 20 wrote this table, and `pglab derive` must give what the notebook wrote
     loaded = sorted({row["server"] for rows in _per_server(store, LOADS) for row in rows})

@@ -1,6 +1,6 @@
 """Notebooks 20 and 10's time for `make report`'s estimate (Study.estimate_s): which (server, mode) cells one
-round of run_modes times, and the worker counts of the sweep, by the study's own rules (experiment.availability,
-experiment.workers)."""
+round of run_modes times, and the worker counts of the sweep, by the study's own rules (run.availability,
+run.workers)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 
 from ...core.estimate import COST, jit, servers_for
 from ...core.servers import Server
-from .experiment import version_server, workers
 from .params import JIT_MODES, SsbParams
+from .run import version_server, workers
 
 
 def round_cells(servers: list[Server], q: SsbParams, jit: Callable[[Server], bool]) -> list[tuple[str, int]]:
@@ -33,7 +33,7 @@ def sweep_counts(q: SsbParams) -> Iterable[int]:
 def estimate_s(p, base: list[Server]) -> float:
     q, servers = p.ssb, servers_for(p, "ssb", base)
     serial, parallel = COST["ssb_serial"] * q.sf, COST["ssb_parallel"] * q.sf
-    round_s = 0.0  # one round of run_modes: every available (server, mode, query), as ex.availability decides
+    round_s = 0.0  # one round of run_modes: every available (server, mode, query), as run.availability decides
     for m, n_queries in round_cells(servers, q, jit):
         each = serial if m == "serial" else parallel + (COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0)
         round_s += each * n_queries

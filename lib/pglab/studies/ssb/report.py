@@ -1,7 +1,11 @@
 """Report section of study S1 (SSB: parallel query, JIT, versions) with study S4's SSB tests (JIT per query,
 parallel query tests A and B), computed from the derived tables only: no server, no raw store. Every claim goes
 through the one rule of `pglab.core.verdicts` with paired ratios (the fast mode by default, else per round), the
-A/A noise floor and the ceiling flag (`pglab.studies.ssb.verdicts`)."""
+A/A noise floor and the ceiling flag (`pglab.studies.ssb.verdicts`).
+
+The method text: the setup from the tables every run has, then the paired analysis (how comparisons are paired,
+the A/A noise floor, the drift between halves of the run, which generator made the data and whether the answers
+were checked against dbgen's, and the queries whose plan changes between versions); the charts; the findings."""
 
 from __future__ import annotations
 
@@ -10,19 +14,266 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from ...core import paired
 from ...core.findings import table as findings_table
-from . import report_text, verdicts
-from .report_data import TABLES
+from ...core.stats import ratio_with_interval
+from . import charts as ssb_charts
+from . import reference as ref
+from . import verdicts
+from .derive import plan_changes
+from .report_data import TABLES, Data, optional
 
 __all__ = ["TABLES", "charts", "findings", "method"]
 
+SETTINGS = (
+    "shared_buffers",
+    "effective_cache_size",
+    "work_mem",
+    "maintenance_work_mem",
+    "max_worker_processes",
+    "max_parallel_workers",
+    "max_parallel_workers_per_gather",
+    "min_parallel_table_scan_size",
+    "jit",
+)
+_UNITS = {"8kB": 8192, "kB": 1024, "MB": 2**20, "B": 1}
+
+
+def _size(n_bytes: float) -> str:
+    for unit, f in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if n_bytes >= f and n_bytes % f == 0:
+            return f"{int(n_bytes // f)}{unit}"
+    return f"{n_bytes / 2**20:.0f} MiB" if n_bytes >= 2**20 else f"{int(n_bytes)} B"
+
+
+def _setting(row: dict) -> str:
+    unit = row["unit"] or ""
+    if unit in _UNITS and row["setting"].lstrip("-").isdigit() and int(row["setting"]) >= 0:
+        return _size(int(row["setting"]) * _UNITS[unit])
+    return row["setting"]
+
+
+def _span(s: pl.Series) -> str:
+    lo, hi = int(s.min()), int(s.max())
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{x:.1%}".replace("%", " %")
+
+
+# -- method -----------------------------------------------------------------------------------------------------
+
 
 def method(profile: str, root: Path | None = None) -> str:
-    return report_text.method(profile, root)
+    d = Data(profile, root)
+    servers = []
+    for s in d.servers:
+        e = d.env.get(s)
+        vs = e["version_string"].split(" on ")[0] if e else "version not recorded"
+        jit = "JIT available" if e and e["jit_available"] else "no JIT"
+        servers.append(f"{s} = {vs} ({jit})")
+    m = d.machine
+    cpu = f" ({m['cpu_model']}, {m.get('memory_gib', '?')} GiB)" if m.get("cpu_model") else ""
+    lines = [f"- **Servers**: {'; '.join(servers)}; on {d.cores or '?'} cores{cpu}."]
+
+    lo = d.load.filter(pl.col("table") == "lineorder").sort("server")
+    if not lo.is_empty():
+        r = lo.row(0, named=True)
+        prewarm = " and pre-warmed with pg_prewarm" if lo["prewarm_s"].is_not_null().all() else ""
+        lines.append(
+            f"- **Data**: SSB scale factor {r['sf']:g} (lineorder {r['rows']:,} rows, "
+            f"{r['table_bytes'] / 2**20:,.0f} MiB), generator seed {r['seed']}, loaded by {r['method']}{prewarm}; "
+            "the same rows on every server. Study S1: SF 70 (lineorder 41 GB)."
+        )
+
+    workers = sorted({w for s in d.servers if (w := d.workers(s)) is not None})
+    w_txt = "/".join(str(w) for w in workers) or "?"
+    no_jit = [f"{s} ({d.jit_reason(s).split(': ', 1)[-1]})" for s in d.servers if d.jit_reason(s)]
+    thresholds = (
+        d.plans.filter(pl.col("mode") == "parallel_jit")
+        .select("jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
+        .unique()
+        .drop_nulls()
+    )
+    thr = (
+        (
+            " with the servers' JIT thresholds ("
+            + ", ".join(f"{k} {v:g}" for k, v in thresholds.row(0, named=True).items())
+            + ")"
+        )
+        if thresholds.height == 1
+        else ""
+    )
+    # the chart's order, then by name: a set's own order changes from one process to the next
+    modes = sorted(
+        set(d.availability["mode"]), key=lambda x: (ssb_charts.MODES.index(x) if x in ssb_charts.MODES else 99, x)
+    )
+    mode_txt = {
+        "serial": "serial (max_parallel_workers_per_gather = 0)",
+        "parallel": f"parallel ({w_txt} workers per Gather, max_parallel_workers the same)",
+        "parallel_jit": f"parallel + jit = on{thr}" + (f" — not run on {'; '.join(no_jit)}" if no_jit else ""),
+    }
+    lines.append(
+        "- **Modes**: "
+        + "; ".join(mode_txt.get(x, x) for x in modes)
+        + f". Study S1: {ref.S1_ALLOWED_WORKERS} workers, on a larger machine."
+    )
+
+    st = d.settings.filter(pl.col("name").is_in(SETTINGS), pl.col("server").is_in(d.servers))
+    parts, same = [], True
+    for name in SETTINGS:
+        vals = {r["server"]: _setting(r) for r in st.filter(pl.col("name") == name).iter_rows(named=True)}
+        if not vals:
+            continue
+        if len(set(vals.values())) == 1 and len(vals) == len(d.servers):
+            parts.append(f"{name} {next(iter(vals.values()))}")
+        else:
+            same = False
+            parts.append(f"{name} " + ", ".join(f"{v} ({s})" for s, v in sorted(vals.items())))
+    if parts:
+        lines.append(
+            "- **Settings**"
+            + (" (the same on every server)" if same else "")
+            + ": "
+            + ", ".join(parts)
+            + " (every non-default setting: table environment_settings)."
+        )
+
+    counts = d.execs.group_by("server", "mode", "query").agg(
+        (~pl.col("warmup")).sum().alias("timed"), pl.col("warmup").sum().alias("warm")
+    )
+    sw = d.sweep.group_by("server", "workers", "query").agg(
+        (~pl.col("warmup")).sum().alias("timed"), pl.col("warmup").sum().alias("warm")
+    )
+    ks = sorted(set(d.sweep["workers"]))
+    lines.append(
+        f"- **Repetitions**: {_span(counts['timed'])} timed + {_span(counts['warm'])} warm-up per server × mode × "
+        "query, interleaved round by round across servers, modes and queries (study S1: 5 runs, means reported)"
+        + (
+            f"; worker sweep (S4 test B) at max_parallel_workers_per_gather ∈ {{{', '.join(map(str, ks))}}}, "
+            f"{_span(sw['timed'])} timed + {_span(sw['warm'])} warm-up each."
+            if ks
+            else "."
+        )
+    )
+    lines.append(
+        "- **Time**: client wall time of each statement over a Unix socket (query sent to last row fetched); "
+        "medians with min–max, ratios of medians with 95 % bootstrap intervals over repetitions; every result "
+        "checksummed. Plans: one untimed EXPLAIN (ANALYZE, BUFFERS) per server × mode × query, and a plain EXPLAIN "
+        f"with the study's {ref.S1_ALLOWED_WORKERS} allowed workers."
+    )
+    qs = sorted(set(d.plans["query_set"].drop_nulls())) if "query_set" in d.plans.columns else []
+    qs_txt = (
+        f" (query set {', '.join(qs)}" + (", S1's pg_ssb_run tool" if qs == ["pg_ssb_run"] else "") + ")" if qs else ""
+    )
+    lead = (
+        f"The {len(d.queries)} SSB queries{qs_txt} timed on every server in {len(modes)} modes, with the "
+        "plans that explain the times:"
+    )
+    return lead + "\n\n" + "\n".join(lines) + "\n" + _paired_lines(profile, root)
+
+
+def _paired_lines(profile: str, root: Path | None) -> str:
+    """The paired analysis: pairing, noise floor, drift, generator, answers, q4.3's workers, plans across versions."""
+    t = {
+        n: optional(n, profile, root)
+        for n in ("ssb_noise", "ssb_drift", "ssb_answers", "ssb_fingerprints", "ssb_load", "ssb_plans_scaled")
+    }
+    pr = optional("ssb_paired", profile, root)
+    if "method" in pr.columns and paired.is_fast(pr["method"]):
+        how = (
+            "in the fast mode: the 10 % quantile of a cell's executions over all rounds, against the "
+            "baseline's, i.e. what a query costs when the machine is not slowed; the interval resamples the "
+            "rounds, the same for both sides (its coverage stated, at most what min–max of the rounds covers)"
+        )
+    else:
+        how = (
+            "within the schedule's rounds: per round one ratio, their geometric mean with a 95 % bootstrap "
+            "interval over rounds (min–max below 10 rounds, labelled so)"
+        )
+    lines = [
+        "- **Paired analysis**: every comparison (parallel over serial, JIT over parallel, 17 over 16, "
+        f"workers over none) is made {how}; suite figures sum the queries of a round. Verdicts follow "
+        "docs/verdicts.md."
+    ]
+    nz = t["ssb_noise"]
+    if nz.height:
+        parts = [
+            f"{r['server']}: floor ±{_pct(r['floor'])}, false-difference rate {_pct(r['false_difference_rate'])}"
+            f" over {r['n_pairs']} A/A pairs"
+            for r in nz.sort("server").iter_rows(named=True)
+        ]
+        lines.append(
+            "- **Noise floor** (A/A control: the parallel mode measured twice per round under two labels, "
+            "parallel and parallel_aa): " + "; ".join(parts) + ". An effect below the floor supports "
+            "nothing."
+        )
+    dr = t["ssb_drift"]
+    if dr.height:
+        parts = [
+            f"{r['server']} {ratio_with_interval(r['drift'], r['low'], r['high'], digits=3)}"
+            for r in dr.drop_nulls("drift").sort("server").iter_rows(named=True)
+        ]
+        lines.append(
+            "- **Drift** (parallel suite time, 2nd half of the rounds over the 1st): "
+            + ("; ".join(parts) or "too few rounds")
+            + "; pairing removes what both conditions share."
+        )
+    ld = t["ssb_load"]
+    if "flavor" in ld.columns and ld.height:
+        r = ld.row(0, named=True)
+        lines.append(f"- **Generator**: {r['generator']} (dataset {r['dataset_id']}).")
+    an = t["ssb_answers"]
+    if an.height:
+        checked = an.filter(pl.col("checked"))
+        lines.append(
+            "- **Answers**: "
+            + (
+                f"{checked.height} server × query results checked against dbgen's expected rows at SF 1 "
+                f"({int(checked['executions'].sum()):,} executions, {int(checked['wrong'].sum())} wrong)."
+                if checked.height
+                else "not checked against dbgen's expected rows (the data is not dbgen's at SF 1); "
+                "servers and modes are compared with each other."
+            )
+        )
+    sc = t["ssb_plans_scaled"]
+    if sc.height:
+        lines.append(
+            f"- **q4.3's workers**: a plan-only EXPLAIN with {sc['allowed_workers'][0]} workers allowed and "
+            f"min_parallel_table_scan_size scaled by SF/70 to {sc['min_parallel_table_scan_kb'][0]} kB, so "
+            "that table sizes stand to it as S1's did at SF 70."
+        )
+    fp = t["ssb_fingerprints"]
+    if fp.height:
+        changes = plan_changes(fp)
+        lines.append(
+            "- **Plans across versions** (fingerprints of EXPLAIN (COSTS OFF)): "
+            + ("; ".join(changes) if changes else "the same plan on every version for every query")
+            + "."
+        )
+    return "\n".join(lines)
+
+
+# -- charts -----------------------------------------------------------------------------------------------------
 
 
 def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
-    return report_text.charts(profile, root)
+    d = Data(profile, root)
+    ceilings = {d.ceiling(w) for s in d.servers if (w := d.workers(s)) is not None}
+    out = [
+        ssb_charts.times(d.summary),
+        ssb_charts.speedup(d.speedup, ceiling=ceilings.pop() if len(ceilings) == 1 else None),
+    ]
+    if not ssb_charts.jit_frame(d.jit).is_empty():
+        out.append(ssb_charts.jit(d.jit))
+    out.append(ssb_charts.workers(d.plans, d.study_plans))  # why q4.3 gets fewer workers
+    if not d.sweep_summary.is_empty():
+        out.append(ssb_charts.sweep(d.sweep_summary, cores=d.cores))
+    return out
+
+
+# -- findings ---------------------------------------------------------------------------------------------------
 
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:

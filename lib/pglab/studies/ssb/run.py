@@ -1,35 +1,48 @@
-"""The SSB experiments of studies S1 and S4: the 13 queries in serial / parallel / parallel + JIT modes on
-every server, a worker sweep, and the plans that explain the times.
+"""Running the SSB stage of studies S1 and S4 (notebook 20): the 13 queries in serial / parallel / parallel + JIT
+modes on every server, a worker sweep, and the plans that explain the times.
+
+    result = STUDY.run(session)   # ssb.run.run_stage: the session's servers, its `ssb:` params (notebook overrides
+                                  # applied by `Session.override`); resumable
 
 Where each thing happens:
+- `run_stage` gives the servers the SSB stage's settings and dataset (loaded where notebook 10 did not), records
+  the run's facts (`record_facts`: derive needs no server), then runs the steps below in this order.
 - `run_modes` times every (server, mode, query) with warm-up and interleaved repetitions (pglab.core.schedule);
   each execution's result rows are checksummed, so a wrong answer anywhere shows up as a disagreement.
 - `capture_plans` takes one untimed EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) and one
   EXPLAIN (COSTS OFF) per (server, mode, query), kept raw in the run's store and parsed with pglab.pgtools.explain.
 - `run_sweep` times each query at max_parallel_workers_per_gather = 0 … N (S4, test B).
-- `executions`, `plans_table`, `checksum_agreement`, `derive` turn the raw store into the tidy tables of
-  data/derived/<profile>/ssb_*.csv."""
+- `capture_study_plans` and `capture_scaled_plans`: plan-only EXPLAINs with S1's 5 allowed workers, as is and with
+  min_parallel_table_scan_size scaled to SF / 70 (the q4.3 question on any machine).
+`derive` turns the raw store into the tidy tables of data/derived/<profile>/ssb_*.csv."""
 
 from __future__ import annotations
 
-import json
 import os
+import time
 
 import polars as pl
 
-from ...core import stats
+from ...core import outcomes
 from ...core.db import explain_json, plan_shape, timed_statement
 from ...core.schedule import plan, run_steps
 from ...core.servers import Connections, Server, matches_version
+from ...core.session import Session
+from ...core.stage import StageResult
 from ...core.store import RunStore
 from ...datasets.ssb import query_sql
+from ...datasets.ssb import stage as ssb_stage
 from ...datasets.ssb.answers import result_checksum
-from ...datasets.ssb.load import database_name
+from ...datasets.ssb.load import LoadResult, database_name
 from ...pgtools.explain import gather_workers, parse_plan
+from . import reference as ref
 from .params import JIT_MODES, SsbParams
 
 EXPERIMENT = "ssb"
 SWEEP = "ssb_sweep"
+FACTS = "ssb/facts.json"
+S1_SF = 70  # study S1's scale factor
+DEFAULT_MIN_SCAN_KB = 8192  # min_parallel_table_scan_size's default, 8MB
 
 
 def workers(p: SsbParams) -> int:
@@ -165,7 +178,8 @@ def capture_study_plans(servers: list[Server], p: SsbParams, store: RunStore, al
 
 def capture_plan_only(servers: list[Server], p: SsbParams, store: RunStore, settings: dict, path_of) -> None:
     """Plain EXPLAIN (VERBOSE, FORMAT JSON) of every query under `settings`, planned, not executed (planning needs
-    no cores), kept once at path_of(server, query): the study's and the scaled plans (ssb.study_plans)."""
+    no cores), kept once at path_of(server, query): the study's plans and the scaled ones (capture_study_plans,
+    capture_scaled_plans)."""
     for s in servers:
         with s.connect(database_name(p.sf), settings=settings) as conn:
             for q in p.query_ids():
@@ -206,157 +220,111 @@ def study_plans_table(store: RunStore, servers: list[str], qids: list[str], allo
     )
 
 
-# -- derived tables ------------------------------------------------------------------------------------------
+def record_facts(servers: list[Server], p: SsbParams, store: RunStore, loads: list[LoadResult]) -> dict:
+    """Cores, workers and each server's version and dataset (generator flavor and version), kept in the run;
+    with the servers' order (the last is the versions' baseline) and the notebook's SSB params (overrides
+    applied), so that ssb.derive needs no server and no notebook."""
+    data = {r.server: r.dataset for r in loads if not r.refused}
+    facts = {
+        "cores": os.cpu_count(),
+        "workers": workers(p),
+        "sf": p.sf,
+        "query_set": p.query_set,
+        "server_order": [s.name for s in servers],
+        "ssb_params": p.model_dump(mode="json"),
+        "servers": {
+            s.name: {
+                "major": s.install.major if s.install else None,
+                "minor": s.install.minor if s.install else None,
+                "jit": bool(s.install and s.install.jit),
+                "dataset": data.get(s.name),
+            }
+            for s in servers
+        },
+    }
+    store.save_json(FACTS, facts)
+    return facts
 
 
-def executions(store: RunStore, experiment: str = EXPERIMENT) -> pl.DataFrame:
-    """Every timed execution (warm-ups included, flagged), one row each."""
-    df = store.records(experiment)
-    if df.is_empty():
-        return df
-    for col, dtype in (("error", pl.String), ("checksum", pl.String), ("rows", pl.Int64), ("sqlstate", pl.String)):
-        if col not in df.columns:
-            df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
-    cond = "mode" if experiment == EXPERIMENT else "workers"
-    df = df.select(
-        "server",
-        pl.col("condition").alias(cond),
-        pl.col("item").alias("query"),
-        "repetition",
-        "warmup",
-        "round",
-        pl.col("value").cast(pl.Float64).alias("seconds"),
-        "rows",
-        "checksum",
-        "error",
-        "sqlstate",
-        "ts",
-    )
-    if experiment == SWEEP:
-        df = df.with_columns(pl.col("workers").str.split("=").list.get(1).cast(pl.Int64))
-    return df
+def scaled_min_scan_kb(sf: float) -> int:
+    """min_parallel_table_scan_size scaled by SF / 70, in whole 8 kB blocks (at least one): the planner then
+    sees our tables in the same ratio to it as S1's tables at SF 70 were to the default 8MB."""
+    return max(1, round(DEFAULT_MIN_SCAN_KB / 8 * sf / S1_SF)) * 8
 
 
-def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_workers: int | None = None) -> pl.DataFrame:
-    """One row per Gather of each captured plan (one row without gather for a plan that has none): workers
-    planned and launched, the scan driving it, the JIT block, planning/execution time and the fingerprint.
-    n_workers: the parallel modes' worker count the run used (its facts), else this machine's `workers(p)`."""
+def capture_scaled_plans(servers: list[Server], p: SsbParams, store: RunStore, allowed: int) -> pl.DataFrame:
+    """Plain EXPLAIN (no execution) of every query with `allowed` workers and min_parallel_table_scan_size
+    scaled to SF / 70: does q4.3 plan fewer workers than allowed, and driven by which table?"""
+    kb = scaled_min_scan_kb(p.sf)
+    settings = mode_settings("parallel", allowed) | {"min_parallel_table_scan_size": f"{kb}kB"}
+    capture_plan_only(servers, p, store, settings, lambda s, q: scaled_plan_path(s, allowed, q))
+    return scaled_plans_table(store, [s.name for s in servers], p, allowed)
+
+
+def scaled_plan_path(server: str, allowed: int, query: str) -> str:
+    return f"ssb/plans/{server}/plan_only_scaled_{allowed}_workers/{query}.json"
+
+
+def scaled_plans_table(store: RunStore, servers: list[str], p: SsbParams, allowed: int) -> pl.DataFrame:
+    """From the plan-only EXPLAINs capture_scaled_plans kept: the top Gather's workers and driving table."""
+    kb = scaled_min_scan_kb(p.sf)
     rows = []
-    n = n_workers or workers(p)
-    for r in available.filter("available").iter_rows(named=True):
-        if r["mode"] == "parallel_aa":
-            continue
+    for s in servers:
         for q in p.query_ids():
-            base = f"ssb/plans/{r['server']}/{r['mode']}/{q}"
-            if not store.has_artifact(base + ".json"):
-                continue
-            doc = json.loads(store.artifact_path(base + ".json").read_text())
-            rec = {
-                "server": r["server"],
-                "mode": r["mode"],
-                "query": q,
-                "allowed_workers": 0 if r["mode"] == "serial" else n,
-                "query_set": p.query_set,
-            }
-            if isinstance(doc, dict) and "error" in doc:
-                rows.append(rec | {"error": doc["error"]})
-                continue
-            parsed = parse_plan(doc)
-            jit = parsed.jit or {}
-            in_force = {}
-            if store.has_artifact(base + ".settings.json"):  # the JIT thresholds the plan was made under
-                in_force = json.loads(store.artifact_path(base + ".settings.json").read_text())
-            rec |= {k: float(in_force[k]) if k in in_force else None for k in JIT_THRESHOLDS}
-            rec |= {
-                "fingerprint": parse_plan(store.artifact_path(base + ".costs_off.txt").read_text()).fingerprint,
-                "planning_ms": parsed.planning_ms,
-                "execution_ms": parsed.execution_ms,
-                "jit_functions": jit.get("functions"),
-                "jit_generation_ms": jit.get("generation_ms"),
-                "jit_inlining_ms": jit.get("inlining_ms"),
-                "jit_optimization_ms": jit.get("optimization_ms"),
-                "jit_emission_ms": jit.get("emission_ms"),
-                "jit_total_ms": jit.get("total_ms"),
-            }
-            gathers = gather_workers(parsed)
-            if gathers.is_empty():
-                rows.append(rec | {"gather_id": None})
-            for g in gathers.iter_rows(named=True):
-                rows.append(rec | {k: v for k, v in g.items() if k != "node_id"})
-    df = pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
-    # explicit types: a column that is null everywhere (no JIT at this scale) must still compare as numbers
-    return df.with_columns(
-        pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t).alias(c) for c, t in PLAN_TYPES.items()
-    )
+            gathers = gather_workers(parse_plan(store.load_json(scaled_plan_path(s, allowed, q))))
+            top = gathers.head(1).to_dicts()
+            rows.append(
+                {
+                    "server": s,
+                    "query": q,
+                    "allowed_workers": allowed,
+                    "min_parallel_table_scan_kb": kb,
+                    "workers_planned": top[0]["workers_planned"] if top else 0,
+                    "leftmost_relation": top[0]["leftmost_relation"] if top else None,
+                }
+            )
+    return pl.DataFrame(rows, schema=SCALED_SCHEMA)
 
 
-JIT_THRESHOLDS = ("jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
-PLAN_TYPES = {
+SCALED_SCHEMA = {
     "server": pl.String,
-    "mode": pl.String,
     "query": pl.String,
     "allowed_workers": pl.Int64,
-    "fingerprint": pl.String,
-    "planning_ms": pl.Float64,
-    "execution_ms": pl.Float64,
-    "jit_functions": pl.Int64,
-    "jit_generation_ms": pl.Float64,
-    "jit_inlining_ms": pl.Float64,
-    "jit_optimization_ms": pl.Float64,
-    "jit_emission_ms": pl.Float64,
-    "jit_total_ms": pl.Float64,
-    "gather_id": pl.Int64,
-    "node_type": pl.String,
+    "min_parallel_table_scan_kb": pl.Int64,
     "workers_planned": pl.Int64,
-    "workers_launched": pl.Int64,
     "leftmost_relation": pl.String,
-    "error": pl.String,
-    "jit_above_cost": pl.Float64,
-    "jit_inline_above_cost": pl.Float64,
-    "jit_optimize_above_cost": pl.Float64,
-    "query_set": pl.String,
 }
 
 
-def checksum_agreement(execs: pl.DataFrame) -> pl.DataFrame:
-    """Per query: the distinct result checksums over all servers and modes. More than one is a wrong answer."""
-    ok = execs.filter(pl.col("error").is_null() & pl.col("checksum").is_not_null())
-    return (
-        ok.group_by("query")
-        .agg(
-            pl.col("checksum").n_unique().alias("distinct_checksums"),
-            pl.col("checksum").unique().sort().str.join(" ").alias("checksums"),
-            pl.len().alias("executions"),
-        )
-        .with_columns(agree=pl.col("distinct_checksums") == 1)
-        .sort("query")
-    )
+def _recorded(store: RunStore) -> int:
+    return store.records(EXPERIMENT).height + store.records(SWEEP).height
 
 
-def readable(verdict: pl.Expr) -> pl.Expr:
-    """Verdicts on time ratios in words: a lower time is faster."""
-    return verdict.replace({"lower": "faster", "higher": "slower"})
+def run_stage(session: Session) -> StageResult:
+    """Notebook 20's measuring, on the session's servers with its `ssb:` params (a notebook's parameters are put
+    there first by `Session.override`). Each server is started with the SSB stage's settings and made to hold the
+    dataset (loaded unless notebook 10 did); one that may not hold it is a recorded skip. Then, on the others:
+    the run's facts, every available mode, its plans, the worker sweep, and the plan-only EXPLAINs with S1's 5
+    allowed workers (as is and scaled to SF / 70). Resumable: what the raw store holds is not run again.
 
-
-def derive(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Summary per (server, mode, query); parallel speed-up over serial; the JIT effect over parallel."""
-    timed = execs.filter(~pl.col("warmup"))
-    return {
-        "summary": stats.summarize(timed, by=["server", "mode", "query"], value="seconds"),
-        "speedup": stats.compare(
-            timed, by=["server", "query"], condition_col="mode", baseline="serial", value="seconds"
-        ),
-        "jit": stats.compare(
-            timed.filter(pl.col("mode").is_in(["parallel", "parallel_jit"])),
-            by=["server", "query"],
-            condition_col="mode",
-            baseline="parallel",
-            value="seconds",
-        ),
-    }
-
-
-def version_ratios(execs: pl.DataFrame, baseline_server: str) -> pl.DataFrame:
-    """Each server's time relative to one server's, per mode and query (the S1 version comparison)."""
-    timed = execs.filter(~pl.col("warmup"))
-    return stats.compare(timed, by=["mode", "query"], condition_col="server", baseline=baseline_server, value="seconds")
+    `seen`: `available` (which modes each server can run, and why not), `facts` (what derive reads of the
+    servers), `loads` (one row per server and table loaded or found), `sweep_workers` (the sweep's counts)."""
+    t0 = time.monotonic()
+    p, store = session.params.ssb, session.store
+    ssb_stage.prepare(session.servers, p)
+    loads = ssb_stage.load_all(session.servers, p, store)  # skipped when notebook 10 already loaded this dataset
+    targets = ssb_stage.usable(store, session.servers, loads, EXPERIMENT)
+    seen = {"loads": ssb_stage.load_table(loads)}
+    if not targets:
+        return StageResult(steps_run=0, wall_s=time.monotonic() - t0, servers=[], seen=seen)
+    before = _recorded(store)
+    seen["facts"] = record_facts(targets, p, store, loads)  # versions, datasets, cores: derive needs no server
+    seen["available"] = run_modes(targets, p, store)
+    capture_plans(targets, p, store, seen["available"])
+    seen["sweep_workers"] = run_sweep(targets, p, store)
+    names = [t.name for t in targets]
+    outcomes.require_measured(store, [EXPERIMENT, SWEEP], names)
+    # the plan-only EXPLAINs with the study's 5 allowed workers (as is and with the scan threshold scaled to SF / 70)
+    capture_study_plans(targets, p, store, allowed=ref.S1_ALLOWED_WORKERS)
+    capture_scaled_plans(targets, p, store, allowed=ref.S1_ALLOWED_WORKERS)
+    return StageResult(steps_run=_recorded(store) - before, wall_s=time.monotonic() - t0, servers=names, seen=seen)
