@@ -220,6 +220,32 @@ first_last = sizes.group_by("server", "scale", "series").agg(
 first_last.sort("server", "scale", "series")
 
 # %% [markdown]
+# ## Inside each run: per second, latency percentiles, checkpoints and the machine
+#
+# With `telemetry` (on by default) every measured run keeps pgbench's per-transaction log, the server's statistics
+# before and after, and /proc about once a second (`pgbench/*.txlog.csv`, `.counters.json`, `.system.json`). Per
+# cell below: median tps beside p50 / p95 / p99 / max latency, each percentile with its interval over the rounds
+# (pgbench's 0 µs entries, a lazy clock's, left out); a cell in red had a checkpoint or a busy machine (steal,
+# iowait) in one of its runs. Then every run second by second, one panel per server; ▼ marks the second a
+# checkpoint began.
+
+# %%
+if "pgbench_latency" not in tables:
+    print("no telemetry in this run (pgbench.telemetry is false, or the run was recorded by an older kit)")
+else:
+    display(pgbench_charts.latency(tables["pgbench_latency"]))
+    display(pgbench_charts.timeline(tables["pgbench_timeline"]))
+    display(pgbench_tables.latency_view(tables["pgbench_latency"]))
+
+# %% [markdown]
+# The runs whose figure has a reason beside it: a checkpoint inside the run (from the checkpointer's counters and
+# pg_control's time of the last one), or the sampler's flag when steal or iowait took a large share of the CPU.
+
+# %%
+if "pgbench_telemetry" in tables:
+    display(pgbench_tables.flagged_runs(tables["pgbench_telemetry"]))
+
+# %% [markdown]
 # ## Within each run (aggregate logs)
 #
 # With `aggregate_log_s` > 0, every timed run writes pgbench's `--aggregate-interval` log (kept raw);

@@ -105,6 +105,19 @@ class SystemSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="pglab-system-sampler")
 
+    @classmethod
+    def from_snapshots(cls, snapshots: list[dict], interval_s: float = 1.0) -> SystemSampler:
+        """A sampler holding snapshots recorded earlier (`snapshots`): its table and summary again, from the raw
+        store alone, on any machine."""
+        s = cls(interval_s)
+        s._snaps = list(snapshots)
+        return s
+
+    @property
+    def snapshots(self) -> list[dict]:
+        """The raw counters taken (cumulative, with a monotonic `t`): what a run keeps to derive from later."""
+        return list(self._snaps)
+
     def __enter__(self) -> SystemSampler:
         if self.available:
             self._snaps.append(snapshot())

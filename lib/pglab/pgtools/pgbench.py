@@ -208,6 +208,24 @@ def transaction_latencies_us(logdir: Path | str) -> list[int]:
     return out
 
 
+def transaction_log_counts(logdir: Path | str) -> list[tuple[int, int | None, str, int]]:
+    """The per-transaction logs (`-l`, no aggregate interval) in `logdir` as counts: (epoch second the
+    transaction ended, its latency in µs or None, outcome, transactions), sorted. Lossless for every figure the
+    kit takes from the log (per-second throughput, exact percentiles): only the client, transaction and script
+    numbers and the sub-second end time are dropped, so a log of 68,000 tps keeps ~5,000 lines of 4 MB's. pgbench's
+    0 µs entries are kept as logged (`timed` leaves them out of statistics); a failed or skipped transaction
+    (pgbench 15+ writes the word in the latency field) has latency None and its word as outcome."""
+    counts: dict[tuple[int, int | None, str], int] = {}
+    for path in sorted(Path(logdir).iterdir()):
+        for line in path.read_text().splitlines():
+            f = line.split()
+            if len(f) < 6 or not f[4].isdigit():
+                continue
+            key = (int(f[4]), int(f[2]), "ok") if f[2].isdigit() else (int(f[4]), None, f[2])
+            counts[key] = counts.get(key, 0) + 1
+    return sorted(((*k, n) for k, n in counts.items()), key=lambda r: (r[0], r[1] is None, r[1] or 0, r[2]))
+
+
 def timed(latencies_us):
     """The logged latencies that are measurements: pgbench reads its clock lazily, once per pass of a client's
     state machine (`pg_time_now_lazy`), so a transaction whose result is already there when pgbench first looks

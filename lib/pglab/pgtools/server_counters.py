@@ -88,3 +88,15 @@ def checkpoint_in(before: dict, after: dict) -> bool:
     measured the checkpoint's I/O too, and is flagged on its row."""
     b, a = before.get("checkpointer", {}), after.get("checkpointer", {})
     return any(a.get(k, 0) > b.get(k, 0) for k in ("checkpoints_timed", "checkpoints_req"))
+
+
+def checkpoint_time(conn: psycopg.Connection) -> float | None:
+    """When the server's latest checkpoint began (Unix seconds, whole: pg_control keeps a time_t), or None where
+    pg_control_checkpoint() may not be read (a role without the privilege). Read before and after a run, it dates
+    the run's last checkpoint: the counters say how many there were, this says when the last one started."""
+    try:
+        with conn.transaction():  # a refusal must not leave the caller's connection in a failed transaction
+            row = conn.execute("SELECT extract(epoch FROM checkpoint_time)::float8 FROM pg_control_checkpoint()")
+            return row.fetchone()[0]
+    except psycopg.Error:
+        return None

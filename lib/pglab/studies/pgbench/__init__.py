@@ -14,7 +14,7 @@ STUDY = Study(
         "pgbench",
         "skipped runs init init_steps select_only scaling series series_sizes init_summary "
         "select_only_summary scaling_summary series_summary series_trend versions timeseries settings servers "
-        "paired noise drift no_vacuum version_curve measurements",
+        "paired noise drift no_vacuum version_curve measurements timeline latency server_counters system telemetry",
     ),
     section=Section(
         title="S3 · pgbench across versions and scales (with S4's client scaling)",

@@ -233,3 +233,129 @@ def db_size(sizes: pl.DataFrame):
         )
         .properties(width=70, height=160)
     )
+
+
+def _run_label() -> pl.Expr:
+    return pl.concat_str(
+        [
+            pl.col("experiment").str.strip_prefix("pgbench_"),
+            "condition",
+            "item",
+            pl.lit("r") + pl.col("repetition").cast(pl.String),
+        ],
+        separator=" ",
+    )
+
+
+def timeline(tl: pl.DataFrame):
+    """Every second of every measured run relative to the run's own median second (1 = its usual pace, so select-only
+    and TPC-B share an axis), one panel per server, one line per run coloured by experiment; a red triangle on the
+    second the run's checkpoint began. A dip there is the checkpoint's I/O; a dip elsewhere has another cause (the
+    same run's pgbench_system says whether the machine was busy)."""
+    data = tl.with_columns(_run_label().alias("run_label"), pl.col("experiment").str.strip_prefix("pgbench_"))
+    # the run's median over its whole seconds (over all of them when it has none: a 1 s run)
+    whole = pl.col("tps").filter(~pl.col("partial")).median().over("run_label")
+    median = pl.when(whole.is_not_null()).then(whole).otherwise(pl.col("tps").median().over("run_label"))
+    data = data.with_columns((pl.col("tps") / median).round(3).alias("relative")).select(
+        "server",
+        "experiment",
+        "run_label",
+        "second",
+        pl.col("tps").round(1),
+        "relative",
+        "latency_p95_ms",
+        "partial",
+        "checkpoint",
+    )
+    data = data.sort("server", "run_label", "second")  # a fixed row order: the stored chart is the same every render
+    if data.height > 4000:  # altair's 5,000-row limit: keep the first runs of each server
+        data = data.head(4000)
+    base = alt.Chart(data).encode(
+        x=alt.X("second:Q", title="second of the run", axis=_INT),
+        y=alt.Y("relative:Q", title="tps / the run's median second"),
+        tooltip=["server", "run_label", "second", "tps", "relative", "latency_p95_ms", "partial", "checkpoint"],
+    )
+    lines = base.mark_line(opacity=0.5, strokeWidth=1).encode(
+        color=alt.Color("experiment:N", title="experiment"), detail="run_label:N"
+    )
+    marks = (
+        base.transform_filter("datum.checkpoint")
+        .mark_point(shape="triangle-down", size=80, filled=True, color="#d62728")
+        .encode()
+    )
+    return (
+        alt.layer(lines, marks)
+        .properties(width=220, height=150)
+        .facet(facet=alt.Facet("server:N", title=None), columns=3)
+        .properties(title="Every second of every measured run (▼ red: a checkpoint began in that second)")
+    )
+
+
+def latency(lat: pl.DataFrame):
+    """Per cell of select-only and the scale-up: median tps (left) beside p50 / p95 / p99 / max latency with each
+    percentile's interval over the rounds (right, log scale). A cell with a checkpoint or a steal / iowait flag in
+    one of its runs is drawn in red on the left, the flag in the tooltip."""
+    data = (
+        lat.filter(pl.col("experiment").is_in(["pgbench_select_only", "pgbench_scaling"]))
+        .with_columns(
+            pl.concat_str(["server", "condition", "item"], separator=" · ").alias("cell"),
+            pl.when(pl.col("flagged_runs") > 0)
+            .then(pl.lit("steal / iowait"))
+            .when(pl.col("checkpoint_runs") > 0)
+            .then(pl.lit("checkpoint"))
+            .otherwise(pl.lit("none"))
+            .alias("flag"),
+        )
+        .sort("experiment", "condition", "item", "server")
+    )
+    order = data["cell"].to_list()
+    y = alt.Y("cell:N", sort=order, title=None)
+    tps = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=alt.X("tps_median:Q", title="tps (median of rounds)"),
+            y=y,
+            color=alt.Color(
+                "flag:N",
+                scale=alt.Scale(
+                    domain=["none", "checkpoint", "steal / iowait"], range=["#4c78a8", "#d62728", "#ff7f0e"]
+                ),
+                title="a run of the cell had",
+            ),
+            tooltip=["cell", "tps_median", "n_rounds", "checkpoint_runs", "flagged_runs", "system_flags"],
+        )
+        .properties(width=200, height=alt.Step(14))
+    )
+    long = data.unpivot(
+        index=["cell"], on=["p50_ms", "p95_ms", "p99_ms", "max_ms"], variable_name="percentile", value_name="ms"
+    ).with_columns(pl.col("percentile").str.strip_suffix("_ms"))
+    bands = pl.concat(
+        [
+            data.select(
+                "cell",
+                pl.lit(p).alias("percentile"),
+                pl.col(f"{p}_low_ms").alias("low"),
+                pl.col(f"{p}_high_ms").alias("high"),
+            )
+            for p in ("p50", "p95", "p99")
+        ]
+    ).drop_nulls(["low", "high"])
+    colour = alt.Color("percentile:N", sort=["p50", "p95", "p99", "max"], title="latency")
+    x = alt.X("ms:Q", scale=alt.Scale(type="log"), title="latency, ms (log; rule: interval over rounds)")
+    points = (
+        alt.Chart(long)
+        .mark_point(filled=True, size=50)
+        .encode(x=x, y=y, color=colour, tooltip=["cell", "percentile", "ms"])
+    )
+    rules = (
+        alt.Chart(bands)
+        .mark_rule(strokeWidth=2, opacity=0.6)
+        .encode(x=alt.X("low:Q", scale=alt.Scale(type="log")), x2="high:Q", y=y, color=colour)
+    )
+    right = alt.layer(rules, points).properties(width=320, height=alt.Step(14))
+    return (
+        alt.hconcat(tps, right)
+        .resolve_scale(color="independent")
+        .properties(title="Throughput beside its latency percentiles, per cell")
+    )

@@ -11,7 +11,10 @@ Written by `build` to `data/derived/<profile>/pgbench_*.csv`:
 * `pgbench_series_trend`: per server and scale, tps of the last third of the series over the first third,
   with a 95 % interval and a verdict; the study's min / max / mean of the series; size growth.
 * `pgbench_versions`: every server against the baseline (oldest version) per experiment and group.
-* `pgbench_timeseries` (aggregate logs, when params ask for them), `pgbench_settings`."""
+* `pgbench_timeseries` (aggregate logs, when params ask for them), `pgbench_settings`.
+* with telemetry (`telemetry_tables`): `pgbench_timeline` (per second of every measured run, checkpoints
+  marked), `pgbench_latency` (p50 / p95 / p99 / max per cell), `pgbench_server_counters`, `pgbench_system` and
+  `pgbench_telemetry` (per run: the checkpoint flag and the sampler's steal / iowait flag beside tps)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ...core import derived, measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.pgbench_output import parse_aggregate_log
 from . import paired_tables as pgbench_paired
+from . import telemetry_tables
 from .run import FACTS
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
@@ -461,6 +465,8 @@ def build(
     t |= pgbench_paired.tables(t, baseline, cores)  # paired version comparisons, A/A noise floor, drift, trends
     if (m := measurements.table(store, "pgbench", EXPERIMENTS)) is not None:
         t["pgbench_measurements"] = m
+    # what explains each measured run's figure (issue 32): none for a run recorded without telemetry
+    t |= telemetry_tables.tables(store, EXPERIMENTS)
     if write:
         derived.write(t, profile)
     return t
@@ -470,3 +476,44 @@ def _with_latency(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     s = stats.summarize(df, by, "tps")
     lat = df.group_by(by).agg(pl.col("latency_avg_ms").median().alias("latency_avg_ms_median"))
     return s.join(lat, on=by, how="left")
+
+
+def latency_view(lat: pl.DataFrame) -> pl.DataFrame:
+    """pgbench_latency as the notebook shows it: per cell tps beside the percentiles (ms, interval over rounds)."""
+
+    def pm(p: str) -> pl.Expr:
+        text = pl.format("{} ({}–{})", *(pl.col(f"{p}{x}_ms").round(3) for x in ("", "_low", "_high")))
+        return pl.when(pl.col(f"{p}_low_ms").is_null()).then(pl.col(f"{p}_ms").round(3).cast(_S)).otherwise(text)
+
+    return lat.select(
+        "experiment",
+        "server",
+        "condition",
+        "item",
+        "n_rounds",
+        pl.col("tps_median").round(0),
+        *(pm(p).alias(f"{p} ms") for p in ("p50", "p95", "p99")),
+        pl.col("max_ms").round(3).alias("max ms"),
+        "checkpoint_runs",
+        "system_flags",
+    ).sort("experiment", "condition", "item", "server")
+
+
+def flagged_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs of pgbench_telemetry with a checkpoint inside or a steal / iowait flag, tps beside the flag."""
+    return (
+        runs.filter(pl.col("checkpoint").fill_null(False) | pl.col("system_flag").is_not_null())
+        .select(
+            "server",
+            "experiment",
+            "condition",
+            "item",
+            "repetition",
+            pl.col("tps").round(0),
+            pl.col("p95_ms").round(3),
+            "checkpoint",
+            "checkpoint_s",
+            "system_flag",
+        )
+        .sort("experiment", "server", "condition", "item", "repetition")
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from ...core.estimate import COST, servers_for
 from ...core.servers import Server, matches_version
 
+TELEMETRY_RUN_S, TELEMETRY_OLD_S = 0.15, 0.6  # a measured run's telemetry: its log counted; before 15 the wait
+
 
 def estimate_s(p, base: list[Server]) -> float:
     """The grid of pgbench_stage.Stage.plan: loads, -T seconds and runs."""
@@ -37,4 +39,10 @@ def estimate_s(p, base: list[Server]) -> float:
         # a -t series has no -T: at least a second a run (the default is time-based)
         seconds += n * len(g.series_scales) * s.repetitions * s.runs * (s.duration_s or 1)
     load_s = sum(COST["pgbench_load_fixed"] + COST["pgbench_load"] * sc for sc in loads)
-    return COST["server"] * n + load_s + seconds + COST["pgbench_run"] * runs
+    per_run = COST["pgbench_run"]
+    if g.telemetry and n:
+        # the log read and counted (~0.15 s at 135,000 transactions), counters and sampler; before 15 a wait of
+        # 0.6 s for the statistics collector's file (measure._Watch): warm-ups counted too, an upper bound
+        old = sum(1 for s in servers if s.install is not None and s.install.major < 15) / n
+        per_run += TELEMETRY_RUN_S + TELEMETRY_OLD_S * old
+    return COST["server"] * n + load_s + seconds + per_run * runs

@@ -42,8 +42,48 @@ SETTINGS = (
 _UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 2**20, "GB": 2**30}
 
 
+# written only by a run that recorded telemetry (issue 32): shown when there, never required (a run of an older
+# kit, the committed reference among them, has none and its section reads as before)
+TELEMETRY = ("pgbench_timeline", "pgbench_latency", "pgbench_telemetry")
+
+
 def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
-    return {n: derived.read_table(n, profile, root=root) for n in TABLES}
+    out = {n: derived.read_table(n, profile, root=root) for n in TABLES}
+    for n in TELEMETRY:
+        if (derived.profile_dir(profile, root) / f"{n}.csv").is_file():
+            out[n] = derived.read_table(n, profile, root=root)
+    return out
+
+
+def _telemetry_method(t: dict) -> str | None:
+    """What the telemetry of the measured runs says, in words: checkpoints inside runs, busy-machine flags."""
+    runs = t.get("pgbench_telemetry")
+    if runs is None or runs.is_empty():
+        return None
+    cp = runs.filter(pl.col("checkpoint").fill_null(False))
+    flagged = runs.filter(pl.col("system_flag").is_not_null())
+    cp_text = (
+        "none had a checkpoint inside"
+        if cp.is_empty()
+        else f"{cp.height} had a checkpoint inside (flagged on the run, ▼ on its second): "
+        + ", ".join(
+            f"{r['server']} {r['experiment'].removeprefix('pgbench_')} {r['condition']} {r['item']} r{r['repetition']}"
+            for r in cp.head(8).iter_rows(named=True)
+        )
+        + (" …" if cp.height > 8 else "")
+    )
+    flag_text = (
+        "the /proc sampler flagged none for steal or iowait"
+        if flagged.is_empty()
+        else f"the /proc sampler flagged {flagged.height} for a busy machine ("
+        + "; ".join(sorted(set(flagged["system_flag"])))
+        + ")"
+    )
+    return (
+        f"- **Inside each run**: every measured run kept pgbench's per-transaction log (per-second tps and latency, "
+        f"exact percentiles; pgbench's 0 µs entries left out of latencies), the server's statistics before and after, "
+        f"and /proc about once a second. Of {runs.height} runs, {cp_text}; {flag_text}."
+    )
 
 
 def _paired_method(t: dict) -> str:
@@ -205,6 +245,8 @@ def method(profile: str, root: Path | None = None) -> str:
             "sizes after the load and after every run."
         )
     lines.append(_paired_method(t))
+    if (telemetry := _telemetry_method(t)) is not None:
+        lines.append(telemetry)
     notes = t["pgbench_servers"]["client_note"].drop_nulls()
     if notes.len():
         lines.append("- **pgbench client**: " + "; ".join(notes.unique().sort()) + ".")
@@ -212,7 +254,8 @@ def method(profile: str, root: Path | None = None) -> str:
 
 
 def charts(profile: str, root: Path | None = None) -> list:
-    """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size."""
+    """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size; with
+    telemetry, tps beside its latency percentiles per cell and every run's per-second timeline."""
     t = _tables(profile, root)
     out = []
     if t["pgbench_version_curve"].height:
@@ -223,6 +266,10 @@ def charts(profile: str, root: Path | None = None) -> list:
         out.append(pgbench_charts.degradation(t["pgbench_series_summary"], t["pgbench_series"]))
     if t["pgbench_series_sizes"]["db_bytes"].drop_nulls().len():
         out.append(pgbench_charts.db_size(t["pgbench_series_sizes"]))
+    if "pgbench_latency" in t and t["pgbench_latency"].height:
+        out.append(pgbench_charts.latency(t["pgbench_latency"]))
+    if "pgbench_timeline" in t and t["pgbench_timeline"].height:
+        out.append(pgbench_charts.timeline(t["pgbench_timeline"]))
     return out
 
 

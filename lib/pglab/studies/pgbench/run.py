@@ -71,7 +71,9 @@ class Stage:
         self._by_name = {s.name: s for s in self.servers}
         if installs is None:
             installs = discover(from_params(session.params.servers))
-        self.bench = Bench(self.store, installs, self.p.client, self.p.aggregate_log_s, self.p.run_timeout_s)
+        self.bench = Bench(
+            self.store, installs, self.p.client, self.p.aggregate_log_s, self.p.run_timeout_s, self.p.telemetry
+        )
         self.timings: dict[str, float] = {}  # experiment -> seconds spent in this process
         self._series_ready: set[tuple[str, int, int]] = set()  # series loaded by this process
         self._series_failed: dict[tuple[str, int, int], str] = {}
