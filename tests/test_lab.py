@@ -165,6 +165,34 @@ def test_report_runs_in_jupyterlab_with_interactive_charts(lab, browser):
     assert charts >= 2 and static == 0, (charts, static)
     assert n_code >= 5
     assert _tooltip_on_hover(browser), "no chart shows a tooltip when the pointer is over its marks"
+    assert _zoomed_or_panned(browser) >= 1, "no chart with continuous axes zooms or pans"
+
+
+def _zoomed_or_panned(driver) -> int:
+    """How many charts redraw when the wheel turns and the pointer drags over their plot (`charts.with_zoom` binds
+    zoom and pan to the scales where both axes are continuous; the others ignore both). Real pointer events."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+    from selenium.webdriver.common.by import By
+
+    zoomed = 0
+    for view in driver.find_elements(By.CSS_SELECTOR, ".vega-embed canvas.marks"):
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
+        time.sleep(0.3)
+        w = view.size["width"]
+        if w < 50:
+            continue
+        before = driver.execute_script("return arguments[0].toDataURL()", view)
+        # a point inside the plot of a single chart, and of the first of a concatenation
+        for dx, dy in ((0, 0), (-w // 4, 0)):
+            ActionChains(driver).scroll_from_origin(ScrollOrigin.from_element(view, dx, dy), 0, -120).perform()
+            time.sleep(0.3)
+            ActionChains(driver).move_to_element_with_offset(view, dx, dy).click_and_hold().move_by_offset(
+                30, 10
+            ).release().perform()
+        time.sleep(0.5)
+        zoomed += driver.execute_script("return arguments[0].toDataURL()", view) != before
+    return zoomed
 
 
 def _tooltip_on_hover(driver) -> bool:

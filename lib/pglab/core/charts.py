@@ -3,7 +3,8 @@ shown whole rather than cut to ten rows.
 
 Each chart is displayed as two representations of the same Vega-Lite spec: a static SVG made by vl-convert
 (no network, no random ids: what a code host, nbconvert's HTML and nbval see) and the spec itself under the
-Vega-Lite mime type, which JupyterLab's built-in Vega extension renders interactively (tooltips) offline."""
+Vega-Lite mime type, which JupyterLab's built-in Vega extension renders interactively offline: tooltips, and zoom
+and pan where both axes are continuous (`with_zoom`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,56 @@ def _theme() -> alt.theme.ThemeConfig:
     }
 
 
+_NO_ZOOM_MARKS = {"bar", "rect", "text", "arc", "boxplot", "errorbar", "errorband", "image"}
+_CONTINUOUS = {"quantitative", "temporal"}
+
+
+def _mark(unit: dict) -> str:
+    m = unit.get("mark")
+    return m.get("type", "") if isinstance(m, dict) else str(m or "")
+
+
+def _zoomable(unit: dict) -> bool:
+    enc = unit.get("encoding", {})
+    return _mark(unit) not in _NO_ZOOM_MARKS and all(
+        isinstance(enc.get(ch), dict) and enc[ch].get("type") in _CONTINUOUS for ch in ("x", "y")
+    )
+
+
+def _zoom_view(spec: dict, name: str) -> dict:
+    """One view (a unit or a layer of units) with a scale-bound interval, or unchanged where none fits."""
+    zoom = {"name": name, "select": {"type": "interval", "encodings": ["x", "y"]}, "bind": "scales"}
+    if "params" in spec:
+        return spec
+    if "layer" in spec:
+        layers = list(spec["layer"])
+        if any("params" in u or "layer" in u for u in layers):
+            return spec
+        for i, u in enumerate(layers):
+            if _zoomable(u):
+                layers[i] = {**u, "params": [zoom]}
+                return {**spec, "layer": layers}
+        return spec
+    return {**spec, "params": [zoom]} if _zoomable(spec) else spec
+
+
+def with_zoom(spec: dict) -> dict:
+    """The spec with zoom and pan (scroll, drag; double-click resets) where both axes are continuous: a chart, the
+    first such layer of a layered one (the layers share their scales), each panel of a facet, each chart of a
+    concatenation. Charts with a selection of their own are left as they are: a bound interval could fight it."""
+    if "params" in spec or "repeat" in spec:
+        return spec
+    if "facet" in spec and isinstance(spec.get("spec"), dict):
+        inner = _zoom_view(spec["spec"], "pglab_zoom")
+        return spec if inner is spec["spec"] else {**spec, "spec": inner}
+    for key in ("hconcat", "vconcat", "concat"):
+        if key in spec:
+            parts = [_zoom_view(c, f"pglab_zoom_{i}") for i, c in enumerate(spec[key])]
+            changed = any(p is not c for p, c in zip(parts, spec[key], strict=True))
+            return {**spec, key: parts} if changed else spec
+    return _zoom_view(spec, "pglab_zoom")
+
+
 def _render(spec: dict, **metadata) -> tuple[dict, dict]:
     svg = spec_to_mimebundle(
         spec,
@@ -39,7 +90,12 @@ def _render(spec: dict, **metadata) -> tuple[dict, dict]:
         vegaembed_version=VEGAEMBED_VERSION,
         vegalite_version=VEGALITE_VERSION,
     )
-    bundle = {**svg, LAB_MIME: spec, "text/plain": "<altair chart: static SVG here, interactive in JupyterLab>"}
+    # the static SVG is drawn from the spec as written; JupyterLab gets zoom and pan where the axes allow them
+    bundle = {
+        **svg,
+        LAB_MIME: with_zoom(spec),
+        "text/plain": "<altair chart: static SVG here, interactive in JupyterLab>",
+    }
     # in JupyterLab: the export menu (PNG / SVG) on every chart, so it can be saved and pasted elsewhere; no links out
     actions = {"export": True, "source": False, "compiled": False, "editor": False}
     return bundle, {LAB_MIME: {"embed_options": {"actions": actions}}}
