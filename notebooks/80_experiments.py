@@ -28,7 +28,6 @@ run_id = None
 
 # %%
 from IPython import get_ipython
-from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts, derived, session
@@ -64,9 +63,4 @@ try:
     env = derived.read_table("environment_servers", s.profile)
 except (OSError, KeyError, ValueError):
     env = None  # the environment notebook did not run for this profile: no builds to set side by side
-for name in tables["experiments_setup"]["experiment"]:
-    md, chart, table = xreport.section(name, tables, env)
-    display(Markdown(md))
-    if chart is not None:
-        display(chart)
-    display(charts.table(table))
+xreport.show_all(tables, env)

@@ -92,6 +92,7 @@ timer_chart(p.profile)
 for study in report_order():
     display(Markdown(f"## {study.section.title}"))
     report_sections.show(study, p.profile)
+report_sections.show_experiments(p.profile)  # the params file's own experiments, when it has any
 
 # %% [markdown]
 # ## Appendix: the data behind this report

@@ -163,6 +163,10 @@ BAD = {
         "workload: {sql: ok.sql}\n    factors: {work_mem: [4MB, lots]}",
         r"experiments\[0\] \(e1\)\.factors\.work_mem\[1\]: expected a value that a server",
     ),
+    "schema": (  # a wrong type, found by the params model: the experiment named too
+        "workload: {sql: ok.sql}\n    rounds: ten",
+        r"experiments\[0\] \(e1\)\.rounds: Input should be a valid integer",
+    ),
     "too big": (
         "data: {ssb: {sf: 100}}\n    workload: {sql: ok.sql}\n    settings: {work_mem: 4MB}",
         r"experiments\[0\] \(e1\)\.data: expected data that fits on disk",
@@ -267,3 +271,28 @@ experiments:
         assert drawn >= 1, "no chart drawn"
     finally:
         driver.quit()
+
+
+def test_full_report_shows_the_experiments_of_its_run(sql_run, tmp_path):
+    """make report runs a params file's experiments (80_experiments) and its report (99) shows them after the
+    studies, from the derived tables alone; a run without experiments shows no such section."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from pglab.core import charts
+    from pglab.report import sections
+
+    InteractiveShell.instance()  # display() publishes as in a kernel, where capture_output records it
+    charts.setup()
+    _, _, t = sql_run
+    derived.write(t, "withx", tmp_path)
+    derived.write({"ssb_load": pl.DataFrame({"server": ["a"], "sf": [1.0]})}, "without", tmp_path)
+    with capture_output() as shown:
+        sections.show_experiments("withx", tmp_path)
+    text = "\n".join(o.data.get("text/markdown", "") for o in shown.outputs)
+    assert text.startswith("## Your own experiments") and "### sleepy" in text and "### broken" in text
+    assert "Does B sleep twice as long?" in text
+    assert sum("image/svg+xml" in o.data for o in shown.outputs) >= 1  # sleepy's chart
+    with capture_output() as none:
+        sections.show_experiments("without", tmp_path)
+    assert none.outputs == []

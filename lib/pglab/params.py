@@ -85,7 +85,7 @@ def load(path: str | Path, check_servers: bool = True) -> Params:
     try:
         params = Params.model_validate(raw | {"source": str(shown)}, context={"params_dir": path.parent})
     except ValidationError as e:
-        raise ParamsError("\n".join(messages(e, shown, Params))) from None
+        raise ParamsError("\n".join(messages(e, shown, Params, raw))) from None
     check_server_names(params, shown)
     if check_servers:
         from .core.params_checks import check_machine

@@ -342,12 +342,21 @@ def read_yaml(path: Path, shown) -> dict:
 _UNION_TAGS = {"str", "int", "float", "bool"}
 
 
-def _where(loc: tuple) -> str:
+def _where(loc: tuple, raw: object = None) -> str:
+    """'experiments[1] (second).workload.pgbench.clients': an experiment is named after its index (read from the
+    file's own values, `raw`), so the user finds it among several without counting."""
     out = ""
+    node = raw if loc and loc[0] == "experiments" else None
     for part in loc:
         if part == "[key]":  # pydantic's marker for a dict key that failed, after the key itself
             continue
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            name = node.get("name") if isinstance(node, dict) else None
+            out += f"[{part}]" + (f" ({name})" if isinstance(name, str) and name else "")
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+            out += f".{part}" if out else str(part)
     return out or "(top level)"
 
 
@@ -393,14 +402,16 @@ def _explain(err: dict, model: type[BaseModel]) -> str:
     return f"{msg}; got {err.get('input')!r}"
 
 
-def messages(e: ValidationError, shown, model: type[BaseModel]) -> list[str]:
+def messages(e: ValidationError, shown, model: type[BaseModel], raw: object = None) -> list[str]:
+    """One line per problem: file, where (`_where`; `raw`: the file's values, to name list items), what was
+    expected."""
     msgs: list[str] = []
     for err in e.errors():
         loc = err["loc"]
         if loc and loc[-1] in _UNION_TAGS:  # one message for a value matching no member of a union
-            msg = f"{shown}: {_where(loc[:-1])}: expected text, a number or true/false; got {err.get('input')!r}"
+            msg = f"{shown}: {_where(loc[:-1], raw)}: expected text, a number or true/false; got {err.get('input')!r}"
         else:
-            msg = f"{shown}: {_where(loc)}: {_explain(err, model)}"
+            msg = f"{shown}: {_where(loc, raw)}: {_explain(err, model)}"
         if msg not in msgs:
             msgs.append(msg)
     return msgs

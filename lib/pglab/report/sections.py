@@ -92,3 +92,17 @@ def show(study: Study, profile: str, root: Path | None = None) -> None:
     if skips:
         display(Markdown(skips))
     display(Markdown("**What differs from the study.**\n\n" + report_setups.discussion(study.section, profile, root)))
+
+
+def show_experiments(profile: str, root: Path | None = None) -> None:
+    """The user's own experiments of this run (params `experiments:`), after the studies; nothing when it had none."""
+    from IPython.display import Markdown, display
+
+    from ..studies.experiments import report as experiments_report
+
+    tables = Tables(profile, root)
+    if "experiments_setup" not in tables or tables["experiments_setup"].is_empty():
+        return
+    env = tables.get("environment_servers")
+    display(Markdown("## Your own experiments\n\nThe `experiments:` of the params file (docs/experiments.md)."))
+    experiments_report.show_all(tables, env)

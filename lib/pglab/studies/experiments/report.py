@@ -121,3 +121,22 @@ def section(
         "verdict",
     )
     return "\n".join(md), (chart(ver, f"{name}: {setup['metric']}, B / A") if ver.height else None), table
+
+
+def show_all(t, env: pl.DataFrame | None = None, level: str = "###") -> int:
+    """Display every experiment's section (Markdown, chart, table) from the experiments_* tables (a dict or
+    `core.derived.Tables`); how many were shown. The full report and notebook 80 show them alike."""
+    from IPython.display import Markdown, display
+
+    from ...core import charts
+
+    if "experiments_setup" not in t:
+        return 0
+    names = t["experiments_setup"]["experiment"].to_list()
+    for name in names:
+        md, ch, table = section(name, t, env)
+        display(Markdown(md.replace("### ", f"{level} ", 1)))
+        if ch is not None:
+            display(ch)
+        display(charts.table(table))
+    return len(names)
