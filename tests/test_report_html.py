@@ -220,3 +220,23 @@ def test_no_request_leaves_the_machine(page):
     assert any(u.startswith("file://") and u.endswith("report.html") for u in urls), urls[:5]
     outside = [u for u in urls if not u.startswith(("file://", "data:"))]
     assert outside == [], outside[:10]
+
+
+WIDE_TABLES = """return [...document.querySelectorAll('table')].filter(t =>
+    t.getBoundingClientRect().width > t.parentElement.clientWidth + 1).map(t => (t.rows[0] || {}).innerText)"""
+
+
+def test_no_table_runs_past_the_page(page):
+    assert page.execute_script(WIDE_TABLES) == []
+
+
+def test_compare_tables_wrap_within_the_page(browser, tmp_path):
+    """A comparison's widest table (every measurement: a dozen numeric columns) wraps at 1280 px."""
+    from pglab.report import compare
+
+    for name in ("a", "b"):
+        shutil.copytree(ROOT / "data" / "derived" / "default", tmp_path / name)
+    assert compare.main(["--a", str(tmp_path / "a"), "--b", str(tmp_path / "b"), "--out", str(tmp_path / "out")]) == 0
+    browser.get("file://" + str(tmp_path / "out" / "compare.html"))
+    assert browser.execute_script("return document.querySelectorAll('table').length") >= 2
+    assert browser.execute_script(WIDE_TABLES) == []
