@@ -44,7 +44,7 @@ Markdown(run_header(p.profile, p))
 # ## The answers, claim by claim
 
 # %%
-report_summary.show(everything)
+report_summary.show(everything, report_sections.answers(p.profile))
 
 # %% [markdown]
 # ## Findings at a glance

@@ -207,3 +207,12 @@ def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
     text = report_sections.skipped_markdown(pgbench, Tables("p", tmp_path))
     assert "lab, pgbench_init: external server without allow_destructive" in text
     assert report_sections.skipped_markdown(ssb, Tables("p", tmp_path)) is None
+
+
+def test_plain_answer_words():
+    from pglab.core import findings as fnd
+
+    assert fnd.change(0.97) == "3 % faster" and fnd.change(1.53) == "53 % slower"
+    assert fnd.change(2.4) == "2.4× slower" and fnd.change(0.4) == "2.5× faster" and fnd.change(1.001) == "no different"
+    assert fnd.change(1.02, "more") == "2 % more"
+    assert fnd.span([1.81, 1.79]) == "1.8" and fnd.span([1.6, 1.7]) == "1.6–1.7"

@@ -240,3 +240,15 @@ def test_compare_tables_wrap_within_the_page(browser, tmp_path):
     browser.get("file://" + str(tmp_path / "out" / "compare.html"))
     assert browser.execute_script("return document.querySelectorAll('table').length") >= 2
     assert browser.execute_script(WIDE_TABLES) == []
+
+
+def test_first_screen_holds_the_plain_answers(page):
+    """The tallies, then the studies' plain sentences (`Study.answers`), all on the first 1280×800 screen."""
+    lis = page.execute_script("""const h = [...document.querySelectorAll('p, strong')].find(e =>
+        e.innerText.startsWith('In brief')); if (!h) return null;
+        const ul = h.closest('.jp-RenderedMarkdown').querySelector('ul');
+        return ul ? [...ul.querySelectorAll('li')].map(l => [l.innerText, l.getBoundingClientRect().bottom]) : [];""")
+    assert lis, "no 'In brief' answers on the page"
+    assert len(lis) >= 5, lis
+    assert all(bottom <= VIEWPORT[1] for _, bottom in lis), [t[:40] for t, b in lis if b > VIEWPORT[1]]
+    assert all(any(c.isdigit() for c in text) for text, _ in lis), "an answer without a figure or scale"

@@ -53,3 +53,32 @@ def markdown(f: pl.DataFrame) -> str:
         out += [f"- {r['server']}: **{r['verdict']}**. {r['evidence']}" for r in g.iter_rows(named=True)]
         out.append("")
     return "\n".join(out) if out else "*No findings.*"
+
+
+# -- plain sentences for the report's first screen (each study's report.answers) -------------------------------------
+
+
+def measured(f: pl.DataFrame, finding: str) -> list[dict]:
+    """The rows of `finding` that carry our figure (tested, with a value), in server order."""
+    if f.is_empty():
+        return []
+    return f.filter(pl.col("finding") == finding, pl.col("our_value").is_not_null()).sort("server").to_dicts()
+
+
+def change(ratio: float, up: str = "slower", down: str = "faster", same: str = "no different") -> str:
+    """A time ratio in words: 0.97 -> '3 % faster', 1.53 -> '53 % slower', 2.4 -> '2.4× slower'."""
+    if abs(ratio - 1) < 0.005:
+        return same
+    if ratio >= 2 or ratio <= 0.5:
+        return f"{max(ratio, 1 / ratio):.1f}× {up if ratio > 1 else down}"
+    return f"{abs(ratio - 1):.0%} {up if ratio > 1 else down}".replace("%", " %")
+
+
+def servers_text(rows: list[dict]) -> str:
+    return ", ".join(f"{r['server']} {r['our_value']:.2f}×" for r in rows)
+
+
+def span(xs: list[float], fmt: str = "{:.1f}") -> str:
+    """'1.8' when the values agree at that precision, else '1.6–1.7'."""
+    lo, hi = fmt.format(min(xs)), fmt.format(max(xs))
+    return lo if lo == hi else f"{lo}–{hi}"

@@ -51,6 +51,12 @@ def all_findings(profile: str, root: Path | None = None, stages=STUDIES) -> pl.D
     return pl.concat(frames).sort("study", "finding", "server", maintain_order=True)
 
 
+def answers(profile: str, root: Path | None = None, stages=STUDIES) -> list[str]:
+    """The studies' plain sentences (`Study.answers`) in report order, for the first screen."""
+    tables = Tables(profile, root)
+    return [a for study in report_order(stages) if not missing_tables(study, tables) for a in study.answers(tables)]
+
+
 def noise_table(study: Study, tables: Tables) -> pl.DataFrame | None:
     """The study's A/A control (`<name>_noise`: study, server, metric, n_pairs, false_difference_rate, floor,
     method), or None when this run has none."""

@@ -136,11 +136,17 @@ def glance_html(t: pl.DataFrame) -> str:
     return STYLE + table + explain
 
 
-def show(findings: pl.DataFrame) -> None:
-    """The report's opening: the headline sentence, then the summary table."""
+def answers_markdown(answers: list[str]) -> str:
+    return "**In brief, on this machine:**\n\n" + "\n".join(f"- {a}" for a in answers) if answers else ""
+
+
+def show(findings: pl.DataFrame, answers: list[str] = ()) -> None:
+    """The report's opening: the headline sentence, the plain answers (`Study.answers`), then the summary table."""
     from IPython.display import HTML, Markdown, display
 
     display(Markdown(headline(v.tally(claims(findings)))))
+    if answers:
+        display(Markdown(answers_markdown(list(answers))))
     display(HTML(summary_html(findings)))
 
 

@@ -116,6 +116,12 @@ class Study:
 
         return apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
 
+    def answers(self, tables: Tables) -> list[str]:
+        """Plain sentences a DBA can act on, for the report's first screen (`report.answers(tables, findings)`),
+        each with its scale or setup; [] where the study has none."""
+        fn = getattr(self.module("report"), "answers", None)
+        return fn(tables, self.judge(tables)) if fn else []
+
     def method(self, tables: Tables) -> str:
         """How it was measured (Markdown)."""
         return self.module("report").method(tables.profile, tables.root)

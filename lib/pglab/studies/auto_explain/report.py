@@ -204,3 +204,30 @@ def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     """The stage's findings (`auto_explain_findings`), stored in the findings schema, numbers and all."""
     f = _read("auto_explain_findings", profile, root)
     return fs.table([{k: r.get(k) for k in fs.SCHEMA | fs.NUMBERS} for r in f.iter_rows(named=True)])
+
+
+def answers(tables, f: pl.DataFrame) -> list[str]:
+    """Plain sentences for the report's first screen: what loading, logging and timing cost."""
+    from ...core import findings as fnd
+
+    out = []
+    load = fnd.measured(f, "loading")
+    if load:
+        worst = max(r["our_high"] or r["our_value"] for r in load)
+        out.append(
+            f"Loading auto_explain (logging nothing) costs at most {fnd.change(worst, 'more')} on a tiny query "
+            f"({fnd.servers_text(load)})."
+        )
+    log = fnd.measured(f, "logging_analyze")
+    if log:
+        out.append(
+            f"Logging every plan with log_analyze makes a tiny query {fnd.change(min(r['our_value'] for r in log))}"
+            f" or more ({fnd.servers_text(log)})."
+        )
+    tim = fnd.measured(f, "timing_count_serial")
+    if tim:
+        out.append(
+            f"log_timing = off cuts a logged ANALYZE of a serial count to {fnd.servers_text(tim)} of its time "
+            "with timing on."
+        )
+    return out

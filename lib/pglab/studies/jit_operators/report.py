@@ -127,3 +127,18 @@ def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     conds = _read("jit_operators_conditions", profile, root)
     paired_tables = (_read(f"jit_operators_{n}", profile, root) for n in ("paired", "overall", "noise"))
     return jv.findings_from(setup, *paired_tables, jv.study_condition(conds))
+
+
+def answers(tables, f: pl.DataFrame) -> list[str]:
+    """Plain sentences for the report's first screen: what JIT does to simple aggregates here."""
+    from ...core import findings as fnd
+
+    rows = fnd.measured(f, "all_operators")
+    if not rows:
+        return []
+    n = tables["jit_operators_setup"]["rows"].max() if "jit_operators_setup" in tables else None
+    at = f" over {n:,.0f} rows" if n else ""
+    return [
+        f"JIT makes simple aggregates{at} {', '.join(fnd.change(r['our_value']) + ' on ' + r['server'] for r in rows)}"
+        " (the study: 16–32 % faster)."
+    ]

@@ -148,3 +148,14 @@ def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
         read_table(f"parallel_index_{n}", profile, root=root) for n in ("paired_suite", "size_paired", "noise")
     )
     return piv.findings_from(setup, builds, *paired_tables)
+
+
+def answers(tables, f: pl.DataFrame) -> list[str]:
+    """Plain sentences for the report's first screen: what a parallel worker does to an index build."""
+    from ...core import findings as fnd
+
+    rows = fnd.measured(f, "time_falls")
+    if not rows:
+        return []
+    each = ", ".join(f"{fnd.change(r['our_value'])} on {r['server']}" for r in rows)
+    return [f"A B-tree build on lineorder with parallel workers is {each} than serial."]

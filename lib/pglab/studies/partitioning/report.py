@@ -108,3 +108,17 @@ def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     return pv.build(tables(profile, root), cores(profile, root))
+
+
+def answers(tables, f: pl.DataFrame) -> list[str]:
+    """Plain sentences for the report's first screen: Parallel Append over hash partitions, warm cache."""
+    from ...core import findings as fnd
+
+    rows = fnd.measured(f, "cpu_speedup")
+    if not rows:
+        return []
+    x = [1 / r["our_value"] for r in rows]
+    return [
+        f"Parallel Append scans 6 hash partitions {fnd.span(x)}× faster than serial here (warm cache, "
+        "CPU-bound; the study's 5.7× came from three drives read cold)."
+    ]

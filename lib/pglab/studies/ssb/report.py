@@ -278,3 +278,33 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     return findings_table(verdicts.findings_rows(profile, root))
+
+
+def answers(tables, f: pl.DataFrame) -> list[str]:
+    """Plain sentences for the report's first screen: versions, parallel query, JIT (with scale and cores)."""
+    from ...core import findings as fnd
+
+    sf = tables["ssb_load"]["sf"].max() if "ssb_load" in tables else None
+    at = f"SSB SF {sf:g}" if sf is not None else "SSB"
+    out = []
+    ser, par = fnd.measured(f, "newer_version_serial"), fnd.measured(f, "newer_version_parallel")
+    if ser or par:
+        b, a = (ser or par)[0]["server"].split(" vs ")
+        ways = [
+            f"{fnd.change(r['our_value'])} {how}"
+            for rows, how in ((ser, "serially"), (par, "in parallel"))
+            for r in rows
+        ]
+        out.append(f"{b} runs the 13 SSB queries {' and '.join(ways)} than {a} here ({at}).")
+    pa = fnd.measured(f, "parallel_a")
+    if pa:
+        x = [1 / r["our_value"] for r in pa]
+        out.append(
+            f"Parallel query runs them {fnd.span(x)}× faster than serial on "
+            f"{', '.join(r['server'] for r in pa)} ({at}; the studies' 2–5× came from many more cores)."
+        )
+    jit = f.filter(pl.col("finding").str.starts_with("jit_"), pl.col("verdict") == fnd.NOT_TESTABLE)
+    if jit.height:
+        need = jit["evidence"][0].rsplit("(needs ", 1)[-1].rstrip(")")
+        out.append(f"The studies' JIT gains on SSB are not testable at {at}: JIT needs {need} to inline and optimise.")
+    return out
