@@ -79,3 +79,33 @@ def test_steal_and_iowait_are_flagged():
     s = ss.SystemSampler()
     s._snaps = [a, b]  # two snapshots as /proc gave them: the flag is the summary's
     assert "steal 10 % of CPU time" in s.summary()["flag"]
+
+
+def test_a_failing_stage_keeps_its_machine_samples(tmp_path):
+    """Study.run samples the machine over the stage and keeps the samples even when the stage fails (a resumed
+    stage adds an attempt); derive reads them back without a server, with the wall-clock time of each second."""
+    import time
+
+    import pytest
+
+    from pglab.core import system_sampler
+    from pglab.core.store import RunStore
+    from pglab.studies.base import Section, Study
+
+    class Failing(Study):
+        def run_stage(self, session):
+            time.sleep(1.2)
+            raise RuntimeError("the server went away")
+
+    class FakeSession:  # only the raw store is used by Study.run itself
+        store = RunStore("machine", root=tmp_path)
+
+    study = Failing("tinyfail", "05_x", (), Section("t", (), "q", {}, None, "", ""))
+    t0 = time.time()
+    with pytest.raises(RuntimeError):
+        study.run(FakeSession())
+    t = system_sampler.stage_table(FakeSession.store, "tinyfail")
+    assert t.height >= 2 and set(t["attempt"]) == {1}
+    first = t["time"][0].timestamp()
+    assert t0 - 1 < first < time.time() + 1
+    assert "steal" in system_sampler.stage_markdown(t)

@@ -49,7 +49,7 @@ from pglab.studies.base import Section, Study
 
 
 class TinyStudy(Study):
-    def run(self, session):
+    def run_stage(self, session):
         t0, rows = time.monotonic(), []
         for server in session.servers:
             with server.connect() as conn:
@@ -61,7 +61,7 @@ class TinyStudy(Study):
         session.store.save_json("tiny/runs.json", rows)
         return StageResult(steps_run=len(rows), wall_s=time.monotonic() - t0, servers=[s.name for s in session.servers])
 
-    def derive(self, store, params):
+    def derive_tables(self, store, params):
         return {"tiny_runs": pl.from_dicts(store.load_json("tiny/runs.json"))}
 
     def judge(self, tables):
@@ -124,3 +124,7 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
     assert (out / "05_tiny.ipynb").is_file()
     t = derived.Tables("tiny")
     assert t["tiny_runs"].height == 2 and set(t["tiny_runs"]["n"]) == {100}
+    # the machine was sampled over the stage (Study.run) and derived beside the study's own table
+    machine = t["tiny_machine"]
+    assert machine.height >= 1 and machine["attempt"].to_list() == [1] * machine.height
+    assert ((machine["cpu_user"] + machine["cpu_idle"]) <= 1.0001).all() and machine["time"].is_not_null().all()

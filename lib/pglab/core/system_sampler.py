@@ -12,6 +12,7 @@ the sampler records nothing and says so (`available`). Its own cost is measured 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -164,6 +165,60 @@ class SystemSampler:
         if whole["cpu_iowait"] > IOWAIT_HIGH:
             flags.append(f"iowait {whole['cpu_iowait']:.0%} of CPU time")
         return out | {"flag": "; ".join(flags).replace("%", " %") or None}
+
+
+# -- a study's whole stage: sampled by Study.run, kept in the raw store, derived into <study>_machine -----------------
+
+STAGE_FOLDER = "system"
+
+
+def save_stage(sampler: SystemSampler, store, study: str, started_at: float) -> None:
+    """Keep a stage's snapshots as system/<study>-<start>.json (one file per attempt: a resumed stage adds one)."""
+    if sampler.snapshots:
+        payload = {"study": study, "started_at": started_at, "interval_s": sampler.interval_s}
+        store.save_json(f"{STAGE_FOLDER}/{study}-{started_at:.0f}.json", payload | {"snapshots": sampler.snapshots})
+
+
+STAGE_SCHEMA = {"attempt": pl.Int64, "time": pl.Datetime("ms", "UTC")} | SCHEMA | {"flag": pl.String}
+
+
+def stage_table(store, study: str) -> pl.DataFrame:
+    """Every attempt's intervals (attempt 1, 2, ... in start order), each row with its wall-clock end (`time`,
+    to set beside a round's timestamp) and the attempt's flag (high steal or iowait over it), from raw alone."""
+    folder = store.artifact_path(STAGE_FOLDER)
+    files = sorted(folder.glob(f"{study}-*.json"), key=lambda f: json.loads(f.read_text())["started_at"])
+    frames = []
+    for i, f in enumerate(files, start=1):
+        raw = json.loads(f.read_text())
+        sampler = SystemSampler.from_snapshots(raw["snapshots"], raw["interval_s"])
+        t = sampler.table()
+        if t.is_empty():
+            continue
+        ms = ((raw["started_at"] + pl.col("t_s")) * 1000).round().cast(pl.Int64)  # t_s: from the first snapshot
+        frames.append(
+            t.with_columns(
+                attempt=pl.lit(i, pl.Int64),
+                time=pl.from_epoch(ms, time_unit="ms").dt.replace_time_zone("UTC"),
+                flag=pl.lit(sampler.summary()["flag"], pl.String),
+            ).select(list(STAGE_SCHEMA))
+        )
+    return pl.concat(frames) if frames else pl.DataFrame(schema=STAGE_SCHEMA)
+
+
+def stage_markdown(t: pl.DataFrame) -> str | None:
+    """One line for a report section: the machine while the study ran (CPU shares, steal, iowait, the flag)."""
+    if t is None or t.is_empty():
+        return None
+    m = {c: t[c].mean() for c in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_steal")}
+    flags = sorted({f for f in t["flag"].drop_nulls()})
+    span = t["t_s"].max() if t["attempt"].n_unique() == 1 else None
+    text = (
+        f"**The machine while it ran** (sampled from /proc about once a second{f', {span:.0f} s' if span else ''}): "
+        f"CPU user {m['cpu_user']:.0%}, system {m['cpu_system']:.0%}, iowait {m['cpu_iowait']:.1%}, "
+        f"steal {m['cpu_steal']:.1%} (max {t['cpu_steal'].max():.0%} over a second)"
+    )
+    text += f". Flagged: {'; '.join(flags)}." if flags else "; nothing flagged."
+    return text.replace("%", " %")
 
 
 def bench(seconds: float = 10.0, interval_s: float = 1.0) -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from ..core import findings as fnd
+from ..core import system_sampler
 from ..core.derived import Tables
 from ..studies import STUDIES, Study, report_order
 from . import evidence as report_evidence
@@ -95,6 +96,9 @@ def show(study: Study, profile: str, root: Path | None = None) -> None:
     display(Markdown("**Findings.** One per claim of the study: open it for each server's verdict and evidence."))
     display(HTML(report_evidence.findings_html(study.judge(tables))))
     display(Markdown(report_evidence.noise_markdown(noise_table(study, tables))))
+    machine = system_sampler.stage_markdown(tables.get(f"{study.name}_machine"))
+    if machine:
+        display(Markdown(machine))
     if skips:
         display(Markdown(skips))
     display(Markdown("**What differs from the study.**\n\n" + report_setups.discussion(study.section, profile, root)))

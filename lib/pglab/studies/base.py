@@ -91,18 +91,43 @@ class Study:
     def __post_init__(self):
         if not self.params_key:
             object.__setattr__(self, "params_key", self.name)
+        if f"{self.name}_machine" not in self.tables:  # every study's stage is sampled (`run`)
+            object.__setattr__(self, "tables", (*self.tables, f"{self.name}_machine"))
 
     def module(self, name: str) -> ModuleType:
         """The study's module `name` (run, derive, verdicts, charts, report, estimate, params)."""
         return importlib.import_module(f"{__package__}.{self.name}.{name}")
 
-    def run(self, session: Session) -> StageResult:
-        """Measure on the session's started servers, recording into its raw store (resumable)."""
+    def run_stage(self, session: Session) -> StageResult:
+        """The measuring itself: the package's run.run_stage."""
         return self.module("run").run_stage(session)
 
+    def derive_tables(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
+        """The study's own tables: the package's derive.derive."""
+        return self.module("derive").derive(store, params)
+
+    def run(self, session: Session) -> StageResult:
+        """Measure on the session's started servers, recording into its raw store (resumable); the machine is
+        sampled from /proc meanwhile (`system_sampler`: derived into <name>_machine), kept even when it fails."""
+        import time
+
+        from ..core import system_sampler
+
+        started, sampler = time.time(), system_sampler.SystemSampler()
+        try:
+            with sampler:
+                return self.run_stage(session)
+        finally:
+            system_sampler.save_stage(sampler, session.store, self.name, started)
+
     def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
-        """Every table of the study from the raw store alone: no server, no derived folder."""
-        return _check_tables(self.name, self.module("derive").derive(store, params), self.tables)
+        """Every table of the study from the raw store alone: no server, no derived folder; <name>_machine too
+        when the run sampled the machine (runs before that have none, and derive as they did)."""
+        from ..core import system_sampler
+
+        out = _check_tables(self.name, self.derive_tables(store, params), self.tables)
+        system = system_sampler.stage_table(store, self.name)
+        return out | ({f"{self.name}_machine": system} if system.height else {})
 
     @property
     def report_tables(self) -> tuple[str, ...]:
