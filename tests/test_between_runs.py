@@ -125,7 +125,7 @@ def test_pooling_leaves_a_table_without_replicas_alone_and_names_the_base_server
     assert pooled["server"].unique().to_list() == ["pg17"]
     assert pooled["n_clusters"].to_list() == [2] * POOL_ITEMS
     assert (pooled["n_rounds"] == 2 * POOL_ROUNDS).all()
-    assert pooled["method"][0].startswith(f"95 % across 2 clusters × {POOL_ROUNDS} rounds")
+    assert pooled["method"][0].startswith(f"95 % t over rounds, n={POOL_ROUNDS}; pooled: 95 % across 2 clusters × 10")
     # geometric mean of the two clusters' ratios
     both = table.filter(pl.col("item") == "i0")["ratio"].to_numpy()
     assert math.isclose(pooled.filter(pl.col("item") == "i0")["ratio"][0], float(np.sqrt(both.prod())))

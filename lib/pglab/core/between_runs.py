@@ -142,6 +142,51 @@ def _rounds_text(n: Sequence[int]) -> str:
     return str(min(n)) if min(n) == max(n) else f"{min(n)}–{max(n)}"
 
 
+def _with_se(table, server_col: str):
+    import polars as pl
+
+    from .replicas import base_names
+
+    bases = base_names(table[server_col].unique(maintain_order=True).to_list())
+    return bases, table.with_columns(
+        pl.col(server_col).replace_strict(bases).alias("_base"),
+        pl.struct(["low", "high", "coverage", "n_rounds"])
+        .map_elements(lambda r: implied_se(r["low"], r["high"], r["coverage"], r["n_rounds"]), return_dtype=pl.Float64)
+        .alias("_se"),
+    )
+
+
+def cluster_variances(
+    table, keys: Sequence[str], server_col: str = "server", variance_rows=None
+) -> dict[str, tuple[float, int]]:
+    """{base server: (between-cluster variance, df)} of a paired table with replica rows (see `pool_clusters`):
+    from every comparison (`keys`) a base server has on two or more clusters with an interval, among the rows
+    `variance_rows` (a polars expression; None: all). A server with no such comparison is left out."""
+    import polars as pl
+
+    keys = list(keys)
+    _, t = _with_se(table, server_col)
+    src = t if variance_rows is None else t.filter(variance_rows)
+    src = src.filter(pl.col("ratio").is_not_null() & pl.col("_se").is_not_null())
+    est = {}
+    for base, g in src.group_by("_base", maintain_order=True):
+        groups = [
+            (np.log(x["ratio"].to_numpy()), x["_se"].to_numpy()) for _, x in g.group_by(keys, maintain_order=True)
+        ]
+        try:
+            est[base[0]] = replica_variance(groups)
+        except ValueError:
+            pass
+    return est
+
+
+def has_replicas(servers) -> bool:
+    """Whether some of `servers` (names) are replica clusters of another one of them (`replicas.base_names`)."""
+    from .replicas import base_names
+
+    return any(b != n for n, b in base_names(servers).items())
+
+
 def pool_clusters(
     table,
     keys: Sequence[str],
@@ -161,41 +206,20 @@ def pool_clusters(
     A/A condition, whose two sides share a cluster and so differ by no cluster effect); or given per base
     server in `variances` ({server: (variance, df)}, e.g. a per-item table's for its pooled summary). n_rounds:
     the rounds of all clusters; coverage: the nominal `confidence` (93–97 % of fresh runs' true values in
-    tests/test_between_runs.py's simulations), never above the clusters' own rows'; method: "... across k
-    clusters × n rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the variance, log scale),
-    within_low and within_high (the interval the rounds alone would give).
+    tests/test_between_runs.py's simulations), never above the clusters' own rows'; method: the clusters' own,
+    then "pooled: ... across k clusters × n rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the
+    variance, log scale), within_low and within_high (the interval the rounds alone would give).
 
     A table without replicas comes back unchanged; a server measured on one cluster only (an external server)
     keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only."""
     import polars as pl
 
-    from .replicas import base_names
-
-    bases = base_names(table[server_col].unique(maintain_order=True).to_list())
-    if all(b == n for n, b in bases.items()):
+    if not has_replicas(table[server_col].unique(maintain_order=True).to_list()):
         return table
     keys = list(keys)
-    t = table.with_columns(
-        pl.col(server_col).replace_strict(bases).alias("_base"),
-        pl.struct(["low", "high", "coverage", "n_rounds"])
-        .map_elements(lambda r: implied_se(r["low"], r["high"], r["coverage"], r["n_rounds"]), return_dtype=pl.Float64)
-        .alias("_se"),
-    )
+    _, t = _with_se(table, server_col)
     group = ["_base", *keys]
-    # the between-cluster variance per base server, from every comparison it has on ≥ 2 clusters with intervals
-    est = dict(variances or {})
-    src = t if variance_rows is None else t.filter(variance_rows)
-    src = src.filter(pl.col("ratio").is_not_null() & pl.col("_se").is_not_null())
-    for base, g in src.group_by("_base", maintain_order=True):
-        if base[0] in est:
-            continue
-        groups = [
-            (np.log(x["ratio"].to_numpy()), x["_se"].to_numpy()) for _, x in g.group_by(keys, maintain_order=True)
-        ]
-        try:
-            est[base[0]] = replica_variance(groups)
-        except ValueError:
-            pass
+    est = cluster_variances(table, keys, server_col, variance_rows) | dict(variances or {})
     other = [
         c
         for c in table.columns
@@ -226,9 +250,10 @@ def pool_clusters(
         var_c, df_c = est[base]
         p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence)
         cover = min([confidence, *g["coverage"].to_list()])
-        method = (
-            f"{confidence:.0%} across {k} clusters × {_rounds_text(n)} rounds (between-cluster sd "
-            f"{math.sqrt(var_c):.1%}, df {df_c}; within: {first['method']})"
+        # the clusters' own method first (paired.is_fast reads it), then what the pooled interval rests on
+        method = f"{first['method']}; pooled: " + (
+            f"{cover:.0%} across {k} clusters × {_rounds_text(n)} rounds, between-cluster sd "
+            f"{math.sqrt(var_c):.1%} (df {df_c})"
         ).replace("%", " %")
         rows.append(head | row | p | {"cluster_sd": math.sqrt(var_c), "coverage": cover, "method": method})
     schema = {c: table.schema[c] for c in table.columns} | {c: getattr(pl, d) for c, d in POOLED_COLUMNS.items()}
