@@ -12,7 +12,7 @@ import yaml
 from conftest import postmasters
 
 from pglab import params
-from pglab.core import replicas, servers, session
+from pglab.core import paired, replicas, servers, session
 from pglab.params import ParamsError
 from pglab.studies.jit_operators import verdicts as jv
 from pglab.studies.jit_operators.derive import tables as stage_tables
@@ -154,3 +154,65 @@ def test_derive_and_report_section_say_what_the_intervals_rest_on(run, tmp_path)
         chart.to_dict()
     f = report.findings(s.profile, root=tmp_path)
     assert f["server"].unique().to_list() == [base]
+
+
+# -- SSB's paired tables with replica clusters (synthetic executions, as tests/test_ssb_paired.py) ------------------
+
+
+def _ssb_replicated(seed=0):
+    import numpy as np
+    from test_ssb_paired import FACTS, _execs
+
+    e = _execs()
+    rng = np.random.default_rng(seed)
+    parts = [e]
+    for server in ("pg16", "pg17"):
+        effect = {q: float(np.exp(rng.normal(0, 0.02))) for q in e["query"].unique()}  # this cluster's own
+        parts.append(
+            e.filter(pl.col("server") == server).with_columns(
+                server=pl.lit(f"{server}_c2"),
+                seconds=pl.col("seconds") * pl.col("query").replace_strict(effect) * (1 + rng.normal(0, 0.002)),
+            )
+        )
+    facts = FACTS | {"servers": FACTS["servers"] | {"pg16_c2": {"major": 16}, "pg17_c2": {"major": 17}}}
+    return e, pl.concat(parts), facts
+
+
+@pytest.mark.parametrize("estimate", ["fast", "round"])
+def test_ssb_paired_tables_pool_replica_clusters(estimate):
+    from test_ssb_paired import FACTS
+
+    from pglab.studies.ssb import paired_tables as pt
+
+    def derive(execs, facts):
+        return {
+            "ssb_paired": pt.mode_comparisons(execs, estimate),
+            "ssb_versions_paired": pt.version_comparisons(execs, facts, estimate),
+            "ssb_noise": pt.noise_table(execs, estimate=estimate)[1],
+        }
+
+    one, both, facts = _ssb_replicated()
+    plain, got = derive(one, FACTS), derive(both, facts)
+    modes, plain_modes = got["ssb_paired"], plain["ssb_paired"]
+    assert sorted(modes["server"].unique()) == ["pg16", "pg17"]
+    assert modes.height == plain_modes.height and (modes["n_clusters"] == 2).all()
+    assert (modes["low"] <= modes["within_low"]).all() and (modes["high"] >= modes["within_high"]).all()
+    assert all("across 2 clusters" in m for m in modes["method"])
+    assert paired.is_fast(modes["method"]) == (estimate == "fast")
+    versions = got["ssb_versions_paired"]
+    # 17 over 16 on each cluster pair, pooled: one row per mode and query, named as without replicas
+    assert versions.select("server", "baseline").unique().rows() == [("pg17", "pg16")]
+    assert versions.height == plain["ssb_versions_paired"].height and (versions["n_clusters"] == 2).all()
+    noise = got["ssb_noise"]
+    assert sorted(noise["server"]) == ["all", "pg16", "pg17"]
+    assert (noise.filter(pl.col("server") != "all")["n_pairs"] == 2 * len(set(one["query"]))).all()
+
+
+def test_ssb_paired_tables_without_replicas_unchanged():
+    from test_ssb_paired import FACTS
+
+    from pglab.studies.ssb import paired_tables as pt
+
+    one, _, _ = _ssb_replicated()
+    assert "n_clusters" not in pt.mode_comparisons(one).columns
+    assert "n_clusters" not in pt.version_comparisons(one, FACTS).columns
