@@ -20,7 +20,7 @@ from .cluster import Cluster, InitdbOptions
 from .config import CommonParams, ExternalServer
 from .db import connect, redact, register_secret
 from .installs import Install, discover, downloaded, from_params
-from .replicas import replica_name
+from .replicas import base_names, replica_name
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,8 @@ def with_replicas(servers: list[Server], clusters: int) -> list[Server]:
     """Every kit server followed by its clusters 2..N (`replicas.replica_name`: pg17, pg17_c2, ...), each its
     own initdb, data directory, port and socket, with the same install, initdb options and settings; an
     external server once (the kit makes no cluster of it)."""
-    if clusters <= 1:
-        return servers
+    if clusters <= 1 or any(b != n for n, b in base_names([s.name for s in servers]).items()):
+        return servers  # one cluster each, or the replicas are there already
     out: list[Server] = []
     for s in servers:
         out.append(s)
