@@ -67,3 +67,194 @@ def within_run_interval(round_log_ratios: Sequence[float], confidence: float = 0
     t = float(stats.t.ppf(1 - (1 - confidence) / 2, n - 1))
     m = float(x.mean())
     return math.exp(m - t * se), math.exp(m + t * se), se, n - 1
+
+
+# -- a paired table measured on several clusters per server (params servers.clusters) ------------------------------
+
+
+def implied_se(low: float | None, high: float | None, coverage: float | None, n_rounds: int | None) -> float | None:
+    """The standard error (log scale) a row's interval implies: its half-width over the t quantile of its own
+    coverage with n_rounds - 1 degrees of freedom (exact for a t interval; for a bootstrap or min–max interval
+    the normal-theory reading of its width at the coverage it states). None without an interval."""
+    from scipy import stats
+
+    if low is None or high is None or not coverage or not n_rounds or n_rounds < 2 or low <= 0 or high <= 0:
+        return None
+    q = float(stats.t.ppf(1 - (1 - coverage) / 2, n_rounds - 1))
+    return (math.log(high) - math.log(low)) / (2 * q) if q > 0 else None
+
+
+def replica_variance(groups: Sequence[tuple[Sequence[float], Sequence[float]]]) -> tuple[float, int]:
+    """The between-cluster variance of a comparison's log ratio, and its degrees of freedom, from comparisons
+    each measured on k ≥ 2 clusters: per comparison, the clusters' sample variance less their mean within-run
+    variance (se²), weighted by k - 1 (a moment estimate, never below 0). Two clusters: `cluster_variance` of
+    their differences (with aa_se² = se₁² + se₂²), the variance one cluster adds to the comparison."""
+    num, df = 0.0, 0
+    for logs, ses in groups:
+        x, s = np.asarray(logs, dtype=float), np.asarray(ses, dtype=float)
+        if x.size < 2:
+            continue
+        num += (x.size - 1) * (float(x.var(ddof=1)) - float(np.mean(s**2)))
+        df += x.size - 1
+    if df == 0:
+        raise ValueError("no comparison measured on two clusters: the between-cluster variance cannot be estimated")
+    return max(0.0, num / df), df
+
+
+def pooled_row(
+    logs: Sequence[float],
+    ses: Sequence[float],
+    n_rounds: Sequence[int],
+    var_cluster: float,
+    df_cluster: int,
+    confidence: float = 0.95,
+) -> dict:
+    """One comparison over its k clusters: ratio = geometric mean of the clusters' ratios, its within-run
+    variance the mean's (Σ se² / k², Welch–Satterthwaite df over the clusters' rounds), its interval the
+    across-run one with var_cluster / k for the clusters' own effects (`across_run_interval`)."""
+    k = len(logs)
+    m = float(np.mean(logs))
+    parts = np.asarray(ses, dtype=float) ** 2 / k**2
+    se_w = math.sqrt(float(parts.sum()))
+    dfs = np.maximum(np.asarray(n_rounds, dtype=float) - 1, 1)
+    denom = float(np.sum(parts**2 / dfs))
+    df_w = max(1, round(se_w**4 / denom)) if denom > 0 else int(dfs.sum())
+    # across_run_interval counts var_cluster once per side; here both sides share each cluster: half per side
+    low, high = across_run_interval(m, se_w, df_w, var_cluster / 2, df_cluster, k, k, confidence)
+    from scipy import stats
+
+    t_w = float(stats.t.ppf(1 - (1 - confidence) / 2, df_w))
+    w_low, w_high = math.exp(m - t_w * se_w), math.exp(m + t_w * se_w)
+    # never narrower than the rounds alone (with no between-cluster variance the two agree but for rounding)
+    return {
+        "ratio": math.exp(m),
+        "low": min(low, w_low),
+        "high": max(high, w_high),
+        "within_low": w_low,
+        "within_high": w_high,
+    }
+
+
+POOLED_COLUMNS = {"n_clusters": "Int64", "cluster_sd": "Float64", "within_low": "Float64", "within_high": "Float64"}
+
+
+def _rounds_text(n: Sequence[int]) -> str:
+    return str(min(n)) if min(n) == max(n) else f"{min(n)}–{max(n)}"
+
+
+def _with_se(table, server_col: str):
+    import polars as pl
+
+    from .replicas import base_names
+
+    bases = base_names(table[server_col].unique(maintain_order=True).to_list())
+    return bases, table.with_columns(
+        pl.col(server_col).replace_strict(bases).alias("_base"),
+        pl.struct(["low", "high", "coverage", "n_rounds"])
+        .map_elements(lambda r: implied_se(r["low"], r["high"], r["coverage"], r["n_rounds"]), return_dtype=pl.Float64)
+        .alias("_se"),
+    )
+
+
+def cluster_variances(
+    table, keys: Sequence[str], server_col: str = "server", variance_rows=None
+) -> dict[str, tuple[float, int]]:
+    """{base server: (between-cluster variance, df)} of a paired table with replica rows (see `pool_clusters`):
+    from every comparison (`keys`) a base server has on two or more clusters with an interval, among the rows
+    `variance_rows` (a polars expression; None: all). A server with no such comparison is left out."""
+    import polars as pl
+
+    keys = list(keys)
+    _, t = _with_se(table, server_col)
+    src = t if variance_rows is None else t.filter(variance_rows)
+    src = src.filter(pl.col("ratio").is_not_null() & pl.col("_se").is_not_null())
+    est = {}
+    for base, g in src.group_by("_base", maintain_order=True):
+        groups = [
+            (np.log(x["ratio"].to_numpy()), x["_se"].to_numpy()) for _, x in g.group_by(keys, maintain_order=True)
+        ]
+        try:
+            est[base[0]] = replica_variance(groups)
+        except ValueError:
+            pass
+    return est
+
+
+def has_replicas(servers) -> bool:
+    """Whether some of `servers` (names) are replica clusters of another one of them (`replicas.base_names`)."""
+    from .replicas import base_names
+
+    return any(b != n for n, b in base_names(servers).items())
+
+
+def pool_clusters(
+    table,
+    keys: Sequence[str],
+    server_col: str = "server",
+    variance_rows=None,
+    variances: dict[str, tuple[float, int]] | None = None,
+    confidence: float = 0.95,
+):
+    """A paired table (`paired.paired_compare`'s columns: ratio, low, high, n_rounds, coverage, method) whose
+    servers were measured on several clusters (`replicas`: pg17, pg17_c2, ...) as one row per base server and
+    comparison (`keys`: the columns that name a comparison besides the server).
+
+    ratio: the geometric mean over the comparison's clusters. Interval: `across_run_interval`, the within-run
+    variance of that mean plus the between-cluster variance / k, which is estimated per base server from how its
+    clusters disagree over all of the table's comparisons (`replica_variance`: the cluster-level A/A: the same
+    comparison on two clusters), restricted to the rows `variance_rows` (a polars expression; e.g. without the
+    A/A condition, whose two sides share a cluster and so differ by no cluster effect); or given per base
+    server in `variances` ({server: (variance, df)}, e.g. a per-item table's for its pooled summary). n_rounds:
+    the rounds of all clusters; coverage: the nominal `confidence` (93–97 % of fresh runs' true values in
+    tests/test_between_runs.py's simulations), never above the clusters' own rows'; method: the clusters' own,
+    then "pooled: ... across k clusters × n rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the
+    variance, log scale), within_low and within_high (the interval the rounds alone would give).
+
+    A table without replicas comes back unchanged; a server measured on one cluster only (an external server)
+    keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only."""
+    import polars as pl
+
+    if not has_replicas(table[server_col].unique(maintain_order=True).to_list()):
+        return table
+    keys = list(keys)
+    _, t = _with_se(table, server_col)
+    group = ["_base", *keys]
+    est = cluster_variances(table, keys, server_col, variance_rows) | dict(variances or {})
+    other = [
+        c
+        for c in table.columns
+        if c not in {server_col, *keys, "ratio", "low", "high", "n_rounds", "coverage", "method"}
+    ]
+    rows = []
+    for _, g in t.group_by(group, maintain_order=True):
+        first = g.row(0, named=True)
+        base = first["_base"]
+        head = {server_col: base, **{k: first[k] for k in keys}, **{c: first[c] for c in other}}
+        k = g.height
+        ok = g.filter(pl.col("ratio").is_not_null())
+        n = g["n_rounds"].to_list()
+        row = {"n_rounds": int(sum(n)), "n_clusters": k}
+        if k == 1:  # one cluster: its own row, nothing to pool
+            own = {c: first[c] for c in ("ratio", "low", "high", "coverage", "method")}
+            rows.append(head | row | own | {"within_low": first["low"], "within_high": first["high"]})
+            continue
+        if ok.height < k or ok["_se"].null_count() or base not in est:
+            ratio = float(np.exp(np.log(ok["ratio"].to_numpy()).mean())) if ok.height else None
+            why = "no interval on every cluster" if base in est else "no between-cluster variance"
+            rows.append(
+                head
+                | row
+                | {"ratio": ratio, "low": None, "high": None, "coverage": None, "method": f"{k} clusters, {why}"}
+            )
+            continue
+        var_c, df_c = est[base]
+        p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence)
+        cover = min([confidence, *g["coverage"].to_list()])
+        # the clusters' own method first (paired.is_fast reads it), then what the pooled interval rests on
+        method = f"{first['method']}; pooled: " + (
+            f"{cover:.0%} across {k} clusters × {_rounds_text(n)} rounds, between-cluster sd "
+            f"{math.sqrt(var_c):.1%} (df {df_c})"
+        ).replace("%", " %")
+        rows.append(head | row | p | {"cluster_sd": math.sqrt(var_c), "coverage": cover, "method": method})
+    schema = {c: table.schema[c] for c in table.columns} | {c: getattr(pl, d) for c, d in POOLED_COLUMNS.items()}
+    return pl.from_dicts(rows, schema=schema).select(list(schema))

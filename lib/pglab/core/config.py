@@ -198,6 +198,21 @@ class Servers(Strict):
     # more PostgreSQL versions, fetched into the per-user cache: majors (16) or exact versions ("16.14")
     versions: list[int | str] = []
     connect_timeout_s: float = Field(default=5, gt=0, le=60)
+    # every kit server started as this many independently made and loaded clusters (pg17, pg17_c2, ...): the
+    # intervals then hold across re-runs (core.replicas, between_runs.pool_clusters; cost: params/default.yaml)
+    clusters: int = 1
+
+    @field_validator("clusters", mode="before")
+    @classmethod
+    def _clusters(cls, v):
+        from .replicas import MAX_CLUSTERS
+
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_CLUSTERS:
+            raise ValueError(
+                f"expected a whole number of clusters per server from 1 (one cluster each, the default) to "
+                f"{MAX_CLUSTERS}; 2 measures every server on two independently made and loaded clusters"
+            )
+        return v
 
     @field_validator("use", mode="before")
     @classmethod
@@ -444,6 +459,16 @@ def check_server_names(params: CommonParams, shown) -> None:
     # a version is named pg<major> when fetched (installs.downloaded); an install of that name is renamed, not
     # dropped, but an external server of that name would hide it
     named += [(f"servers.versions[{i}]", f"pg{version_major(v)}") for i, v in enumerate(s.versions)]
+    if s.clusters > 1:  # a name that reads as a replica's would be pooled with another server's data
+        from .replicas import looks_like_replica, replica_name
+
+        for key, name in named:
+            if looks_like_replica(name) or not is_safe_name(replica_name(name, s.clusters)):
+                raise ParamsError(
+                    f"{shown}: {key}: with servers.clusters: {s.clusters}, expected a name that does not end in "
+                    f"_c<number> (the replicas' names: {replica_name('pg17', 2)}) and leaves room for that suffix "
+                    f"(at most 61 characters); {name!r} does not"
+                )
     first: dict[str, str] = {}
     for key, name in named:
         if name in first and not (key.startswith("servers.versions") and first[name].startswith("servers.installs")):

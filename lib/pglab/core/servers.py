@@ -20,6 +20,7 @@ from .cluster import Cluster, InitdbOptions
 from .config import CommonParams, ExternalServer
 from .db import connect, redact, register_secret
 from .installs import Install, discover, downloaded, from_params
+from .replicas import base_names, replica_name
 
 log = logging.getLogger(__name__)
 
@@ -171,13 +172,39 @@ def for_study(
 
     When `servers.use` is a list, that list is the whole set: versions are picked among those servers only.
     `fetch` gives the install of a version the run lacks (None: `downloaded` into the cache); the time
-    estimate of `make report` passes one that downloads nothing, to count the servers the same way."""
+    estimate of `make report` passes one that downloads nothing, to count the servers the same way.
+
+    With `servers.clusters` N > 1 every kit server comes N times, each its own cluster (`with_replicas`)."""
     base = select(params) if base is None else base
     fetch = fetch or downloaded
+    return with_replicas(_chosen(params, study, base, fetch), params.servers.clusters)
+
+
+def with_replicas(servers: list[Server], clusters: int) -> list[Server]:
+    """Every kit server followed by its clusters 2..N (`replicas.replica_name`: pg17, pg17_c2, ...), each its
+    own initdb, data directory, port and socket, with the same install, initdb options and settings; an
+    external server once (the kit makes no cluster of it)."""
+    if clusters <= 1 or any(b != n for n, b in base_names([s.name for s in servers]).items()):
+        return servers  # one cluster each, or the replicas are there already
+    out: list[Server] = []
+    for s in servers:
+        out.append(s)
+        if s.cluster is None:
+            continue
+        for k in range(2, clusters + 1):
+            name = replica_name(s.name, k)
+            cluster = Cluster(s.install, name=name, initdb=s.cluster.initdb_options)
+            out.append(Server(name=name, install=s.install, cluster=cluster, settings=dict(s.settings)))
+    return out
+
+
+def _chosen(
+    params: CommonParams, study: str | None, base: list[Server], fetch: Callable[[int | str], Install]
+) -> list[Server]:
     if study is None:
         out = {s.name: s for s in base}
         for name in type(params).SECTIONS:
-            out |= {s.name: s for s in for_study(params, name, base, fetch)}
+            out |= {s.name: s for s in _chosen(params, name, base, fetch)}
         return list(out.values())
     # a study section that names the versions it compares (params: `<section>.versions`: ssb, pgbench)
     section = getattr(params, study, None)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import derived, paths
+from . import derived, paths, replicas
 from . import servers as servers_mod
 from .config import CommonParams, ParamsError, check_reference
 from .servers import Server
@@ -40,17 +40,25 @@ class Session:
 
     def override(self, servers: list[str] | None = None, **sections: dict | Any) -> Session:
         """A notebook's parameters on top of the params, before its stage runs (`Study.run` reads them from here):
-        `servers`, the names of the servers to measure on (None: every server of the study); per params section,
+        `servers`, the names of the servers to measure on (None: every server of the study; a name stands for its
+        replica clusters too); per params section,
         the keys the notebook sets (a None value keeps the params' own), the section validated again by its own
         type, or the section already made by the study's own rule (parallel_index's `with_overrides`). The run's
         params digest and params.json stay the params file's; a stage that takes overrides records what it ran
         with beside its data (ssb's facts, parallel_index's setup)."""
         if servers:
             known = {x.name: x for x in self.servers}
+            # a server named once stands for all its clusters (servers.clusters: pg17 is pg17 and pg17_c2)
+            bases = replicas.base_names(known)
             unknown = [n for n in servers if n not in known]
             if unknown:
                 raise ValueError(f"servers {unknown} are not among this run's servers {sorted(known)}")
-            self.servers = [known[n] for n in servers]
+            wanted = set(servers)
+            self.servers = [
+                x
+                for n in servers
+                for x in [known[n], *(r for r in self.servers if r.name not in wanted and bases[r.name] == n != r.name)]
+            ]
         update = {}
         for key, values in sections.items():
             section = getattr(self.params, key)

@@ -63,6 +63,29 @@ def _available(setup: pl.DataFrame) -> pl.DataFrame:
     return setup.filter(pl.col("jit_available") & pl.col("reason").is_null())
 
 
+def clusters_markdown(pair: pl.DataFrame) -> str | None:
+    """What each interval rests on when every server was measured on several clusters (params servers.clusters):
+    None for a run of one cluster per server."""
+    if "n_clusters" not in pair.columns or (pair["n_clusters"].max() or 1) < 2:
+        return None
+    parts = []
+    for (server,), g in pair.group_by("server", maintain_order=True):
+        sd = g["cluster_sd"].drop_nulls()
+        per = (g["n_rounds"] // g["n_clusters"]).unique().sort().to_list()
+        parts.append(
+            f"{server}: {g['n_clusters'].max()} clusters × {'/'.join(map(str, per))} rounds"
+            + (f", between-cluster sd {sd[0]:.1%}".replace("%", " %") if sd.len() else "")
+        )
+    return (
+        "- **Clusters**: every server measured on several independently made and loaded clusters (own initdb, "
+        "data directory and table; `<server>_c<k>` in the per-cluster tables), interleaved; each comparison is the "
+        "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
+        "clusters disagreed over the operators), the summary over all operators with the operators' variance: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def method(profile: str, root: Path | None = None) -> str:
     setup = _read("jit_operators_setup", profile, root).sort("server")
     conds = _read("jit_operators_conditions", profile, root).sort("order")
@@ -108,6 +131,7 @@ def method(profile: str, root: Path | None = None) -> str:
                 conds.filter(pl.col("role") == "baseline")["condition"][0],
                 _fast(profile, root),
             ),
+            *filter(None, [clusters_markdown(_read("jit_operators_paired", profile, root))]),
         ]
     )
 

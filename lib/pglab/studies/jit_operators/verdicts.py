@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...core import between_runs as br
 from ...core import findings as fnd
-from ...core import noise, paired
+from ...core import noise, paired, replicas
 from ...core import verdicts as vd
 from .params import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
 
@@ -101,12 +102,17 @@ def overall_fast(every: pl.DataFrame, baseline: str) -> pl.DataFrame:
     )
 
 
-def noise_table(t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare) -> pl.DataFrame:
+def noise_table(
+    t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare, bases: dict[str, str] | None = None
+) -> pl.DataFrame:
     """Per server and metric: the A/A comparisons over the operators (by the study's `compare`), their
-    false-difference rate and floor."""
+    false-difference rate and floor. `bases` (server -> base server, `replicas.base_names`): the A/A pairs of
+    every cluster of a server counted under its base name (params servers.clusters)."""
     cmp = noise.aa_comparisons(
         t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value", compare=compare
     )
+    if bases is not None:
+        cmp = cmp.with_columns(pl.col("server").replace_strict(bases))
     rows = []
     for (server, metric), g in cmp.group_by("server", "metric", maintain_order=True):
         nf = noise.noise_floor(g)
@@ -122,11 +128,24 @@ def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]
         every, compare, pooled = timed(runs, p.metric, None), paired.fast_compare, overall_fast
     else:
         every, compare, pooled = t, paired.paired_compare, overall
+    pair = compare(every, by, "condition", p.baseline, "round", "value")
+    over = pooled(every.filter(pl.col("condition") != p.aa_condition), p.baseline)
+    bases = None
+    if br.has_replicas(pair["server"].unique().to_list()):
+        # params servers.clusters: every server on several clusters; one row per base server and comparison,
+        # its interval with the between-cluster variance (the operators' disagreement between clusters, not the
+        # A/A copy's: both its sides share a cluster); the pooled summary takes the operators' variance (an
+        # upper bound for a mean over operators, whose own rows are too few to estimate it)
+        bases = replicas.base_names(pair["server"].unique(maintain_order=True).to_list())
+        measured = pl.col("condition") != p.aa_condition
+        var = br.cluster_variances(pair, ["metric", "operator", "condition"], variance_rows=measured)
+        pair = br.pool_clusters(pair, ["metric", "operator", "condition"], variances=var)
+        over = br.pool_clusters(over, ["metric", "condition"], variances=var)
     return {
-        "jit_operators_paired": compare(every, by, "condition", p.baseline, "round", "value"),
-        "jit_operators_overall": pooled(every.filter(pl.col("condition") != p.aa_condition), p.baseline),
+        "jit_operators_paired": pair,
+        "jit_operators_overall": over,
         "jit_operators_drift": paired.drift(t, by, "condition", p.baseline, "round", "value"),
-        "jit_operators_noise": noise_table(every, p.baseline, p.aa_condition, compare),
+        "jit_operators_noise": noise_table(every, p.baseline, p.aa_condition, compare, bases),
     }
 
 
@@ -153,6 +172,9 @@ def findings_from(
     """Per server: one finding per operator of the study (its reduction as a ratio JIT / off) and one on its
     summary (all operators pooled), each by `verdicts.verdict` with the server's A/A noise floor."""
     rows = []
+    bases = replicas.base_names(setup["server"].to_list())
+    if br.has_replicas(setup["server"].to_list()):  # params servers.clusters: findings per base server, pooled
+        setup = setup.filter(pl.col("server").replace_strict(bases) == pl.col("server"))
     for s in setup.sort("server").iter_rows(named=True):
         server = s["server"]
         claims = [(f"reduction_{op}", operator_claim(op), op) for op in OPERATORS]
@@ -175,6 +197,8 @@ def findings_from(
             ev = vd.Evidence.from_row(r)
             v = vd.verdict(claim, ev, floor)
             how = "in the fast mode" if paired.is_fast(r.get("method")) else "paired within rounds"
+            if (r.get("n_clusters") or 1) > 1:
+                how += f", on {r['n_clusters']} clusters"
             tail = f" ({r['metric']} time, JIT {study_condition} / off {how}"
             if "noise floor" not in v.reason:
                 tail += f"; noise floor ±{floor:.1%}".replace("%", " %") if floor is not None else "; no A/A floor"

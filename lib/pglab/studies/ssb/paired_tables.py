@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import noise, paired
+from ...core import between_runs, noise, paired, replicas
 from ...datasets.ssb import answers
 
 # (condition, baseline) pairs compared over the same rounds: speed-up, JIT at S1's thresholds, JIT forced
@@ -55,14 +55,25 @@ def mode_comparisons(execs: pl.DataFrame, estimate: str = FAST) -> pl.DataFrame:
         sub = t.filter(pl.col("mode").is_in([cond, base]))
         if set(sub["mode"]) == {cond, base}:
             frames.append(comparison(estimate)(sub, ["server", "query"], "mode", base, "round", "seconds"))
-    return pl.concat(frames) if frames else pl.DataFrame()
+    return pooled(pl.concat(frames), ["query", "mode", "baseline"]) if frames else pl.DataFrame()
+
+
+def pooled(table: pl.DataFrame, keys: list[str], server_col: str = "server") -> pl.DataFrame:
+    """With replica clusters (params servers.clusters): one row per base server and comparison, its interval
+    across the clusters (`between_runs.pool_clusters`), the between-cluster variance from the queries' rows (the
+    suites are sums of them); without: the table itself."""
+    if table.is_empty():
+        return table
+    queries = ~pl.col("query").is_in([SUITE, SUITE_Q1])
+    return between_runs.pool_clusters(table, keys, server_col, variance_rows=queries)
 
 
 def version_servers(facts: dict) -> dict[int, str] | None:
     """{16: server, 17: server} when the run has both of S1's versions (the first server of each), else None."""
     by_major: dict[int, str] = {}
+    bases = replicas.base_names(facts.get("servers", {}))  # a server's replica clusters are not other servers
     for name, f in sorted(facts.get("servers", {}).items()):
-        if f.get("major") in S1_VERSIONS:
+        if f.get("major") in S1_VERSIONS and bases[name] == name:
             by_major.setdefault(f["major"], name)
     return by_major if set(by_major) == set(S1_VERSIONS) else None
 
@@ -72,9 +83,17 @@ def version_comparisons(execs: pl.DataFrame, facts: dict, estimate: str = FAST) 
     vs = version_servers(facts)
     if vs is None:
         return pl.DataFrame()
-    t = with_suites(ok_timed(execs).filter(pl.col("server").is_in(list(vs.values()))))
-    t = t.filter(pl.col("mode").is_in(["serial", "parallel"]))
-    return comparison(estimate)(t, ["mode", "query"], "server", vs[16], "round", "seconds")
+    # with replica clusters: cluster k of 17 over cluster k of 16 (pg17_c2 / pg16_c2), then pooled over k
+    names = set(facts.get("servers", {}))
+    frames = []
+    for k in range(1, replicas.MAX_CLUSTERS + 1):
+        pair = {m: replicas.replica_name(n, k) for m, n in vs.items()}
+        if not set(pair.values()) <= names:
+            break
+        t = with_suites(ok_timed(execs).filter(pl.col("server").is_in(list(pair.values()))))
+        t = t.filter(pl.col("mode").is_in(["serial", "parallel"]))
+        frames.append(comparison(estimate)(t, ["mode", "query"], "server", pair[16], "round", "seconds"))
+    return frames[0] if len(frames) == 1 else pooled(pl.concat(frames), ["mode", "query"])
 
 
 def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -86,7 +105,10 @@ def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) ->
     )
     rows = []
     if not aa.is_empty():
-        groups = [(s, aa.filter(pl.col("server") == s)) for s in sorted(set(aa["server"]))] + [("all", aa)]
+        # a server's floor over the A/A pairs of all its clusters (params servers.clusters)
+        bases = replicas.base_names(sorted(set(aa["server"])))
+        by = aa.with_columns(pl.col("server").replace_strict(bases))
+        groups = [(s, by.filter(pl.col("server") == s)) for s in sorted(set(by["server"]))] + [("all", aa)]
         for server, g in groups:
             f = noise.noise_floor(g)
             rows.append(
@@ -120,7 +142,8 @@ def sweep_comparisons(sweep: pl.DataFrame, estimate: str = FAST) -> pl.DataFrame
     t = ok_timed(sweep)
     if t.is_empty() or 0 not in set(t["workers"]):
         return pl.DataFrame()
-    return comparison(estimate)(with_suites(t, "workers"), ["server", "query"], "workers", 0, "round", "seconds")
+    cmp = comparison(estimate)(with_suites(t, "workers"), ["server", "query"], "workers", 0, "round", "seconds")
+    return pooled(cmp, ["query", "workers", "baseline"])
 
 
 def answers_table(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:

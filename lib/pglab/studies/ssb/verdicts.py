@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import noise, paired
+from ...core import noise, paired, replicas
 from ...core import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
@@ -34,6 +34,9 @@ class Paired:
         }
         self.modes, self.versions, self.noise = t["ssb_paired"], t["ssb_versions_paired"], t["ssb_noise"]
         self.sweep, self.answers, self.scaled = t["ssb_sweep_paired"], t["ssb_answers"], t["ssb_plans_scaled"]
+        # with replica clusters (params servers.clusters) the paired tables hold base servers only: one finding each
+        bases = replicas.base_names(self.d.servers)
+        self.servers = [s for s in self.d.servers if bases[s] == s]
 
     def floor(self, server: str) -> float | None:
         if self.noise.is_empty():
@@ -89,7 +92,7 @@ def _speedups(p: Paired) -> list[dict]:
         math.sqrt(hi / lo) - 1,
     )
     rows = []
-    for s in p.d.servers:
+    for s in p.servers:
         cmp = p.compare(s, SUITE, "parallel", "serial")
         if cmp.is_empty():
             why = v.not_run(f"{s} ran no serial and parallel rounds (serial runs on S1's versions only)")
@@ -213,7 +216,7 @@ def _jit(p: Paired) -> list[dict]:
         ("S4", "jit_per_query", s4, SUITE),
     ]
     rows = []
-    for s in p.d.servers:
+    for s in p.servers:
         for mode, suffix, label in (
             ("parallel_jit", "", "S1's thresholds"),
             ("parallel_jit_forced", "_forced", "inlining and optimisation forced"),
@@ -249,7 +252,7 @@ def _q43(p: Paired) -> list[dict]:
         0.0,
     )
     rows = []
-    for s in p.d.servers:
+    for s in p.servers:
         sc = p.scaled.filter(pl.col("server") == s) if not p.scaled.is_empty() else p.scaled
         q = sc.filter(pl.col("query") == "q4.3") if sc.height else sc
         if q.is_empty():
@@ -300,7 +303,7 @@ def _sweep(p: Paired) -> list[dict]:
         0.10,
     )
     rows = []
-    for s in p.d.servers:
+    for s in p.servers:
         sw = p.sweep.filter(pl.col("server") == s, pl.col("query") == SUITE) if not p.sweep.is_empty() else p.sweep
         fit = sw.filter(pl.col("workers") + 1 <= (p.d.cores or 1)) if sw.height else sw
         if fit.is_empty():
@@ -360,7 +363,7 @@ def _answers(p: Paired) -> list[dict]:
         else "results DIFFER for " + ", ".join(wrong["query"]) + "."
     )
     rows = [_row("S1", "results_agree", agree, "all", v.verdict(agree, ev), ev, txt)]
-    for s in p.d.servers:
+    for s in p.servers:
         a = p.answers.filter(pl.col("server") == s) if not p.answers.is_empty() else p.answers
         checked = a.filter(pl.col("checked")) if a.height else a
         if checked.is_empty():

@@ -1,0 +1,218 @@
+"""Replica clusters (params `servers.clusters`, issue 30) end to end on real servers: a tiny JIT-per-operator run
+with `clusters: 2` on the install with JIT starts two clusters of it (own data directory, port and table),
+measures both interleaved, pools the paired table to one row per base server and comparison with an interval no
+narrower than the rounds' own, and stops both however the run ends. Without servers: the names, the params key's
+errors, and a notebook's server override that names a server and gets its replicas."""
+
+import uuid
+
+import polars as pl
+import pytest
+import yaml
+from conftest import postmasters
+
+from pglab import params
+from pglab.core import paired, replicas, servers, session
+from pglab.params import ParamsError
+from pglab.studies.jit_operators import verdicts as jv
+from pglab.studies.jit_operators.derive import tables as stage_tables
+from pglab.studies.jit_operators.params import OPERATORS
+from pglab.studies.jit_operators.run import run_stage
+
+ROWS, REPS = 20000, 3
+
+
+def _params_file(path, servers_section, name="pytest-replicas"):
+    doc = {
+        "profile": name,
+        "servers": servers_section,
+        "settings": {"shared_buffers": "128MB", "jit": False},
+        "jit_operators": {"rows": ROWS, "repetitions": REPS, "warmups": 1, "executions": 2},
+    }
+    f = path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return f
+
+
+def test_names_map_back_to_their_base_server():
+    assert replicas.replica_name("pg17", 1) == "pg17" and replicas.replica_name("pg17", 2) == "pg17_c2"
+    assert replicas.split_name("pg17_c2") == ("pg17", 2) and replicas.split_name("pg17") == ("pg17", 1)
+    assert replicas.split_name("pg16.14_c12") == ("pg16.14", 12)
+    assert replicas.split_name("a_c1") == ("a_c1", 1) and replicas.split_name("a_c01") == ("a_c01", 1)
+    assert replicas.base_names(["pg17", "pg17_c2", "lab_c2"]) == {"pg17": "pg17", "pg17_c2": "pg17", "lab_c2": "lab_c2"}
+
+
+@pytest.mark.parametrize(
+    "section, says",
+    [
+        ({"clusters": 0}, "servers.clusters: expected a whole number of clusters per server from 1"),
+        ({"clusters": 9}, "to 8"),
+        ({"clusters": "2"}, "got '2'"),
+        ({"clusters": True}, "got True"),
+        (
+            {"clusters": 2, "external": [{"name": "lab_c2", "dsn": "host=x"}]},
+            "servers.external[0].name: with servers.clusters: 2, expected a name that does not end in _c<number>",
+        ),
+    ],
+)
+def test_params_errors(tmp_path, section, says):
+    with pytest.raises(ParamsError, match=None) as e:
+        params.load(_params_file(tmp_path, section), check_servers=False)
+    assert says in str(e.value)
+
+
+def test_one_cluster_is_the_default_and_a_name_stands_for_its_replicas(tmp_path, installs):
+    one = params.load(_params_file(tmp_path, {}), check_servers=False)
+    assert one.servers.clusters == 1
+    assert [s.name for s in servers.for_study(one, "jit_operators")] == [i.name for i in installs]
+    two = params.load(_params_file(tmp_path, {"clusters": 2}, "pytest-replicas-2"), check_servers=False)
+    got = servers.for_study(two, "jit_operators")
+    assert [s.name for s in got] == [n for i in installs for n in (i.name, f"{i.name}_c2")]
+    assert len({s.cluster.name for s in got}) == len(got)  # a folder of its own each
+    s = session.Session(params=two, store=None, servers=got)
+    s.override(servers=[installs[0].name])
+    assert [x.name for x in s.servers] == [installs[0].name, f"{installs[0].name}_c2"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, installs):
+    jit = [i for i in installs if i.jit]
+    if not jit:
+        pytest.skip("no install with llvmjit on this machine")
+    d = tmp_path_factory.mktemp("replicas")
+    f = _params_file(d, {"use": [jit[0].name], "clusters": 2})
+    s = session.begin(params.load(str(f)), run_id=f"pytest-replicas-{uuid.uuid4().hex[:8]}")
+    seen = {}
+    try:
+        s.start()
+        seen["running"] = {x.name: (x.cluster.port, x.cluster.data) for x in s.servers if x.cluster.running}
+        result = run_stage(s)
+    finally:
+        s.close()
+    tables = stage_tables(s.store, s.params.jit_operators, result.seen["setup"])
+    return s, jit[0].name, seen, result, tables
+
+
+def test_two_clusters_started_and_both_measured(run):
+    s, base, seen, result, tables = run
+    names = [base, f"{base}_c2"]
+    assert [x.name for x in s.servers] == names
+    assert sorted(seen["running"]) == sorted(names)
+    (p1, d1), (p2, d2) = seen["running"][names[0]], seen["running"][names[1]]
+    assert p1 != p2 and d1 != d2
+    assert sorted(result.servers) == sorted(names)
+    r = tables["jit_operators_runs"]
+    n = r.filter(~pl.col("warmup")).group_by("server").len()
+    conds = len(s.params.jit_operators.measured_conditions())
+    assert dict(n.iter_rows()) == dict.fromkeys(names, REPS * 2 * conds * len(OPERATORS))  # rounds × passes × cells
+    # each cluster loaded its own table: both have it, each its own size record
+    setup = result.seen["setup"]
+    assert sorted(setup["server"]) == sorted(names) and setup["table_bytes"].null_count() == 0
+
+
+def test_pooled_table_one_row_per_base_server_and_comparison(run):
+    s, base, _, _, tables = run
+    pair = tables["jit_operators_paired"]
+    assert pair["server"].unique().to_list() == [base]
+    assert pair.group_by("metric", "operator", "condition").len()["len"].to_list() == [1] * pair.height
+    # every condition but the baseline (the A/A copy too) against it
+    assert pair.height == len(OPERATORS) * (len(s.params.jit_operators.measured_conditions()) - 1)
+    assert (pair["n_clusters"] == 2).all() and (pair["n_rounds"] == 2 * REPS).all()
+    ok = pair.filter(pl.col("low").is_not_null())
+    assert ok.height == pair.height
+    assert (ok["low"] <= ok["within_low"]).all() and (ok["high"] >= ok["within_high"]).all()
+    assert all("pooled: " in m and f"across 2 clusters × {REPS} rounds" in m for m in pair["method"])
+    over = tables["jit_operators_overall"]
+    assert set(over["server"]) == {base} and set(over["n_clusters"]) == {2}
+    noise = tables["jit_operators_noise"]
+    assert noise["server"].to_list() == [base] and noise["n_pairs"].to_list() == [2 * len(OPERATORS)]
+    f = jv.findings_from(
+        tables["jit_operators_setup"], pair, over, noise, jv.study_condition(tables["jit_operators_conditions"])
+    )
+    assert f["server"].unique().to_list() == [base] and f.height == len(OPERATORS) + 1
+    assert all("on 2 clusters" in e for e in f["evidence"] if "fast mode" in e)
+
+
+def test_every_cluster_stopped_afterwards(run):
+    s, _, seen, _, _ = run
+    assert not any(x.cluster.running for x in s.servers)
+    for _, data in seen["running"].values():
+        assert postmasters(data) == [], data
+
+
+def test_derive_and_report_section_say_what_the_intervals_rest_on(run, tmp_path):
+    from pglab.core import derived
+    from pglab.studies.jit_operators import STUDY, report
+
+    s, base, _, _, _ = run
+    out = STUDY.derive(s.store, s.params)
+    derived.write(out, s.profile, root=tmp_path)
+    text = report.method(s.profile, root=tmp_path)
+    assert "- **Clusters**: every server measured on several independently made" in text
+    assert f"{base}: 2 clusters × {REPS} rounds" in text
+    for chart in report.charts(s.profile, root=tmp_path):
+        chart.to_dict()
+    f = report.findings(s.profile, root=tmp_path)
+    assert f["server"].unique().to_list() == [base]
+
+
+# -- SSB's paired tables with replica clusters (synthetic executions, as tests/test_ssb_paired.py) ------------------
+
+
+def _ssb_replicated(seed=0):
+    import numpy as np
+    from test_ssb_paired import FACTS, _execs
+
+    e = _execs()
+    rng = np.random.default_rng(seed)
+    parts = [e]
+    for server in ("pg16", "pg17"):
+        effect = {q: float(np.exp(rng.normal(0, 0.02))) for q in e["query"].unique()}  # this cluster's own
+        parts.append(
+            e.filter(pl.col("server") == server).with_columns(
+                server=pl.lit(f"{server}_c2"),
+                seconds=pl.col("seconds") * pl.col("query").replace_strict(effect) * (1 + rng.normal(0, 0.002)),
+            )
+        )
+    facts = FACTS | {"servers": FACTS["servers"] | {"pg16_c2": {"major": 16}, "pg17_c2": {"major": 17}}}
+    return e, pl.concat(parts), facts
+
+
+@pytest.mark.parametrize("estimate", ["fast", "round"])
+def test_ssb_paired_tables_pool_replica_clusters(estimate):
+    from test_ssb_paired import FACTS
+
+    from pglab.studies.ssb import paired_tables as pt
+
+    def derive(execs, facts):
+        return {
+            "ssb_paired": pt.mode_comparisons(execs, estimate),
+            "ssb_versions_paired": pt.version_comparisons(execs, facts, estimate),
+            "ssb_noise": pt.noise_table(execs, estimate=estimate)[1],
+        }
+
+    one, both, facts = _ssb_replicated()
+    plain, got = derive(one, FACTS), derive(both, facts)
+    modes, plain_modes = got["ssb_paired"], plain["ssb_paired"]
+    assert sorted(modes["server"].unique()) == ["pg16", "pg17"]
+    assert modes.height == plain_modes.height and (modes["n_clusters"] == 2).all()
+    assert (modes["low"] <= modes["within_low"]).all() and (modes["high"] >= modes["within_high"]).all()
+    assert all("across 2 clusters" in m for m in modes["method"])
+    assert paired.is_fast(modes["method"]) == (estimate == "fast")
+    versions = got["ssb_versions_paired"]
+    # 17 over 16 on each cluster pair, pooled: one row per mode and query, named as without replicas
+    assert versions.select("server", "baseline").unique().rows() == [("pg17", "pg16")]
+    assert versions.height == plain["ssb_versions_paired"].height and (versions["n_clusters"] == 2).all()
+    noise = got["ssb_noise"]
+    assert sorted(noise["server"]) == ["all", "pg16", "pg17"]
+    assert (noise.filter(pl.col("server") != "all")["n_pairs"] == 2 * len(set(one["query"]))).all()
+
+
+def test_ssb_paired_tables_without_replicas_unchanged():
+    from test_ssb_paired import FACTS
+
+    from pglab.studies.ssb import paired_tables as pt
+
+    one, _, _ = _ssb_replicated()
+    assert "n_clusters" not in pt.mode_comparisons(one).columns
+    assert "n_clusters" not in pt.version_comparisons(one, FACTS).columns
