@@ -41,8 +41,8 @@ from pglab.studies.ssb import derive as ssb_derive
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="ssb")
-p = ssb_stage.ssb_params(s, sf=sf, seed=seed, query_set=query_set, prewarm=prewarm)
-targets = ssb_stage.servers(s, servers)
+s.override(servers, ssb=dict(sf=sf, seed=seed, query_set=query_set, prewarm=prewarm))
+p, targets = s.params.ssb, s.servers
 print(f"run {s.run_id}: SSB SF {p.sf:g}, seed {p.seed}, query set {p.query_set}, on {[t.name for t in targets]}")
 ssb_stage.prepare(targets, p)
 

@@ -38,47 +38,52 @@
 # Parameters (papermill injects its own values after this cell)
 params_file = "params/default.yaml"  # relative to the project root
 run_id = None
-only = None  # e.g. ['load', 'series'] to run some experiments only (default: params decide)
+only = None  # e.g. ['load', 'series'] to run these experiments only, in this order (None: pgbench.experiments)
 
 # %%
-import time
-
 import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
+from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import charts as pgbench_charts
 from pglab.studies.pgbench import derive as pgbench_tables
 from pglab.studies.pgbench import verdicts as pgbench_verdicts
 from pglab.studies.pgbench.run import EXPERIMENT_NAMES, Stage
 
-if only is not None and not set(only) <= set(EXPERIMENT_NAMES):  # papermill only warns about bad parameters
-    raise ValueError(f"only: expected names among {sorted(EXPERIMENT_NAMES)}; got {only!r}")
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="pgbench")
-st = Stage(s)
-st.skipped()
-outcomes.report_skipped(s.store, list(EXPERIMENT_NAMES.values()), "pgbench_skipped", s.profile)
+s.override(pgbench=dict(experiments=only))  # a name that is not an experiment is refused here
+plan = Stage(s)  # what will run, before any server starts
 print(
-    f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in st.servers]}, "
-    f"pgbench client: {s.params.pgbench.client}, baseline for comparisons: {st.baseline()}"
+    f"profile {s.profile}, run {s.run_id}, servers: {[x.name for x in plan.servers]}, "
+    f"pgbench client: {s.params.pgbench.client}, baseline for comparisons: {plan.baseline()}"
 )
-if not st.servers:
-    s.close()
-    outcomes.stop_notebook("no server may run pgbench: nothing to measure (the skips are above)")
-pl.from_dicts(st.plan())
+pl.from_dicts(plan.plan())
 
 # %% [markdown]
-# ## The servers as pgbench sees them
+# ## Running the experiments
 #
 # The servers start with the params' settings; what each reports as non-default is kept with the run
-# (`pgbench/servers/<name>.json`) together with the pgbench client that drives it.
+# (`pgbench/servers/<name>.json`) together with the pgbench client that drives it. Then every experiment, in
+# the order of `pgbench.experiments`. A server the kit may not write to (an external one without
+# `allow_destructive`) is skipped, with the reason.
 
 # %%
 s.start()
-st.capture_settings()
-wall = {}
+result = STUDY.run(s)
+outcomes.report_skipped(s.store, list(EXPERIMENT_NAMES.values()), "pgbench_skipped", s.profile)
+if not result.servers:
+    s.close()
+    outcomes.stop_notebook("no server may run pgbench: nothing to measure (the skips are above)")
+
+# %%
+st = result.seen["stage"]
+# every table from the raw store alone, as `python -m pglab derive` does
+tables = STUDY.derive(s.store, s.params)
+derived.write(tables, s.profile)
+print(f"{result.steps_run} pgbench runs now, {result.wall_s:.0f} s")
 pl.from_dicts(
     [
         {
@@ -97,11 +102,6 @@ pl.from_dicts(
 # `time`); pgbench 13+ also prints the time of each step. Sizes are read before (empty database) and after.
 
 # %%
-t0 = time.monotonic()
-if only is None or "load" in only:
-    st.load()
-wall["load"] = time.monotonic() - t0
-tables = pgbench_tables.derive(s.store, s.params)
 pgbench_charts.load_time(tables["pgbench_init_summary"])
 
 # %%
@@ -124,11 +124,6 @@ tables["pgbench_init_summary"].select(
 # repetitions round-robin over every server and scale.
 
 # %%
-t0 = time.monotonic()
-if only is None or "select_only" in only:
-    st.select_only()
-wall["select_only"] = time.monotonic() - t0
-tables = pgbench_tables.derive(s.store, s.params)
 pgbench_charts.select_only(tables["pgbench_select_only_summary"])
 
 # %%
@@ -150,11 +145,6 @@ tables["pgbench_select_only_summary"].select(
 # the ratio between versions, not the absolute numbers.
 
 # %%
-t0 = time.monotonic()
-if only is None or "scaling" in only:
-    st.scaling()
-wall["scaling"] = time.monotonic() - t0
-tables = pgbench_tables.derive(s.store, s.params)
 pgbench_charts.scaling(tables["pgbench_scaling_summary"])
 
 # %%
@@ -177,12 +167,6 @@ tables["pgbench_scaling_summary"].select(
 # the band their min–max when the series was repeated.
 
 # %%
-t0 = time.monotonic()
-if only is None or "series" in only:
-    st.series()
-wall["series"] = time.monotonic() - t0
-tables = pgbench_tables.derive(s.store, s.params)  # the final tables, from the raw store alone (as derive does)
-derived.write(tables, s.profile)
 pgbench_charts.degradation(tables["pgbench_series_summary"], tables["pgbench_series"])
 
 # %% [markdown]
@@ -305,7 +289,7 @@ display(Markdown(findings.markdown(pgbench_verdicts.findings(tables))))
 spread = tables["pgbench_select_only_summary"].select(
     "server", "scale", pl.lit("select-only").alias("experiment"), "n", pl.col("min", "median", "max").round(0)
 )
-print("wall time of each experiment in this session (s):", {k: round(v, 1) for k, v in wall.items()})
+print("wall time of each experiment in this session (s):", {k: round(v, 1) for k, v in st.timings.items()})
 print("tps spread over repetitions (min / median / max):")
 spread
 

@@ -68,7 +68,7 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
-from pglab.core import charts, derived, outcomes, session
+from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.auto_explain import STUDY
 from pglab.studies.auto_explain import charts as aec
 from pglab.studies.auto_explain import derive as aer
@@ -268,7 +268,7 @@ tables["auto_explain_drift"]
 # not scored: the study explained, it did not measure it. The report's section shows these same findings.
 
 # %%
-display(Markdown(aec.findings_markdown(tables["auto_explain_findings"])))
+display(Markdown(findings.markdown(tables["auto_explain_findings"])))
 
 # %%
 s.close()

@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pglab.core import noise
 from pglab.core import verdicts as v
 from pglab.studies.auto_explain import derive as aer
 from pglab.studies.auto_explain import verdicts as av
@@ -138,7 +139,7 @@ def test_noise_table_drift_and_paired_ratios():
     runs = _runs(_truth(), servers=("pgA", "pgB"))
     m = av.measured(runs)
     n = av.noise_table(m, P)
-    assert list(n.columns) == list(av.NOISE_SCHEMA)
+    assert list(n.columns) == list(noise.SCHEMA)
     assert set(n["server"]) == {"pgA", "pgB", "all"} and n.filter(pl.col("server") == "all")["n_pairs"][0] == 6
     assert (n["floor"] < 0.02).all()  # run noise 0.3 %: the shared round factor cancels
     d = av.drift_table(m, P)

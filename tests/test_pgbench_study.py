@@ -9,10 +9,10 @@ import pytest
 from pglab import params
 from pglab.core import outcomes, schedule, session
 from pglab.params import ParamsError
+from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import derive as pgbench_tables
-from pglab.studies.pgbench.measure import Bench, threads_for
 from pglab.studies.pgbench.params import ScalingParams
-from pglab.studies.pgbench.run import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Stage
+from pglab.studies.pgbench.run import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Bench, Stage, threads_for
 
 TINY = """
 profile: pgbenchtest
@@ -147,6 +147,18 @@ def test_resuming_the_run_reruns_nothing(tiny):
     again.servers = s.servers  # the running servers; a resumed run starts nothing new
     assert Stage(again).run() == {"load": 0, "select_only": 0, "scaling": 0, "series": 0}
     assert s.store.file.read_text().count("\n") == lines
+
+
+def test_notebook_30s_only_reaches_the_stage_through_the_session(tiny):
+    """STUDY.run as notebook 30 calls it: `only` put on the session (Session.override) picks the experiments."""
+    s = tiny["session"]
+    again = session.begin(params.load(str(tiny["file"])), s.run_id)
+    again.servers = s.servers
+    result = STUDY.run(again.override(pgbench=dict(experiments=["series", "load"])))
+    assert result.steps_run == 0 and result.servers == [x.name for x in s.servers]
+    assert list(result.seen["stage"].timings) == [EXP_SERIES, EXP_INIT]  # the experiments asked for, in that order
+    with pytest.raises(ValueError, match="experiments"):
+        again.override(pgbench=dict(experiments=["vacuum"]))
 
 
 def test_a_failing_pgbench_is_recorded_not_dropped(tiny):

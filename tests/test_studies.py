@@ -30,10 +30,8 @@ def test_params_pyproject_and_notebooks_name_the_studies_of_STUDIES_in_its_order
     on_disk = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py") if not p.stem.startswith("99"))
     assert on_disk == [s.notebook for s in studies.STUDIES]
     for s in studies.studies():
-        assert (
-            f"from pglab.studies.{s.name} import STUDY" in (ROOT / "notebooks" / f"{s.notebook}.py").read_text()
-            or s.name == "pgbench"
-        )  # its notebook still calls its modules step by step
+        text = (ROOT / "notebooks" / f"{s.notebook}.py").read_text()
+        assert f"from pglab.studies.{s.name} import STUDY" in text and "STUDY.run(s)" in text, s.notebook
     assert "report_order()" in (ROOT / "notebooks" / "99_report.py").read_text()  # no section named by hand
 
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from .core import derived, paths, raw_archive
-from .core.paramtypes import SAFE_NAME_RULE, is_safe_name
+from .core.paramtypes import run_id_arg
 from .core.servers import NO_SERVERS_ENV
 from .core.store import RunStore
 from .studies import STUDIES, Study
@@ -128,19 +128,13 @@ def compare(got: Path, want: Path, run_id: str) -> dict[str, list[str]]:
     return out
 
 
-def _run_id(text: str) -> str:
-    if not is_safe_name(text):
-        raise argparse.ArgumentTypeError(f"expected {SAFE_NAME_RULE}; got {text!r}")
-    return text
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab derive", description=__doc__.splitlines()[0])
     what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--run-id", type=_run_id, help="derive every table of this run from data/raw/<run-id>/")
+    what.add_argument("--run-id", type=run_id_arg, help="derive every table of this run from data/raw/<run-id>/")
     what.add_argument(
         "--archive",
-        type=_run_id,
+        type=run_id_arg,
         metavar="RUN_ID",
         help="write data/raw-archive/<RUN_ID>.tar.xz from data/raw/<RUN_ID>/",
     )

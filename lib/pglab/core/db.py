@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 
@@ -17,12 +18,16 @@ def connect(conninfo: str, settings: dict | None = None, autocommit: bool = True
     Auto-preparation is off (prepare_threshold=None): psycopg would otherwise switch to prepared statements
     after 5 executions, which can change plans in the middle of a benchmark."""
     if settings:
-        opts = " ".join(f"-c {k}={_option_value(v)}" for k, v in settings.items())
-        conninfo = make_conninfo(conninfo, options=opts)
+        conninfo = make_conninfo(conninfo, options=options(settings))
     kwargs.setdefault("connect_timeout", 10)
     conn = psycopg.connect(conninfo, autocommit=autocommit, **kwargs)
     conn.prepare_threshold = None
     return conn
+
+
+def options(settings: dict) -> str:
+    """Session settings as libpq's `options` ("-c k=v ..."; PGOPTIONS for a client such as pgbench)."""
+    return " ".join(f"-c {k}={_option_value(v)}" for k, v in settings.items())
 
 
 def _option_value(v) -> str:
@@ -30,6 +35,13 @@ def _option_value(v) -> str:
         v = "on" if v else "off"
     # backslash-escape spaces: libpq's options syntax
     return str(v).replace("\\", "\\\\").replace(" ", "\\ ")
+
+
+def ensure_database(server, dbname: str) -> None:
+    """CREATE DATABASE `dbname` on `server` (a `servers.Server`) unless it exists."""
+    with server.connect() as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
 
 
 def redact(conninfo: str) -> str:

@@ -165,6 +165,17 @@ def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFram
     return pl.read_csv(path, infer_schema_length=None, schema_overrides=overrides or None)
 
 
+def read_optional(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:
+    """Table `name` (`read_table`), or an empty frame when the run wrote none (or one without columns): a table
+    a report section can do without."""
+    if not (profile_dir(profile, root) / f"{name}.csv").exists():
+        return pl.DataFrame()
+    try:
+        return read_table(name, profile, root)
+    except pl.exceptions.NoDataError:  # a table written without columns
+        return pl.DataFrame()
+
+
 class Tables(Mapping[str, pl.DataFrame]):
     """A profile's derived tables by name, each read once when first asked for (`read_table`: the manifest's
     types): what the report and a study's method, charts and judge read, instead of a profile and a folder."""

@@ -74,6 +74,28 @@ def noise_floor(aa: pl.DataFrame, resolution: float | None = None) -> dict:
     }
 
 
+# the `<study>_noise` table of every study (report.sections reads it): one row per server (or "all") and metric
+SCHEMA = {
+    "study": pl.String,
+    "server": pl.String,
+    "metric": pl.String,
+    "n_pairs": pl.Int64,
+    "false_difference_rate": pl.Float64,
+    "floor": pl.Float64,
+    "method": pl.String,
+}
+
+
+def row(study: str, server: str, metric: str, floor: dict) -> dict:
+    """One row of SCHEMA from what `noise_floor` returned."""
+    return {"study": study, "server": server, "metric": metric, **{k: floor[k] for k in SCHEMA if k in floor}}
+
+
+def table(rows: list[dict]) -> pl.DataFrame:
+    """The noise table (SCHEMA) of `rows`, empty with its columns when there are none."""
+    return pl.from_dicts(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
+
+
 def below_floor(ratio: float, floor: float | None) -> bool:
     """True when the effect `ratio` (e.g. 1.03) is within ±floor (relative, e.g. 0.04) of no effect."""
     return floor is not None and ratio is not None and ratio > 0 and abs(math.log(ratio)) < math.log1p(floor)

@@ -26,7 +26,7 @@ from .config import CommonParams, ParamsError
 
 def check_machine(params: CommonParams, shown) -> None:
     """Quick local checks first; the dsns last, as an unreachable server costs its whole connect timeout."""
-    selected = _selected_installs(params, shown)
+    selected = selected_installs(params, shown)
     # versions are fetched only when the servers are chosen (installs.discover(versions=...)): their settings
     # are checked by the cluster when it starts; their clusters count for the disk, as new ones
     s = params.servers
@@ -40,7 +40,7 @@ def check_machine(params: CommonParams, shown) -> None:
 # -- installs and names ---------------------------------------------------------------------------------------
 
 
-def _selected_installs(params: CommonParams, shown) -> list:
+def selected_installs(params: CommonParams, shown) -> list:
     """The installs the run will make clusters of (found ones and params' own), checked."""
     from .installs import InstallError, built, discover, probe
 
@@ -138,14 +138,14 @@ def check_settings(params: CommonParams, shown, installs: list) -> None:
     if not entries or not installs:
         return
     run_as = osuser.server_user()
-    folder = _config_folder(run_as)
+    folder = config_folder(run_as)
     try:
         for inst in installs:
             try:  # as root: the binaries the service user can run (a copy in the cache if it cannot reach these)
                 runnable = reach.server_install(inst, run_as)
             except reach.ReachError as e:
                 raise ParamsError(f"{shown}: servers: cannot run {inst.name} as OS user {run_as.name}: {e}") from None
-            reason = _postgres_c(runnable, folder, run_as, entries)
+            reason = postgres_c(runnable, folder, run_as, entries)
             if reason is None:
                 continue
             key, value = _culprit(runnable, folder, run_as, entries, reason)
@@ -195,7 +195,7 @@ def _check_session_contexts(params: CommonParams, shown, installs: list, run_as)
                 )
 
 
-def _config_folder(run_as) -> Path:
+def config_folder(run_as) -> Path:
     """A throwaway folder with an empty postgresql.conf, owned by the server's OS user: `postgres -C` needs a
     config file to start from, and as root the binaries run as that user (PostgreSQL refuses root)."""
     folder = Path(tempfile.mkdtemp(prefix="pglab-settings-"))
@@ -210,7 +210,7 @@ def _config_folder(run_as) -> Path:
     return folder
 
 
-def _postgres_c(inst, folder: Path, run_as, entries) -> str | None:
+def postgres_c(inst, folder: Path, run_as, entries) -> str | None:
     """None if the install accepts every (key, name, value), else PostgreSQL's reason."""
     cmd = [str(inst.tool("postgres")), "-D", str(folder), "-C", "server_version"]
     for _, name, value in entries:
@@ -229,12 +229,12 @@ def _postgres_c(inst, folder: Path, run_as, entries) -> str | None:
 def _culprit(inst, folder: Path, run_as, entries, reason: str) -> tuple[str | None, object]:
     """The (key, value) PostgreSQL refused: each entry of the named setting alone (several keys may set it).
     (None, None) when it refuses to start at all, whatever the settings."""
-    if _postgres_c(inst, folder, run_as, []) is not None:
+    if postgres_c(inst, folder, run_as, []) is not None:
         return None, None
     m = re.search(r'parameter "([^"]+)"', reason)
     named = [e for e in entries if m and e[1].lower() == m.group(1).lower()]
     for key, name, value in named or entries:
-        if _postgres_c(inst, folder, run_as, [(key, name, value)]) is not None:
+        if postgres_c(inst, folder, run_as, [(key, name, value)]) is not None:
             return key, value
     return None, None
 
@@ -280,14 +280,14 @@ def _folder_bytes(folder: Path) -> int:
     return total
 
 
-def _human(n: float) -> str:
+def human_size(n: float) -> str:
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 1e6:.2f} MB"
 
 
-def _clusters_folder() -> Path:
+def clusters_folder() -> Path:
     """Where the kit's clusters are: the state folder's, or the stand-in for it when the service user cannot
     reach it (reach.py), found without creating either."""
     from . import osuser, reach
@@ -306,7 +306,7 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
         return  # external servers only: their data is on their own disks
     parts = estimate_bytes(params)
     per_server = sum(parts.values())
-    clusters = _clusters_folder()
+    clusters = clusters_folder()
     need = sum(max(0.0, per_server - _folder_bytes(clusters / name)) for name in servers)
     folder = clusters
     while not folder.exists():
@@ -316,11 +316,11 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
         return
     n = len(servers)
     biggest = max((k for k in parts if not k.startswith("(")), key=parts.get)
-    detail = ", ".join(f"{k} {_human(v)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= MB)
+    detail = ", ".join(f"{k} {human_size(v)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= MB)
     raise ParamsError(
-        f"{shown}: {biggest}: expected a run that fits on disk; these params would write about {_human(need)} "
-        f"({n} kit server{'s' if n != 1 else ''} x {_human(per_server)}: {detail}) but "
-        f"{folder} has {_human(free)} free"
+        f"{shown}: {biggest}: expected a run that fits on disk; these params would write about {human_size(need)} "
+        f"({n} kit server{'s' if n != 1 else ''} x {human_size(per_server)}: {detail}) but "
+        f"{folder} has {human_size(free)} free"
     )
 
 

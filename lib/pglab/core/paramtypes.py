@@ -28,6 +28,16 @@ def is_safe_name(name: object) -> bool:
     return isinstance(name, str) and bool(SAFE_NAME.fullmatch(name)) and ".." not in name
 
 
+def run_id_arg(text: str) -> str:
+    """argparse's `type` for --run-id, which names a folder under data/raw/ (`make report RUN_ID=...` passes it):
+    refused like a bad params key, before anything starts (argparse exits with 2)."""
+    if not is_safe_name(text):
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"expected {SAFE_NAME_RULE}; got {text!r}")
+    return text
+
+
 def _safe_name(v: str) -> str:
     if not is_safe_name(v):
         raise ValueError(f"expected a name of {SAFE_NAME_RULE}")

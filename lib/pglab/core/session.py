@@ -43,9 +43,10 @@ class Session:
         `servers`, the names of the servers to measure on (None: every server of the study; a name stands for its
         replica clusters too); per params section,
         the keys the notebook sets (a None value keeps the params' own), the section validated again by its own
-        type, or the section already made by the study's own rule (parallel_index's `with_overrides`). The run's
-        params digest and params.json stay the params file's; a stage that takes overrides records what it ran
-        with beside its data (ssb's facts, parallel_index's setup)."""
+        type from its params-file form (pgbench's threads 'auto' is stored as 0, which params refuse), or the
+        section already made by the study's own rule (parallel_index's `with_overrides`). The run's params digest
+        and params.json stay the params file's; a stage that takes overrides records what it ran with beside its
+        data (ssb's facts, parallel_index's setup)."""
         if servers:
             known = {x.name: x for x in self.servers}
             # a server named once stands for all its clusters (servers.clusters: pg17 is pg17 and pg17_c2)
@@ -67,7 +68,7 @@ class Session:
                 continue
             given = {k: v for k, v in values.items() if v is not None}
             if given:
-                update[key] = type(section).model_validate(section.model_dump() | given)
+                update[key] = type(section).model_validate(section.model_dump(mode="json") | given)
         if update:
             self.params = self.params.model_copy(update=update)
         return self

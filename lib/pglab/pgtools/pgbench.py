@@ -19,7 +19,7 @@ from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict
 
-from ..core.db import scrub
+from ..core.db import options, scrub
 from ..core.installs import Install
 from ..core.servers import Server
 from .pgbench_output import PgbenchOutputError, parse_pgbench_init_output, parse_pgbench_output
@@ -112,10 +112,7 @@ def _env(server: Server, dbname: str | None, settings: dict | None) -> dict:
         if value is not None:
             env[_ENV[key]] = str(value)
     if settings:  # session settings for pgbench's connections
-        from ..core.db import _option_value
-
-        opts = " ".join(f"-c {k}={_option_value(v)}" for k, v in settings.items())
-        env["PGOPTIONS"] = (env.get("PGOPTIONS", "") + " " + opts).strip()
+        env["PGOPTIONS"] = (env.get("PGOPTIONS", "") + " " + options(settings)).strip()
     return env
 
 

@@ -308,7 +308,8 @@ class LogCursor:
         """Bytes appended to the log files (every destination) since the cursor was made."""
         return sum(max(0, n - self.start.get(p, 0)) for p, n in self._sizes().items())
 
-    def _format(self, sizes) -> str | None:
+    def format_of(self, sizes) -> str | None:
+        """The log format this cursor reads among the files `sizes` names (its own, else the first present)."""
         if self.fmt:
             return self.fmt
         present = {detect_format(p) for p in sizes}
@@ -317,7 +318,7 @@ class LogCursor:
     def read(self) -> Iterator[LogEntry]:
         """Complete entries written since the last read (or since the cursor was made)."""
         sizes = self._sizes()
-        fmt = self._format(sizes)
+        fmt = self.format_of(sizes)
         mine = [p for p in sizes if detect_format(p) == fmt]
         for p in mine:
             size = sizes[p]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import params as params_mod
 from ..core import derived, paths
-from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
+from ..core.paramtypes import run_id_arg
 from ..core.config import check_reference
 from ..core.session import check_resume
 from ..core.store import begin_run, finish_run
@@ -95,14 +95,6 @@ def _publish(profile: str, staged: Path, final_root: Path) -> None:
     print(f"  derived tables -> {derived.publish(profile, staged, final_root)}", flush=True)
 
 
-def _run_id(text: str) -> str:
-    """--run-id names a folder under data/raw/ (`make report RUN_ID=...` passes it): refused like a bad params
-    key, before anything starts (argparse exits with 2)."""
-    if not is_safe_name(text):
-        raise argparse.ArgumentTypeError(f"expected {SAFE_NAME_RULE}; got {text!r}")
-    return text
-
-
 def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     """`stages`: the run's stages (pglab.studies.STUDIES; a test passes its own)."""
     ap = argparse.ArgumentParser(prog="python -m pglab.report", description=__doc__.splitlines()[0])
@@ -112,7 +104,7 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
         default=None,
         help="default: report/ for the reference profile (default), build/report-<profile>/ otherwise",
     )
-    ap.add_argument("--run-id", default=None, type=_run_id)
+    ap.add_argument("--run-id", default=None, type=run_id_arg)
     ap.add_argument("--only", action="append", help="run only notebooks whose name starts with this")
     args = ap.parse_args(argv)
 

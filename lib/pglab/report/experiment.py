@@ -14,6 +14,7 @@ import sys
 
 from .. import params as params_mod
 from ..core import paths
+from ..core.paramtypes import run_id_arg
 from ..core.store import begin_run, finish_run
 from . import driver
 
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report.experiment", description=__doc__.splitlines()[0])
     ap.add_argument("--params", required=True)
     ap.add_argument("--out", default=None, help="default: build/experiment-<profile>/")
-    ap.add_argument("--run-id", default=None, type=driver._run_id)
+    ap.add_argument("--run-id", default=None, type=run_id_arg)
     args = ap.parse_args(argv)
     try:
         p = params_mod.load(args.params)

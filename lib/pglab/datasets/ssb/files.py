@@ -19,7 +19,7 @@ from pathlib import Path
 from . import scale
 from .dbgen import counts as dbgen_counts
 from .flavors import DEFAULT_FLAVOR, check_flavor
-from .parallel import _PACKAGE_ROOT, HEADER, _stop, _widen_pipe
+from .parallel import HEADER, PACKAGE_ROOT, stop_child, widen_pipe
 
 _SPLICE = hasattr(os, "splice")
 
@@ -97,7 +97,7 @@ def _owners(processes: int, own: int = 3, child: int = 5) -> list[int]:
 
 def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
     env = dict(os.environ, POLARS_MAX_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
     children = {}
     try:
         for k in range(1, max(owners) + 1):
@@ -120,7 +120,7 @@ def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
             errors = tempfile.TemporaryFile()
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=0)
             children[k] = (child, errors)
-            _widen_pipe(child.stdout)
+            widen_pipe(child.stdout)
     except BaseException:
         _stop_all(children)
         raise
@@ -129,7 +129,7 @@ def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
 
 def _stop_all(children: dict) -> None:
     for child, errors in children.values():
-        _stop(child)
+        stop_child(child)
         errors.close()
 
 

@@ -22,7 +22,7 @@ from .flavors import DEFAULT_FLAVOR, check_format
 HEADER = struct.Struct("<QQ")
 _STOP_SECONDS = 5.0
 _PIPE_BYTES = 1 << 20
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `pglab`
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding `pglab`
 
 
 class ParallelBlocks:
@@ -60,7 +60,7 @@ class ParallelBlocks:
         self._with_rows = with_rows
         workers = min(workers, self._n_chunks)
         env = dict(os.environ, POLARS_MAX_THREADS=str(polars_threads))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
         try:
             for w in range(workers):
                 command = [
@@ -83,7 +83,7 @@ class ParallelBlocks:
                     errors.close()
                     raise
                 self._children.append((child, errors))
-                _widen_pipe(child.stdout)
+                widen_pipe(child.stdout)
         except BaseException:
             self.close()
             raise
@@ -107,7 +107,7 @@ class ParallelBlocks:
     def close(self) -> None:
         children, self._children = self._children, []
         for child, errors in children:
-            _stop(child)
+            stop_child(child)
             errors.close()
 
     def __enter__(self):
@@ -158,7 +158,7 @@ def iter_tbl_blocks_parallel(
     return ParallelBlocks(table, sf, seed, "tbl", workers=workers, prefetch=prefetch, with_rows=False, flavor=flavor)
 
 
-def _widen_pipe(pipe) -> None:
+def widen_pipe(pipe) -> None:
     """Linux: a 1 MiB pipe instead of 64 KiB cuts the wake-ups per block from ~200 to ~12."""
     try:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
@@ -180,7 +180,7 @@ def _receive(child: subprocess.Popen, errors) -> tuple[int, bytes]:
     raise RuntimeError(f"SSB generator process {child.pid} failed (exit code {child.returncode}):\n{message}")
 
 
-def _stop(child: subprocess.Popen) -> None:
+def stop_child(child: subprocess.Popen) -> None:
     child.stdout.close()  # a child still writing gets a broken pipe
     if child.poll() is None:
         child.terminate()

@@ -121,13 +121,13 @@ def expected_filter_factor(query_set: str, qid: str) -> float:
     """
     factor = 1.0
     for table, predicate in query_predicates(query_set, qid).items():
-        outcomes = _equally_likely_outcomes(table)
+        outcomes = equally_likely_outcomes(table)
         factor *= outcomes.filter(predicate).height / outcomes.height
     return factor
 
 
 @cache
-def _equally_likely_outcomes(table: str) -> pl.DataFrame:
+def equally_likely_outcomes(table: str) -> pl.DataFrame:
     """The columns queries test, one row per equally likely outcome of the rules that draw them."""
     if table == "date":
         return dates.date_frame().head(dates.ORDER_DAYS)  # order dates: uniform days up to 1998-08-02

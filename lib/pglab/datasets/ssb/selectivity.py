@@ -17,7 +17,7 @@ import polars as pl
 from ...core.servers import Server
 from . import PUBLISHED_FILTER_FACTORS, expected_filter_factor, query_predicates, query_sql
 from .load import database_name
-from .queries import _equally_likely_outcomes
+from .queries import equally_likely_outcomes
 
 MAX_LINES_PER_ORDER = 7
 
@@ -61,7 +61,7 @@ def expected_given_dimensions(query_set: str, qid: str, dims: dict[str, pl.DataF
     factor = expected_filter_factor(query_set, qid)
     for table, predicate in query_predicates(query_set, qid).items():
         if table in dims:
-            rules = _equally_likely_outcomes(table)
+            rules = equally_likely_outcomes(table)
             share_rules = rules.filter(predicate).height / rules.height
             share_loaded = dims[table].filter(predicate).height / max(dims[table].height, 1)
             factor *= share_loaded / share_rules

@@ -1,5 +1,5 @@
-"""What the SSB notebooks do before measuring: apply notebook overrides to the `ssb:` params, pick the
-servers, give them the stage's settings, and make each hold the dataset (loading it where needed)."""
+"""What the SSB notebooks do before measuring (their parameters already on the session, `Session.override`): give
+the servers the stage's settings, and make each hold the dataset (loading it where needed)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import polars as pl
 from ...core import outcomes
 from ...core.progress import bar as tqdm
 from ...core.servers import DestructiveStepRefused, Server
-from ...core.session import Session
 from ...core.store import RunStore
 from . import dataset_id, order_count, row_count
 from .answers import generator_of
@@ -19,24 +18,6 @@ from .load import LoadResult, database_name, load
 def dataset_key(dataset: dict) -> str:
     """The dataset id (generate.dataset_id) as one stable string for a table cell."""
     return ",".join(f"{k}={dataset[k]}" for k in sorted(dataset))
-
-
-def ssb_params(s: Session, **overrides):
-    """The params' `ssb:` section with the notebook's non-None parameters on top, validated again (by the
-    section's own type, studies.ssb.params.SsbParams)."""
-    given = {k: v for k, v in overrides.items() if v is not None}
-    section = s.params.ssb
-    return type(section).model_validate(section.model_dump() | given)
-
-
-def servers(s: Session, names: list[str] | None) -> list[Server]:
-    if not names:
-        return s.servers
-    known = {x.name: x for x in s.servers}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"servers {unknown} are not among this run's servers {sorted(known)}")
-    return [known[n] for n in names]
 
 
 def prepare(servers: list[Server], p: SsbDataset) -> list[dict]:

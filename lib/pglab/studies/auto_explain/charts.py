@@ -155,14 +155,3 @@ def latency_chart(summary: pl.DataFrame) -> alt.FacetChart:
         .encode(x="study_ms:Q", y=y)
     )
     return _facet([span, med, study], d, "Latency per run (black tick: the study, PostgreSQL 14.1)")
-
-
-def findings_markdown(findings: pl.DataFrame) -> str:
-    """The findings as a list: claim, then per server the verdict and the evidence."""
-    out = []
-    for claim, g in findings.group_by("claim", maintain_order=True):
-        out.append(f"**{claim[0]}**\n")
-        for r in g.iter_rows(named=True):
-            out.append(f"- {r['server']}: **{r['verdict']}**: {r['evidence']}")
-        out.append("")
-    return "\n".join(out)

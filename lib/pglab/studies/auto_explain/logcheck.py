@@ -137,7 +137,7 @@ class LogWatch:
         current = self._current_files()
         if not current:
             return  # cannot tell which file is live: keep everything
-        fmt = self.cursor._format(self.cursor.start) or "jsonlog"
+        fmt = self.cursor.format_of(self.cursor.start) or "jsonlog"
         for p in sorted((self.state.server.cluster.data / "log").glob("postgresql-*")):
             if p in self.initial or p in current or detect_format(p) != fmt:
                 continue

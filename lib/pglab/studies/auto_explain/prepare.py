@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from ...core.db import explain_json, scrub
+from ...core.db import ensure_database, explain_json, scrub
 from ...core.servers import DestructiveStepRefused, Server
 from .params import AutoExplainParams
 
@@ -106,7 +106,7 @@ class ServerState:
             self.loading = p.loading
         first_loaded = self.loading == "shared_preload" and any(c.load for c in p.conditions.values())
         self.ensure_loaded(first_loaded)
-        self._database()
+        ensure_database(self.server, self.params.database)
         self._table()
         self.ready = True
         self.prewarm()
@@ -134,12 +134,6 @@ class ServerState:
         # what a session may set goes with every connection; the rest stays as the server has it
         settable = {n for n, ctx in rows if ctx in ("user", "superuser")}
         self.session_base = {k: v for k, v in self.params.server_settings.items() if k in settable}
-
-    def _database(self) -> None:
-        with self.server.connect() as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.params.database,)).fetchone()
-            if not exists:
-                conn.execute(f'CREATE DATABASE "{self.params.database}"')
 
     def _table(self) -> None:
         rows = self.params.rows

@@ -35,12 +35,6 @@ def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     return derived.read_table(name, profile, root=root)
 
 
-def _optional(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    """A table the section can do without (e.g. the log summary, absent when no log was reachable)."""
-    path = derived.profile_dir(profile, root) / f"{name}.csv"
-    return derived.read_table(name, profile, root=root) if path.exists() else pl.DataFrame()
-
-
 def _list(values) -> str:
     return ", ".join(str(v) for v in sorted(set(values)))
 
@@ -82,7 +76,7 @@ def _plans_text(plans: pl.DataFrame) -> tuple[str, str]:
 def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) -> str:
     """The statistics bullet: pairing, A/A noise floor, drift."""
     noise = _read("auto_explain_noise", profile, root)
-    drift = _optional("auto_explain_drift", profile, root)
+    drift = derived.read_optional("auto_explain_drift", profile, root)
     every = noise.filter(pl.col("server") == "all")
     floors = "; ".join(
         f"{r['server']} {r['metric'].removeprefix('latency, ')} ±{r['floor']:.1%}"
@@ -136,7 +130,7 @@ def method(profile: str, root: Path | None = None) -> str:
     env, srv = _read("environment_servers", profile, root), _read("auto_explain_servers", profile, root)
     summ, lat = _read("auto_explain_summary", profile, root), _read("auto_explain_latencies", profile, root)
     plans, ratios = _read("auto_explain_plans", profile, root), _read("auto_explain_ratios", profile, root)
-    logs = _optional("auto_explain_log_summary", profile, root)
+    logs = derived.read_optional("auto_explain_log_summary", profile, root)  # no log reachable: none
     version = {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
     servers = "; ".join(f"{s} = {version.get(s, 'version not recorded')}" for s in sorted(srv["server"]))
     loading = []

@@ -24,15 +24,6 @@ STUDY_ROWS = 1_000_000  # tab1's rows in the study: its parallel count ran faste
 # claims whose magnitude is the parallel count's overhead ratio: at fewer rows the 2 workers' fixed start-up,
 # not the scan that ANALYZE instruments, dominates that count, so the study's ratio cannot be compared
 PARALLEL_MAGNITUDE = ("analyze_count", "timing_count", "analyze_serial_vs_parallel")
-NOISE_SCHEMA = {
-    "study": pl.String,
-    "server": pl.String,
-    "metric": pl.String,
-    "n_pairs": pl.Int64,
-    "false_difference_rate": pl.Float64,
-    "floor": pl.Float64,
-    "method": pl.String,
-}
 
 
 def _ms(cond: str, item: str) -> float:
@@ -240,7 +231,7 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
     """A/A (aa_condition over the baseline, within rounds; in the fast mode with `txns`, as `evidence`) per
     server and item, per server over its items, and over everything: n_pairs, false-difference rate, floor."""
     if not p.aa_condition or m.is_empty():
-        return pl.DataFrame(schema=NOISE_SCHEMA)
+        return noise.table([])
     fast = txns is not None
     aa = noise.aa_comparisons(
         txns if fast else m,
@@ -270,15 +261,7 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
         steps = [res[(sv, it)] for sv, it in zip(g["server"], g["item"], strict=True) if (sv, it) in res]
         f = noise.noise_floor(g, max(steps) if steps else None)
         rows.append(
-            {
-                "study": STUDY,
-                "server": server,
-                "metric": metric,
-                "n_pairs": f["n_pairs"],
-                "false_difference_rate": f["false_difference_rate"],
-                "floor": f["floor"],
-                "method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}",
-            }
+            noise.row(STUDY, server, metric, f | {"method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})
         )
 
     for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
@@ -287,7 +270,7 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
         add(server, "latency, all items", g)
     if aa.height:
         add("all", "latency, all items", aa)
-    return pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows else pl.DataFrame(schema=NOISE_SCHEMA)
+    return noise.table(rows)
 
 
 def floor_of(noise_df: pl.DataFrame, server: str, items: list[str]) -> float | None:

@@ -127,7 +127,7 @@ def check_settings(experiments: list[Experiment], shown, installs: list) -> None
     if not installs or not any(_entries(i, e) for i, e in enumerate(experiments)):
         return
     run_as = osuser.server_user()
-    folder = pc._config_folder(run_as)
+    folder = pc.config_folder(run_as)
     try:
         runnable = {x.name: reach.server_install(x, run_as) for x in installs}
         for i, e in enumerate(experiments):
@@ -140,7 +140,7 @@ def check_settings(experiments: list[Experiment], shown, installs: list) -> None
                         f"{[x.name for x in mine]} knows {name!r}"
                     )
                 reasons = {
-                    x.name: pc._postgres_c(runnable[x.name], folder, run_as, [(key, name, value)]) for x in having
+                    x.name: pc.postgres_c(runnable[x.name], folder, run_as, [(key, name, value)]) for x in having
                 }
                 optional = (name.lower(), str(value).lower()) in BUILD_OPTIONAL
                 if all(r is not None for r in reasons.values()) and not optional:  # else a typo
@@ -160,7 +160,7 @@ def refused_values(e: Experiment, inst) -> dict[str, str]:
     from ...core import osuser, reach
 
     run_as = osuser.server_user()
-    folder = pc._config_folder(run_as)
+    folder = pc.config_folder(run_as)
     out = {}
     try:
         runnable = reach.server_install(inst, run_as)
@@ -168,7 +168,7 @@ def refused_values(e: Experiment, inst) -> dict[str, str]:
             if "." in k or not has_setting(runnable, folder, run_as, k):
                 continue
             for value in values:
-                reason = pc._postgres_c(runnable, folder, run_as, [(k, k, value)])
+                reason = pc.postgres_c(runnable, folder, run_as, [(k, k, value)])
                 if reason is not None:
                     out[f"{k}={value}"] = f"this server does not accept {k}={value}: {reason}"
     finally:
@@ -201,7 +201,7 @@ def check_disk(experiments: list[Experiment], shown, installs: list) -> None:
         total = size * max(len(experiment_installs(e, installs)), 1)
         parts[key] = (parts.get(key, (i, 0.0))[0], max(total, parts.get(key, (i, 0.0))[1]))
     need = sum(size for _, size in parts.values()) + pc.CLUSTER_OVERHEAD * len(installs)
-    folder = pc._clusters_folder()
+    folder = pc.clusters_folder()
     while not folder.exists():
         folder = folder.parent
     free = shutil.disk_usage(folder).free
@@ -210,7 +210,7 @@ def check_disk(experiments: list[Experiment], shown, installs: list) -> None:
         e = experiments[i]
         raise ParamsError(
             f"{shown}: {where(i, e, 'data')}: expected data that fits on disk; the experiments would "
-            f"write about {pc._human(need)} but {folder} has {pc._human(free)} free"
+            f"write about {pc.human_size(need)} but {folder} has {pc.human_size(free)} free"
         )
 
 
@@ -221,7 +221,7 @@ def check(params, shown, installs: list | None = None) -> None:
         return
     check_files(experiments, shown)
     if installs is None:
-        installs = pc._selected_installs(params, shown)
+        installs = pc.selected_installs(params, shown)
     check_servers(experiments, shown, installs, [x.name for x in params.servers.external])
     check_settings(experiments, shown, installs)
     check_disk(experiments, shown, installs)

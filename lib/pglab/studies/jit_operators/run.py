@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 
 from ...core import outcomes
-from ...core.db import explain_json, timed_statement
+from ...core.db import ensure_database, explain_json, timed_statement
 from ...core.schedule import plan_blocked, run_steps
 from ...core.servers import DestructiveStepRefused, Server
 from ...core.session import Session
@@ -99,12 +99,6 @@ def _make_table(server: Server, p: JitOperatorsParams) -> None:
         conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(table, sql.Literal(want)))
 
 
-def _database(server: Server, dbname: str) -> None:
-    with server.connect() as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-
-
 def _prewarm(server: Server, p: JitOperatorsParams) -> tuple[int | None, str | None]:
     if not p.prewarm:
         return 0, None
@@ -143,7 +137,7 @@ def prepare(server: Server, p: JitOperatorsParams) -> dict:
             server.require_destructive(f"create database {p.database} and (re)create {QUALIFIED} in it")
     except DestructiveStepRefused as e:
         return row | {"jit_available": True, "reason": str(e)}
-    _database(server, p.database)
+    ensure_database(server, p.database)
     _make_table(server, p)
     row["prewarmed_blocks"], row["prewarm_error"] = _prewarm(server, p)
     with server.connect(p.database) as conn:

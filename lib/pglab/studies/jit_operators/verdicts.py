@@ -29,15 +29,6 @@ METRIC_COLUMNS = {"wall": "ms", "cpu": "cpu_ms"}
 # "roughly 20–30 % less time": a ratio of 0.75 with ±7 % (0.70–0.80)
 SUMMARY_CLAIM = vd.Claim(STUDY_SUMMARY, vd.LOWER, 0.75, 0.07)
 NEEDS_JIT = "needs a build with JIT (llvmjit)"
-NOISE_SCHEMA = {
-    "study": pl.String,
-    "server": pl.String,
-    "metric": pl.String,
-    "n_pairs": pl.Int64,
-    "false_difference_rate": pl.Float64,
-    "floor": pl.Float64,
-    "method": pl.String,
-}
 
 
 def operator_claim(operator: str) -> vd.Claim:
@@ -115,9 +106,8 @@ def noise_table(
         cmp = cmp.with_columns(pl.col("server").replace_strict(bases))
     rows = []
     for (server, metric), g in cmp.group_by("server", "metric", maintain_order=True):
-        nf = noise.noise_floor(g)
-        rows.append({"study": STUDY, "server": server, "metric": metric, **{k: nf[k] for k in NOISE_SCHEMA if k in nf}})
-    return pl.from_dicts(rows, schema=NOISE_SCHEMA).sort("server") if rows else pl.DataFrame(schema=NOISE_SCHEMA)
+        rows.append(noise.row(STUDY, server, metric, noise.noise_floor(g)))
+    return noise.table(rows).sort("server")
 
 
 def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]:

@@ -29,15 +29,6 @@ from .params import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
 
 BASE = "workers=0"
 NEAR_MARGIN = 0.20  # "close to inversely proportional", read as within ±20 % of the ideal
-NOISE_SCHEMA = {
-    "study": pl.String,
-    "server": pl.String,
-    "metric": pl.String,
-    "n_pairs": pl.Int64,
-    "false_difference_rate": pl.Float64,
-    "floor": pl.Float64,
-    "method": pl.String,
-}
 FRAME = {
     "server": pl.String,
     "condition": pl.String,
@@ -99,18 +90,13 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
     aa = noise.aa_comparisons(f, ["server", "key_columns"], "condition", BASE, BASE + AA_SUFFIX, "round", "seconds")
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
-        nf = noise.noise_floor(g)
-        rows.append(
-            {"study": STUDY, "server": server, "metric": "seconds", **{k: nf[k] for k in NOISE_SCHEMA if k in nf}}
-        )
+        rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_paired_suite": suite.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_size_paired": size,
         "parallel_index_drift": paired.drift(f, ["server", "key_columns"], "condition", BASE, "round", "seconds"),
-        "parallel_index_noise": (
-            pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows else pl.DataFrame(schema=NOISE_SCHEMA)
-        ).sort("server"),
+        "parallel_index_noise": noise.table(rows).sort("server"),
     }
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from ...core.db import ensure_database
 from ...core.servers import DestructiveStepRefused, Server
 from .params import PartitioningParams
 
@@ -192,12 +193,6 @@ def _create_tablespaces(conn, places: list[Placement]) -> None:
 # -- the table -----------------------------------------------------------------------------------------------
 
 
-def _database(server: Server, dbname: str) -> None:
-    with server.connect() as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-
-
 def _current_identity(conn) -> str | None:
     return conn.execute("SELECT obj_description(to_regclass('public.t'), 'pg_class')").fetchone()[0]
 
@@ -343,7 +338,7 @@ def prepare_all(
     places = {s.name: layout(s, p) for s in ready}  # TablespaceRefused here, before anything changes
     for s in ready:
         configure(s, p, preps[s.name])
-        _database(s, p.database)
+        ensure_database(s, p.database)
 
     def load_one(s: Server) -> None:
         load(s, p, places[s.name], preps[s.name])

@@ -41,15 +41,6 @@ from .params import (
 STUDY = "S5"
 BASELINE = "serial"
 AA = "serial_aa"
-NOISE_SCHEMA = {
-    "study": pl.String,
-    "server": pl.String,
-    "metric": pl.String,
-    "n_pairs": pl.Int64,
-    "false_difference_rate": pl.Float64,
-    "floor": pl.Float64,
-    "method": pl.String,
-}
 COLD_DRIVES = (
     "warm cache on one disk; the study read three drives cold",
     "needs a cold cache and partitions on separate drives",
@@ -94,11 +85,8 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     aa = noise.aa_comparisons(t, ["server"], "condition", BASELINE, AA, "round", "seconds")
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
-        nf = noise.noise_floor(g)
-        rows.append(
-            {"study": STUDY, "server": server, "metric": "seconds", **{k: nf[k] for k in NOISE_SCHEMA if k in nf}}
-        )
-    nz = pl.from_dicts(rows, schema=NOISE_SCHEMA) if rows else pl.DataFrame(schema=NOISE_SCHEMA)
+        rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
+    nz = noise.table(rows)
     return {
         "partitioning_paired": pair.sort("server", "workers", "condition"),
         "partitioning_drift": paired.drift(t, ["server"], "condition", BASELINE, "round", "seconds"),

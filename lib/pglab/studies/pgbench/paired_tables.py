@@ -29,7 +29,6 @@ COLLAPSE = 1 / 3  # a run below a third of its cell's median has collapsed (a st
 
 _F, _I, _S = pl.Float64, pl.Int64, pl.String
 PAIRED = {"what": _S, "group": _S, "server": _S, "baseline": _S, "better": _S, **paired.PAIRED_SCHEMA, "flag": _S}
-NOISE = {"study": _S, "server": _S, "metric": _S, "n_pairs": _I, "false_difference_rate": _F, "floor": _F, "method": _S}
 DRIFT = {
     "what": _S,
     "server": _S,
@@ -137,15 +136,13 @@ def noise_table(t: dict) -> pl.DataFrame:
     """The A/A control's false-difference rate and floor, per server and over all servers ("all")."""
     df = _measured(t["pgbench_select_only"])
     if "item" not in df.columns or df.filter(pl.col("item") == ITEM_AA).is_empty():
-        return _frame([], NOISE)
+        return noise.table([])
     aa = noise.aa_comparisons(df, ["server", "scale"], "item", ITEM, ITEM_AA, "round", "tps")
     rows = []
     for server in [*sorted(set(aa["server"])), "all"]:
         nf = noise.noise_floor(aa if server == "all" else aa.filter(pl.col("server") == server))
-        rows.append(
-            {"study": "S3", "server": server, "metric": "select-only tps", **{k: nf[k] for k in NOISE if k in nf}}
-        )
-    return _frame(rows, NOISE)
+        rows.append(noise.row("S3", server, "select-only tps", nf))
+    return noise.table(rows)
 
 
 def drift_table(t: dict) -> pl.DataFrame:

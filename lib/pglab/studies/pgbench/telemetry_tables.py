@@ -1,4 +1,4 @@
-"""What explains a pgbench figure (issue 32): tables from the telemetry every measured run keeps (measure.py), from
+"""What explains a pgbench figure (issue 32): tables from the telemetry every measured run keeps (run.Bench), from
 the raw store alone.
 
 * `pgbench_timeline`: per second of every run: transactions, tps, latency mean / p95 / max, and `checkpoint` on the

@@ -110,25 +110,8 @@ def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) ->
         by = aa.with_columns(pl.col("server").replace_strict(bases))
         groups = [(s, by.filter(pl.col("server") == s)) for s in sorted(set(by["server"]))] + [("all", aa)]
         for server, g in groups:
-            f = noise.noise_floor(g)
-            rows.append(
-                {
-                    "study": study,
-                    "server": server,
-                    "metric": "seconds per query, parallel",
-                    **{k: f[k] for k in ("n_pairs", "false_difference_rate", "floor", "method")},
-                }
-            )
-    schema = {
-        "study": pl.String,
-        "server": pl.String,
-        "metric": pl.String,
-        "n_pairs": pl.Int64,
-        "false_difference_rate": pl.Float64,
-        "floor": pl.Float64,
-        "method": pl.String,
-    }
-    return aa, pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+            rows.append(noise.row(study, server, "seconds per query, parallel", noise.noise_floor(g)))
+    return aa, noise.table(rows)
 
 
 def drift_table(execs: pl.DataFrame) -> pl.DataFrame:

@@ -14,14 +14,14 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ...core import paired
+from ...core import derived, paired
 from ...core.findings import table as findings_table
 from ...core.stats import ratio_with_interval
 from . import charts as ssb_charts
 from . import reference as ref
 from . import verdicts
 from .derive import plan_changes
-from .report_data import TABLES, Data, optional
+from .report_data import TABLES, Data
 
 __all__ = ["TABLES", "charts", "findings", "method"]
 
@@ -177,10 +177,10 @@ def method(profile: str, root: Path | None = None) -> str:
 def _paired_lines(profile: str, root: Path | None) -> str:
     """The paired analysis: pairing, noise floor, drift, generator, answers, q4.3's workers, plans across versions."""
     t = {
-        n: optional(n, profile, root)
+        n: derived.read_optional(n, profile, root)
         for n in ("ssb_noise", "ssb_drift", "ssb_answers", "ssb_fingerprints", "ssb_load", "ssb_plans_scaled")
     }
-    pr = optional("ssb_paired", profile, root)
+    pr = derived.read_optional("ssb_paired", profile, root)
     if "method" in pr.columns and paired.is_fast(pr["method"]):
         how = (
             "in the fast mode: the 10 % quantile of a cell's executions over all rounds, against the "

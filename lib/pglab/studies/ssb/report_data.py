@@ -36,17 +36,6 @@ def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
     return derived.read_table(name, profile, root=root)
 
 
-def optional(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    """A table of the paired analysis; empty when the run wrote none (or an empty one)."""
-    path = derived.profile_dir(profile, root) / f"{name}.csv"
-    if not path.exists():
-        return pl.DataFrame()
-    try:
-        return derived.read_table(name, profile, root)
-    except pl.exceptions.NoDataError:  # a table written without columns
-        return pl.DataFrame()
-
-
 def _floats(df: pl.DataFrame, *cols: str) -> pl.DataFrame:
     # a table written without rows reads back as strings
     return df.with_columns(pl.col(c).cast(pl.Float64) for c in cols if c in df.columns)

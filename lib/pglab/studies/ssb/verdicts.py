@@ -9,11 +9,11 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import noise, paired, replicas
+from ...core import derived, noise, paired, replicas
 from ...core import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
-from .report_data import Data, optional
+from .report_data import Data
 
 V = v.Claim
 
@@ -22,7 +22,7 @@ class Paired:
     def __init__(self, profile: str, root: Path | None):
         self.d = Data(profile, root)
         t = {
-            n: optional(n, profile, root)
+            n: derived.read_optional(n, profile, root)
             for n in (
                 "ssb_paired",
                 "ssb_versions_paired",
