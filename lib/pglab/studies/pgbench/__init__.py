@@ -5,6 +5,7 @@ derive (raw -> tables) with paired_tables, reference, charts, verdicts, report (
 
 from __future__ import annotations
 
+from ...core.builds import Comparison
 from ..base import Section, Study, prefixed
 
 STUDY = Study(
@@ -35,6 +36,14 @@ STUDY = Study(
             "S3 compared versions whose defaults differed; we give every server the same explicit settings, so a "
             "difference here is the engine's, not its defaults'. Versions 7.3 … 9.1 are not run: HOT (8.3) and the "
             "old degradation cannot be seen, and on few cores the client scaling of a 72-core server cannot either."
+        ),
+    ),
+    # the version claims: each server over the baseline pgbench_paired names (the oldest); the no-vacuum series
+    # compares the runs of one server, not servers
+    comparisons=(
+        Comparison(
+            ("load_time_*", "select_only_scale_*", "tpcb_versions_*", "scaleup_*"),
+            baseline=("pgbench_paired", "baseline"),
         ),
     ),
 )
