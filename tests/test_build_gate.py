@@ -221,3 +221,24 @@ def test_the_gate_answers_as_builds_difference_for_two_real_installs(real_identi
         assert f"compiler {a['build_compiler']} ({a['server']}) vs {b['build_compiler']} ({b['server']})" in (
             builds.difference(a, b)
         )
+
+
+def test_not_comparable_is_counted_apart_everywhere():
+    """Kept out of `tested` like not testable here: the overall verdict, the tally, the headline, the glance table's
+    rule, the verdict's colour and the calibration's flippable claims."""
+    from pglab.report import calibration as cal
+    from pglab.report import summary
+
+    assert v.overall([v.NOT_COMPARABLE, v.NOT_TESTABLE, v.NOT_RUN]) == v.NOT_COMPARABLE
+    assert v.overall([v.NOT_COMPARABLE, v.CONTRADICTED]) == v.CONTRADICTED
+    f = fnd.table([_finding("a", "pg17 vs pg16", v.NOT_COMPARABLE), _finding("b", "pg17", v.SUPPORTED)])
+    t = v.tally(v.claim_verdicts(f))
+    assert t.filter(study="all").select("tested", v.NOT_COMPARABLE).row(0) == (1, 1)
+    assert summary.headline(t).endswith("Not tested: 1 not comparable, 0 not testable here, 0 not run.")
+    assert "pglab-untested" in summary.verdict_html(v.NOT_COMPARABLE)
+    assert "<th class=apart>not comparable</th>" in summary.glance_html(t)
+    runs = {"r1": f, "r2": f.with_columns(pl.lit(v.UNDETERMINED).alias("verdict"))}
+    flips = {r["finding"]: r["flippable"] for r in cal.flip_table(runs).iter_rows(named=True)}
+    assert flips == {"a": True, "b": True}  # one run scored each: both could flip
+    flips = cal.flip_table({"r1": f, "r2": f})
+    assert dict(zip(flips["finding"], flips["flippable"], strict=True)) == {"a": False, "b": True}

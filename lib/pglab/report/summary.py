@@ -112,7 +112,7 @@ def headline(t: pl.DataFrame) -> str:
     total = a["tested"] + sum(a[u] for u in v.UNTESTED)
     tested = ", ".join(f"{a[c]} {c}" for c in t.columns[2:] if c not in v.UNTESTED and a[c])
     apart = ", ".join(f"{a[u]} {u}" for u in v.UNTESTED if a[u] or u != v.NOT_COMPARABLE)
-    return (f"**{total} claims** of the five studies; **{a['tested']} tested here**: {tested or 'none'}. "
+    return (f"**{total} claims**, **{a['tested']} tested here**: {tested or 'none'}. "
             f"Not tested: {apart}.")
 
 
