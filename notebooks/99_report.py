@@ -63,9 +63,10 @@ report_summary.show_glance(everything)
 # verdict puts the study's claim beside that interval (`docs/verdicts.md`): **supported** (our interval shows the
 # direction and contains the study's size), **contradicted** (it excludes the size and does not show the
 # direction), **direction only** (right direction, other size), **undetermined** (too wide, too few rounds, below
-# the machine's noise floor, or a measurement problem), **not testable here** (this machine, scale or build
-# cannot test it; it says what would) and **not run** (not in this profile). A claim measured on several servers
-# gets one verdict: theirs when they agree, else undetermined.
+# the machine's noise floor, or a measurement problem), **not comparable** (it compares servers built otherwise
+# than in their version: compiler, optimisation, assertions …; the difference named, our figure kept), **not
+# testable here** (this machine, scale or build cannot test it; it says what would) and **not run** (not in this
+# profile). A claim measured on several servers gets one verdict: theirs when they agree, else undetermined.
 #
 # Everything here is read from `data/derived/<profile>/` only: no server is needed, and re-running this notebook
 # on the committed data reproduces it exactly (CI checks that with nbval). The studies ran on their authors'

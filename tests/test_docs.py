@@ -30,3 +30,26 @@ def test_docs_name_the_reference_run():
     # where the docs call a run "the reference", it is this one
     for m in re.finditer(r"`(default-\d{8}-\d{6})`, the reference", verdicts):
         assert m.group(1) == ref, m.group(0)
+
+
+def _tally_sentence(text: str, start: str) -> str:
+    """The sentence stating the reference's tally: from `start` to the first 'not run.' after it."""
+    i = text.index(start)
+    return text[i : text.index("not run.", i)] + "not run."
+
+
+def test_readme_and_docs_state_the_reference_tally():
+    """The claim counts the README and docs/verdicts.md quote are the committed reference's, under today's rule."""
+    from pglab.core.verdicts import VERDICTS, claim_verdicts, tally
+    from pglab.report.sections import all_findings
+
+    t = tally(claim_verdicts(all_findings("default", ROOT / "data" / "derived"))).filter(study="all").row(0, named=True)
+    sentences = {
+        "README.md": _tally_sentence((ROOT / "README.md").read_text(), "re-derives every"),
+        "docs/verdicts.md": _tally_sentence((ROOT / "docs" / "verdicts.md").read_text(), "re-scored under this rule"),
+    }
+    for name, text in sentences.items():
+        text = " ".join(text.split())
+        for verdict in VERDICTS:
+            said = re.findall(rf"(\d+) {verdict}\b", text)
+            assert said == ([str(t[verdict])] if t[verdict] else []), (name, verdict, said, t[verdict])

@@ -10,6 +10,7 @@ from . import verdicts as _v
 # the one vocabulary of pglab.core.verdicts (docs/verdicts.md)
 SUPPORTED, CONTRADICTED, DIRECTION_ONLY = _v.SUPPORTED, _v.CONTRADICTED, _v.DIRECTION_ONLY
 UNDETERMINED, NOT_TESTABLE, NOT_RUN = _v.UNDETERMINED, _v.NOT_TESTABLE, _v.NOT_RUN
+NOT_COMPARABLE = _v.NOT_COMPARABLE
 VERDICTS = _v.VERDICTS
 
 SCHEMA = {

@@ -17,6 +17,9 @@ the effect, oriented so that the claimed direction is positive (e: the study's e
 * **undetermined** — the interval reaches across two of those zones (it names both); or it covers less than 90 %
   (too few rounds, see paired.FAST_COVERAGE); or the claim's own effect is within this machine's noise floor;
   or the evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
+* **not comparable** — the claim compares servers whose builds differ in more than the version (compiler,
+  optimisation, code-generation flags, assertions, block or WAL segment size, checksums: `builds.difference`):
+  the difference is named and our figure kept, but it is not scored (`builds.apply_comparability`).
 * **not testable here** — this machine, scale, version set or build cannot test the claim; always with the
   reason and what would make it testable ("needs SF ≥ 10", "needs 16 and 17"). Decided by the study, not by data.
 * **not run** — not in this profile.
@@ -24,8 +27,9 @@ the effect, oriented so that the claimed direction is positive (e: the study's e
 Counting is per claim, not per server: a claim tested on several servers gets one overall verdict — the
 servers' common verdict when all tested servers agree; *mixed* when they decided opposite ways (one supported or
 direction only, another contradicted: decisively apart, not noisy); else *undetermined*, the per-server breakdown
-kept. Servers where it was not testable or not run are left out of that; a claim tested nowhere is *not testable
-here* (if any server says so) or *not run*. Tallies keep those two apart from the tested claims.
+kept. Servers where it was not comparable, not testable or not run are left out of that; a claim tested nowhere is
+*not comparable* (if any server says so), else *not testable here* (if any server says so), else *not run*. Tallies
+keep those three apart from the tested claims.
 """
 
 from __future__ import annotations
@@ -43,11 +47,13 @@ SUPPORTED = "supported"
 CONTRADICTED = "contradicted"
 DIRECTION_ONLY = "direction only"
 UNDETERMINED = "undetermined"
+NOT_COMPARABLE = "not comparable"
 NOT_TESTABLE = "not testable here"
 NOT_RUN = "not run"
 MIXED = "mixed"
-VERDICTS = (SUPPORTED, CONTRADICTED, DIRECTION_ONLY, MIXED, UNDETERMINED, NOT_TESTABLE, NOT_RUN)
+VERDICTS = (SUPPORTED, CONTRADICTED, DIRECTION_ONLY, MIXED, UNDETERMINED, NOT_COMPARABLE, NOT_TESTABLE, NOT_RUN)
 TESTED = VERDICTS[:5]
+UNTESTED = (NOT_COMPARABLE, NOT_TESTABLE, NOT_RUN)  # kept apart from the tested claims in every count
 
 HIGHER, LOWER, SAME = "higher", "lower", "no change"
 MIN_COVERAGE = 0.90  # min–max of 5 rounds covers 94 %, the fast mode over 5 rounds 89 %: below, nothing is decided
@@ -342,10 +348,11 @@ def apply_regimes(findings: pl.DataFrame, regimes: Sequence[Regime], tables) -> 
 def overall(verdicts: Sequence[str]) -> str:
     """One claim's verdict over its servers: theirs when the tested servers agree; *mixed* when two of them decided
     opposite ways (one supported or direction only, another contradicted: decisively apart, not noisy); else
-    undetermined. Tested nowhere: not testable here if any server says so, else not run."""
-    tested = [v for v in verdicts if v not in (NOT_TESTABLE, NOT_RUN)]
+    undetermined. Tested nowhere: not comparable if any server says so (a figure was measured, between builds
+    that differ), else not testable here if any server says so, else not run."""
+    tested = [v for v in verdicts if v not in UNTESTED]
     if not tested:
-        return NOT_TESTABLE if NOT_TESTABLE in verdicts else NOT_RUN
+        return next((u for u in UNTESTED if u in verdicts), NOT_RUN)
     kinds = set(tested)
     if len(kinds) == 1:
         return kinds.pop()
@@ -383,7 +390,7 @@ def claim_verdicts(findings: pl.DataFrame) -> pl.DataFrame:
 
 def tally(claims: pl.DataFrame) -> pl.DataFrame:
     """Per study and overall ("all"): tested (claims with one of the four tested verdicts), then the count of
-    each verdict in VERDICTS order; not testable here and not run are never part of `tested`."""
+    each verdict in VERDICTS order; not comparable, not testable here and not run are never part of `tested`."""
 
     def counts(study: str, g: pl.DataFrame) -> dict:
         vs = g["verdict"].to_list()

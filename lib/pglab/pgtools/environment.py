@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import paths, raw_frames
+from ..core import builds, paths, raw_frames
 from ..core.estimate import COST, servers_for
 from ..core.provenance import git_revision
 from ..core.servers import Server, with_external_versions
@@ -137,8 +137,7 @@ def build_identity(version_string: str, built: dict, rec: dict) -> dict:
     """What a version comparison must hold equal besides the version: compiler, optimisation, configure options,
     LLVM, assertions, block and WAL segment size, checksums; `build` sums them up in one line, `build_key` is the
     same without the version-specific compiler patch level (two builds compare fairly when their keys match)."""
-    m = re.search(r"compiled by (\S+)[^,]*?(\d+\.\d+)(?:\.\d+)*", version_string or "")
-    compiler = f"{m.group(1)} {m.group(2)}" if m else None
+    compiler = builds.compiler(version_string)
     cflags = built.get("CFLAGS") or ""
     opt = " ".join(dict.fromkeys(re.findall(r"(?<!\S)-O[0-3sgz]?(?!\S)", cflags))) or None
     configure = built.get("CONFIGURE") or ""

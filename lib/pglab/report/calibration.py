@@ -6,7 +6,7 @@
   symmetric, at its stated coverage). Per interval family (the method with its round count): the share of run
   pairs beyond it, which a calibrated 95 % interval keeps near 5 %.
 - `flip_table`: per claim, over every pair of runs, how often its verdict differed; claims that cannot flip
-  (every run: not testable, not run, or an exact check whose figure has no spread) are counted apart.
+  (every run: not comparable, not testable, not run, or an exact check whose figure has no spread) are counted apart.
 - `reused`: stages of a run that reused data instead of making it fresh (e.g. an SSB load skipped because the
   cluster already held it): such a run is not an independent re-run."""
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, NOT_RUN, NOT_TESTABLE, SUPPORTED
+from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
 
 # verdict pairs that reverse a reader's conclusion
 SEVERE = ({SUPPORTED, CONTRADICTED}, {CONTRADICTED, DIRECTION_ONLY})
@@ -104,7 +104,7 @@ def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
         for name, df in per.items():
             hit = df.filter((pl.col("study") == study) & (pl.col("finding") == finding))
             vs[name] = hit["verdict"][0] if hit.height else "(missing)"
-        untestable = all(v in (NOT_TESTABLE, NOT_RUN) for v in vs.values())
+        untestable = all(v in UNTESTED for v in vs.values())
         fixed = all((study, finding) in exact[n] for n in vs)
         flips = sum(vs[a] != vs[b] for a, b in pairs)
         severe = sum({vs[a], vs[b]} in SEVERE for a, b in pairs)
@@ -146,8 +146,8 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
         n_pairs = int(flips["pairs"][0])
         same = int((f["pairs"] - f["flips"]).sum())
         total = f.height * n_pairs
-        lines.append(f"flippable claims: {f.height} of {flips.height} (the rest not testable / not run in every run, "
-                     f"or exact checks); over {n_pairs} pair(s): {same} of {total} the same "
+        lines.append(f"flippable claims: {f.height} of {flips.height} (the rest not comparable / not testable / "
+                     f"not run in every run, or exact checks); over {n_pairs} pair(s): {same} of {total} the same "
                      f"({same / total:.1%})" if total else "no flippable claim")
         lines.append(f"severe flips (supported <-> contradicted, contradicted <-> direction only): "
                      f"{int(flips['severe'].sum())}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ..core import derived
+from ..core import builds, derived
 
 MACHINE_KEYS = ("cpu_model", "cpu_cores", "memory_gib", "os", "kernel", "clocksource", "cpu_governor", "python",
                 "pglab_revision", "captured_utc")
@@ -60,8 +60,7 @@ def timer_chart(profile: str, root: Path | None = None) -> alt.Chart:
 def _compiler(version_string: str) -> str:
     """'gcc 7.5' from "PostgreSQL 14.17 on x86_64-pc-linux-gnu, compiled by gcc (Ubuntu 7.5.0-3ubuntu1~18.04) 7.5.0,
     64-bit": the build's compiler, what a version comparison must hold equal."""
-    m = re.search(r"compiled by (\S+).*?(\d+\.\d+)(?:\.\d+)*(?:[ ,-]|$)", version_string or "")
-    return f"{m.group(1)} {m.group(2)}" if m else "compiler not recorded"
+    return builds.compiler(version_string) or "compiler not recorded"
 
 
 def run_header(profile: str, params, root: Path | None = None) -> str:

@@ -60,7 +60,7 @@ def findings_html(f: pl.DataFrame) -> str:
         theirs = (f"<p>The study’s figure: {ratio_with_interval(c['study_value'])}.</p>"
                   if c["study_value"] is not None else "")
         mixed = (" <i>(the servers disagree: undetermined overall)</i>"
-                 if c["verdict"] == v.UNDETERMINED and len(set(rows["verdict"]) - {v.NOT_RUN, v.NOT_TESTABLE}) > 1
+                 if c["verdict"] == v.UNDETERMINED and len(set(rows["verdict"]) - set(v.UNTESTED)) > 1
                  else "")
         items = "".join(_server_item(r) for r in rows.iter_rows(named=True))
         out.append(

@@ -17,7 +17,7 @@ from ..core import verdicts as v
 from ..core.stats import ratio_with_interval
 
 COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", v.MIXED: "#6a1b9a",
-          v.UNDETERMINED: "#616161", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}
+          v.UNDETERMINED: "#616161", v.NOT_COMPARABLE: "#8d6e63", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}
 # the class doubled: JupyterLab's own table rules (right-aligned cells) are one class more specific than ".x td"
 STYLE = """<style>
 table.pglab-sum.pglab-sum { border-collapse: collapse; font-size: 13px; width: 100%; table-layout: fixed;
@@ -42,7 +42,7 @@ def anchor(study: str, finding: str) -> str:
 
 
 def verdict_html(label: str) -> str:
-    cls = "pglab-verdict" + (" pglab-untested" if label in (v.NOT_TESTABLE, v.NOT_RUN) else "")
+    cls = "pglab-verdict" + (" pglab-untested" if label in v.UNTESTED else "")
     return f'<span class="{cls}" style="color:{COLORS.get(label, "#000")}">{escape(label)}</span>'
 
 
@@ -109,15 +109,16 @@ def summary_html(findings: pl.DataFrame) -> str:
 def headline(t: pl.DataFrame) -> str:
     """One sentence from the overall tally row: how many claims, how many tested and how they came out."""
     a = t.filter(pl.col("study") == "all").row(0, named=True)
-    total = a["tested"] + a[v.NOT_TESTABLE] + a[v.NOT_RUN]
-    tested = ", ".join(f"{a[c]} {c}" for c in t.columns[2:] if c not in (v.NOT_TESTABLE, v.NOT_RUN) and a[c])
-    return (f"**{total} claims** of the five studies; **{a['tested']} tested here**: {tested or 'none'}. "
-            f"Not tested: {a[v.NOT_TESTABLE]} not testable here, {a[v.NOT_RUN]} not run.")
+    total = a["tested"] + sum(a[u] for u in v.UNTESTED)
+    tested = ", ".join(f"{a[c]} {c}" for c in t.columns[2:] if c not in v.UNTESTED and a[c])
+    apart = ", ".join(f"{a[u]} {u}" for u in v.UNTESTED if a[u] or u != v.NOT_COMPARABLE)
+    return (f"**{total} claims**, **{a['tested']} tested here**: {tested or 'none'}. "
+            f"Not tested: {apart}.")
 
 
 def glance_html(t: pl.DataFrame) -> str:
     """The tally as a table, the untested columns set apart by a rule, the overall row last and bold."""
-    apart = (v.NOT_TESTABLE, v.NOT_RUN)
+    apart = v.UNTESTED
     first_apart = next(c for c in t.columns if c in apart)
 
     def cell(tag: str, c: str, text: str) -> str:
@@ -130,8 +131,9 @@ def glance_html(t: pl.DataFrame) -> str:
         body.append(f"<tr{style}>" + "".join(cell("td", c, escape(str(r[c]))) for c in t.columns) + "</tr>")
     explain = ("<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
                "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
-               "<i>tested</i> counts the claims with a verdict from data; <i>not testable here</i> and "
-               "<i>not run</i>, right of the rule, are not part of it.</p>")
+               "<i>tested</i> counts the claims with a verdict from data; <i>not comparable</i> (servers built "
+               "otherwise than in their version), <i>not testable here</i> and <i>not run</i>, right of the rule, "
+               "are not part of it.</p>")
     table = f'<table class="pglab-sum" style="width:auto;table-layout:auto">{head}{"".join(body)}</table>'
     return STYLE + table + explain
 

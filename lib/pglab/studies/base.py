@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
+    from ..core.builds import Comparison
     from ..core.config import CommonParams
     from ..core.derived import Tables
     from ..core.servers import Server
@@ -87,6 +88,7 @@ class Study:
     section: Section
     params_key: str = field(default="")  # the params section; "" -> name
     regimes: tuple[Regime, ...] = ()  # sizes below which claims are not testable here (methodology rule 11)
+    comparisons: tuple[Comparison, ...] = ()  # findings that compare servers: scored only between builds alike
 
     def __post_init__(self):
         if not self.params_key:
@@ -136,10 +138,13 @@ class Study:
 
     def judge(self, tables: Tables) -> pl.DataFrame:
         """The findings: every claim of the study under the one rule (`pglab.core.verdicts`), the claims measured
-        below their regime (`regimes`) not testable here."""
+        below their regime (`regimes`) not testable here, those comparing servers built otherwise than in their
+        version (`comparisons`, `pglab.core.builds`) not comparable."""
+        from ..core.builds import apply_comparability
         from ..core.verdicts import apply_regimes
 
-        return apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
+        found = apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
+        return apply_comparability(found, self.comparisons, tables)
 
     def answers(self, tables: Tables) -> list[str]:
         """Plain sentences a DBA can act on, for the report's first screen (`report.answers(tables, findings)`),

@@ -6,6 +6,7 @@ verdicts (the claims under the one rule), report (the report section: method, ch
 
 from __future__ import annotations
 
+from ...core.builds import Comparison
 from ...core.verdicts import Regime
 from ..base import Section, Study, prefixed
 
@@ -61,4 +62,6 @@ STUDY = Study(
             "scanning weighs at SF 70",
         ),
     ),
+    # "is newer faster": the server column names the pair, "pg17 vs pg16"
+    comparisons=(Comparison(("newer_version_*",)),),
 )
