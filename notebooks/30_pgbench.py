@@ -49,7 +49,6 @@ from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import charts as pgbench_charts
 from pglab.studies.pgbench import derive as pgbench_tables
-from pglab.studies.pgbench import verdicts as pgbench_verdicts
 from pglab.studies.pgbench.run import EXPERIMENT_NAMES, Stage
 
 charts.setup()
@@ -283,7 +282,7 @@ failed.select("server", "experiment", "condition", "item", "repetition", "error"
 # the absolute numbers as this machine's, the shapes and ratios as the comparison.
 
 # %%
-display(Markdown(findings.markdown(pgbench_verdicts.findings(tables))))
+display(Markdown(findings.markdown(STUDY.judge(derived.Tables(s.profile)))))
 
 # %%
 spread = tables["pgbench_select_only_summary"].select(

@@ -268,7 +268,7 @@ tables["auto_explain_drift"]
 # not scored: the study explained, it did not measure it. The report's section shows these same findings.
 
 # %%
-display(Markdown(findings.markdown(tables["auto_explain_findings"])))
+display(Markdown(findings.markdown(STUDY.judge(derived.Tables(s.profile)))))
 
 # %%
 s.close()

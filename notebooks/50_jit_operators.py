@@ -281,7 +281,7 @@ dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "hi
 # without JIT cannot test the claims: *not testable here* (needs a build with JIT).
 
 # %%
-f = tables["jit_operators_findings"]
+f = STUDY.judge(derived.Tables(s.profile))  # as the report judges: regimes and build gate applied
 display(Markdown(jr.method(s.profile)))
 display(Markdown(findings.markdown(f)))
 

@@ -262,7 +262,7 @@ tables["parallel_index_drift"]
 
 # %%
 display(Markdown(report.method(s.profile)))
-f = report.findings(s.profile)
+f = STUDY.judge(derived.Tables(s.profile))  # as the report judges: regimes and build gate applied
 text = []
 for (claim,), g in f.sort(pl.col("finding").replace_strict(report.ORDER), "server").group_by(
     ["claim"], maintain_order=True

@@ -64,7 +64,6 @@ from IPython.display import Markdown, display
 from pglab import params
 from pglab.core import charts, derived, findings, outcomes, session
 from pglab.studies.partitioning import STUDY
-from pglab.studies.partitioning import verdicts as pverd
 from pglab.studies.partitioning.charts import speedup_chart, time_chart
 from pglab.studies.partitioning.report import cores, load_text
 
@@ -284,7 +283,7 @@ pair.select("server", "condition", "workers", "n_rounds", pl.col("ratio", "low",
 # and the results are checked on the parsed plans and tables: *supported* or *contradicted*.
 
 # %%
-f = pverd.build(tables, cores(s.profile))
+f = STUDY.judge(derived.Tables(s.profile))  # as the report judges: regimes and build gate applied
 display(Markdown(findings.markdown(f)))
 
 # %%
