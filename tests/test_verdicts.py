@@ -390,3 +390,24 @@ def test_servers_decisively_apart_are_mixed_not_undetermined():
     assert vd.overall([vd.SUPPORTED, vd.DIRECTION_ONLY]) == vd.UNDETERMINED
     assert vd.overall([vd.SUPPORTED, vd.SUPPORTED, vd.NOT_RUN]) == vd.SUPPORTED
     assert vd.overall([vd.NOT_RUN, vd.NOT_TESTABLE]) == vd.NOT_TESTABLE
+
+
+def test_a_quantity_claim_is_judged_in_proportion_to_the_study():
+    v = vd
+    """Rule 11: a claim on a scale-free quantity (45.5 ns per row) compares ours with it in proportion, 0 = none."""
+    c = v.Claim("log_analyze costs 45.5 ns per row", v.HIGHER, 45.5, quantity="ns per row")
+
+    def ev(lo, hi):
+        return v.Evidence((lo * hi) ** 0.5, lo, hi, 10, 0.95, "95 % bootstrap", unit="ns per row")
+
+    assert v.verdict(c, ev(48, 53)).label == v.SUPPORTED
+    assert "50.4 ns per row [48–53]" in v.verdict(c, ev(48, 53)).reason
+    assert v.verdict(c, ev(16, 25)).label == v.DIRECTION_ONLY  # a third to two thirds of the study's
+    assert v.verdict(c, ev(70, 90)).label == v.DIRECTION_ONLY  # more than ×1.5
+    assert v.verdict(c, ev(5, 14)).label == v.CONTRADICTED  # below a third: 15.2
+    assert v.verdict(c, ev(12, 20)).label == v.UNDETERMINED  # across the third
+    assert v.verdict(c, ev(0.5, 1)).label == v.CONTRADICTED
+    with pytest.raises(ValueError):
+        v.Claim("x", v.LOWER, 0.5, quantity="ns per row")
+    row = v.finding_row("S2", "x", c, "pg18", v.verdict(c, ev(48, 53)), ev(48, 53))
+    assert row["our_value"] is None and row["study_value"] is None  # kept off the ratio strip

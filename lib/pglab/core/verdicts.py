@@ -70,16 +70,25 @@ class Claim:
     ratio: float | None = None
     margin: float | None = None
     tolerance: float | None = None  # a claim-specific factor the study's own spread justifies (else TOLERANCE)
+    # a scale-free quantity the claim is scored on instead of a ratio, with its unit ("ns per row", "of the overhead
+    # removed"): `ratio` is then the study's value of it, 0 meaning no effect, and our value is compared with it
+    # in proportion (rule 11: the machine's size and speed cancel out of it where they do not out of a ratio)
+    quantity: str | None = None
 
     def __post_init__(self):
         if self.direction not in (HIGHER, LOWER, SAME):
             raise ValueError(f"direction must be {HIGHER!r}, {LOWER!r} or {SAME!r}, not {self.direction!r}")
         if self.direction == SAME and not (self.margin and self.margin > 0):
             raise ValueError("a 'no change' claim needs its margin (e.g. 0.05 for ±5 %)")
-        if self.ratio is not None and self.direction != SAME and (self.ratio > 1) != (self.direction == HIGHER):
+        if self.quantity is not None:
+            if self.direction != HIGHER or not (self.ratio and self.ratio > 0):
+                raise ValueError(f"a claim on {self.quantity!r} needs the study's positive value, direction higher")
+        elif self.ratio is not None and self.direction != SAME and (self.ratio > 1) != (self.direction == HIGHER):
             raise ValueError(f"ratio {self.ratio} does not go in direction {self.direction!r}")
 
     def magnitude_text(self) -> str:
+        if self.quantity is not None:
+            return f"{self.ratio:.3g} {self.quantity}"
         if self.direction == SAME:
             return f"no change within ±{self.margin:.0%}".replace("%", " %")
         if self.ratio is None:
@@ -99,6 +108,7 @@ class Evidence:
     coverage: float | None = None
     method: str = ""
     flags: tuple[str, ...] = ()
+    unit: str = "×"  # a claim's quantity ("ns per row") where the evidence is one, not a ratio
 
     @classmethod
     def from_row(cls, row: dict, flags: Sequence[str | None] = ()) -> Evidence:
@@ -117,6 +127,9 @@ class Evidence:
         """'0.52× [0.48–0.57] (min–max, n=5)' (`stats.ratio_with_interval`, then what the interval is)."""
         if self.ratio is None:
             return "no data"
+        if self.unit != "×":
+            ends = f" [{self.low:.3g}–{self.high:.3g}]" if self.low is not None and self.high is not None else ""
+            return f"{self.ratio:.3g} {self.unit}{ends} ({self.method})"
         return f"{ratio_with_interval(self.ratio, self.low, self.high)} ({self.method})"
 
 
@@ -218,6 +231,8 @@ def verdict(
     ev = evidence
     if (stop := _checks(ev)) is not None:
         return stop
+    if claim.quantity is not None:
+        return _on_quantity(claim, ev, tolerance)
     floor = math.log1p(noise_floor) if noise_floor else 0.0
     if claim.direction == SAME:
         return _no_change(claim, ev, floor)
@@ -342,6 +357,27 @@ def apply_regimes(findings: pl.DataFrame, regimes: Sequence[Regime], tables) -> 
     return pl.from_dicts(rows, schema=findings.schema)
 
 
+def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
+    """The same zones on a scale-free quantity, in proportion to the study's value (0 = no effect): within
+    ×/÷ tolerance supported, at least a third direction only, below that contradicted. The A/A floor is a ratio's
+    and does not apply: the quantity's own interval carries its noise."""
+    e, tol = claim.ratio, claim.tolerance or tolerance
+    lo, hi = sorted((ev.low, ev.high))
+    z_lo, z_hi = _zone(lo, e, tol), _zone(hi, e, tol)
+    ours, study = f"our {ev.text()}", f"the study's {e:.3g} {claim.quantity}"
+    band = f"{e / tol:.3g}–{e * tol:.3g}"
+    if z_lo == z_hi:
+        what = {
+            SUPPORTED: f"lies within ×/÷{tol:g} of {study} ({band})",
+            DIRECTION_ONLY: f"is {'larger' if lo > e else 'smaller'} than ×/÷{tol:g} of {study} ({band})",
+            CONTRADICTED: f"is less than a third of {study}",
+        }[z_lo]
+        return Verdict(z_lo, f"{ours} {what}")
+    return Verdict(
+        UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})", "more rounds narrow it"
+    )
+
+
 # -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
 
 
@@ -410,6 +446,8 @@ def finding_row(
     """A row in `pglab.core.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
     and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart."""
     e = evidence or Evidence(None, None, None)
+    if claim.quantity is not None:  # not a ratio: kept out of the summary's ratio strip, given in the evidence text
+        e = Evidence(None, None, None, method=e.method)
     return {
         "study": study,
         "finding": finding,
@@ -417,7 +455,7 @@ def finding_row(
         "server": server,
         "verdict": v.label,
         "evidence": v.text()[:1].upper() + v.text()[1:],
-        "study_value": claim.ratio,
+        "study_value": claim.ratio if claim.quantity is None else None,
         "our_value": e.ratio,
         "our_low": e.low,
         "our_high": e.high,

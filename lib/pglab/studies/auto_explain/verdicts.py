@@ -45,6 +45,11 @@ class Spec:
     item: str
     claim: v.Claim
     versus: str | None = None
+    # a claim scored on a scale-free quantity (rule 11) rather than the ratio: "ns_per_row", the overhead
+    # (condition - baseline) per row of the table; "share_removed", how much of the overhead over `origin` (the
+    # run without auto_explain) the condition removes from the baseline's
+    quantity: str | None = None
+    origin: str | None = None
 
 
 def specs(p: AutoExplainParams) -> list[Spec]:
@@ -103,6 +108,17 @@ def specs(p: AutoExplainParams) -> list[Spec]:
     )
     for item in ("count", "count_serial"):
         r = _r(("analyze", item), (base, item))
+        if item == "count_serial":  # the claim's own quantity: the overhead per row, whatever the table's size
+            ns = (_ms("analyze", item) - _ms(base, item)) / STUDY_ROWS * 1e6
+            claim = v.Claim(
+                f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
+                f"{_ms(base, item):g} → {_ms('analyze', item):g} ms, {ns:.1f} ns per row.",
+                v.HIGHER,
+                ns,
+                quantity="ns per row",
+            )
+            out.append(Spec(f"analyze_{item}", "analyze", base, item, claim, quantity="ns_per_row"))
+            continue
         out.append(
             Spec(
                 f"analyze_{item}",
@@ -135,6 +151,22 @@ def specs(p: AutoExplainParams) -> list[Spec]:
     )
     for item in ("count", "count_serial"):
         r = _r(("analyze_no_timing", item), ("analyze", item))
+        if item == "count_serial":  # the claim's own quantity: the share of log_analyze's overhead removed
+            a, n, b = _ms("analyze", item), _ms("analyze_no_timing", item), _ms(base, item)
+            share = (a - n) / (a - b)
+            claim = v.Claim(
+                f"log_timing = off removes most of the log_analyze overhead: {names[item]} {a:g} → {n:g} ms over "
+                f"{b:g} ms without auto_explain, {share:.0%} of the overhead removed.".replace("%", " %"),
+                v.HIGHER,
+                share,
+                quantity="of the overhead removed",
+            )
+            out.append(
+                Spec(
+                    f"timing_{item}", "analyze_no_timing", "analyze", item, claim, quantity="share_removed", origin=base
+                )
+            )
+            continue
         out.append(
             Spec(
                 f"timing_{item}",
@@ -192,6 +224,37 @@ def _pair(m: pl.DataFrame, server: str, item: str, cond: str, base: str) -> pl.D
     """Per round: cond / base on one server and item."""
     d = m.filter((pl.col("server") == server) & (pl.col("item") == item) & pl.col("condition").is_in([cond, base]))
     return paired.paired_ratios(d, [], "condition", base, "round").select("round", "ratio")
+
+
+def _round_medians(m: pl.DataFrame, server: str, item: str, conds: list[str]) -> pl.DataFrame:
+    """Per round, the median run latency (ms) of each condition: one column per condition, rounds with all."""
+    d = m.filter((pl.col("server") == server) & (pl.col("item") == item) & pl.col("condition").is_in(conds))
+    if d.is_empty():
+        return pl.DataFrame()
+    wide = d.group_by("round", "condition").agg(pl.col("value").median()).pivot("condition", index="round")
+    return wide.drop_nulls() if all(c in wide.columns for c in conds) else pl.DataFrame()
+
+
+def quantity_evidence(m: pl.DataFrame, server: str, s: Spec, rows: int, flags: tuple[str, ...] = ()) -> v.Evidence:
+    """The spec's scale-free quantity per round (ns per row, or share removed), its geometric mean and the interval
+    over rounds (`paired.log_ratio_interval`): rounds pair the conditions as they do for a ratio."""
+    conds = [s.condition, s.baseline] + ([s.origin] if s.origin else [])
+    w = _round_medians(m, server, s.item, conds)
+    if w.is_empty():
+        return v.Evidence(None, None, None, unit=s.claim.quantity, flags=flags)
+    if s.quantity == "ns_per_row":
+        q = (w[s.condition] - w[s.baseline]) / rows * 1e6
+    else:  # share_removed: (baseline - condition) / (baseline - origin)
+        q = (w[s.baseline] - w[s.condition]) / (w[s.baseline] - w[s.origin])
+    q = q.to_numpy()
+    if (q <= 0).any():  # no overhead (or none removed) in some round: not a quantity to take the log of
+        return v.Evidence(
+            float(np.median(q)), None, None, len(q), None, "per round, some not positive", flags, s.claim.quantity
+        )
+    row = paired.log_ratio_interval(np.log(q))
+    return v.Evidence(
+        row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags, s.claim.quantity
+    )
 
 
 def evidence(
@@ -363,8 +426,12 @@ def findings(
             else:
                 items = [s.item] + ([s.versus] if s.versus else [])
                 flags = (flag,) if flag and "count" in items else ()
-                ev = evidence(m, server, s, flags, txns)
-                verdict = v.verdict(s.claim, ev, floor_of(round_noise if s.versus else noise_df, server, items))
+                if s.quantity:
+                    ev = quantity_evidence(m, server, s, p.rows, flags)
+                    verdict = v.verdict(s.claim, ev)
+                else:
+                    ev = evidence(m, server, s, flags, txns)
+                    verdict = v.verdict(s.claim, ev, floor_of(round_noise if s.versus else noise_df, server, items))
             rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
     from ...core.findings import table
 
