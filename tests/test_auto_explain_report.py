@@ -56,20 +56,27 @@ def test_every_finding_of_the_study_for_every_server(root):
     assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted((k, s) for k in SPECS for s in servers)
     assert set(f["study"]) == {"S2"} and set(f["verdict"]) <= set(fs.VERDICTS)
     assert all(c == SPECS[k].claim.statement for k, c in zip(f["finding"], f["claim"], strict=True))
-    assert all(v == pytest.approx(SPECS[k].claim.ratio) for k, v in zip(f["finding"], f["study_value"], strict=True))
+    assert all(
+        v == (None if SPECS[k].quantity else pytest.approx(SPECS[k].claim.ratio))
+        for k, v in zip(f["finding"], f["study_value"], strict=True)
+    )
     # the claims carry the study's figures
     claims = {k: s.claim.statement for k, s in SPECS.items()}
     assert "0.110 ms" in claims["loading"] and "1.70×" in claims["analyze_count"]
-    assert "0.146 ms" in claims["logging_explain"] and "1.90×" in claims["analyze_count_serial"]
+    assert "0.146 ms" in claims["logging_explain"] and "45.5 ns per row" in claims["analyze_count_serial"]
     # our ratio with its interval: in the numbers for every row, and in the evidence wherever a ratio is quoted
     n = _rounds(root)
     # round by round: min–max below MIN_BOOTSTRAP rounds, else a bootstrap; in the fast mode a bootstrap over the
     # rounds (a ratio of two items' ratios stays round by round)
     by_round = f"min–max, n={n}" if n < paired.MIN_BOOTSTRAP else f"95 % bootstrap over rounds, n={n}"
     fast = {f"fast mode: 10 % quantile of every execution, 95 % bootstrap over rounds, n={n}", by_round}
-    assert f["our_value"].is_not_null().all() and set(f["interval"]) in ({by_round}, fast)
-    assert ((f["our_low"] <= f["our_value"]) & (f["our_value"] <= f["our_high"])).all()
-    for r in f.iter_rows(named=True):
+    # a claim on a scale-free quantity (ns per row, share removed) gives it in its evidence, not as a ratio
+    quantity = pl.col("finding").is_in([k for k, s in SPECS.items() if s.quantity])
+    ratios = f.filter(~quantity)
+    assert ratios["our_value"].is_not_null().all() and set(f["interval"]) in ({by_round}, fast)
+    assert ((ratios["our_low"] <= ratios["our_value"]) & (ratios["our_value"] <= ratios["our_high"])).all()
+    assert f.filter(quantity)["evidence"].str.contains(r"^Our [\d.]+ (ns per row|of the overhead removed) \[").all()
+    for r in ratios.iter_rows(named=True):
         assert _ratios_without_interval(r["evidence"]) == [], (r["finding"], r["server"], r["evidence"])
         if r["evidence"].startswith("Our "):
             ours = stats.ratio_with_interval(r["our_value"], r["our_low"], r["our_high"])
@@ -113,7 +120,8 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
     assert (noise["server"] == "all").any() and noise["floor"].is_not_null().all()
     out = auto_explain_report.findings("default", root)
     assert out.height == len(SPECS) * got["auto_explain_latencies"]["server"].n_unique()
-    assert set(out["verdict"]) <= set(fs.VERDICTS) and out["our_value"].is_not_null().all()
+    quantity = pl.col("finding").is_in([k for k, s in SPECS.items() if s.quantity])
+    assert set(out["verdict"]) <= set(fs.VERDICTS) and out.filter(~quantity)["our_value"].is_not_null().all()
 
 
 def test_method_names_servers_conditions_and_the_command(root):
