@@ -141,3 +141,27 @@ def test_replica_variance_is_the_cluster_variance_of_two_clusters():
     var, df = br.replica_variance(groups)
     var_c, df_c = br.cluster_variance(d, se)
     assert df == df_c and math.isclose(var, var_c)
+
+
+def test_pool_shared_gives_every_base_server_one_variance_and_the_method_says_so():
+    """Versions compared against a baseline (pgbench): each server has one comparison per experiment, too few
+    for a variance of its own; `pool_shared` estimates one from every server's clusters, and `clusters_text`
+    says what the intervals rest on."""
+    import polars as pl
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for server in ("pg16", "pg17", "pg18"):
+        t = pl.from_dicts(_paired_rows(rng)).filter(pl.col("item") == "i0")
+        rows.append(t.with_columns(pl.col("server").str.replace("pg17", server)))
+    table = pl.concat(rows)
+    assert {v[1] for v in br.cluster_variances(table, ["item"]).values()} == {1}  # each server's own: df 1
+    var, df = br.shared_variance(table, ["item"])
+    assert df == 3 and var >= 0
+    pooled = br.pool_shared(table, ["item", "condition"])
+    assert sorted(pooled["server"]) == ["pg16", "pg17", "pg18"] and (pooled["n_clusters"] == 2).all()
+    assert all(f"(df {df})" in m for m in pooled["method"])
+    assert br.pool_shared(table.filter(pl.col("server") == "pg16"), ["item"]).height == 1  # no replicas: as is
+    text = br.clusters_text(pooled)
+    assert text.startswith(f"pg16: 2 clusters × {POOL_ROUNDS} rounds, between-cluster sd ")
+    assert br.clusters_text(table) is None

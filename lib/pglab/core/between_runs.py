@@ -258,3 +258,53 @@ def pool_clusters(
         rows.append(head | row | p | {"cluster_sd": math.sqrt(var_c), "coverage": cover, "method": method})
     schema = {c: table.schema[c] for c in table.columns} | {c: getattr(pl, d) for c, d in POOLED_COLUMNS.items()}
     return pl.from_dicts(rows, schema=schema).select(list(schema))
+
+
+def shared_variance(table, keys: Sequence[str], server_col: str = "server", variance_rows=None) -> tuple[float, int]:
+    """One between-cluster variance (and df) for every base server of a paired table with replica rows: from
+    every (base server, comparison) measured on two or more clusters (`replica_variance`), where the servers
+    are what is compared (versions against a baseline) and no server has enough comparisons of its own.
+    ValueError when no comparison was measured on two clusters."""
+    import polars as pl
+
+    _, t = _with_se(table, server_col)
+    src = t if variance_rows is None else t.filter(variance_rows)
+    src = src.filter(pl.col("ratio").is_not_null() & pl.col("_se").is_not_null())
+    groups = [
+        (np.log(g["ratio"].to_numpy()), g["_se"].to_numpy())
+        for _, g in src.group_by(["_base", *keys], maintain_order=True)
+    ]
+    return replica_variance(groups)
+
+
+def pool_shared(table, keys: Sequence[str], server_col: str = "server", variance_rows=None):
+    """`pool_clusters` with one between-cluster variance for all base servers (`shared_variance`); the table
+    itself without replicas."""
+    if not has_replicas(table[server_col].unique(maintain_order=True).to_list()):
+        return table
+    try:
+        est = shared_variance(table, keys, server_col, variance_rows)
+    except ValueError:
+        return pool_clusters(table, keys, server_col, variance_rows)
+    from .replicas import base_names
+
+    bases = set(base_names(table[server_col].unique(maintain_order=True).to_list()).values())
+    return pool_clusters(table, keys, server_col, variances=dict.fromkeys(bases, est))
+
+
+def clusters_text(table, server_col: str = "server") -> str | None:
+    """What a pooled table's intervals rest on, per base server ('pg17: 2 clusters × 5 rounds, between-cluster
+    sd 1.2 %'), for a report's method; None for a table without pooled rows (one cluster per server)."""
+    import polars as pl
+
+    if table is None or "n_clusters" not in table.columns or table.is_empty() or (table["n_clusters"].max() or 1) < 2:
+        return None
+    parts = []
+    for (server,), g in table.filter(pl.col("n_clusters") > 1).group_by(server_col, maintain_order=True):
+        sd = g["cluster_sd"].drop_nulls() if "cluster_sd" in g.columns else g["n_clusters"].clear()
+        per = (g["n_rounds"] // g["n_clusters"]).unique().sort().to_list()
+        parts.append(
+            f"{server}: {g['n_clusters'].max()} clusters × {'/'.join(map(str, per))} rounds"
+            + (f", between-cluster sd {sd[0]:.1%}".replace("%", " %") if sd.len() else "")
+        )
+    return "; ".join(parts)

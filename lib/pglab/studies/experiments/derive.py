@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import noise, paired, stats
+from ...core import between_runs, noise, paired, replicas, stats
 from ...core import verdicts as v
 from ...core.store import RunStore
 from ...pgtools.explain import parse_plan
@@ -87,24 +87,47 @@ def long_values(e: Experiment, r: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def comparisons(e: Experiment, values: pl.DataFrame, setup: dict) -> pl.DataFrame:
+def _by_cluster(values: pl.DataFrame, base_server: str) -> list[tuple[pl.DataFrame, str]]:
+    """(values of cluster k's servers, cluster k of the baseline server) for every cluster k that has it
+    (params servers.clusters: pg18_c2 against pg15_c2); one cluster: [(values, base_server)]."""
+    names = values["server"].unique(maintain_order=True).to_list()
+    bases = replicas.base_names(names)
+    out = []
+    for k in range(1, replicas.MAX_CLUSTERS + 1):
+        mine = [n for n in names if (replicas.split_name(n)[1] if bases[n] != n else 1) == k]
+        if replicas.replica_name(base_server, k) in mine:
+            out.append((values.filter(pl.col("server").is_in(mine)), replicas.replica_name(base_server, k)))
+    return out or [(values, base_server)]
+
+
+def comparisons(e: Experiment, values: pl.DataFrame, setup: dict, pool: bool = True) -> pl.DataFrame:
     """Every condition against the baseline (per server, item, metric), and with a server factor every server
-    against the baseline server (per condition, item, metric); the A/A copy only against its baseline."""
+    against the baseline server (per condition, item, metric); the A/A copy only against its baseline.
+
+    With replica clusters (params servers.clusters) and `pool`: one row per base server and comparison, its
+    interval across the clusters (`between_runs.pool_clusters`; the between-cluster variance from a server's
+    setting comparisons, the A/A copy's left out, and from its server comparisons), a server against the
+    baseline server compared cluster k with cluster k. `pool=False`: every cluster's own rows (the A/A floor's)."""
     base, aa = setup["baseline"], setup["aa"]
     parts = []
     cmp = paired.paired_compare(values, ["experiment", "server", "item", "metric"], "condition", base)
+    if pool:
+        keys = ["experiment", "item", "metric", "condition", "baseline"]
+        cmp = between_runs.pool_clusters(cmp, keys, variance_rows=pl.col("condition") != aa)
     parts.append(
         cmp.rename({"condition": "b", "baseline": "a"}).with_columns(
             kind=pl.when(pl.col("b") == aa).then(pl.lit("A/A")).otherwise(pl.lit("setting"))
         )
     )
     if setup.get("base_server"):
-        by_server = paired.paired_compare(
-            values.filter(pl.col("condition") != aa),
-            ["experiment", "condition", "item", "metric"],
-            "server",
-            setup["base_server"],
-        )
+        measured = values.filter(pl.col("condition") != aa)
+        frames = [
+            paired.paired_compare(sub, ["experiment", "condition", "item", "metric"], "server", base_k)
+            for sub, base_k in _by_cluster(measured, setup["base_server"])
+        ]
+        by_server = frames[0] if len(frames) == 1 else pl.concat(frames)
+        if pool and len(frames) > 1:
+            by_server = between_runs.pool_clusters(by_server, ["experiment", "condition", "item", "metric"])
         parts.append(
             by_server.rename({"server": "b", "baseline": "a", "condition": "server"}).with_columns(
                 kind=pl.lit("server")
@@ -125,7 +148,13 @@ def comparisons(e: Experiment, values: pl.DataFrame, setup: dict) -> pl.DataFram
         "coverage",
         "method",
     ]
-    out = [p.select(cols) for p in parts if p.height]
+    # pooled over replica clusters: what the interval rests on (absent with one cluster per server)
+    extra = [c for c in between_runs.POOLED_COLUMNS if any(c in p.columns for p in parts)]
+    out = [
+        p.select(*cols, *(pl.col(c) if c in p.columns else pl.lit(None, dtype=pl.Float64).alias(c) for c in extra))
+        for p in parts
+        if p.height
+    ]
     if not out:
         return pl.DataFrame(
             schema={
@@ -137,17 +166,21 @@ def comparisons(e: Experiment, values: pl.DataFrame, setup: dict) -> pl.DataFram
                 for c in cols
             }
         )
-    df = pl.concat(out)
+    df = pl.concat(out, how="vertical_relaxed")
     # for a server comparison, `server` holds the condition: say so in a column of its own
     return df.with_columns(
         condition=pl.when(pl.col("kind") == "server").then(pl.col("server")).otherwise(None),
         server=pl.when(pl.col("kind") == "server").then(pl.lit(None)).otherwise(pl.col("server")),
-    ).select("experiment", "kind", "server", "condition", *cols[3:])
+    ).select("experiment", "kind", "server", "condition", *cols[3:], *extra)
 
 
 def noise_table(cmp: pl.DataFrame) -> pl.DataFrame:
+    """The A/A floor per experiment, server and metric, from `comparisons(..., pool=False)`: a server's floor over
+    the A/A pairs of all its clusters (params servers.clusters)."""
     rows = []
     aa = cmp.filter(kind="A/A")
+    if aa.height:
+        aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(aa["server"].unique().to_list())))
     for (exp, server, metric), g in aa.sort("experiment", "server", "metric").group_by(
         "experiment", "server", "metric", maintain_order=True
     ):
@@ -225,7 +258,7 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
                 "floor": floor,
                 "expected": e.expect.ratio if e.expect and r["kind"] == hypothesis_kind else None,
                 "verdict": label,
-                "reason": reason,
+                "reason": reason + (f" (on {r['n_clusters']} clusters)" if (r.get("n_clusters") or 1) > 1 else ""),
             }
         )
     return rows
@@ -385,20 +418,21 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     done = [e for e in (getattr(params, "experiments", None) or []) if store.load_json(setup_path(e)) is not None]
     if not done:
         return {}
-    setups, cells, verdicts, plans, all_runs, all_cmp, values = [], [], [], [], [], [], []
+    setups, cells, verdicts, plans, all_runs, all_cmp, values, own = [], [], [], [], [], [], [], []
     for e in done:
         setup = store.load_json(setup_path(e))
         r = runs(store, e)
         vals = long_values(e, r)
         cmp = comparisons(e, vals, setup)
+        own.append(comparisons(e, vals, setup, pool=False) if between_runs.has_replicas(setup["servers"]) else cmp)
         setups.append(setup_row(e, setup))
         cells += cells_table(e, setup, r)
         plans += plan_rows(store, e, setup)
         all_runs.append(r)
         all_cmp.append(cmp)
         values.append(vals)
-    cmp = pl.concat(all_cmp)
-    nz = noise_table(cmp)
+    cmp = pl.concat(all_cmp, how="diagonal_relaxed")
+    nz = noise_table(pl.concat(own, how="diagonal_relaxed"))
     for e, c in zip(done, all_cmp, strict=True):
         verdicts += verdict_rows(e, c, nz)
     r = pl.concat(all_runs)

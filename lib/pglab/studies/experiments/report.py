@@ -68,6 +68,29 @@ def _builds(servers: list[str], env: pl.DataFrame | None) -> str:
     return "**The servers' builds.**\n\n" + "\n".join(lines) if lines else ""
 
 
+def clusters_line(paired: pl.DataFrame | None) -> str | None:
+    """What each interval rests on when every server was measured on several clusters (params servers.clusters);
+    None for one cluster per server."""
+    if paired is None or "n_clusters" not in paired.columns or paired.is_empty():
+        return None
+    pooled = paired.filter(pl.col("n_clusters") > 1)
+    if pooled.is_empty():
+        return None
+    per = "/".join(map(str, (pooled["n_rounds"] // pooled["n_clusters"]).unique().sort().to_list()))
+    sd = pooled["cluster_sd"].drop_nulls()
+    spread = (
+        f"; between-cluster sd {sd.min():.1%}–{sd.max():.1%}".replace("%", " %")
+        if sd.len()
+        else "; no between-cluster sd"
+    )
+    return (
+        f"- Clusters: every server measured on {pooled['n_clusters'].max()} independently made and loaded clusters "
+        f"(`<server>_c<k>` in the per-run tables), {per} rounds each; each comparison is the geometric mean over "
+        "the clusters (a server against the baseline server: cluster k against cluster k), its interval the rounds' "
+        f"plus the between-cluster variance{spread}; the A/A floor over every cluster's pairs."
+    )
+
+
 def section(
     name: str, t: dict[str, pl.DataFrame], env: pl.DataFrame | None = None
 ) -> tuple[str, alt.Chart | None, pl.DataFrame]:
@@ -94,6 +117,10 @@ def section(
     for r in noise_df.iter_rows(named=True):
         if r["floor"] is not None:
             md.append(f"- A/A noise floor on {r['server']} ({r['metric']}): ±{r['floor']:.1%}")
+    if clusters := clusters_line(
+        t["experiments_paired"].filter(experiment=name) if "experiments_paired" in t else None
+    ):
+        md.append(clusters)
     md.append("")
     for r in ver.iter_rows(named=True):
         md.append(f"- **{r['verdict']}** — {comparison_label(r)}: {r['reason']}")

@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from ...core import outcomes
+from ...core import outcomes, replicas
 from ...core.db import explain_json, timed_statement
 from ...core.schedule import Step, plan, run_steps
 from ...core.servers import Server
@@ -73,16 +73,18 @@ def _ordered(servers: list[Server]) -> list[Server]:
 
 def resolve_servers(e: Experiment, servers: list[Server]) -> tuple[list[Server], str | None]:
     """The experiment's servers (oldest version first) and, with a server factor, its baseline server."""
-    chosen = servers if e.servers == "all" else [s for s in servers if s.name in e.servers]
+    # a server named stands for its replica clusters too (params servers.clusters: pg17 and pg17_c2)
+    bases = replicas.base_names([s.name for s in servers])
+    chosen = servers if e.servers == "all" else [s for s in servers if bases[s.name] in e.servers]
     factor = e.factors.get(SERVER)
     if isinstance(factor, list):
-        chosen = [s for s in chosen if s.name in map(str, factor)]
+        chosen = [s for s in chosen if bases[s.name] in map(str, factor)]
     chosen = _ordered(chosen)
     if SERVER not in e.factors or not chosen:
         return chosen, None
     base = str(e.baseline.get(SERVER, "oldest"))
     name = {"oldest": chosen[0].name, "newest": chosen[-1].name}.get(base, base)
-    return chosen, name
+    return chosen, bases.get(name, name)  # the baseline server's first cluster (derive pairs cluster k with k)
 
 
 def _contexts(server: Server) -> dict[str, str]:

@@ -130,6 +130,7 @@ def method(profile: str, root: Path | None = None) -> str:
                 read_table("parallel_index_noise", profile, root=root),
                 read_table("parallel_index_drift", profile, root=root),
             ),
+            *filter(None, [piv.clusters_markdown(read_table("parallel_index_paired", profile, root=root))]),
         ]
     )
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from ...core import between_runs as br
 from ...core import findings as fnd
-from ...core import noise, paired
+from ...core import noise, paired, replicas
 from ...core import verdicts as vd
 from ...core.store import RunStore
 from .params import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
@@ -88,6 +89,17 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
         serial, ["server"], "key_columns", 2 if 2 in keys else (keys or [0])[0], "round", "seconds"
     )
     aa = noise.aa_comparisons(f, ["server", "key_columns"], "condition", BASE, BASE + AA_SUFFIX, "round", "seconds")
+    if br.has_replicas(f["server"].unique().to_list()):
+        # params servers.clusters: one row per base server and comparison, its interval with the between-cluster
+        # variance from how its clusters disagreed over the keys' builds (the A/A copy left out: both its sides
+        # share a cluster); the suite (every key once) and the size step take that variance too
+        aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(f["server"].unique().to_list())))
+        var = br.cluster_variances(
+            per_key, ["key_columns", "condition"], variance_rows=pl.col("condition") != BASE + AA_SUFFIX
+        )
+        per_key = br.pool_clusters(per_key, ["key_columns", "condition"], variances=var)
+        suite = br.pool_clusters(suite, ["condition"], variances=var)
+        size = br.pool_clusters(size, ["key_columns"], variances=var)
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
         rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
@@ -112,6 +124,12 @@ def _with(v: vd.Verdict, extra: str) -> vd.Verdict:
     return vd.Verdict(v.label, v.reason + extra, v.needs)
 
 
+def _within_rounds(r: dict) -> str:
+    """'paired within rounds', and on how many clusters when pooled over replicas (params servers.clusters)."""
+    k = r.get("n_clusters") or 1
+    return "paired within rounds" + (f", on {k} clusters" if k > 1 else "")
+
+
 def time_falls(suite: pl.DataFrame, server: str, floor: float | None) -> dict:
     claim = vd.Claim(CLAIMS["time_falls"], vd.LOWER)
     par = suite.filter((pl.col("server") == server) & (pl.col("workers") > 0)).sort("workers")
@@ -125,7 +143,7 @@ def time_falls(suite: pl.DataFrame, server: str, floor: float | None) -> dict:
         "time_falls",
         claim,
         server,
-        _with(v, f"; every key built once, {r['workers']} workers over serial, paired within rounds"),
+        _with(v, f"; every key built once, {r['workers']} workers over serial, {_within_rounds(r)}"),
         ev,
     )
 
@@ -150,7 +168,7 @@ def near_inverse(suite: pl.DataFrame, server: str, floor: float | None, cores: i
         labels.append(v.label)
         parts.append(f"{w} worker{'s' if w != 1 else ''} (ideal {1 / ideal:.2f}×): {v.label}: {v.text()}")
     label = vd.overall(labels)
-    final = vd.Verdict(label, "every key built once, paired within rounds; " + "; ".join(parts))
+    final = vd.Verdict(label, f"every key built once, {_within_rounds(r)}; " + "; ".join(parts))
     claim = claim or vd.Claim(statement, vd.LOWER)
     return vd.finding_row(STUDY, "near_inverse", claim, server, final, ev)
 
@@ -188,7 +206,7 @@ def size_step(size: pl.DataFrame, builds: pl.DataFrame, server: str, floor: floa
         "size",
         claim,
         server,
-        _with(v, "; serial build of 3 over 2 key columns, paired within rounds" + sizes),
+        _with(v, f"; serial build of 3 over 2 key columns, {_within_rounds(r)}" + sizes),
         ev,
     )
 
@@ -198,7 +216,9 @@ def findings_from(
 ) -> pl.DataFrame:
     rows = []
     cores = int(setup["cores"][0])
-    for server in sorted(setup["server"]):
+    bases = replicas.base_names(setup["server"].to_list())
+    # params servers.clusters: the paired tables hold base servers only (pooled over clusters): one finding each
+    for server in sorted(s for s in setup["server"] if bases[s] == s):
         floor = _floor(noise_tab, server)
         rows += [
             time_falls(suite, server, floor),
@@ -210,6 +230,8 @@ def findings_from(
 
 def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
     parts = []
+    bases = replicas.base_names(drift["server"].unique(maintain_order=True).to_list()) if drift.height else {}
+    drift = drift.with_columns(pl.col("server").replace_strict(bases, default=pl.col("server"))) if bases else drift
     for r in noise_tab.iter_rows(named=True):
         d = drift.filter(pl.col("server") == r["server"])["drift"].drop_nulls()
         dd = f", serial drift 2nd / 1st half of rounds {d.min():.2f}–{d.max():.2f}×" if d.len() else ""
@@ -221,4 +243,18 @@ def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
         "- Verdicts: every comparison paired within rounds (geometric mean of the round ratios; min–max below "
         "10 rounds, labelled so); an A/A control (each key's serial build twice per round) gives the noise "
         "floor: " + "; ".join(parts) + "."
+    )
+
+
+def clusters_markdown(per_key: pl.DataFrame) -> str | None:
+    """What each interval rests on when every server was measured on several clusters (params servers.clusters):
+    None for a run of one cluster per server."""
+    text = br.clusters_text(per_key)
+    if text is None:
+        return None
+    return (
+        "- Clusters: every server measured on several independently made and loaded clusters (own initdb, data "
+        "directory and lineorder; `<server>_c<k>` in the per-build tables), interleaved; each comparison is the "
+        "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
+        "clusters disagreed over the keys' builds; the suite and the size step take the same): " + text + "."
     )

@@ -98,7 +98,7 @@ def method(profile: str, root: Path | None = None) -> str:
         f"every partition pg_prewarm'ed ({limits}). Workers planned and launched from one untimed "
         f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) per server and worker count.{load} The study: 600 M rows (48 GB), "
         f"OS cache dropped, minimal shared_buffers, partitions on 3 NVMe drives, one run per mode."
-    ) + pv.method_text(t["partitioning_noise"], t["partitioning_drift"])
+    ) + pv.method_text(t["partitioning_noise"], t["partitioning_drift"], t["partitioning_paired"])
 
 
 def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:

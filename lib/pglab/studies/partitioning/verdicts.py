@@ -18,8 +18,9 @@ import math
 
 import polars as pl
 
+from ...core import between_runs as br
 from ...core import findings as fnd
-from ...core import noise, paired
+from ...core import noise, paired, replicas
 from ...core import verdicts as vd
 from .params import (
     STUDY_ALLOWED_WORKERS,
@@ -83,6 +84,12 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     pair = paired.paired_compare(t, ["server"], "condition", BASELINE, "round", "seconds")
     pair = pair.with_columns(workers=pl.col("condition").map_elements(condition_workers, return_dtype=pl.Int64))
     aa = noise.aa_comparisons(t, ["server"], "condition", BASELINE, AA, "round", "seconds")
+    if br.has_replicas(pair["server"].unique().to_list()):
+        # params servers.clusters: one row per base server and worker count, its interval with the between-cluster
+        # variance from how its clusters disagreed over the worker counts (not the A/A copy: both its sides share
+        # a cluster); the A/A floor over every cluster's pairs
+        aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(t["server"].unique().to_list())))
+        pair = br.pool_clusters(pair, ["condition", "workers"], variance_rows=pl.col("condition") != AA)
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
         rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
@@ -205,6 +212,11 @@ def even_spread(parts: pl.DataFrame, server: str) -> dict:
     )
 
 
+def on_clusters(r: dict) -> str:
+    """', on k clusters' for a row pooled over replica clusters (params servers.clusters), else ''."""
+    return f", on {r['n_clusters']} clusters" if (r.get("n_clusters") or 1) > 1 else ""
+
+
 def cpu_speedup(
     pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame, server: str, cores: int | None
 ) -> dict:
@@ -223,7 +235,7 @@ def cpu_speedup(
     extra = (
         (
             f"; {r['workers']} workers allowed, {planned} planned: speed-up {speed:.2f}× over serial, "
-            f"time paired within rounds; ceiling min({planned} + 1, {cores or '?'} cores)"
+            f"time paired within rounds{on_clusters(r)}; ceiling min({planned} + 1, {cores or '?'} cores)"
         )
         if speed
         else ""
@@ -236,6 +248,9 @@ def cpu_speedup(
 def build(t: dict[str, pl.DataFrame], cores: int | None = None) -> pl.DataFrame:
     setup = t["partitioning_setup"]
     servers = sorted(setup.filter(pl.col("skipped").is_null())["server"])
+    bases = replicas.base_names(setup["server"].to_list())
+    # params servers.clusters: the paired tables hold base servers only (pooled over clusters): findings per base
+    servers = [s for s in servers if bases[s] == s]
     bs = {r["server"]: r["block_size"] or 8192 for r in setup.iter_rows(named=True)}
     study_claim = vd.Claim(CLAIMS["speedup"], vd.LOWER, 1 / STUDY_SPEEDUP)
     rows = []
@@ -249,6 +264,8 @@ def build(t: dict[str, pl.DataFrame], cores: int | None = None) -> pl.DataFrame:
         rows.append(vd.finding_row(STUDY, "speedup", study_claim, s, vd.not_testable(*COLD_DRIVES)))
         rows.append(cpu_speedup(t["partitioning_paired"], t["partitioning_plans"], t["partitioning_noise"], s, cores))
     for r in setup.filter(pl.col("skipped").is_not_null()).iter_rows(named=True):
+        if bases[r["server"]] != r["server"]:
+            continue
         rows.append(
             vd.finding_row(STUDY, "speedup", study_claim, r["server"], vd.not_run(f"server not used: {r['skipped']}"))
         )
@@ -260,7 +277,7 @@ def build(t: dict[str, pl.DataFrame], cores: int | None = None) -> pl.DataFrame:
     return fnd.table(rows)
 
 
-def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
+def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame, pair: pl.DataFrame | None = None) -> str:
     parts = []
     for r in noise_tab.iter_rows(named=True):
         d = drift.filter(pl.col("server") == r["server"])
@@ -270,5 +287,19 @@ def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
     return (
         " Verdicts compare every worker count with serial within each round (geometric mean of the round "
         "ratios; min–max below 10 rounds, labelled so); an A/A control (serial measured twice per round, "
-        "'serial' and 'serial_aa') gives the noise floor: " + "; ".join(parts) + "."
+        "'serial' and 'serial_aa') gives the noise floor: " + "; ".join(parts) + "." + clusters_text(pair)
+    )
+
+
+def clusters_text(pair: pl.DataFrame | None) -> str:
+    """What each interval rests on when every server was measured on several clusters (params servers.clusters);
+    '' for a run of one cluster per server."""
+    text = br.clusters_text(pair) if pair is not None else None
+    if text is None:
+        return ""
+    return (
+        " Clusters: every server measured on several independently made and loaded clusters (own initdb, data "
+        "directory and partitioned table; `<server>_c<k>` in the per-execution tables), interleaved; each "
+        "comparison is the geometric mean over its clusters, its interval the rounds' plus the between-cluster "
+        "variance (how the clusters disagreed over the worker counts): " + text + "."
     )

@@ -22,7 +22,7 @@ import os
 import numpy as np
 import polars as pl
 
-from ...core import noise, paired
+from ...core import between_runs, noise, paired, replicas
 
 ITEM, ITEM_AA = "select-only", "select-only-aa"
 COLLAPSE = 1 / 3  # a run below a third of its cell's median has collapsed (a stall, a neighbour), not varied
@@ -97,7 +97,19 @@ def ceiling_flags(scaling: pl.DataFrame, cores: int | None) -> dict[tuple[str, s
     return out
 
 
+def _clusters(names) -> dict[int, list[str]]:
+    """{cluster index: its servers} (params servers.clusters; one cluster: {1: every server})."""
+    bases = replicas.base_names(names)
+    out: dict[int, list[str]] = {}
+    for n in names:
+        out.setdefault(replicas.split_name(n)[1] if bases[n] != n else 1, []).append(n)
+    return dict(sorted(out.items()))
+
+
 def paired_versions(t: dict, baseline: str | None, majors: dict[str, int], cores: int | None) -> pl.DataFrame:
+    """Every version over the baseline, within rounds. With replica clusters (params servers.clusters): cluster
+    k of each version over cluster k of the baseline, then pooled per base server (`between_runs.pool_shared`:
+    one between-cluster variance per experiment from every version's clusters)."""
     scaling = _measured(t["pgbench_scaling"]).with_columns(round=pl.col("clients") * 100_000 + pl.col("round"))
     specs = [  # what, data, group column, value, which way is better
         ("load time", t["pgbench_init"], "scale", "load_s", "lower"),
@@ -109,27 +121,39 @@ def paired_versions(t: dict, baseline: str | None, majors: dict[str, int], cores
     frames = []
     for what, df, by, value, better in specs:
         df = df.filter(pl.col(value).is_not_null())
-        base = _baseline(df, baseline, majors) if df.height else None
-        if base is None or df["server"].n_unique() < 2:
+        clusters = _clusters(df["server"].unique(maintain_order=True).to_list()) if df.height else {}
+        first = df.filter(pl.col("server").is_in(clusters.get(1, [])))
+        base = _baseline(first, baseline, majors) if first.height else None
+        if base is None or first["server"].n_unique() < 2:
             continue
-        c = paired.paired_compare(df, [by], "server", base, "round", value)
-        c = c.with_columns(
-            flag=pl.struct("server", by).map_elements(
-                lambda r, by=by, base=base: flags.get((r["server"], r[by])) or flags.get((base, r[by])), return_dtype=_S
+        parts = []
+        for k, names in clusters.items():
+            base_k = replicas.replica_name(base, k)
+            sub = df.filter(pl.col("server").is_in(names))
+            if base_k not in names or sub["server"].n_unique() < 2:
+                continue
+            c = paired.paired_compare(sub, [by], "server", base_k, "round", value)
+            c = c.with_columns(
+                flag=pl.struct("server", by).map_elements(
+                    lambda r, by=by, base=base_k: flags.get((r["server"], r[by])) or flags.get((base, r[by])),
+                    return_dtype=_S,
+                )
             )
-        )
-        frames.append(
-            c.select(
-                pl.lit(what).alias("what"),
-                (pl.lit(f"{by}=") + pl.col(by).cast(_S)).alias("group"),
-                "server",
-                "baseline",
-                pl.lit(better).alias("better"),
-                *paired.PAIRED_SCHEMA,
-                "flag",
+            parts.append(
+                c.select(
+                    pl.lit(what).alias("what"),
+                    (pl.lit(f"{by}=") + pl.col(by).cast(_S)).alias("group"),
+                    "server",
+                    pl.lit(base).alias("baseline"),
+                    pl.lit(better).alias("better"),
+                    *paired.PAIRED_SCHEMA,
+                    "flag",
+                )
             )
-        )
-    return pl.concat(frames) if frames else _frame([], PAIRED)
+        frames.append(parts[0] if len(parts) == 1 else between_runs.pool_shared(pl.concat(parts), ["what", "group"]))
+    if not frames:
+        return _frame([], PAIRED)
+    return pl.concat(frames, how="diagonal_relaxed") if len({f.width for f in frames}) > 1 else pl.concat(frames)
 
 
 def noise_table(t: dict) -> pl.DataFrame:
@@ -138,6 +162,8 @@ def noise_table(t: dict) -> pl.DataFrame:
     if "item" not in df.columns or df.filter(pl.col("item") == ITEM_AA).is_empty():
         return noise.table([])
     aa = noise.aa_comparisons(df, ["server", "scale"], "item", ITEM, ITEM_AA, "round", "tps")
+    # a server's floor over the A/A pairs of all its clusters (params servers.clusters)
+    aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(sorted(set(aa["server"])))))
     rows = []
     for server in [*sorted(set(aa["server"])), "all"]:
         nf = noise.noise_floor(aa if server == "all" else aa.filter(pl.col("server") == server))
@@ -209,7 +235,9 @@ def no_vacuum(series: pl.DataFrame) -> pl.DataFrame:
                 "tps_last": g.filter(pl.col("run") == last)["tps"].median(),
             }
         )
-    return _frame(rows, TREND).sort("server", "scale")
+    out = _frame(rows, TREND).sort("server", "scale")
+    # with replica clusters: per base server and scale, over its clusters (one between-cluster variance)
+    return between_runs.pool_shared(out, ["scale"]) if out.height else out
 
 
 def version_curve(t: dict, majors: dict[str, int]) -> pl.DataFrame:

@@ -124,6 +124,39 @@ def _paired_method(t: dict) -> str:
     )
 
 
+def clusters_markdown(t: dict) -> str | None:
+    """What each paired interval rests on when every server was measured on several clusters (params
+    servers.clusters): per experiment, clusters × rounds and the between-cluster sd; None for one cluster."""
+    parts = []
+    for table in (t["pgbench_paired"], t["pgbench_no_vacuum"]):
+        if "n_clusters" not in table.columns or table.is_empty():
+            continue
+        pooled = table.filter(pl.col("n_clusters") > 1)
+        whats = (
+            pooled.group_by("what", maintain_order=True)
+            if "what" in pooled.columns
+            else [(("no-vacuum trend",), pooled)]
+        )
+        for (what,), g in whats:
+            if g.is_empty():
+                continue
+            per = (g["n_rounds"] // g["n_clusters"]).unique().sort().to_list()
+            sd = g["cluster_sd"].drop_nulls()
+            parts.append(
+                f"{what}: {g['n_clusters'].max()} clusters × {'/'.join(map(str, per))} rounds"
+                + (f", between-cluster sd {sd[0]:.1%}".replace("%", " %") if sd.len() else ", no between-cluster sd")
+            )
+    if not parts:
+        return None
+    return (
+        "- **Clusters**: every server measured on several independently made and loaded clusters (own initdb, "
+        "data directory and pgbench tables; `<server>_c<k>` in the per-run tables), interleaved; each version "
+        "comparison is cluster k over cluster k of the baseline, the geometric mean over the clusters, its interval "
+        "the rounds' plus the between-cluster variance (how the clusters' comparisons disagreed, one estimate per "
+        "experiment over every version): " + "; ".join(parts) + "."
+    )
+
+
 def _servers(t: dict) -> list[str]:
     names = set()
     for n in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series"):
@@ -245,6 +278,8 @@ def method(profile: str, root: Path | None = None) -> str:
             "sizes after the load and after every run."
         )
     lines.append(_paired_method(t))
+    if (clusters := clusters_markdown(t)) is not None:
+        lines.append(clusters)
     if (telemetry := _telemetry_method(t)) is not None:
         lines.append(telemetry)
     notes = t["pgbench_servers"]["client_note"].drop_nulls()

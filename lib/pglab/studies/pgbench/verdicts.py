@@ -67,12 +67,17 @@ def _paired(paired: pl.DataFrame, what: str, group: str) -> list[dict]:
     return paired.filter((pl.col("what") == what) & (pl.col("group") == group)).sort("server").to_dicts()
 
 
+def _on_clusters(r: dict) -> str:
+    """', on k clusters' for a row pooled over replica clusters (params servers.clusters), else ''."""
+    return f", on {r['n_clusters']} clusters" if (r.get("n_clusters") or 1) > 1 else ""
+
+
 def _scored(finding: str, key: str, rows: list[dict], floor: float | None, note: str = "") -> list[dict]:
     out = []
     for r in rows:
         ev = _evidence(r)
         v = V.verdict(CLAIMS[key], ev, floor)
-        why = f"{v.reason} ({r['server']} over {r['baseline']}{note})"
+        why = f"{v.reason} ({r['server']} over {r['baseline']}{_on_clusters(r)}{note})"
         out.append(_row(finding, key, r["server"], V.Verdict(v.label, why, v.needs), ev))
     return out
 
@@ -93,7 +98,7 @@ def no_vacuum_rows(trend: pl.DataFrame, majors: dict[str, int], floor: float | N
                 f"no_vacuum_tps_scale_{r['scale']}",
                 "no_vacuum_tps",
                 r["server"],
-                V.Verdict(v.label, f"last over first run of the series, fitted: {v.reason}", v.needs),
+                V.Verdict(v.label, f"last over first run of the series, fitted{_on_clusters(r)}: {v.reason}", v.needs),
                 ev,
             )
         )
@@ -201,8 +206,8 @@ def scaleup_rows(paired: pl.DataFrame, majors: dict[str, int], floor: float | No
                     pair[0]["server"],
                     V.Verdict(
                         v.label,
-                        f"11 / 10 over (clients, round) blocks: {v.reason}; a CLOG change shows with many cores "
-                        "and clients, this machine has few",
+                        f"11 / 10 over (clients, round) blocks{_on_clusters(pair[0])}: {v.reason}; a CLOG change "
+                        "shows with many cores and clients, this machine has few",
                         v.needs,
                     ),
                     ev,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ...core import replicas
 from ...core.estimate import COST, jit, servers_for
 from ...core.servers import Server
 from .params import JIT_MODES, SsbParams
@@ -15,11 +16,13 @@ from .run import version_server, workers
 def round_cells(servers: list[Server], q: SsbParams, jit: Callable[[Server], bool]) -> list[tuple[str, int]]:
     """(mode, number of queries) of every available (server, mode) of one round of run_modes, in run order."""
     out = []
-    for i, s in enumerate(servers):
+    bases = replicas.base_names([s.name for s in servers])  # the first server: every cluster of it
+    first = bases[servers[0].name] if servers else None
+    for s in servers:
         for m in q.modes:
             if (m in JIT_MODES and not jit(s)) or (m == "serial" and not version_server(s, q)):
                 continue
-            if m == "parallel_aa" and not (q.aa_servers == "all" or i == 0):
+            if m == "parallel_aa" and not (q.aa_servers == "all" or bases[s.name] == first):
                 continue
             out.append((m, len(q.mode_query_ids(m))))
     return out

@@ -14,7 +14,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ...core import derived, paired
+from ...core import between_runs, derived, paired
 from ...core.findings import table as findings_table
 from ...core.stats import ratio_with_interval
 from . import charts as ssb_charts
@@ -174,6 +174,25 @@ def method(profile: str, root: Path | None = None) -> str:
     return lead + "\n\n" + "\n".join(lines) + "\n" + _paired_lines(profile, root)
 
 
+def clusters_markdown(modes: pl.DataFrame, versions: pl.DataFrame) -> str | None:
+    """What each interval rests on when every server was measured on several clusters (params servers.clusters):
+    None for a run of one cluster per server."""
+    parts = []
+    if (text := between_runs.clusters_text(modes)) is not None:
+        parts.append("modes: " + text)
+    if (text := between_runs.clusters_text(versions)) is not None:
+        parts.append("17 over 16: " + text)
+    if not parts:
+        return None
+    return (
+        "- **Clusters**: every server measured on several independently made and loaded clusters (own initdb, "
+        "data directory and SSB load; `<server>_c<k>` in the per-execution tables), interleaved; each comparison "
+        "is the geometric mean over its clusters (17 over 16: cluster k over cluster k), its interval the rounds' "
+        "plus the between-cluster variance (how the clusters disagreed over the queries; the suites take the "
+        "same): " + "; ".join(parts) + "."
+    )
+
+
 def _paired_lines(profile: str, root: Path | None) -> str:
     """The paired analysis: pairing, noise floor, drift, generator, answers, q4.3's workers, plans across versions."""
     t = {
@@ -197,6 +216,8 @@ def _paired_lines(profile: str, root: Path | None) -> str:
         f"workers over none) is made {how}; suite figures sum the queries of a round. Verdicts follow "
         "docs/verdicts.md."
     ]
+    if (clusters := clusters_markdown(pr, derived.read_optional("ssb_versions_paired", profile, root))) is not None:
+        lines.append(clusters)
     nz = t["ssb_noise"]
     if nz.height:
         parts = [

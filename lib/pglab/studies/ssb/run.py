@@ -23,7 +23,7 @@ import time
 
 import polars as pl
 
-from ...core import outcomes
+from ...core import outcomes, replicas
 from ...core.db import explain_json, plan_shape, timed_statement
 from ...core.schedule import plan, run_steps
 from ...core.servers import Connections, Server, matches_version
@@ -118,8 +118,11 @@ def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, 
 def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFrame:
     """Time every available (server, mode, query); returns the availability table."""
     n = workers(p)
+    # aa_servers first: the first server, every cluster of it (params servers.clusters: its floor over all of them)
+    bases = replicas.base_names([s.name for s in servers])
+    first = bases[servers[0].name] if servers else None
     avail = {
-        s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or i == 0) for i, s in enumerate(servers)
+        s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or bases[s.name] == first) for s in servers
     }
     rows = [
         {"server": s, "mode": m, "available": reason is None, "reason": reason}
