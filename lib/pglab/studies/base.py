@@ -129,7 +129,9 @@ class Study:
 
         out = _check_tables(self.name, self.derive_tables(store, params), self.tables)
         system = system_sampler.stage_table(store, self.name)
-        return out | ({f"{self.name}_machine": system} if system.height else {})
+        # a stage that measured on no server leaves no tables (the report then says it was not run): nor this one
+        measured = any(not name.endswith("_skipped") for name in out)
+        return out | ({f"{self.name}_machine": system} if system.height and measured else {})
 
     @property
     def report_tables(self) -> tuple[str, ...]:
