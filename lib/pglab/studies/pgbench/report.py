@@ -310,3 +310,30 @@ def charts(profile: str, root: Path | None = None) -> list:
 
 def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
     return pgbench_verdicts.findings(_tables(profile, root))
+
+
+def answers(tables, f: pl.DataFrame) -> list[str]:
+    """A plain sentence for the report's first screen: tps across versions against the oldest server, with whether
+    the builds allow the comparison (`Study.comparisons`)."""
+    from ...core import findings as fnd
+    from ...core import verdicts as v
+
+    parts, servers, gated, scale = [], [], False, None
+    for finding, what in (("tpcb_versions_scale_", "TPC-B-like"), ("select_only_scale_", "select-only")):
+        rows = (
+            f.filter(pl.col("finding").str.starts_with(finding), pl.col("our_value").is_not_null()) if f.height else f
+        )
+        if rows.is_empty():
+            continue
+        scale = scale or rows["finding"][0].rsplit("_", 1)[-1]
+        parts.append((fnd.span(rows["our_value"].to_list(), "{:.2f}"), what))
+        servers += rows["server"].to_list()
+        gated = gated or (rows["verdict"] == v.NOT_COMPARABLE).any()
+    if not parts:
+        return []
+    base = tables["pgbench_paired"]["baseline"].drop_nulls()[0] if "pgbench_paired" in tables else "the oldest"
+    caveat = f"; {base}'s build differs from theirs, so no version claim is scored on it" if gated else ""
+    said = " and ".join(
+        f"{x}× {base + chr(39) + 's' if i == 0 else 'its'} {what} tps" for i, (x, what) in enumerate(parts)
+    )
+    return [f"pgbench at scale {scale}: {min(servers)}–{max(servers)} give {said} here{caveat}."]
