@@ -17,11 +17,25 @@ DIRTY = "+dirty"
 def manifest(profile: str, root: Path | None = None) -> pl.DataFrame:
     """One row per table: table, rows, columns, sha256 (first 12), run_id, derived_by (null where not recorded)."""
     m = json.loads((derived.profile_dir(profile, root) / derived.MANIFEST).read_text())
-    rows = [{"table": name.removesuffix(".csv"), "rows": e["rows"], "columns": len(e["columns"]),
-             "sha256": e["sha256"][:12], "run_id": e.get("run_id"), "derived_by": e.get("derived_by")}
-            for name, e in sorted(m.items())]
-    schema = {"table": pl.String, "rows": pl.Int64, "columns": pl.Int64, "sha256": pl.String, "run_id": pl.String,
-              "derived_by": pl.String}
+    rows = [
+        {
+            "table": name.removesuffix(".csv"),
+            "rows": e["rows"],
+            "columns": len(e["columns"]),
+            "sha256": e["sha256"][:12],
+            "run_id": e.get("run_id"),
+            "derived_by": e.get("derived_by"),
+        }
+        for name, e in sorted(m.items())
+    ]
+    schema = {
+        "table": pl.String,
+        "rows": pl.Int64,
+        "columns": pl.Int64,
+        "sha256": pl.String,
+        "run_id": pl.String,
+        "derived_by": pl.String,
+    }
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -35,7 +49,7 @@ def short_revision(rev: str | None) -> str:
 
 def measured_by(profile: str, root: Path | None = None) -> str | None:
     """The kit revision that took the measurements, as 00_environment recorded it (environment_machine)."""
-    if not (derived.profile_dir(profile, root) / "environment_machine.csv").exists():
+    if "environment_machine" not in derived.Tables(profile, root):
         return None
     m = derived.read_table("environment_machine", profile, root).cast(pl.String)
     return dict(m.iter_rows()).get("pglab_revision")
@@ -50,15 +64,22 @@ def provenance_markdown(profile: str, root: Path | None = None) -> str:
     unrecorded = t.filter(pl.col("derived_by").is_null()).height
     lines = [f"- **Measured by** kit revision {short_revision(measured)} (recorded by `00_environment`)."]
     if derived_revs:
-        lines.append("- **Derived by** " + ", ".join(short_revision(r) for r in derived_revs)
-                     + (f"; {unrecorded} table(s) from before revisions were recorded" if unrecorded else "") + ".")
+        lines.append(
+            "- **Derived by** "
+            + ", ".join(short_revision(r) for r in derived_revs)
+            + (f"; {unrecorded} table(s) from before revisions were recorded" if unrecorded else "")
+            + "."
+        )
     else:
         lines.append("- **Derived by**: not recorded (this manifest predates the record of revisions).")
-    lines.append("- **Runs**: " + (", ".join(f"`{r}`" for r in runs) if runs else "not recorded in this manifest")
-                 + ".")
+    lines.append(
+        "- **Runs**: " + (", ".join(f"`{r}`" for r in runs) if runs else "not recorded in this manifest") + "."
+    )
     if any(r and r.endswith(DIRTY) for r in [measured, *derived_revs]):
-        lines.append(f"- ⚠ A revision marked **{DIRTY}** had uncommitted changes: the code that produced these "
-                     "numbers is not exactly any commit.")
+        lines.append(
+            f"- ⚠ A revision marked **{DIRTY}** had uncommitted changes: the code that produced these "
+            "numbers is not exactly any commit."
+        )
     return "\n".join(lines)
 
 
@@ -66,12 +87,17 @@ def inventory_markdown(profile: str, root: Path | None = None) -> str:
     """The tables as a Markdown table, with the manifest's check (every file matches its checksum)."""
     t = manifest(profile, root)
     problems = derived.verify(profile, root)
-    check = ("Every table matches its SHA-256 checksum in the manifest." if not problems
-             else f"**Checksum MISMATCH**: {', '.join(problems)}.")
+    check = (
+        "Every table matches its SHA-256 checksum in the manifest."
+        if not problems
+        else f"**Checksum MISMATCH**: {', '.join(problems)}."
+    )
     lines = [check, "", "| table | rows | columns | sha256 | run | derived by |", "|---|--:|--:|---|---|---|"]
     for r in t.iter_rows(named=True):
-        lines.append(f"| `{r['table']}` | {r['rows']:,} | {r['columns']} | `{r['sha256']}` | "
-                     f"{r['run_id'] or '—'} | {short_revision(r['derived_by'])} |")
+        lines.append(
+            f"| `{r['table']}` | {r['rows']:,} | {r['columns']} | `{r['sha256']}` | "
+            f"{r['run_id'] or '—'} | {short_revision(r['derived_by'])} |"
+        )
     if t["run_id"].null_count() or t["derived_by"].null_count():
         lines += ["", "— : not recorded (the table was written before the manifest kept its run and revision)."]
     return "\n".join(lines)

@@ -25,17 +25,23 @@ def _values(profile: str, root: Path | None, table: str, column: str) -> str | N
 
 def ours(section: Section, profile: str, root: Path | None = None) -> dict[str, str]:
     """Our side of the comparison, from the run's environment and the section's setup table."""
-    d = derived.profile_dir(profile, root)
-    out = {"scale": "see how it was measured", "cores": "not recorded", "versions": "not recorded",
-           "cache": section.ours_cache}
+    out = {
+        "scale": "see how it was measured",
+        "cores": "not recorded",
+        "versions": "not recorded",
+        "cache": section.ours_cache,
+    }
     spec = section.ours_scale
     if spec and (vals := _values(profile, root, spec[0], spec[1])):
         out["scale"] = spec[2].format(vals)
-    if (d / "environment_machine.csv").exists():
+    tables = derived.Tables(profile, root)
+    if "environment_machine" in tables:
         m = dict(derived.read_table("environment_machine", profile, root).cast(pl.String).iter_rows())
-        out["cores"] = f"{m.get('cpu_cores') or '?'} cores ({m.get('cpu_model') or 'model not recorded'}), " \
-                       f"{m.get('memory_gib') or '?'} GiB"
-    if (d / "environment_servers.csv").exists():
+        out["cores"] = (
+            f"{m.get('cpu_cores') or '?'} cores ({m.get('cpu_model') or 'model not recorded'}), "
+            f"{m.get('memory_gib') or '?'} GiB"
+        )
+    if "environment_servers" in tables:
         s = derived.read_table("environment_servers", profile, root)
         out["versions"] = ", ".join(f"{r['server']}: {r['major']}.{r['minor']}" for r in s.iter_rows(named=True))
     return out
