@@ -126,3 +126,20 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
     machine = t["tiny_machine"]
     assert machine.height >= 1 and machine["attempt"].to_list() == [1] * machine.height
     assert ((machine["cpu_user"] + machine["cpu_idle"]) <= 1.0001).all() and machine["time"].is_not_null().all()
+
+
+def test_a_study_notebook_judges_without_the_environment_stage(committed_copy, tmp_path):
+    """`make report ONLY=30` (or a killed run resumed with only some notebooks) has no 00_environment tables: the
+    notebooks that show their findings (`STUDY.judge`) must still do so; only the report's section needs them."""
+    import shutil
+
+    from pglab.core.derived import Tables
+
+    folder = tmp_path / "noenv"
+    shutil.copytree(committed_copy / "default", folder)
+    for f in folder.glob("environment_*.csv"):
+        f.unlink()
+    tables = Tables("noenv", tmp_path)
+    for s in studies.studies():
+        if "STUDY.judge(" in (ROOT / "notebooks" / f"{s.notebook}.py").read_text():
+            assert s.judge(tables).height, s.name

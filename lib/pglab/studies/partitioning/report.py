@@ -30,14 +30,21 @@ TABLES = (
 
 
 def tables(profile: str, root: Path | None = None) -> dict[str, pl.DataFrame]:
-    return {name: derived.read_table(name, profile, root=root) for name in TABLES}
+    # the environment is optional to the findings (notebook 70 run alone has none); the report needs it anyway
+    return {
+        name: derived.read_optional(name, profile, root)
+        if name.startswith("environment_")
+        else derived.read_table(name, profile, root=root)
+        for name in TABLES
+    }
 
 
 def cores(profile: str, root: Path | None = None) -> int | None:
     """The machine's CPU cores as 00_environment recorded them (None when it did not run)."""
-    if not (derived.profile_dir(profile, root) / "environment_machine.csv").exists():
+    m = derived.read_optional("environment_machine", profile, root)
+    if m.is_empty():
         return None
-    m = derived.read_table("environment_machine", profile, root=root).filter(pl.col("key") == "cpu_cores")
+    m = m.filter(pl.col("key") == "cpu_cores")
     return int(m["value"][0]) if m.height and m["value"][0] is not None else None
 
 

@@ -48,10 +48,13 @@ TELEMETRY = ("pgbench_timeline", "pgbench_latency", "pgbench_telemetry")
 
 
 def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
-    out = {n: derived.read_table(n, profile, root=root) for n in TABLES}
+    # the environment is optional to the findings (notebook 30 run alone has none; the report needs it): its
+    # versions' text then falls back to the server names; telemetry only where the run recorded it
+    out = {n: derived.read_table(n, profile, root=root) for n in TABLES if n != "environment_servers"}
+    out["environment_servers"] = derived.read_optional("environment_servers", profile, root)
     for n in TELEMETRY:
-        if (derived.profile_dir(profile, root) / f"{n}.csv").is_file():
-            out[n] = derived.read_table(n, profile, root=root)
+        if (t := derived.read_optional(n, profile, root)).height:
+            out[n] = t
     return out
 
 
@@ -168,6 +171,8 @@ def _servers(t: dict) -> list[str]:
 def versions(t: dict) -> dict[str, str]:
     """server → version() as the server reported it (environment_servers), without the build details."""
     env = t["environment_servers"]
+    if env.is_empty():
+        return {}
     return {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
 
 
