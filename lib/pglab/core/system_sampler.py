@@ -80,13 +80,16 @@ def rates(a: dict, b: dict) -> dict:
     """What happened between two snapshots: CPU shares, rates per second, the gauges at the end."""
     dt = max(b["t"] - a["t"], 1e-9)
     ticks = {k: b[k] - a[k] for k in _CPU_FIELDS if k in a and k in b}
-    total = max(sum(ticks.values()), 1)
+    # two snapshots within one clock tick (the last loop sample and the one at exit) have no CPU time between
+    # them: their shares are unknown (null), not 0
+    total = sum(ticks.values()) or None
+    share = (lambda n: n / total) if total else (lambda n: None)
     return {
-        "cpu_user": (ticks.get("user", 0) + ticks.get("nice", 0)) / total,
-        "cpu_system": (ticks.get("system", 0) + ticks.get("irq", 0) + ticks.get("softirq", 0)) / total,
-        "cpu_iowait": ticks.get("iowait", 0) / total,
-        "cpu_steal": ticks.get("steal", 0) / total,
-        "cpu_idle": ticks.get("idle", 0) / total,
+        "cpu_user": share(ticks.get("user", 0) + ticks.get("nice", 0)),
+        "cpu_system": share(ticks.get("system", 0) + ticks.get("irq", 0) + ticks.get("softirq", 0)),
+        "cpu_iowait": share(ticks.get("iowait", 0)),
+        "cpu_steal": share(ticks.get("steal", 0)),
+        "cpu_idle": share(ticks.get("idle", 0)),
         "ctxt_per_s": (b["ctxt"] - a["ctxt"]) / dt,
         "procs_running": b.get("procs_running"),
         "mem_available_mib": b.get("mem_available_kib", 0) / 1024,
@@ -160,9 +163,9 @@ class SystemSampler:
             "write_mib_per_s_mean": whole["write_mib_per_s"],
         }
         flags = []
-        if whole["cpu_steal"] > STEAL_HIGH:
+        if (whole["cpu_steal"] or 0) > STEAL_HIGH:
             flags.append(f"steal {whole['cpu_steal']:.0%} of CPU time (the hypervisor ran others)")
-        if whole["cpu_iowait"] > IOWAIT_HIGH:
+        if (whole["cpu_iowait"] or 0) > IOWAIT_HIGH:
             flags.append(f"iowait {whole['cpu_iowait']:.0%} of CPU time")
         return out | {"flag": "; ".join(flags).replace("%", " %") or None}
 
