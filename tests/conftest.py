@@ -101,3 +101,20 @@ _AFTER_REPORT = ("test_derive_run.py",)
 
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: item.path.name in _AFTER_REPORT)  # stable: everything else keeps its order
+
+
+def captured_identities(installs, prefix: str) -> list[dict]:
+    """The environment_servers rows (build identity included) the kit records from a started server of each
+    install, each stopped again."""
+    from pglab.core.servers import Server
+    from pglab.pgtools import environment
+
+    rows = []
+    for inst in installs:
+        srv = Server(inst.name, install=inst, cluster=Cluster(inst, name=f"{prefix}-{inst.name}"), settings={})
+        srv.start()
+        try:
+            rows.append(environment.server(srv)[0])
+        finally:
+            srv.stop()
+    return rows

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from conftest import captured_identities
 
 from pglab.core import builds, derived
 from pglab.core import findings as fnd
 from pglab.core import verdicts as v
-from pglab.core.cluster import Cluster
-from pglab.core.servers import Server
-from pglab.pgtools import environment
 from pglab.studies import STUDIES
 from pglab.studies.base import Study
 
@@ -192,15 +190,7 @@ def real_identities(installs):
     """The identities the environment capture records from the real servers of this machine's installs."""
     if len(installs) < 2:
         pytest.skip("one install here: no two builds to compare")
-    rows = []
-    for inst in installs[:2]:
-        srv = Server(inst.name, install=inst, cluster=Cluster(inst, name=f"gate-{inst.name}"), settings={})
-        srv.start()
-        try:
-            rows.append(environment.server(srv)[0])
-        finally:
-            srv.stop()
-    return rows
+    return captured_identities(installs[:2], "gate")
 
 
 def test_the_gate_answers_as_builds_difference_for_two_real_installs(real_identities, tmp_path):

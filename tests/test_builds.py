@@ -3,24 +3,14 @@ checksums recorded by the environment capture, and the gate that calls a version
 built otherwise *not comparable*, naming the difference."""
 
 import pytest
+from conftest import captured_identities
 
 from pglab.core import builds
-from pglab.core.cluster import Cluster
-from pglab.core.servers import Server
-from pglab.pgtools import environment
 
 
 @pytest.fixture(scope="module")
 def identities(installs):
-    rows = []
-    for inst in installs:
-        srv = Server(inst.name, install=inst, cluster=Cluster(inst, name=f"builds-{inst.name}"), settings={})
-        srv.start()
-        try:
-            rows.append(environment.server(srv)[0])
-        finally:
-            srv.stop()
-    return rows
+    return captured_identities(installs, "builds")
 
 
 def test_every_server_records_its_build(identities):
