@@ -138,6 +138,11 @@ def test_plan_shapes_from_the_parsed_plans(stage):
     planner = tables["partitioning_planner"]
     assert (planner["workers_planned"] == 3).all() and (planner["predicted_workers"] == 3).all()
     assert (planner["study_predicted_workers"] == 7).all()
+    # the plan-only EXPLAIN with the scan threshold scaled to our partitions: the planner follows the rule there too
+    for r in planner.iter_rows(named=True):
+        pages = [r["max_partition_pages"]] * r["partitions"]
+        assert r["scaled_threshold_pages"] >= 1
+        assert r["scaled_workers_planned"] == pplans.append_workers(pages, r["scaled_threshold_pages"], 100), r
 
 
 def test_worker_limits_raised_for_the_stage_then_reset(stage):

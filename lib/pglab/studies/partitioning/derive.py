@@ -235,8 +235,21 @@ def planner_table(store: RunStore, servers: list[str], partitions: int) -> pl.Da
                 "study_predicted_workers": append_workers(spages, 1024, STUDY_ALLOWED_WORKERS),
                 "study_workers_planned": STUDY_WORKERS_PLANNED,
             }
+            | _scaled(store, server, partitions)
         )
     return pl.from_dicts(rows, infer_schema_length=None) if rows else pl.DataFrame({"server": []})
+
+
+def _scaled(store: RunStore, server: str, partitions: int) -> dict:
+    """The plan-only EXPLAIN with the scan threshold scaled to our partitions (none in runs before it was taken)."""
+    doc = _plan_doc(store, server, f"plan_only_scaled_{STUDY_ALLOWED_WORKERS}")
+    if doc is None:
+        return {"scaled_threshold_pages": None, "scaled_workers_planned": None}
+    c = check(parse_plan(doc["plan"]).nodes, partitions)
+    return {
+        "scaled_threshold_pages": doc["min_parallel_table_scan_size_blocks"],
+        "scaled_workers_planned": c["workers_planned"],
+    }
 
 
 def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:

@@ -27,6 +27,7 @@ from .params import (
     ITEM,
     QUERY,
     STUDY_ALLOWED_WORKERS,
+    STUDY_PARTITION_MB,
     PartitioningParams,
     condition_workers,
     unknown_location_servers,
@@ -72,27 +73,44 @@ def plan_path(server: str, condition: str) -> str:
     return f"{EXPERIMENT}/plans/{server}/{condition}"
 
 
+def scaled_threshold_blocks(partition_pages: list[int], block_size: int = 8192) -> int:
+    """min_parallel_table_scan_size (in blocks, at least 1) scaled by our largest partition over the study's:
+    the planner then sees our partitions in the ratio to it that the study's 8 GB ones had to the default 8MB."""
+    study = max(mb * 1024 * 1024 // block_size for mb in STUDY_PARTITION_MB)
+    return max(1, round(1024 * max(partition_pages) / study))
+
+
 def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore, preps: dict) -> None:
-    """Untimed plans per (server, condition), and the plan with the study's allowed workers, kept raw."""
+    """Untimed plans per (server, condition), and the plan-only ones with the study's allowed workers (as is, and
+    with the scan threshold scaled to our partitions: the study's planner decision on our data), kept raw."""
     timeout_ms = str(max(1, round(p.statement_timeout_s * 1000)))
+    k_study = STUDY_ALLOWED_WORKERS
     for s in servers:
-        for cond, k in [*p.conditions(), (f"plan_only_{STUDY_ALLOWED_WORKERS}", STUDY_ALLOWED_WORKERS)]:
+        pages = [x["pages"] for x in preps[s.name].partitions]
+        scaled = scaled_threshold_blocks(pages)
+        plan_only = {
+            f"plan_only_{k_study}": preps[s.name].min_parallel_table_scan_size_blocks,
+            f"plan_only_scaled_{k_study}": scaled,
+        }
+        for cond, k in [*p.conditions(), *((c, k_study) for c in plan_only)]:
             base = plan_path(s.name, cond)
             if store.has_artifact(base + ".json"):
                 continue
-            with s.connect(p.database, settings=session_settings(k)) as conn:
+            settings = session_settings(k)
+            if cond.startswith("plan_only_scaled"):
+                settings |= {"min_parallel_table_scan_size": f"{scaled * 8}kB"}
+            with s.connect(p.database, settings=settings) as conn:
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
-                if cond.startswith("plan_only"):
+                if cond in plan_only:
                     # planning needs no cores: what the planner asks for when allowed as many as the study
                     doc = explain_json(conn, QUERY, analyze=False)
-                    prep = preps[s.name]
                     store.save_json(
                         base + ".json",
                         {
                             "allowed": k,
                             "plan": doc,
-                            "partition_pages": [x["pages"] for x in prep.partitions],
-                            "min_parallel_table_scan_size_blocks": prep.min_parallel_table_scan_size_blocks,
+                            "partition_pages": pages,
+                            "min_parallel_table_scan_size_blocks": plan_only[cond],
                         },
                     )
                     continue

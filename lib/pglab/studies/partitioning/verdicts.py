@@ -161,8 +161,17 @@ def workers_planned(planner: pl.DataFrame, server: str, block_size: int = 8192) 
         return _row("workers_planned", server, vd.NOT_RUN, "no plan with the study's allowed workers was recorded.")
     r = r[0]
     ok = r["workers_planned"] == r["predicted_workers"] and r["study_predicted_workers"] == r["study_workers_planned"]
+    scaled = r.get("scaled_workers_planned")
+    ok = ok and (scaled is None or scaled == r["study_workers_planned"])
     mb = r["max_partition_pages"] * block_size / 2**20
     floor = r["partitions"].bit_length()
+    also = (
+        ""
+        if scaled is None
+        else f" With min_parallel_table_scan_size scaled by our largest partition over the study's "
+        f"({r['scaled_threshold_pages']} pages instead of 1,024), {server} itself plans {scaled} (the study: "
+        f"{r['study_workers_planned']})."
+    )
     return _row(
         "workers_planned",
         server,
@@ -173,7 +182,7 @@ def workers_planned(planner: pl.DataFrame, server: str, block_size: int = 8192) 
         f"{r['threshold_pages']:,} pages; at least ⌊log2 {r['partitions']}⌋ + 1 = {floor} for the "
         f"Parallel Append) predicts {r['predicted_workers']} here and {r['study_predicted_workers']} for "
         f"the study's partitions of {r['study_max_partition_pages']:,} pages, which planned "
-        f"{r['study_workers_planned']}.",
+        f"{r['study_workers_planned']}." + also,
     )
 
 
