@@ -38,6 +38,7 @@ from pglab.core import charts, derived, outcomes, session
 from pglab.datasets.ssb import selectivity as ssb_selectivity
 from pglab.datasets.ssb import stage as ssb_stage
 from pglab.studies.ssb import derive as ssb_derive
+from pglab.studies.ssb import run as ssb_run
 
 charts.setup()
 s = session.begin(params.load(params_file), run_id, study="ssb")
@@ -51,7 +52,8 @@ ssb_stage.prepare(targets, p)
 
 # %%
 # each server's load is recorded as soon as it is done; a server that may not hold the dataset is skipped
-results = ssb_stage.load_all(targets, p, s.store)
+# ssb.jit_sf: the servers added for their JIT only hold SSB at that scale (the JIT claims' regime)
+results = ssb_stage.load_all(targets, p, s.store, ssb_run.scales(targets, p))
 ssb_derive.record_load(s.store, results)  # each server's load as this run first saw it
 targets = ssb_stage.holding(targets, results)
 outcomes.report_skipped(s.store, [ssb_stage.EXP_LOAD], "ssb_load_skipped", s.profile)

@@ -74,6 +74,20 @@ def test_one_cluster_is_the_default_and_a_name_stands_for_its_replicas(tmp_path,
     assert [x.name for x in s.servers] == [installs[0].name, f"{installs[0].name}_c2"]
 
 
+def test_ssb_jit_only_servers_keep_jit_clusters(tmp_path, installs):
+    """ssb.jit_clusters: the servers added for their JIT only (not among ssb.versions) come on that many of the
+    run's clusters; the versions on all of them."""
+    jit, plain = [i for i in installs if i.jit], [i for i in installs if not i.jit]
+    if not jit or not plain or any(i.major == plain[0].major for i in jit):
+        pytest.skip("needs an install with llvmjit and one of another major without (Debian's 15, the wheel's 18)")
+    f = _params_file(tmp_path, {"clusters": 2}, "pytest-replicas-jit")
+    doc = yaml.safe_load(f.read_text()) | {"ssb": {"versions": [plain[0].major], "jit_sf": 1, "jit_clusters": 1}}
+    f.write_text(yaml.safe_dump(doc))
+    got = [s.name for s in servers.for_study(params.load(f, check_servers=False), "ssb")]
+    assert got[:2] == [plain[0].name, f"{plain[0].name}_c2"]
+    assert {i.name for i in jit} <= set(got) and not any(n.endswith("_c2") for n in got[2:]), got
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, installs):
     jit = [i for i in installs if i.jit]

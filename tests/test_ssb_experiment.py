@@ -158,3 +158,39 @@ def test_run_stage_does_what_notebook_20_did_and_resumes(servers, tmp_path):
     assert STUDY.run(s).steps_run == 0 and s.store.file.read_bytes() == before
     with pytest.raises(ValueError, match="not among this run's servers"):
         s.override(["nope"])
+
+
+def test_jit_servers_run_at_their_own_scale_in_rounds_of_their_own(servers, tmp_path):
+    """ssb.jit_sf: a server added for its JIT only (jit_installs; not among versions) holds SSB at that scale and
+    runs its modes there in jit_repetitions rounds, with its own A/A control; the sweep and the plan-only
+    EXPLAINs stay at ssb.sf on the version servers; answers are checked per scale; the regime reads each server's
+    own scale."""
+    from pglab.core.session import Session
+    from pglab.params import Params
+    from pglab.studies.ssb import STUDY
+
+    jit = [s for s in servers if s.install.jit]
+    plain = [s for s in servers if not s.install.jit]
+    if not jit or not plain:
+        pytest.skip("needs one install with llvmjit and one without (Debian's 15 and the wheel's 18 here)")
+    j, v = jit[0], plain[0]
+    s = Session(params=Params(), store=RunStore("jitsf", root=tmp_path), servers=[v, j])
+    over = {"versions": [v.install.major], "jit_sf": 0.1, "jit_repetitions": 1, "prewarm": False}
+    s.override(
+        [v.name, j.name], ssb=P.model_dump() | over | {"modes": ["serial", "parallel", "parallel_aa", "parallel_jit"]}
+    )
+    assert ssb_run.scales(s.servers, s.params.ssb) == {v.name: P.sf, j.name: 0.1}
+    STUDY.run(s)
+    t = STUDY.derive(s.store, None)
+    loads = t["ssb_load"] if "ssb_load" in t else ssb_derive.load(s.store, None)["ssb_load"]
+    assert dict(loads.group_by("server").agg(pl.col("sf").max()).iter_rows()) == {v.name: P.sf, j.name: 0.1}
+    execs = ssb_derive.executions(s.store)
+    timed = execs.filter(~pl.col("warmup"))
+    assert set(timed.filter(server=j.name)["repetition"]) == {0}  # jit_repetitions: 1
+    assert set(timed.filter(server=v.name)["repetition"]) == set(range(P.repetitions))
+    assert set(execs.filter(server=j.name)["mode"]) == {"parallel", "parallel_aa", "parallel_jit"}  # A/A per scale
+    assert set(execs.filter(server=v.name)["mode"]) == {"serial", "parallel", "parallel_aa"}
+    assert set(ssb_derive.executions(s.store, ssb_run.SWEEP)["server"]) == {v.name}
+    assert set(t["ssb_plans_scaled"]["server"]) == {v.name}
+    checks = t["ssb_checksums"]
+    assert set(checks["sf"]) == {P.sf, 0.1} and checks["agree"].all(), checks

@@ -32,20 +32,24 @@ def prepare(servers: list[Server], p: SsbDataset) -> list[dict]:
 EXP_LOAD = "ssb_load"
 
 
-def load_all(servers: list[Server], p: SsbDataset, store: RunStore | None = None) -> list[LoadResult]:
+def load_all(
+    servers: list[Server], p: SsbDataset, store: RunStore | None = None, scales: dict[str, float] | None = None
+) -> list[LoadResult]:
     """Make every server hold SSB (sf, seed, flavor), with one progress bar per server. With `store`, each
     server's load is recorded as soon as it is done (not after all of them), and a server that may not hold the
-    dataset (an external one without allow_destructive that lacks it) is a recorded skip."""
-    expected = sum(
-        row_count(t, p.sf, flavor=p.flavor) for t in ("date", "supplier", "customer", "part")
-    ) + 4 * order_count(p.sf, flavor=p.flavor)
+    dataset (an external one without allow_destructive that lacks it) is a recorded skip. `scales`: a scale factor
+    per server name where it is not p.sf (the SSB study's JIT servers, ssb.jit_sf)."""
     results = []
     for srv in servers:
-        with tqdm(total=expected, desc=f"SSB SF {p.sf:g} -> {srv.name}", unit="row", unit_scale=True) as bar:
+        sf = (scales or {}).get(srv.name, p.sf)
+        expected = sum(row_count(t, sf, flavor=p.flavor) for t in ("date", "supplier", "customer", "part")) + 4 * (
+            order_count(sf, flavor=p.flavor)
+        )
+        with tqdm(total=expected, desc=f"SSB SF {sf:g} -> {srv.name}", unit="row", unit_scale=True) as bar:
             try:
                 res = load(
                     srv,
-                    p.sf,
+                    sf,
                     p.seed,
                     prewarm=p.prewarm,
                     method=p.load_method,
@@ -55,7 +59,7 @@ def load_all(servers: list[Server], p: SsbDataset, store: RunStore | None = None
                 )
             except DestructiveStepRefused as e:
                 res = LoadResult(
-                    srv.name, database_name(p.sf), dataset_id(p.sf, p.seed, p.flavor), skipped=True, refused=str(e)
+                    srv.name, database_name(sf), dataset_id(sf, p.seed, p.flavor), skipped=True, refused=str(e)
                 )
             bar.update(max(0, expected - bar.n))
         if store is not None:

@@ -206,18 +206,29 @@ PLAN_TYPES = {
 }
 
 
-def checksum_agreement(execs: pl.DataFrame) -> pl.DataFrame:
-    """Per query: the distinct result checksums over all servers and modes. More than one is a wrong answer."""
+def server_scales(facts: dict) -> dict[str, float]:
+    """Each server's SSB scale factor (its dataset's; ssb.jit_sf gives the JIT servers their own)."""
+    return {
+        n: float((f.get("dataset") or {}).get("sf", facts.get("sf")) or 0) for n, f in facts.get("servers", {}).items()
+    }
+
+
+def checksum_agreement(execs: pl.DataFrame, scales: dict[str, float] | None = None) -> pl.DataFrame:
+    """Per query (and scale, where servers hold SSB at more than one): the distinct result checksums over all
+    servers and modes. More than one is a wrong answer."""
     ok = execs.filter(pl.col("error").is_null() & pl.col("checksum").is_not_null())
+    by = ["query"]
+    if scales and len(set(scales.values())) > 1:
+        ok, by = ok.with_columns(sf=pl.col("server").replace_strict(scales, default=None)), ["sf", "query"]
     return (
-        ok.group_by("query")
+        ok.group_by(by)
         .agg(
             pl.col("checksum").n_unique().alias("distinct_checksums"),
             pl.col("checksum").unique().sort().str.join(" ").alias("checksums"),
             pl.len().alias("executions"),
         )
         .with_columns(agree=pl.col("distinct_checksums") == 1)
-        .sort("query")
+        .sort(by)
     )
 
 
@@ -292,8 +303,9 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     execs, sweep = executions(store), executions(store, SWEEP)
     tables = summaries(execs)
     plans = plans_table(p, store, available, n_workers=facts.get("workers"))
+    scales = server_scales(facts)
     checks = checksum_agreement(
-        pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(pl.col("mode").cast(pl.String))])
+        pl.concat([execs, sweep.rename({"workers": "mode"}).with_columns(pl.col("mode").cast(pl.String))]), scales
     )
     out |= {
         "ssb_executions": execs,
@@ -307,10 +319,12 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
         "ssb_fingerprints": fingerprints(plans, facts),
         **paired_tables.derive(execs, sweep, facts, p.estimate),
     }
-    out["ssb_plans_study_workers"] = study_plans_table(store, names, p.query_ids(), ref.S1_ALLOWED_WORKERS)
-    out["ssb_plans_scaled"] = scaled_plans_table(store, names, p, ref.S1_ALLOWED_WORKERS)
-    if len(names) > 1:  # each server against the last one
-        vr = version_ratios(execs, baseline_server=names[-1])
+    # the sweep, the plan-only EXPLAINs and the versions at ssb.sf (the JIT servers may hold a larger scale)
+    at_sf = [n for n in names if scales.get(n, p.sf) == p.sf]
+    out["ssb_plans_study_workers"] = study_plans_table(store, at_sf, p.query_ids(), ref.S1_ALLOWED_WORKERS)
+    out["ssb_plans_scaled"] = scaled_plans_table(store, at_sf, p, ref.S1_ALLOWED_WORKERS)
+    if len(at_sf) > 1:  # each server against the last one
+        vr = version_ratios(execs.filter(pl.col("server").is_in(at_sf)), baseline_server=at_sf[-1])
         out["ssb_versions"] = vr.select(
             "mode",
             "query",

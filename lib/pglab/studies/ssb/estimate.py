@@ -10,7 +10,7 @@ from ...core import replicas
 from ...core.estimate import COST, jit, servers_for
 from ...core.servers import Server
 from .params import JIT_MODES, SsbParams
-from .run import version_server, workers
+from .run import scale_groups, scales, version_server, workers
 
 
 def round_cells(servers: list[Server], q: SsbParams, jit: Callable[[Server], bool]) -> list[tuple[str, int]]:
@@ -35,20 +35,22 @@ def sweep_counts(q: SsbParams) -> Iterable[int]:
 
 def estimate_s(p, base: list[Server]) -> float:
     q, servers = p.ssb, servers_for(p, "ssb", base)
+    total = COST["server"] * len(servers)
+    at_sf: list[Server] = []
+    for sf, reps, group in scale_groups(servers, q):  # each scale's rounds of run_modes, as run.availability decides
+        serial, parallel = COST["ssb_serial"] * sf, COST["ssb_parallel"] * sf
+        round_s = 0.0
+        for m, n_queries in round_cells(group, q, jit):
+            extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
+            round_s += (serial if m == "serial" else parallel + extra) * n_queries
+        total += round_s * (reps + q.warmups + COST["ssb_plans"])
+        at_sf = group if sf == q.sf else at_sf
     serial, parallel = COST["ssb_serial"] * q.sf, COST["ssb_parallel"] * q.sf
-    round_s = 0.0  # one round of run_modes: every available (server, mode, query), as run.availability decides
-    for m, n_queries in round_cells(servers, q, jit):
-        each = serial if m == "serial" else parallel + (COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0)
-        round_s += each * n_queries
-    counts = sweep_counts(q)
-    sweep = sum(serial if k == 0 else parallel for k in counts) * len(q.sweep_query_ids()) * len(servers)
-    return (
-        COST["server"] * len(servers)
-        + round_s * (q.repetitions + q.warmups + COST["ssb_plans"])
-        + sweep * (q.sweep_repetitions + q.warmups)
-    )
+    sweep = sum(serial if k == 0 else parallel for k in sweep_counts(q)) * len(q.sweep_query_ids()) * len(at_sf)
+    return total + sweep * (q.sweep_repetitions + q.warmups)
 
 
 def load_s(p, base: list[Server]) -> float:
-    """Notebook 10: generate and load the dataset on every SSB server."""
-    return len(servers_for(p, "ssb", base)) * (COST["server"] + COST["ssb_load"] * p.ssb.sf)
+    """Notebook 10: generate and load the dataset on every SSB server, each at its scale (run.scales)."""
+    servers = servers_for(p, "ssb", base)
+    return sum(COST["server"] + COST["ssb_load"] * sf for sf in scales(servers, p.ssb).values())

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import Field, field_validator, model_validator
 
-from ...core.paramtypes import Settings, Strict, check_versions
+from ...core.paramtypes import Settings, Strict, check_versions, key_error
 
 # parallel_aa: the parallel mode again under a second label, the A/A control that measures the noise floor;
 # parallel_jit_forced: JIT with inlining and optimisation forced (every jit_*_above_cost = 0), beside S1's defaults
@@ -53,7 +52,18 @@ class SsbParams(Strict):
     # the PostgreSQL versions this study compares (S1: 16 and 17), downloaded when missing; null: the run's
     # servers. jit_installs adds every install of the run that has JIT, for the parallel_jit mode
     versions: list[int | str] | None = None
+    # where each of `versions` comes from: any (an install of the run when one matches, else a download) or
+    # download (always the npm packages, built alike for every major: a version compared, not a build)
+    builds: Literal["any", "download"] = "any"
     jit_installs: bool = True
+    # the servers added for their JIT only (jit_installs; not among `versions`) hold SSB at this scale and run
+    # their modes there, in rounds of their own (jit_repetitions, null: repetitions): the JIT claims' regime,
+    # where the plans cost more than the default inlining and optimisation thresholds (500,000). null: sf
+    jit_sf: float | None = Field(default=None, gt=0, le=1000)
+    jit_repetitions: int | None = Field(default=None, ge=1, le=1000)
+    # those servers on this many of the run's clusters (servers.clusters), each costing a load and its rounds;
+    # null: all of them
+    jit_clusters: int | None = Field(default=None, ge=1, le=8)
 
     @field_validator("versions", mode="before")
     @classmethod
@@ -100,15 +110,18 @@ class SsbParams(Strict):
         from ...datasets.ssb.dbgen.counts import counts
 
         if self.flavor == "dbgen":
-            try:
-                counts(self.sf)
-            except ValueError:
-                raise _key_error(
-                    "sf",
-                    self.sf,
-                    "expected a whole number from 1 on with flavor dbgen (1, 2, 10 ...), "
-                    "or a fraction below 1, or flavor: spec",
-                ) from None
+            for key in ("sf", "jit_sf"):
+                try:
+                    if getattr(self, key) is not None:
+                        counts(getattr(self, key))
+                except ValueError:
+                    raise key_error(
+                        SsbParams,
+                        key,
+                        getattr(self, key),
+                        "expected a whole number from 1 on with flavor dbgen (1, 2, 10 ...), "
+                        "or a fraction below 1, or flavor: spec",
+                    ) from None
         return self
 
     def setting_dicts(self) -> dict[str, dict]:
@@ -137,13 +150,4 @@ class SsbParams(Strict):
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
         from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
 
-        return {"sf": EMPTY_DB + SSB_PER_SF * self.sf + SSB_INDEX_PER_SF * self.sf}
-
-
-def _key_error(key: str, value, expected: str) -> ValidationError:
-    """A validation error at `key` of this section (not at the section itself, as a model validator's ValueError
-    is), so that the params error names it: `ssb.sf: expected ...; got 1.5`."""
-    return ValidationError.from_exception_data(
-        SsbParams.__name__,
-        [InitErrorDetails(type=PydanticCustomError("ssb_params", expected), loc=(key,), input=value)],
-    )
+        return {"sf": EMPTY_DB + (SSB_PER_SF + SSB_INDEX_PER_SF) * max(self.sf, self.jit_sf or 0)}

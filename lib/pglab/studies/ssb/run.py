@@ -81,6 +81,24 @@ def version_server(server: Server, p: SsbParams) -> bool:
     return any(matches_version(server.install, v) for v in p.versions)
 
 
+def scales(servers: list[Server], p: SsbParams) -> dict[str, float]:
+    """The SSB scale factor of each server: ssb.jit_sf for the servers added for their JIT only (the JIT claims'
+    regime), ssb.sf for the others."""
+    return {s.name: p.jit_sf if p.jit_sf is not None and not version_server(s, p) else p.sf for s in servers}
+
+
+def scale_groups(servers: list[Server], p: SsbParams) -> list[tuple[float, int, list[Server]]]:
+    """(sf, repetitions, servers) of each scale, ssb.sf's first: each group is timed in rounds of its own."""
+    sf_of = scales(servers, p)
+    out = []
+    for sf in dict.fromkeys([p.sf, *sf_of.values()]):
+        group = [s for s in servers if sf_of[s.name] == sf]
+        if group:
+            reps = p.repetitions if sf == p.sf else (p.jit_repetitions or p.repetitions)
+            out.append((sf, reps, group))
+    return out
+
+
 def availability(
     server: Server, modes: list[str], p: SsbParams | None = None, aa_here: bool = True
 ) -> dict[str, str | None]:
@@ -98,9 +116,11 @@ def availability(
     return out
 
 
-def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, repetitions, settings_of, desc):
+def _timed_runs(
+    servers, p: SsbParams, store: RunStore, experiment: str, cells, repetitions, settings_of, desc, sf=None
+):
     steps = plan(cells, repetitions, p.warmups, p.shuffle_seed)
-    conns = Connections({s.name: s for s in servers}, database_name(p.sf))
+    conns = Connections({s.name: s for s in servers}, database_name(p.sf if sf is None else sf))
 
     def measure(step):
         conn = conns.get(step.server, step.condition, settings_of(step.condition))
@@ -116,13 +136,16 @@ def _timed_runs(servers, p: SsbParams, store: RunStore, experiment: str, cells, 
 
 
 def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFrame:
-    """Time every available (server, mode, query); returns the availability table."""
+    """Time every available (server, mode, query), each scale's servers in rounds of their own (scale_groups);
+    returns the availability table."""
     n = workers(p)
-    # aa_servers first: the first server, every cluster of it (params servers.clusters: its floor over all of them)
+    groups = scale_groups(servers, p)
+    # aa_servers first: the first server of each scale, every cluster of it (params servers.clusters: its floor
+    # over all of them), so that each scale's floor is measured at that scale
     bases = replicas.base_names([s.name for s in servers])
-    first = bases[servers[0].name] if servers else None
+    firsts = {bases[g[0].name] for _, _, g in groups}
     avail = {
-        s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or bases[s.name] == first) for s in servers
+        s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or bases[s.name] in firsts) for s in servers
     }
     rows = [
         {"server": s, "mode": m, "available": reason is None, "reason": reason}
@@ -130,10 +153,12 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
         for m, reason in modes.items()
     ]
     store.save_json("ssb/availability.json", rows)
-    cells = [
-        (s, m, q) for s, modes in avail.items() for m, r in modes.items() if r is None for q in p.mode_query_ids(m)
-    ]
-    _timed_runs(servers, p, store, EXPERIMENT, cells, p.repetitions, lambda m: mode_settings(m, n), "SSB queries")
+    for sf, reps, group in groups:
+        cells = [
+            (s.name, m, q) for s in group for m, r in avail[s.name].items() if r is None for q in p.mode_query_ids(m)
+        ]
+        desc = "SSB queries" if sf == p.sf else f"SSB queries, SF {sf:g}"
+        _timed_runs(group, p, store, EXPERIMENT, cells, reps, lambda m: mode_settings(m, n), desc, sf)
     return pl.DataFrame(
         rows, schema={"server": pl.String, "mode": pl.String, "available": pl.Boolean, "reason": pl.String}
     )
@@ -150,11 +175,12 @@ def capture_plans(servers: list[Server], p: SsbParams, store: RunStore, availabl
     """One untimed EXPLAIN ANALYZE (JSON) and EXPLAIN (COSTS OFF) per available (server, mode, query)."""
     n = workers(p)
     timeout_ms = str(max(1, round(p.statement_timeout_s * 1000)))
+    sf_of = scales(servers, p)
     for s in servers:
         for mode in available.filter(pl.col("available") & (pl.col("server") == s.name))["mode"]:
             if mode == "parallel_aa":  # the same settings as parallel: its plan is parallel's
                 continue
-            with s.connect(database_name(p.sf), settings=mode_settings(mode, n)) as conn:
+            with s.connect(database_name(sf_of[s.name]), settings=mode_settings(mode, n)) as conn:
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
                 for q in p.mode_query_ids(mode):
                     base = f"ssb/plans/{s.name}/{mode}/{q}"
@@ -315,7 +341,7 @@ def run_stage(session: Session) -> StageResult:
     t0 = time.monotonic()
     p, store = session.params.ssb, session.store
     ssb_stage.prepare(session.servers, p)
-    loads = ssb_stage.load_all(session.servers, p, store)  # skipped when notebook 10 already loaded this dataset
+    loads = ssb_stage.load_all(session.servers, p, store, scales(session.servers, p))  # done: skipped (notebook 10)
     targets = ssb_stage.usable(store, session.servers, loads, EXPERIMENT)
     seen = {"loads": ssb_stage.load_table(loads)}
     if not targets:
@@ -324,10 +350,13 @@ def run_stage(session: Session) -> StageResult:
     seen["facts"] = record_facts(targets, p, store, loads)  # versions, datasets, cores: derive needs no server
     seen["available"] = run_modes(targets, p, store)
     capture_plans(targets, p, store, seen["available"])
-    seen["sweep_workers"] = run_sweep(targets, p, store)
+    # the sweep and the plan-only EXPLAINs at ssb.sf only (the JIT servers' larger scale is for the JIT claims)
+    at_sf = [t for t in targets if scales(targets, p)[t.name] == p.sf]
+    seen["sweep_workers"] = run_sweep(at_sf, p, store) if at_sf else []
     names = [t.name for t in targets]
-    outcomes.require_measured(store, [EXPERIMENT, SWEEP], names)
+    outcomes.require_measured(store, [EXPERIMENT], names)
+    outcomes.require_measured(store, [SWEEP], [t.name for t in at_sf])
     # the plan-only EXPLAINs with the study's 5 allowed workers (as is and with the scan threshold scaled to SF / 70)
-    capture_study_plans(targets, p, store, allowed=ref.S1_ALLOWED_WORKERS)
-    capture_scaled_plans(targets, p, store, allowed=ref.S1_ALLOWED_WORKERS)
+    capture_study_plans(at_sf, p, store, allowed=ref.S1_ALLOWED_WORKERS)
+    capture_scaled_plans(at_sf, p, store, allowed=ref.S1_ALLOWED_WORKERS)
     return StageResult(steps_run=_recorded(store) - before, wall_s=time.monotonic() - t0, servers=names, seen=seen)
