@@ -60,6 +60,8 @@ CASES = {
     "no_profile.yaml": r"profile: not set, so 'default': that profile writes the committed reference",
     "ssb_sf_1000.yaml": rf"ssb\.sf: {FITS}",
     "pgbench_scale_huge.yaml": rf"pgbench\.scales: {FITS}",
+    "pgbench_baseline_not_a_version.yaml": r"pgbench\.baseline: expected one of versions \[11, 12\]; got 13",
+    "ssb_jit_sf_fraction.yaml": r"ssb\.jit_sf: expected a whole number from 1 on with flavor dbgen",
     "relative_bin_dir.yaml": r"servers\.installs\[0\]\.bin_dir: expected a folder with PostgreSQL's postgres, initdb "
     r"and pg_ctl; got '" + re.escape(str(ROOT / "tests" / "fixtures" / "no-such-bin")) + "'",
     "bin_dir_missing.yaml": r"servers\.installs\[0\]\.bin_dir: expected a folder with PostgreSQL's postgres, initdb "

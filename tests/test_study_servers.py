@@ -69,3 +69,21 @@ def test_a_setting_an_older_major_lacks_is_left_out_and_recorded(reachable_versi
     finally:
         c.stop()
         c.delete()
+
+
+def test_builds_download_takes_every_version_from_the_npm_packages(tmp_path):
+    """pgbench.builds: download: a version is never the machine's own build, so every major of a version curve is
+    built alike; the download gets a name of its own beside the machine's install of that major."""
+    from pglab.core.estimate import stand_in  # a download as for_study would name it, fetched from nowhere
+
+    machine = {i.major: i for i in discover()}
+    if 18 not in machine:
+        pytest.skip("needs an install of 18 on this machine (the wheel's)")
+    p = _load(tmp_path, "pgbench: {versions: [16, 18], builds: download}\n")
+    got = {s.install.major: s for s in servers.for_study(p, "pgbench", fetch=stand_in)}
+    assert {m: s.install.source for m, s in got.items()} == {16: "download", 18: "download"}
+    assert got[18].name != machine[18].name and got[18].name.startswith("pg18")
+    any_build = _load(tmp_path, "pgbench: {versions: [16, 18]}\n")
+    assert {s.install.major: s.name for s in servers.for_study(any_build, "pgbench", fetch=stand_in)}[18] == (
+        machine[18].name
+    )

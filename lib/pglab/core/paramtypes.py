@@ -145,3 +145,15 @@ def check_versions(v, allow_none: bool = False):
 
 def version_major(v: int | str) -> int:
     return v if isinstance(v, int) else int(str(v).split(".")[0])
+
+
+def key_error(model: type, key: str, value, expected: str):
+    """A validation error at `key` of a params section (not at the section itself, as a model validator's
+    ValueError is), so that the params error names it: `ssb.sf: expected ...; got 1.5`."""
+    from pydantic import ValidationError
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    return ValidationError.from_exception_data(
+        model.__name__,
+        [InitErrorDetails(type=PydanticCustomError("section_key", expected), loc=(key,), input=value)],
+    )

@@ -20,7 +20,7 @@ from .cluster import Cluster, InitdbOptions
 from .config import CommonParams, ExternalServer
 from .db import connect, redact, register_secret
 from .installs import Install, discover, downloaded, from_params
-from .replicas import base_names, replica_name
+from .replicas import base_names, replica_name, split_name
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,23 @@ def for_study(
     With `servers.clusters` N > 1 every kit server comes N times, each its own cluster (`with_replicas`)."""
     base = select(params) if base is None else base
     fetch = fetch or downloaded
-    return with_replicas(_chosen(params, study, base, fetch), params.servers.clusters)
+    chosen = _chosen(params, study, base, fetch)
+    return _jit_only_clusters(params, study, chosen, with_replicas(chosen, params.servers.clusters))
+
+
+def _jit_only_clusters(params: CommonParams, study: str | None, chosen: list[Server], out: list[Server]):
+    """SSB's servers added for their JIT only (`jit_installs`, not among its versions) on `jit_clusters` of the
+    run's clusters: their block at a larger scale (ssb.jit_sf) costs a load and its rounds per cluster."""
+    section = getattr(params, study, None) if study else None
+    keep, versions = getattr(section, "jit_clusters", None), getattr(section, "versions", None)
+    if not keep or not versions:
+        return out
+    only = {
+        s.name
+        for s in chosen
+        if s.install and s.install.jit and not any(matches_version(s.install, v) for v in versions)
+    }
+    return [s for s in out if not (split_name(s.name)[0] in only and split_name(s.name)[1] > keep)]
 
 
 def with_replicas(servers: list[Server], clusters: int) -> list[Server]:
@@ -214,8 +230,10 @@ def _chosen(
     kit = [s for s in base if s.install]
     chosen: dict[str, Server] = {}
     initdb = InitdbOptions(**params.initdb.model_dump())
+    # builds: download: every version from the npm packages even where an install of that major is at hand
+    pool = [s for s in kit if getattr(section, "builds", "any") == "any" or s.install.source == "download"]
     for spec in versions:
-        match = next((s for s in kit if matches_version(s.install, spec)), None)
+        match = next((s for s in pool if matches_version(s.install, spec)), None)
         if match is None and params.servers.use == "all":
             inst = fetch(spec)
             name = inst.name if inst.name not in {s.name for s in base} else f"pg{inst.major}.{inst.minor}"

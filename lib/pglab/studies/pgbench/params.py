@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_serializer, field_validator, model_validator
 
-from ...core.paramtypes import Strict, check_versions
+from ...core.paramtypes import Strict, check_version, check_versions, key_error
 
 EXPERIMENTS = ("load", "select_only", "scaling", "series")
 Experiment = Literal["load", "select_only", "scaling", "series"]
@@ -127,11 +127,21 @@ class PgbenchParams(Strict):
     scaling: ScalingParams = ScalingParams()
     # the versions this study compares (S3's sweep: 10 … 18), downloaded when missing; null: the run's servers
     versions: list[int | str] | None = None
+    # where each of `versions` comes from: any (an install of the run when one matches, else a download) or
+    # download (always the npm packages, built alike for every major: a version compared, not a build)
+    builds: Literal["any", "download"] = "any"
+    # the version every other server is compared with (null: the oldest); e.g. the oldest built like the rest
+    baseline: int | str | None = None
 
     @field_validator("versions", mode="before")
     @classmethod
     def _versions(cls, v):
         return check_versions(v, allow_none=True)
+
+    @field_validator("baseline", mode="before")
+    @classmethod
+    def _baseline(cls, v):
+        return v if v is None else check_version(v)
 
     @field_validator("scales", mode="before")
     @classmethod
@@ -155,6 +165,16 @@ class PgbenchParams(Strict):
         if len(set(v)) != len(v):
             raise ValueError(f"expected each experiment once; got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _baseline_among_versions(self):
+        if (
+            self.baseline is not None
+            and self.versions is not None
+            and str(self.baseline) not in map(str, self.versions)
+        ):
+            raise key_error(PgbenchParams, "baseline", self.baseline, f"expected one of versions {self.versions}")
+        return self
 
     @property
     def series_scales(self) -> list[int]:

@@ -667,6 +667,10 @@ class Stage:
         kit = [s for s in self.servers if s.install is not None]
         if not kit:
             return self.servers[0].name if self.servers else None
+        if self.p.baseline is not None:  # params pgbench.baseline: that version's (first) server
+            named = [s for s in kit if matches_version(s.install, self.p.baseline)]
+            if named:
+                return named[0].name
         return min(kit, key=lambda s: (s.install.major, int(s.install.minor) if s.install.minor.isdigit() else 0)).name
 
 
