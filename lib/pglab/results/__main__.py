@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 
@@ -98,4 +99,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # `make results | head`: a reader that stops early ends the output quietly, as any filter's would
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())
