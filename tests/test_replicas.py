@@ -74,6 +74,15 @@ def test_one_cluster_is_the_default_and_a_name_stands_for_its_replicas(tmp_path,
     assert [x.name for x in s.servers] == [installs[0].name, f"{installs[0].name}_c2"]
 
 
+def test_a_study_section_may_keep_fewer_clusters(tmp_path, installs):
+    """auto_explain.clusters: 1 under servers.clusters: 2: that study on one cluster per server, the others on two."""
+    f = _params_file(tmp_path, {"clusters": 2}, "pytest-replicas-own")
+    f.write_text(yaml.safe_dump(yaml.safe_load(f.read_text()) | {"auto_explain": {"clusters": 1}}))
+    p = params.load(f, check_servers=False)
+    assert [s.name for s in servers.for_study(p, "auto_explain")] == [i.name for i in installs]
+    assert len(servers.for_study(p, "jit_operators")) == 2 * len(installs)
+
+
 def test_ssb_jit_only_servers_keep_jit_clusters(tmp_path, installs):
     """ssb.jit_clusters: the servers added for their JIT only (not among ssb.versions) come on that many of the
     run's clusters; the versions on all of them."""

@@ -178,7 +178,9 @@ def for_study(
     base = select(params) if base is None else base
     fetch = fetch or downloaded
     chosen = _chosen(params, study, base, fetch)
-    return _jit_only_clusters(params, study, chosen, with_replicas(chosen, params.servers.clusters))
+    # a study section's own `clusters` (auto_explain: its verdicts do not pool clusters yet) over servers.clusters
+    own = getattr(getattr(params, study, None), "clusters", None) if study else None
+    return _jit_only_clusters(params, study, chosen, with_replicas(chosen, own or params.servers.clusters))
 
 
 def _jit_only_clusters(params: CommonParams, study: str | None, chosen: list[Server], out: list[Server]):
@@ -188,10 +190,13 @@ def _jit_only_clusters(params: CommonParams, study: str | None, chosen: list[Ser
     keep, versions = getattr(section, "jit_clusters", None), getattr(section, "versions", None)
     if not keep or not versions:
         return out
+    downloads = getattr(section, "builds", "any") == "download"  # then a version is a download, never this
     only = {
         s.name
         for s in chosen
-        if s.install and s.install.jit and not any(matches_version(s.install, v) for v in versions)
+        if s.install
+        and s.install.jit
+        and (downloads and s.install.source != "download" or not any(matches_version(s.install, v) for v in versions))
     }
     return [s for s in out if not (split_name(s.name)[0] in only and split_name(s.name)[1] > keep)]
 
