@@ -269,6 +269,15 @@ def estimate_bytes(params: CommonParams) -> dict[str, float]:
     return out
 
 
+def run_bytes(params: CommonParams) -> dict[str, float]:
+    """What a run writes beyond every server's share, by the params key that decides it (`run_disk_bytes()`)."""
+    out = {}
+    for section in type(params).SECTIONS:
+        own = getattr(getattr(params, section), "run_disk_bytes", dict)()
+        out |= {f"{section}.{k}": v for k, v in own.items()}
+    return out
+
+
 def _folder_bytes(folder: Path) -> int:
     total = 0
     for root, _, files in os.walk(folder):
@@ -308,6 +317,8 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
     per_server = sum(parts.values())
     clusters = clusters_folder()
     need = sum(max(0.0, per_server - _folder_bytes(clusters / name)) for name in servers)
+    once = run_bytes(params)  # a section's data on some servers only (ssb.jit_sf), once per run
+    need += sum(once.values())
     folder = clusters
     while not folder.exists():
         folder = folder.parent
@@ -315,8 +326,9 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
     if need <= free:
         return
     n = len(servers)
-    biggest = max((k for k in parts if not k.startswith("(")), key=parts.get)
+    biggest = max((k for k in parts | once if not k.startswith("(")), key=(parts | once).get)
     detail = ", ".join(f"{k} {human_size(v)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= MB)
+    detail += "".join(f"; once: {k} {human_size(v)}" for k, v in once.items())
     raise ParamsError(
         f"{shown}: {biggest}: expected a run that fits on disk; these params would write about {human_size(need)} "
         f"({n} kit server{'s' if n != 1 else ''} x {human_size(per_server)}: {detail}) but "

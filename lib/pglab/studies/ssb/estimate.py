@@ -37,13 +37,15 @@ def estimate_s(p, base: list[Server]) -> float:
     q, servers = p.ssb, servers_for(p, "ssb", base)
     total = COST["server"] * len(servers)
     at_sf: list[Server] = []
-    for sf, reps, group in scale_groups(servers, q):  # each scale's rounds of run_modes, as run.availability decides
+    for sf, reps, warm, group in scale_groups(
+        servers, q
+    ):  # each scale's rounds of run_modes, as run.availability decides
         serial, parallel = COST["ssb_serial"] * sf, COST["ssb_parallel"] * sf
         round_s = 0.0
         for m, n_queries in round_cells(group, q, jit):
             extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
             round_s += (serial if m == "serial" else parallel + extra) * n_queries
-        total += round_s * (reps + q.warmups + COST["ssb_plans"])
+        total += round_s * (reps + warm + COST["ssb_plans"])
         at_sf = group if sf == q.sf else at_sf
     serial, parallel = COST["ssb_serial"] * q.sf, COST["ssb_parallel"] * q.sf
     sweep = sum(serial if k == 0 else parallel for k in sweep_counts(q)) * len(q.sweep_query_ids()) * len(at_sf)

@@ -61,6 +61,7 @@ class SsbParams(Strict):
     # where the plans cost more than the default inlining and optimisation thresholds (500,000). null: sf
     jit_sf: float | None = Field(default=None, gt=0, le=1000)
     jit_repetitions: int | None = Field(default=None, ge=1, le=1000)
+    jit_warmups: int | None = Field(default=None, ge=0, le=100)  # null: warmups
     # those servers on this many of the run's clusters (servers.clusters), each costing a load and its rounds;
     # null: all of them
     jit_clusters: int | None = Field(default=None, ge=1, le=8)
@@ -150,4 +151,14 @@ class SsbParams(Strict):
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
         from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
 
-        return {"sf": EMPTY_DB + (SSB_PER_SF + SSB_INDEX_PER_SF) * max(self.sf, self.jit_sf or 0)}
+        return {"sf": EMPTY_DB + (SSB_PER_SF + SSB_INDEX_PER_SF) * self.sf}
+
+    def run_disk_bytes(self) -> dict[str, float]:
+        """What this section puts on disk once per run beyond every server's share: the JIT servers' larger
+        dataset (ssb.jit_sf), counted for one install with JIT on jit_clusters clusters (an estimate)."""
+        from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
+
+        if self.jit_sf is None or self.jit_sf <= self.sf or not self.jit_installs:
+            return {}
+        extra = (SSB_PER_SF + SSB_INDEX_PER_SF) * (self.jit_sf - self.sf)
+        return {"jit_sf": (self.jit_clusters or 1) * (EMPTY_DB + extra)}

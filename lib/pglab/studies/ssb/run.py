@@ -78,6 +78,8 @@ def version_server(server: Server, p: SsbParams) -> bool:
     The others were added for their JIT (ssb.jit_installs) and run only the parallel and JIT modes."""
     if not p.versions or server.install is None:
         return True
+    if p.builds == "download" and server.install.source != "download":  # an install of a version's major
+        return False
     return any(matches_version(server.install, v) for v in p.versions)
 
 
@@ -87,15 +89,19 @@ def scales(servers: list[Server], p: SsbParams) -> dict[str, float]:
     return {s.name: p.jit_sf if p.jit_sf is not None and not version_server(s, p) else p.sf for s in servers}
 
 
-def scale_groups(servers: list[Server], p: SsbParams) -> list[tuple[float, int, list[Server]]]:
-    """(sf, repetitions, servers) of each scale, ssb.sf's first: each group is timed in rounds of its own."""
+def scale_groups(servers: list[Server], p: SsbParams) -> list[tuple[float, int, int, list[Server]]]:
+    """(sf, repetitions, warm-ups, servers) of each scale, ssb.sf's first: each is timed in rounds of its own."""
     sf_of = scales(servers, p)
     out = []
     for sf in dict.fromkeys([p.sf, *sf_of.values()]):
         group = [s for s in servers if sf_of[s.name] == sf]
-        if group:
-            reps = p.repetitions if sf == p.sf else (p.jit_repetitions or p.repetitions)
-            out.append((sf, reps, group))
+        if not group:
+            continue
+        if sf == p.sf:
+            out.append((sf, p.repetitions, p.warmups, group))
+        else:
+            warm = p.warmups if p.jit_warmups is None else p.jit_warmups
+            out.append((sf, p.jit_repetitions or p.repetitions, warm, group))
     return out
 
 
@@ -117,9 +123,18 @@ def availability(
 
 
 def _timed_runs(
-    servers, p: SsbParams, store: RunStore, experiment: str, cells, repetitions, settings_of, desc, sf=None
+    servers,
+    p: SsbParams,
+    store: RunStore,
+    experiment: str,
+    cells,
+    repetitions,
+    settings_of,
+    desc,
+    sf=None,
+    warmups=None,
 ):
-    steps = plan(cells, repetitions, p.warmups, p.shuffle_seed)
+    steps = plan(cells, repetitions, p.warmups if warmups is None else warmups, p.shuffle_seed)
     conns = Connections({s.name: s for s in servers}, database_name(p.sf if sf is None else sf))
 
     def measure(step):
@@ -143,7 +158,7 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
     # aa_servers first: the first server of each scale, every cluster of it (params servers.clusters: its floor
     # over all of them), so that each scale's floor is measured at that scale
     bases = replicas.base_names([s.name for s in servers])
-    firsts = {bases[g[0].name] for _, _, g in groups}
+    firsts = {bases[g[0].name] for *_, g in groups}
     avail = {
         s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or bases[s.name] in firsts) for s in servers
     }
@@ -153,12 +168,12 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
         for m, reason in modes.items()
     ]
     store.save_json("ssb/availability.json", rows)
-    for sf, reps, group in groups:
+    for sf, reps, warm, group in groups:
         cells = [
             (s.name, m, q) for s in group for m, r in avail[s.name].items() if r is None for q in p.mode_query_ids(m)
         ]
         desc = "SSB queries" if sf == p.sf else f"SSB queries, SF {sf:g}"
-        _timed_runs(group, p, store, EXPERIMENT, cells, reps, lambda m: mode_settings(m, n), desc, sf)
+        _timed_runs(group, p, store, EXPERIMENT, cells, reps, lambda m: mode_settings(m, n), desc, sf, warm)
     return pl.DataFrame(
         rows, schema={"server": pl.String, "mode": pl.String, "available": pl.Boolean, "reason": pl.String}
     )
