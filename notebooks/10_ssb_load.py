@@ -53,7 +53,8 @@ ssb_stage.prepare(targets, p)
 # %%
 # each server's load is recorded as soon as it is done; a server that may not hold the dataset is skipped
 # ssb.jit_sf: the servers added for their JIT only hold SSB at that scale (the JIT claims' regime)
-results = ssb_stage.load_all(targets, p, s.store, ssb_run.scales(targets, p))
+sf_of = ssb_run.scales(targets, p)
+results = ssb_stage.load_all(targets, p, s.store, sf_of)
 ssb_derive.record_load(s.store, results)  # each server's load as this run first saw it
 targets = ssb_stage.holding(targets, results)
 outcomes.report_skipped(s.store, [ssb_stage.EXP_LOAD], "ssb_load_skipped", s.profile)
@@ -90,7 +91,8 @@ totals.with_columns(
 # %%
 # NBVAL_CHECK_OUTPUT
 for t in targets:  # counted on each server's data, kept in the raw store
-    ssb_derive.record_selectivity(s.store, t.name, ssb_selectivity.measure_rows(t, p.sf, p.query_set, p.query_ids()))
+    rows = ssb_selectivity.measure_rows(t, sf_of[t.name], p.query_set, p.query_ids())
+    ssb_derive.record_selectivity(s.store, t.name, rows)
 sel = ssb_derive.load(s.store, s.params)["ssb_selectivity"]
 derived.write_table(sel, "ssb_selectivity", s.profile)
 sel.select("server", "query", "passing_rows", "measured", "expected", "published", "within_tolerance")

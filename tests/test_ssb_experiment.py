@@ -162,7 +162,7 @@ def test_run_stage_does_what_notebook_20_did_and_resumes(servers, tmp_path):
 
 def test_jit_servers_run_at_their_own_scale_in_rounds_of_their_own(servers, tmp_path):
     """ssb.jit_sf: a server added for its JIT only (jit_installs; not among versions) holds SSB at that scale and
-    runs its modes there in jit_repetitions rounds, with its own A/A control; the sweep and the plan-only
+    runs its modes there in jit_repetitions rounds (the A/A control at ssb.sf only); the sweep and the plan-only
     EXPLAINs stay at ssb.sf on the version servers; answers are checked per scale; the regime reads each server's
     own scale."""
     from pglab.core.session import Session
@@ -188,7 +188,7 @@ def test_jit_servers_run_at_their_own_scale_in_rounds_of_their_own(servers, tmp_
     timed = execs.filter(~pl.col("warmup"))
     assert set(timed.filter(server=j.name)["repetition"]) == {0}  # jit_repetitions: 1
     assert set(timed.filter(server=v.name)["repetition"]) == set(range(P.repetitions))
-    assert set(execs.filter(server=j.name)["mode"]) == {"parallel", "parallel_aa", "parallel_jit"}  # A/A per scale
+    assert set(execs.filter(server=j.name)["mode"]) == {"parallel", "parallel_jit"}  # the A/A at ssb.sf only
     assert set(execs.filter(server=v.name)["mode"]) == {"serial", "parallel", "parallel_aa"}
     assert set(ssb_derive.executions(s.store, ssb_run.SWEEP)["server"]) == {v.name}
     assert set(t["ssb_plans_scaled"]["server"]) == {v.name}

@@ -13,11 +13,14 @@ from .params import JIT_MODES, SsbParams
 from .run import scale_groups, scales, version_server, workers
 
 
-def round_cells(servers: list[Server], q: SsbParams, jit: Callable[[Server], bool]) -> list[tuple[str, int]]:
-    """(mode, number of queries) of every available (server, mode) of one round of run_modes, in run order."""
+def round_cells(
+    servers: list[Server], q: SsbParams, jit: Callable[[Server], bool], aa_first: bool = True
+) -> list[tuple[str, int]]:
+    """(mode, number of queries) of every available (server, mode) of one round of run_modes, in run order;
+    `aa_first`: the A/A control on the first server (the ssb.sf group's; the JIT group at jit_sf has none)."""
     out = []
     bases = replicas.base_names([s.name for s in servers])  # the first server: every cluster of it
-    first = bases[servers[0].name] if servers else None
+    first = bases[servers[0].name] if servers and aa_first else None
     for s in servers:
         for m in q.modes:
             if (m in JIT_MODES and not jit(s)) or (m == "serial" and not version_server(s, q)):
@@ -37,12 +40,11 @@ def estimate_s(p, base: list[Server]) -> float:
     q, servers = p.ssb, servers_for(p, "ssb", base)
     total = COST["server"] * len(servers)
     at_sf: list[Server] = []
-    for sf, reps, warm, group in scale_groups(
-        servers, q
-    ):  # each scale's rounds of run_modes, as run.availability decides
+    # each scale's rounds of run_modes, as run.availability decides
+    for i, (sf, reps, warm, group) in enumerate(scale_groups(servers, q)):
         serial, parallel = COST["ssb_serial"] * sf, COST["ssb_parallel"] * sf
         round_s = 0.0
-        for m, n_queries in round_cells(group, q, jit):
+        for m, n_queries in round_cells(group, q, jit, aa_first=i == 0):
             extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
             round_s += (serial if m == "serial" else parallel + extra) * n_queries
         total += round_s * (reps + warm + COST["ssb_plans"])

@@ -155,10 +155,11 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
     returns the availability table."""
     n = workers(p)
     groups = scale_groups(servers, p)
-    # aa_servers first: the first server of each scale, every cluster of it (params servers.clusters: its floor
-    # over all of them), so that each scale's floor is measured at that scale
+    # aa_servers first: the first server at ssb.sf, every cluster of it (params servers.clusters: its floor over
+    # all of them); the JIT servers at jit_sf have none of their own (their floor: the run's, from these shorter,
+    # noisier queries, the larger of the two)
     bases = replicas.base_names([s.name for s in servers])
-    firsts = {bases[g[0].name] for *_, g in groups}
+    firsts = {bases[groups[0][-1][0].name]} if groups else set()
     avail = {
         s.name: availability(s, p.modes, p, aa_here=p.aa_servers == "all" or bases[s.name] in firsts) for s in servers
     }

@@ -207,6 +207,14 @@ def _jit_share(p: Paired, s: str, mode: str, queries: list[str]) -> str:
     return out + "."
 
 
+def _floor_from(p: Paired, server: str) -> str:
+    """Where a server's noise floor comes from when it ran no A/A control of its own (the JIT servers at
+    ssb.jit_sf): the run's, measured at ssb.sf, on queries shorter and so moved more by the same bursts."""
+    if p.noise.is_empty() or (p.noise["server"] == server).any():
+        return ""
+    return " Noise floor: the run's A/A control (no A/A on this server; the one at the versions' scale)."
+
+
 def _jit(p: Paired) -> list[dict]:
     def s1_ratio(q):
         return math.exp(
@@ -263,7 +271,7 @@ def _jit(p: Paired) -> list[dict]:
                     continue
                 ev = p.evidence(cmp)
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
-                extra = f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, mode, qs)
+                extra = f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, mode, qs) + _floor_from(p, s)
                 rows.append(_row(study, finding + suffix, claim, s, v.verdict(claim, ev, p.floor(s)), ev, extra))
     return rows
 
