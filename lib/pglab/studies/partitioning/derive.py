@@ -244,10 +244,13 @@ def _scaled(store: RunStore, server: str, partitions: int) -> dict:
     """The plan-only EXPLAIN with the scan threshold scaled to our partitions (none in runs before it was taken)."""
     doc = _plan_doc(store, server, f"plan_only_scaled_{STUDY_ALLOWED_WORKERS}")
     if doc is None:
-        return {"scaled_threshold_pages": None, "scaled_workers_planned": None}
+        return {"scaled_threshold_pages": None, "scaled_threshold_exact": None, "scaled_workers_planned": None}
     c = check(parse_plan(doc["plan"]).nodes, partitions)
+    # the threshold's exact scaled value: below one block our partitions are too small to scale it (clamped to 1)
+    exact = 1024 * max(doc["partition_pages"]) / max(study_pages(STUDY_PARTITION_MB))
     return {
         "scaled_threshold_pages": doc["min_parallel_table_scan_size_blocks"],
+        "scaled_threshold_exact": exact,
         "scaled_workers_planned": c["workers_planned"],
     }
 

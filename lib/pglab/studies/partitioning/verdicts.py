@@ -162,6 +162,8 @@ def workers_planned(planner: pl.DataFrame, server: str, block_size: int = 8192) 
     r = r[0]
     ok = r["workers_planned"] == r["predicted_workers"] and r["study_predicted_workers"] == r["study_workers_planned"]
     scaled = r.get("scaled_workers_planned")
+    if scaled is not None and (r.get("scaled_threshold_exact") or 0) < 1:
+        scaled = None  # partitions too small: the scaled threshold would be below one block (clamped, not scaled)
     ok = ok and (scaled is None or scaled == r["study_workers_planned"])
     mb = r["max_partition_pages"] * block_size / 2**20
     floor = r["partitions"].bit_length()
