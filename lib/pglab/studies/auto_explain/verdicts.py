@@ -240,10 +240,12 @@ def quantity_evidence(m: pl.DataFrame, server: str, s: Spec, rows: int, flags: t
     else:  # share_removed: (baseline - condition) / (baseline - origin)
         q = (w[s.baseline] - w[s.condition]) / (w[s.baseline] - w[s.origin])
     q = q.to_numpy()
-    if not (np.isfinite(q) & (q > 0)).all():  # no overhead (or none removed) in a round: no log to take
+    ok = np.isfinite(q) & (q > 0)
+    if not ok.all():  # no overhead (or none removed) in a round: no log to take
         med = float(np.median(q))  # shown, not judged; a ratio only where the ratio strip's log scale can show it
         med = med if np.isfinite(med) and (med > 0 or unit != "×") else None
-        return v.Evidence(med, None, None, len(q), None, "per round, some not positive", flags, unit)
+        how = f"per round, {int((~ok).sum())} of {len(q)} not positive"
+        return v.Evidence(med, None, None, len(q), None, how, flags, unit)
     row = paired.log_ratio_interval(np.log(q))
     return v.Evidence(
         row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags, unit
