@@ -14,7 +14,6 @@ as "not available" with the reason."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 from ...pgtools.serverlog import LogCursor, LogEntry, LogTimeout, detect_format
 from .params import Condition, LogCheckParams
@@ -37,7 +36,9 @@ class LogWatch:
             self.reason = "log check disabled in params (auto_explain.log_check.enabled)"
         elif cluster is None:
             self.reason = "external server: its log is not reachable from the kit"
-        self.cursor = LogCursor(cluster.log_files) if self.reason is None else None
+        # the format the server writes now, not the first present: the stage may log to stderr alone (as the
+        # study did) while the folder keeps the kit's jsonlog files from before, which never get the marker
+        self.cursor = LogCursor(cluster.log_files, live=cluster.log_destinations) if self.reason is None else None
         self.initial = set(self.cursor.start) if self.cursor else set()
         self.problems: list[dict] = []  # warnings and errors seen in the log during the stage
         self.pruned_files = 0
@@ -124,20 +125,12 @@ class LogWatch:
 
     # -- keeping the disk free -------------------------------------------------------------------------------
 
-    def _current_files(self) -> set[Path]:
-        data = self.state.server.cluster.data
-        try:
-            lines = (data / "current_logfiles").read_text().splitlines()
-        except OSError:
-            return set()
-        return {data / ln.split(" ", 1)[1] for ln in lines if " " in ln}
-
     def prune(self) -> None:
         """Delete log files this stage filled and has read to the end, except the one being written."""
-        current = self._current_files()
+        current = set(self.state.server.cluster.current_log_files().values())
         if not current:
             return  # cannot tell which file is live: keep everything
-        fmt = self.cursor.format_of(self.cursor.start) or "jsonlog"
+        fmt = self.cursor.format_of(self.cursor.start)
         for p in sorted((self.state.server.cluster.data / "log").glob("postgresql-*")):
             if p in self.initial or p in current or detect_format(p) != fmt:
                 continue
