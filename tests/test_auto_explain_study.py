@@ -58,7 +58,10 @@ def stage(tmp_path_factory):
     try:
         result = run_stage(s)
         with s.servers[0].connect() as conn:  # the study's settings are gone again
-            after = conn.execute("SELECT current_setting('shared_buffers'), current_setting('autovacuum')").fetchone()
+            after = conn.execute(
+                "SELECT current_setting('shared_buffers'), current_setting('autovacuum'), "
+                "current_setting('log_destination')"
+            ).fetchone()
     finally:
         s.close()
     yield s, result, after
@@ -103,6 +106,7 @@ def test_log_proof(stage):
     s, result, _ = stage
     runs = result.seen["runs"]
     assert set(runs["log_check"]) == {"passed"}, runs.filter(runs["log_check"] != "passed")["log_reason"].to_list()
+    assert set(runs["log_destination"]) == {"stderr"}  # the study's text log, read where the server wrote it
     logging = runs.filter(runs["expect_plans"] == "every")
     quiet = runs.filter(runs["expect_plans"] == "none")
     assert set(logging["condition"]) == {
@@ -164,7 +168,7 @@ def test_analysis_and_reset(stage):
     count = plans.filter(plans["item"] == "count")
     assert set(count["workers_planned"]) == {2} and (count["rows_processed"] >= 20002).all()
     assert set(plans.filter(plans["item"] == "count_serial")["rows_processed"]) == {20001.0}
-    assert after == ("128MB", "on")
+    assert after[:2] == ("128MB", "on") and after[2] in ("jsonlog", "csvlog")  # the kit's log again
 
 
 def test_snake_order_restarts_once_per_round():

@@ -24,6 +24,14 @@ NOT_AVAILABLE = "not available"
 # what the kit's own restarts log: a connection it just closed, cut by the shutdown (57P01), and its
 # readiness probe while the server starts (57P03)
 RESTART_NOISE = ("57P01", "57P03")
+# the same in a text (stderr) log, whose default line prefix carries no SQLSTATE: their messages
+RESTART_NOISE_TEXT = (
+    "terminating connection due to administrator command",  # 57P01
+    "the database system is starting up",  # 57P03
+    "the database system is shutting down",
+    "the database system is not yet accepting connections",
+    "the database system is not accepting connections",
+)
 
 
 class LogWatch:
@@ -49,7 +57,8 @@ class LogWatch:
         return self.cursor is not None
 
     def _note(self, e: LogEntry, where: str) -> None:
-        if where == "between runs" and e.fields.get("state_code") in RESTART_NOISE:
+        code = e.fields.get("state_code")
+        if where == "between runs" and (code in RESTART_NOISE or (code is None and e.message in RESTART_NOISE_TEXT)):
             return
         if e.severity in PROBLEMS:
             self.problems.append(
@@ -88,13 +97,18 @@ class LogWatch:
                 self._note(e, where)
                 tally.add(e, database)
         except LogTimeout as exc:
-            return out | tally.fields() | {"log_check": "failed", "log_reason": f"log incomplete: {exc}"}, tally.sample
-        fields = tally.fields()
+            failed = {"log_check": "failed", "log_reason": f"log incomplete in {self._read()}: {exc}"}
+            return out | tally.fields() | {"log_destination": self._read()} | failed, tally.sample
+        fields = tally.fields() | {"log_destination": self._read()}
         problems = self._verdict(condition, fields, transactions)
         fields |= {"log_check": "failed" if problems else "passed", "log_reason": "; ".join(problems) or None}
         if self.params.prune:
             self.prune()
         return out | fields, tally.sample
+
+    def _read(self) -> str | None:
+        """The log destination the cursor reads (what the server writes now)."""
+        return self.cursor.format_of(self.cursor.pos)
 
     def _verdict(self, c: Condition, f: dict, transactions: int | None) -> list[str]:
         n = f["plans_logged"]
