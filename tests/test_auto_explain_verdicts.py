@@ -1,6 +1,7 @@
 """S2's claims scored by the one rule on synthetic runs with known truth: every verdict path (supported,
 direction only, contradicted, undetermined for too few rounds, a wide interval, an effect below the A/A noise
-floor or a flagged parallel speed-up, not run), the A/A noise table, the drift, and the paired ratios."""
+floor, an overhead within the runs' noise or a flagged parallel speed-up, not run), the count's scale-free
+quantities at the study's rows and ours, the A/A noise table, the drift, and the paired ratios."""
 
 import numpy as np
 import polars as pl
@@ -12,14 +13,19 @@ from pglab.studies.auto_explain import derive as aer
 from pglab.studies.auto_explain import verdicts as av
 from pglab.studies.auto_explain.params import STUDY_LATENCY_MS, AutoExplainParams
 
-P = AutoExplainParams(rows=1_000_000)  # the study's table: every claim testable
-# a faithful machine: the study's ratios, and its serial count's latency, so also its ns per row (the parallel
-# count at 1.7x faster than serial, within what 2 cores allow)
+P = AutoExplainParams(rows=1_000_000)  # the study's table
+# a faithful machine: the study's ratios on limit; on the counts the study's baseline serial latency and, over a
+# parallel baseline at 30 ms (1.7x faster than serial, within what 2 cores allow), the study's overheads in ms:
+# so its ns per row, its serial-over-parallel overhead and its shares removed
 BASE = {"limit": 0.04, "count": 30.0, "count_serial": STUDY_LATENCY_MS[(P.baseline, "count_serial")]}
+STUDY_NS = {
+    i: (STUDY_LATENCY_MS[("analyze", i)] - STUDY_LATENCY_MS[(P.baseline, i)]) for i in ("count", "count_serial")
+}
 
 
 def _truth(**ratio) -> dict:
-    """Latency per (condition, item): the study's ratios unless overridden (condition_item=ratio to baseline)."""
+    """Latency per (condition, item): the study's (ratios on limit, overheads in ms on the counts) unless
+    overridden (condition_item=ratio to the baseline)."""
     t = {}
     for c, i in P.cells():
         study = STUDY_LATENCY_MS.get((c, i), STUDY_LATENCY_MS[(P.baseline, i)])
@@ -27,8 +33,31 @@ def _truth(**ratio) -> dict:
         if c in ("explain_logged", "analyze_logged"):  # logged over its nothing-logged twin, as the study's
             quiet = c.removesuffix("_logged")
             study = STUDY_LATENCY_MS[(c, i)] / STUDY_LATENCY_MS[(quiet, i)] * STUDY_LATENCY_MS[(quiet, i)]
-        t[(c, i)] = BASE[i] * ratio.get(f"{c}_{i}", study / study_base)
+        default = BASE[i] * study / study_base if i == "limit" else BASE[i] + study - study_base
+        t[(c, i)] = BASE[i] * ratio[f"{c}_{i}"] if f"{c}_{i}" in ratio else default
     return t
+
+
+def _small(par_ns: float = STUDY_NS["count"], ser_ns: float = STUDY_NS["count_serial"], removed=None) -> dict:
+    """Our default table (1e5 rows): the serial count a tenth of the study's, the parallel one slower than it
+    (6 ms of worker start-up over a 2.25 ms scan), log_analyze costing `par_ns` / `ser_ns` ns per row and
+    log_timing = off removing `removed` of it ({item: share}, else the study's)."""
+    rows, t = 100_000, _truth()
+    base = {"count": 2.25 + 6.0, "count_serial": STUDY_LATENCY_MS[(P.baseline, "count_serial")] / 10}
+    for i, ns in (("count", par_ns), ("count_serial", ser_ns)):
+        a = STUDY_LATENCY_MS[("analyze", i)]
+        share = (removed or {}).get(
+            i, (a - STUDY_LATENCY_MS[("analyze_no_timing", i)]) / (a - STUDY_LATENCY_MS[(P.baseline, i)])
+        )
+        over = ns * rows / 1e6
+        for c in ("loaded_disabled", "loaded_disabled_aa", "explain"):
+            t[(c, i)] = base[i]
+        t[("analyze", i)] = base[i] + over
+        t[("analyze_no_timing", i)] = base[i] + over * (1 - share)
+    return t
+
+
+SMALL = AutoExplainParams()  # the default: 1e5 rows
 
 
 def _runs(
@@ -72,8 +101,9 @@ def test_the_studys_numbers_are_supported_everywhere():
 
 
 def test_sizes_excluded_give_direction_only_and_no_effect_contradicts():
-    # ANALYZE costs 2.5× (not 1.70×): direction only; logging costs nothing: contradicted (the study's 1.30× would
-    # be far beyond the noise floor); EXPLAIN costs 20 %: a "costs little" claim wholly outside ±5 %: contradicted
+    # ANALYZE costs 2.5× on the parallel count (45 ns per row, not 15.7): direction only; logging costs nothing:
+    # contradicted (the study's 1.30× would be far beyond the noise floor); EXPLAIN costs 20 %: a "costs little"
+    # claim wholly outside ±5 %: contradicted
     t = _truth(analyze_count=2.5, explain_count_serial=1.2)
     t[("explain_logged", "limit")] = t[("explain", "limit")]
     got = _verdicts(_runs(t))
@@ -88,15 +118,22 @@ def test_few_rounds_wide_intervals_and_the_noise_floor_leave_it_undetermined():
     # unpaired noise of ±8 % per run: "no change within ±5 %" can be neither shown nor refuted
     wide = _verdicts(_runs(_truth(), round_sd=0.0, sd=0.08, seed=3))
     assert wide["loading"] == v.UNDETERMINED and wide["explain_limit"] == v.UNDETERMINED
-    # a 3 % ANALYZE effect on limit claimed as 1.70× on count: below a floor of several %, the claim's size far
-    # beyond it -> contradicted; the A/A noise says what the floor is
-    noisy = _runs(_truth(analyze_count=1.03), round_sd=0.0, sd=0.03, seed=5)
+    # a 3 % logging effect claimed as 1.30×: below a floor of several %, the claim's size far beyond it ->
+    # contradicted; the A/A noise says what the floor is
+    t = _truth()
+    t[("explain_logged", "limit")] = t[("explain", "limit")] * 1.03
+    noisy = _runs(t, round_sd=0.0, sd=0.03, seed=5)
     m = av.measured(noisy)
-    floor = av.floor_of(av.noise_table(m, P), "pgA", ["count"])
+    floor = av.floor_of(av.noise_table(m, P), "pgA", ["limit"])
     assert floor is not None and floor > 0.01
-    ev = av.evidence(m, "pgA", next(s for s in av.specs(P) if s.key == "analyze_count"))
+    ev = av.evidence(m, "pgA", next(s for s in av.specs(P) if s.key == "logging_explain"))
     assert abs(np.log(ev.ratio)) < np.log1p(floor) or ev.low < 1  # no effect resolved
-    assert _verdicts(noisy)["analyze_count"] == v.CONTRADICTED
+    assert _verdicts(noisy)["logging_explain"] == v.CONTRADICTED
+    # ANALYZE's overhead on the parallel count within the runs' noise: a round with none leaves the scale-free
+    # quantities without an interval (never a verdict on a log of a difference that is not there)
+    t = _truth(analyze_count=1.001, analyze_no_timing_count=1.0005)
+    got = _verdicts(_runs(t, round_sd=0.0, sd=0.01, seed=5))
+    assert got["analyze_count"] == got["analyze_serial_vs_parallel"] == got["timing_count"] == v.UNDETERMINED
 
 
 def test_a_speed_up_above_the_cores_flags_the_parallel_claims():
@@ -111,27 +148,52 @@ def test_a_speed_up_above_the_cores_flags_the_parallel_claims():
     assert got["analyze_count_serial"] == v.SUPPORTED  # serial only: not flagged
 
 
-def test_below_the_studys_rows_the_parallel_count_magnitudes_are_not_testable():
-    # 1e5 rows (the default): the parallel count is slower than the serial one (worker start-up) -> its ANALYZE
-    # ratios say nothing of the study's; the serial count's claims are still scored
-    small = AutoExplainParams()
-    t = _truth()
-    # a tenth of the study's rows: the serial count a tenth as long (7 ms, so ~63 ns per row of ANALYZE, within
-    # ×/÷1.5 of the study's 45.5), the parallel one slower than it (8 ms: worker start-up)
-    t = {
-        (c, i): x * (7.0 / BASE[i] if i == "count_serial" else 4.0 / BASE[i] if i == "count" else 1)
-        for (c, i), x in t.items()
-    }
-    for c in ("loaded_disabled", "loaded_disabled_aa", "explain", "analyze", "analyze_no_timing"):
-        t[(c, "count")] = t[(c, "count")] * 2.0
-    runs = _runs(t)
-    f = av.findings(runs, PLANS, av.noise_table(av.measured(runs), small), small)
+def test_at_our_rows_the_parallel_count_is_scored_per_row():
+    # 1e5 rows (the default): the parallel count slower than the serial one (worker start-up), yet its overhead
+    # per row, the serial over the parallel overhead and the share log_timing = off removes are the study's: the
+    # fixed start-up cancels in each difference, so every claim is scored, and a faithful machine is supported
+    runs = _runs(_small())
+    f = av.findings(runs, PLANS, av.noise_table(av.measured(runs), SMALL), SMALL)
     got = dict(zip(f["finding"], f["verdict"], strict=True))
-    assert {k for k, x in got.items() if x == v.NOT_TESTABLE} == set(av.PARALLEL_MAGNITUDE)
-    assert got["analyze_count_serial"] == got["timing_count_serial"] == v.SUPPORTED
-    why = f.filter(pl.col("finding") == "analyze_count")["evidence"][0]
-    assert "100,000 rows" in why and "needs rows ≥ 1,000,000" in why and "8.0 ms against the serial 7.0 ms" in why
-    assert f.filter(pl.col("finding") == "analyze_count")["our_value"][0] is not None  # shown, not scored
+    assert set(got.values()) == {v.SUPPORTED}, f.select("finding", "evidence").to_dicts()
+    ev = dict(zip(f["finding"], f["evidence"], strict=True))
+    assert ev["analyze_count"].startswith("Our 15.") and "the study's 15.7 ns per row" in ev["analyze_count"]
+    assert (
+        ev["analyze_serial_vs_parallel"].startswith("Our 2.")
+        and "the study's 2.89×" in ev["analyze_serial_vs_parallel"]
+    )
+    assert "the study's 0.881 of the overhead removed" in ev["timing_count"]
+    row = f.filter(pl.col("finding") == "analyze_serial_vs_parallel").row(0, named=True)
+    assert (
+        row["study_value"] == pytest.approx(45.486 / 15.747) and row["our_low"] <= row["our_value"] <= row["our_high"]
+    )
+
+
+def _small_verdicts(**kw) -> dict:
+    runs = _runs(_small(**kw))
+    f = av.findings(runs, PLANS, av.noise_table(av.measured(runs), SMALL), SMALL)
+    return dict(zip(f["finding"], f["verdict"], strict=True))
+
+
+def test_the_parallel_counts_sizes_other_than_the_studys():
+    # less than ×/÷1.5 of the study's 15.7 ns per row on the parallel count, more than a third: direction only;
+    # the serial over the parallel overhead then 45.5 / 7 = 6.5×, beyond ×1.5 of the study's 2.89×: direction only
+    got = _small_verdicts(par_ns=7.0)
+    assert got["analyze_count"] == got["analyze_serial_vs_parallel"] == v.DIRECTION_ONLY
+    assert got["analyze_count_serial"] == v.SUPPORTED
+    # below a third (5.2 ns): contradicted
+    assert _small_verdicts(par_ns=4.0)["analyze_count"] == v.CONTRADICTED
+    # parallel query costing as much per row as serial: no larger overhead without it, the claim contradicted
+    # (1.0× against 2.89×: below a third of its effect on the log scale, 1.42×); per row, direction only
+    got = _small_verdicts(par_ns=STUDY_NS["count_serial"])
+    assert got["analyze_serial_vs_parallel"] == v.CONTRADICTED and got["analyze_count"] == v.DIRECTION_ONLY
+    # serial 1.6× the parallel overhead: right way, a third to two thirds of the effect: direction only
+    assert _small_verdicts(par_ns=STUDY_NS["count_serial"] / 1.6)["analyze_serial_vs_parallel"] == v.DIRECTION_ONLY
+    # log_timing = off removing 0.4 of the parallel count's overhead (the study 0.881): direction only; 0.1:
+    # contradicted; the serial count's share stays the study's
+    got = _small_verdicts(removed={"count": 0.4})
+    assert got["timing_count"] == v.DIRECTION_ONLY and got["timing_count_serial"] == v.SUPPORTED
+    assert _small_verdicts(removed={"count": 0.1})["timing_count"] == v.CONTRADICTED
 
 
 def test_conditions_missing_from_the_matrix_are_not_run():

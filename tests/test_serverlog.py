@@ -87,3 +87,32 @@ def test_partial_record_waits_for_its_end(logged, tmp_path):
         out.write(lines[1][25:])
     assert [e.message for e in cur.read()] == [json.loads(lines[1])["message"]]
     assert serverlog.detect_format(f) == "jsonlog" and cur.bytes_written() == len(lines[0]) + len(lines[1])
+
+
+def test_the_cursor_reads_the_destination_the_server_writes_now(tmp_path):
+    """A server switched to log_destination = stderr keeps its earlier jsonlog files in the folder: read by
+    presence (jsonlog first) the cursor would follow a file that no longer grows and never see the marker (the
+    auto_explain stage under the study's stderr logging waited wait_s per run); told what the server writes now
+    (its current_logfiles: `Cluster.log_destinations`) it reads the text log. No server."""
+    old = tmp_path / "postgresql-20260101-000000.json"
+    old.write_text(json.dumps({"error_severity": "LOG", "message": "from before"}) + "\n")
+    now = tmp_path / "postgresql-20260101-000001.log"
+    now.write_text("2026-01-01 00:00:01.000 UTC [7] LOG:  database system is ready to accept connections\n")
+
+    def files():
+        return sorted(tmp_path.glob("postgresql-*"))
+
+    marker = "pglab test marker stderr"
+    by_presence = LogCursor(files)
+    live = LogCursor(files, live=lambda: {"stderr"})
+    with open(now, "a") as f:
+        f.write("2026-01-01 00:00:02.000 UTC [8] LOG:  duration: 0.050 ms  plan:\n\tQuery Text: SELECT 1\n")
+        f.write(f"2026-01-01 00:00:02.100 UTC [9] LOG:  {marker}\n")
+    assert by_presence.format_of(by_presence.start) == "jsonlog"
+    with pytest.raises(serverlog.LogTimeout):
+        list(by_presence.follow(lambda e: e.message == marker, timeout_s=0.2))
+    assert live.format_of(live.start) == "stderr"
+    got = list(live.follow(lambda e: e.message == marker, timeout_s=5))
+    assert [e.auto_explain.plan for e in got] == ["Query Text: SELECT 1"]
+    # no destination recorded (a server that is not running): by presence, as before
+    assert LogCursor(files, live=set).format_of(live.start) == "jsonlog"

@@ -318,6 +318,19 @@ class Cluster(ClusterSettings):
     def log_files(self) -> list[Path]:
         return sorted((self.data / "log").glob("postgresql-*"))
 
+    def current_log_files(self) -> dict[str, Path]:
+        """The file each log destination writes now ({"stderr": …, "jsonlog": …}), as the logging collector
+        records it in current_logfiles; {} when it records none (not running, or no collector)."""
+        try:
+            lines = (self.data / "current_logfiles").read_text().splitlines()
+        except OSError:
+            return {}
+        return {k: self.data / v for k, _, v in (ln.partition(" ") for ln in lines) if v}
+
+    def log_destinations(self) -> set[str]:
+        """The log destinations the server writes now (stderr is always among them with the collector)."""
+        return set(self.current_log_files())
+
     def __enter__(self):
         return self
 

@@ -280,17 +280,22 @@ class LogCursor:
     read from its start). `files` is called on every read, e.g. `Cluster.log_files`.
 
     With several destinations (e.g. csvlog and jsonlog) every message is in each: entries are read from
-    one format, the first of `formats` present unless `fmt` is given."""
+    one format, `fmt` if given, else the first of `formats` the server writes now (`live`, called on every
+    read, e.g. `Cluster.log_destinations`: its current_logfiles), else the first of `formats` present. The
+    files present are no guide once log_destination changed: the log folder keeps the old destination's
+    files, which no longer grow (jsonlog files of a server now logging to stderr alone)."""
 
     def __init__(
         self,
         files: Callable[[], list[Path]],
         formats: tuple[str, ...] = ("jsonlog", "csvlog", "stderr"),
         fmt: str | None = None,
+        live: Callable[[], set[str]] | None = None,
     ):
         self._files = files
         self.formats = formats
         self.fmt = fmt
+        self._live = live
         self.start = self._sizes()
         self.pos = dict(self.start)  # where the next read of each file begins
         self.pending: LogEntry | None = None  # a text-log entry that may still grow (not yet read past)
@@ -309,10 +314,12 @@ class LogCursor:
         return sum(max(0, n - self.start.get(p, 0)) for p, n in self._sizes().items())
 
     def format_of(self, sizes) -> str | None:
-        """The log format this cursor reads among the files `sizes` names (its own, else the first present)."""
+        """The log format this cursor reads: its own, else the first the server writes now, else the first
+        present among the files `sizes` names."""
         if self.fmt:
             return self.fmt
-        present = {detect_format(p) for p in sizes}
+        live = self._live() if self._live else set()
+        present = live or {detect_format(p) for p in sizes}
         return next((f for f in self.formats if f in present), None)
 
     def read(self) -> Iterator[LogEntry]:

@@ -269,6 +269,7 @@ def log_checks(runs: pl.DataFrame) -> pl.DataFrame:
         "expect_plans",
         "log_check",
         "log_reason",
+        "log_destination",
         "transactions",
         "plans_logged",
         "plans_parsed",

@@ -14,7 +14,6 @@ as "not available" with the reason."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 from ...pgtools.serverlog import LogCursor, LogEntry, LogTimeout, detect_format
 from .params import Condition, LogCheckParams
@@ -25,6 +24,14 @@ NOT_AVAILABLE = "not available"
 # what the kit's own restarts log: a connection it just closed, cut by the shutdown (57P01), and its
 # readiness probe while the server starts (57P03)
 RESTART_NOISE = ("57P01", "57P03")
+# the same in a text (stderr) log, whose default line prefix carries no SQLSTATE: their messages
+RESTART_NOISE_TEXT = (
+    "terminating connection due to administrator command",  # 57P01
+    "the database system is starting up",  # 57P03
+    "the database system is shutting down",
+    "the database system is not yet accepting connections",
+    "the database system is not accepting connections",
+)
 
 
 class LogWatch:
@@ -37,7 +44,9 @@ class LogWatch:
             self.reason = "log check disabled in params (auto_explain.log_check.enabled)"
         elif cluster is None:
             self.reason = "external server: its log is not reachable from the kit"
-        self.cursor = LogCursor(cluster.log_files) if self.reason is None else None
+        # the format the server writes now, not the first present: the stage may log to stderr alone (as the
+        # study did) while the folder keeps the kit's jsonlog files from before, which never get the marker
+        self.cursor = LogCursor(cluster.log_files, live=cluster.log_destinations) if self.reason is None else None
         self.initial = set(self.cursor.start) if self.cursor else set()
         self.problems: list[dict] = []  # warnings and errors seen in the log during the stage
         self.pruned_files = 0
@@ -48,7 +57,8 @@ class LogWatch:
         return self.cursor is not None
 
     def _note(self, e: LogEntry, where: str) -> None:
-        if where == "between runs" and e.fields.get("state_code") in RESTART_NOISE:
+        code = e.fields.get("state_code")
+        if where == "between runs" and (code in RESTART_NOISE or (code is None and e.message in RESTART_NOISE_TEXT)):
             return
         if e.severity in PROBLEMS:
             self.problems.append(
@@ -87,13 +97,18 @@ class LogWatch:
                 self._note(e, where)
                 tally.add(e, database)
         except LogTimeout as exc:
-            return out | tally.fields() | {"log_check": "failed", "log_reason": f"log incomplete: {exc}"}, tally.sample
-        fields = tally.fields()
+            failed = {"log_check": "failed", "log_reason": f"log incomplete in {self._read()}: {exc}"}
+            return out | tally.fields() | {"log_destination": self._read()} | failed, tally.sample
+        fields = tally.fields() | {"log_destination": self._read()}
         problems = self._verdict(condition, fields, transactions)
         fields |= {"log_check": "failed" if problems else "passed", "log_reason": "; ".join(problems) or None}
         if self.params.prune:
             self.prune()
         return out | fields, tally.sample
+
+    def _read(self) -> str | None:
+        """The log destination the cursor reads (what the server writes now)."""
+        return self.cursor.format_of(self.cursor.pos)
 
     def _verdict(self, c: Condition, f: dict, transactions: int | None) -> list[str]:
         n = f["plans_logged"]
@@ -124,20 +139,12 @@ class LogWatch:
 
     # -- keeping the disk free -------------------------------------------------------------------------------
 
-    def _current_files(self) -> set[Path]:
-        data = self.state.server.cluster.data
-        try:
-            lines = (data / "current_logfiles").read_text().splitlines()
-        except OSError:
-            return set()
-        return {data / ln.split(" ", 1)[1] for ln in lines if " " in ln}
-
     def prune(self) -> None:
         """Delete log files this stage filled and has read to the end, except the one being written."""
-        current = self._current_files()
+        current = set(self.state.server.cluster.current_log_files().values())
         if not current:
             return  # cannot tell which file is live: keep everything
-        fmt = self.cursor.format_of(self.cursor.start) or "jsonlog"
+        fmt = self.cursor.format_of(self.cursor.start)
         for p in sorted((self.state.server.cluster.data / "log").glob("postgresql-*")):
             if p in self.initial or p in current or detect_format(p) != fmt:
                 continue

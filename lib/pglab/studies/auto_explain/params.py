@@ -23,7 +23,8 @@ from ...core.paramtypes import Settings, SettingValue, Strict
 EXPERIMENT = "auto_explain"
 NAME = r"^[A-Za-z0-9_]+$"
 
-# postgresql.conf of the study, for every condition (logging_collector is always on in the kit's clusters)
+# postgresql.conf of the study, for every condition (logging_collector is always on in the kit's clusters; the
+# study's log destination is STUDY_LOG_DESTINATION)
 STUDY_SETTINGS: dict[str, SettingValue] = {
     "shared_buffers": "2GB",
     "autovacuum": False,
@@ -40,6 +41,13 @@ STUDY_SETTINGS: dict[str, SettingValue] = {
     "max_parallel_workers": 4,
     "max_parallel_maintenance_workers": 2,
 }
+
+# The study's log: logging_collector = on and log_destination at its default, stderr (a text log), which the
+# logged conditions' cost includes. The kit's clusters log jsonlog (csvlog before 15) and own the setting (a params
+# file cannot move the log away from the kit: paramtypes.KIT_OWNED_SETTINGS), so it is not among server_settings:
+# the stage sets it on the servers it configures, for its runs only, and the log check reads whichever destination
+# the server writes (its current_logfiles).
+STUDY_LOG_DESTINATION = "stderr"
 
 # latency average (ms) the study reported, by condition and item ("count" = count.pgbench as configured,
 # i.e. parallel; "count_serial" = with max_parallel_workers_per_gather = 0)

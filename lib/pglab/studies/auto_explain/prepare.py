@@ -15,7 +15,7 @@ import psycopg
 
 from ...core.db import ensure_database, explain_json, scrub
 from ...core.servers import DestructiveStepRefused, Server
-from .params import AutoExplainParams
+from .params import STUDY_LOG_DESTINATION, AutoExplainParams
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ class ServerState:
     # -- configuration ---------------------------------------------------------------------------------------
 
     def _server_settings(self, loaded: bool) -> dict:
-        settings = dict(self.params.server_settings)
+        # the study's log destination (params.STUDY_LOG_DESTINATION) with the params' settings
+        settings = dict(self.params.server_settings) | {"log_destination": STUDY_LOG_DESTINATION}
         libs = [x for x in _libs(self.server.settings.get("shared_preload_libraries")) if x != "auto_explain"]
         if loaded:
             libs.append("auto_explain")

@@ -160,9 +160,13 @@ def method(profile: str, root: Path | None = None) -> str:
     proof = ""
     if logs.width and logs.height:
         runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
+        # the log the servers wrote, where recorded (runs since the stage logs to stderr as the study did)
+        checks = derived.read_optional("auto_explain_log_checks", profile, root)
+        dests = sorted(set(checks["log_destination"].drop_nulls())) if "log_destination" in checks.columns else []
+        kind = f" ({', '.join(dests)}{', as the study’s' if dests == ['stderr'] else ''})" if dests else ""
         proof = (
-            f" Every run's server log was checked against what its condition must log (a plan per transaction "
-            f"or none): {passed} of {runs} runs passed."
+            f" Every run's server log{kind} was checked against what its condition must log (a plan per "
+            f"transaction or none): {passed} of {runs} runs passed."
         )
     statistics = _statistics(profile, root, baseline, _per_run_text(lat))
     return "\n".join(

@@ -20,10 +20,7 @@ from .params import STUDY_LATENCY_MS, AutoExplainParams
 
 STUDY = "S2"
 APPROX = 0.05  # the study's "≈ 30 %" read as its ratio ± 5 %
-STUDY_ROWS = 1_000_000  # tab1's rows in the study: its parallel count ran faster than the serial one
-# claims whose magnitude is the parallel count's overhead ratio: at fewer rows the 2 workers' fixed start-up,
-# not the scan that ANALYZE instruments, dominates that count, so the study's ratio cannot be compared
-PARALLEL_MAGNITUDE = ("analyze_count", "timing_count", "analyze_serial_vs_parallel")
+STUDY_ROWS = 1_000_000  # tab1's rows in the study: what its ns per row divide by
 
 
 def _ms(cond: str, item: str) -> float:
@@ -36,8 +33,8 @@ def _r(b: tuple[str, str], a: tuple[str, str]) -> float:
 
 @dataclass(frozen=True)
 class Spec:
-    """One claim: condition over baseline on an item, paired by round. `versus` (another item) makes it a
-    ratio of the two items' paired ratios (the serial overhead over the parallel one)."""
+    """One claim: condition over baseline on an item, paired by round. `versus` (another item) compares the
+    item with it: a ratio of the two items' paired ratios, or with quantity "overhead_ratio" of their overheads."""
 
     key: str
     condition: str
@@ -47,7 +44,8 @@ class Spec:
     versus: str | None = None
     # a claim scored on a scale-free quantity (rule 11) rather than the ratio: "ns_per_row", the overhead
     # (condition - baseline) per row of the table; "share_removed", how much of the overhead over `origin` (the
-    # run without auto_explain) the condition removes from the baseline's
+    # run without auto_explain) the condition removes from the baseline's; "overhead_ratio", the overhead
+    # (condition - baseline) on the item over that on `versus`, the same rows on both sides
     quantity: str | None = None
     origin: str | None = None
 
@@ -106,34 +104,40 @@ def specs(p: AutoExplainParams) -> list[Spec]:
             ),
         )
     )
+    # The count's claims are scored on the quantities their mechanism fixes (rule 11), for the parallel count as
+    # for the serial one: a ratio of latencies depends on the table's size, the per-row cost does not. The
+    # overhead is a difference, ANALYZE's latency less the baseline's in the same round, so what a query costs
+    # once whatever its rows (the parallel plan's worker start-up, the statement's round trip) cancels in it and
+    # what is left grows with the rows: divided by them it is the same at our 1e5 rows as at the study's 1e6.
+    # (What ANALYZE itself adds once per query does not cancel: ~1 µs on the one-row query (analyze_limit); the
+    # parallel plan's instrumentation of its workers, not measured apart, is taken to be small against the
+    # ~1.6 ms the study's 15.7 ns per row give our 1e5 rows.)
+    # Wall-clock, as the study's figures are. Tolerances, decided before any figure of ours was looked at: the
+    # declared ×/÷ TOLERANCE for all of them, as for the serial claims, since the study gives one figure per cell
+    # and no spread that would justify a factor of a claim's own. This machine's 2 cores run the parallel plan's 3
+    # processes 2 at a time where the study's 4 vCPUs ran them side by side: its per-row cost can be divided by
+    # at most 2 here, by 3 there (parallel_flag flags a speed-up beyond the cores); a parallel count costing more
+    # per row than the study's, and less of a gap to the serial one, may be this machine's, not the mechanism's.
     for item in ("count", "count_serial"):
-        r = _r(("analyze", item), (base, item))
-        if item == "count_serial":  # the claim's own quantity: the overhead per row, whatever the table's size
-            ns = (_ms("analyze", item) - _ms(base, item)) / STUDY_ROWS * 1e6
-            claim = v.Claim(
-                f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
-                f"{_ms(base, item):g} → {_ms('analyze', item):g} ms, {ns:.1f} ns per row.",
-                v.HIGHER,
-                ns,
-                quantity="ns per row",
-            )
-            out.append(Spec(f"analyze_{item}", "analyze", base, item, claim, quantity="ns_per_row"))
-            continue
-        out.append(
-            Spec(
-                f"analyze_{item}",
-                "analyze",
-                base,
-                item,
-                v.Claim(
-                    f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
-                    f"{_ms(base, item):g} → {_ms('analyze', item):g} ms ({r:.2f}×).",
-                    v.HIGHER,
-                    r,
-                ),
-            )
+        ns = (_ms("analyze", item) - _ms(base, item)) / STUDY_ROWS * 1e6
+        claim = v.Claim(
+            f"log_analyze costs in proportion to the rows processed (1e6 rows): {names[item]} "
+            f"{_ms(base, item):g} → {_ms('analyze', item):g} ms, {ns:.1f} ns per row.",
+            v.HIGHER,
+            ns,
+            quantity="ns per row",
         )
-    worse = _r(("analyze", "count_serial"), (base, "count_serial")) / _r(("analyze", "count"), (base, "count"))
+        out.append(Spec(f"analyze_{item}", "analyze", base, item, claim, quantity="ns_per_row"))
+    # The study: "with parallel query off the difference widens further" (パラレル無効にするとその差はさらに広がります),
+    # the difference being ANALYZE's latency less the baseline's, and "parallel mode gives the better result"
+    # (workers read the clock less often). So the quantity is the absolute overhead, serial over parallel: the
+    # ratio of the two ns-per-row figures (the rows cancel, as the fixed costs do in each difference), 45.5 over
+    # 15.7 ns, 2.89×. Not the ratio of the two latency ratios (1.90× over 1.70×, 1.12×): the study compares the
+    # differences, and a latency ratio moves with the table's size and the parallel plan's start-up. Scored as a
+    # ratio (the log-scale zones, 1 = no effect: equal overheads contradict the claim), not in proportion to the
+    # study's value as a quantity is (0 = no effect), with no A/A floor (that is a latency ratio's; the rounds'
+    # interval carries this one's noise): supported within 2.03×–4.91×, contradicted below 1.42×.
+    ser, par = ((_ms("analyze", i) - _ms(base, i)) / STUDY_ROWS * 1e6 for i in ("count_serial", "count"))
     out.append(
         Spec(
             "analyze_serial_vs_parallel",
@@ -141,46 +145,28 @@ def specs(p: AutoExplainParams) -> list[Spec]:
             base,
             "count_serial",
             v.Claim(
-                "log_analyze costs more without parallel query (workers read the clock less often): serial count 1.90× "
-                f"against parallel 1.70×, a {worse:.2f}× larger ratio.",
+                "log_analyze costs more without parallel query (workers read the clock less often): its overhead "
+                f"grows from {par:.1f} ns per row on the parallel count to {ser:.1f} on the serial one, "
+                f"{ser / par:.2f}× the parallel count's.",
                 v.HIGHER,
-                worse,
+                ser / par,
             ),
             versus="count",
+            quantity="overhead_ratio",
         )
     )
-    for item in ("count", "count_serial"):
-        r = _r(("analyze_no_timing", item), ("analyze", item))
-        if item == "count_serial":  # the claim's own quantity: the share of log_analyze's overhead removed
-            a, n, b = _ms("analyze", item), _ms("analyze_no_timing", item), _ms(base, item)
-            share = (a - n) / (a - b)
-            claim = v.Claim(
-                f"log_timing = off removes most of the log_analyze overhead: {names[item]} {a:g} → {n:g} ms over "
-                f"{b:g} ms without auto_explain, {share:.0%} of the overhead removed.".replace("%", " %"),
-                v.HIGHER,
-                share,
-                quantity="of the overhead removed",
-            )
-            out.append(
-                Spec(
-                    f"timing_{item}", "analyze_no_timing", "analyze", item, claim, quantity="share_removed", origin=base
-                )
-            )
-            continue
+    for item in ("count", "count_serial"):  # the claim's own quantity: the share of log_analyze's overhead removed
+        a, n, b = _ms("analyze", item), _ms("analyze_no_timing", item), _ms(base, item)
+        share = (a - n) / (a - b)
+        claim = v.Claim(
+            f"log_timing = off removes most of the log_analyze overhead: {names[item]} {a:g} → {n:g} ms over "
+            f"{b:g} ms without auto_explain, {share:.0%} of the overhead removed.".replace("%", " %"),
+            v.HIGHER,
+            share,
+            quantity="of the overhead removed",
+        )
         out.append(
-            Spec(
-                f"timing_{item}",
-                "analyze_no_timing",
-                "analyze",
-                item,
-                v.Claim(
-                    "log_timing = off removes most of the log_analyze overhead: "
-                    f"{names[item]} {_ms('analyze', item):g} → "
-                    f"{_ms('analyze_no_timing', item):g} ms ({r:.2f}×).",
-                    v.LOWER,
-                    r,
-                ),
-            )
+            Spec(f"timing_{item}", "analyze_no_timing", "analyze", item, claim, quantity="share_removed", origin=base)
         )
     for logged, quiet, what in (("explain_logged", "explain", "EXPLAIN"), ("analyze_logged", "analyze", "ANALYZE")):
         r = _r((logged, "limit"), (quiet, "limit"))
@@ -236,24 +222,33 @@ def _round_medians(m: pl.DataFrame, server: str, item: str, conds: list[str]) ->
 
 
 def quantity_evidence(m: pl.DataFrame, server: str, s: Spec, rows: int, flags: tuple[str, ...] = ()) -> v.Evidence:
-    """The spec's scale-free quantity per round (ns per row, or share removed), its geometric mean and the interval
-    over rounds (`paired.log_ratio_interval`): rounds pair the conditions as they do for a ratio."""
+    """The spec's scale-free quantity per round (ns per row, share removed, or one item's overhead over another's),
+    its geometric mean and the interval over rounds (`paired.log_ratio_interval`): rounds pair the conditions (and
+    items) as they do for a ratio."""
+    unit = s.claim.quantity or "×"  # a ratio of two overheads is judged as a ratio
     conds = [s.condition, s.baseline] + ([s.origin] if s.origin else [])
     w = _round_medians(m, server, s.item, conds)
+    if s.quantity == "overhead_ratio" and not w.is_empty():  # both items in the same round
+        o = _round_medians(m, server, s.versus, conds)
+        w = w.join(o, on="round", suffix="_versus") if not o.is_empty() else o
     if w.is_empty():
-        return v.Evidence(None, None, None, unit=s.claim.quantity, flags=flags)
+        return v.Evidence(None, None, None, unit=unit, flags=flags)
     if s.quantity == "ns_per_row":
         q = (w[s.condition] - w[s.baseline]) / rows * 1e6
+    elif s.quantity == "overhead_ratio":  # the rows cancel: the ratio of the two items' ns per row
+        q = (w[s.condition] - w[s.baseline]) / (w[f"{s.condition}_versus"] - w[f"{s.baseline}_versus"])
     else:  # share_removed: (baseline - condition) / (baseline - origin)
         q = (w[s.baseline] - w[s.condition]) / (w[s.baseline] - w[s.origin])
     q = q.to_numpy()
-    if (q <= 0).any():  # no overhead (or none removed) in some round: not a quantity to take the log of
-        return v.Evidence(
-            float(np.median(q)), None, None, len(q), None, "per round, some not positive", flags, s.claim.quantity
-        )
+    ok = np.isfinite(q) & (q > 0)
+    if not ok.all():  # no overhead (or none removed) in a round: no log to take
+        med = float(np.median(q))  # shown, not judged; a ratio only where the ratio strip's log scale can show it
+        med = med if np.isfinite(med) and (med > 0 or unit != "×") else None
+        how = f"per round, {int((~ok).sum())} of {len(q)} not positive"
+        return v.Evidence(med, None, None, len(q), None, how, flags, unit)
     row = paired.log_ratio_interval(np.log(q))
     return v.Evidence(
-        row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags, s.claim.quantity
+        row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags, unit
     )
 
 
@@ -382,25 +377,6 @@ def _needs(s: Spec, p: AutoExplainParams) -> list[str]:
     return missing
 
 
-def _median_ms(m: pl.DataFrame, server: str, cond: str, item: str) -> float | None:
-    x = m.filter((pl.col("server") == server) & (pl.col("condition") == cond) & (pl.col("item") == item))["value"]
-    return float(x.median()) if x.len() else None
-
-
-def parallel_scale(m: pl.DataFrame, server: str, p: AutoExplainParams) -> v.Verdict | None:
-    """Not testable below the study's row count: the parallel count's overhead ratios (PARALLEL_MAGNITUDE) are
-    then mostly worker start-up, which ANALYZE does not instrument. Says what our baseline counts took."""
-    if p.rows >= STUDY_ROWS:
-        return None
-    par, ser = _median_ms(m, server, p.baseline, "count"), _median_ms(m, server, p.baseline, "count_serial")
-    ours = f"; here the parallel count took {par:.1f} ms against the serial {ser:.1f} ms" if par and ser else ""
-    return v.not_testable(
-        f"at {p.rows:,} rows the parallel count's time is mostly its 2 workers' start-up, not the scan that "
-        f"ANALYZE instruments (the study's {STUDY_ROWS:,} rows ran it 2.3× faster than the serial count{ours})",
-        f"needs rows ≥ {STUDY_ROWS:,}; the serial count's claims test the mechanism at any size",
-    )
-
-
 def findings(
     runs: pl.DataFrame,
     plans: pl.DataFrame,
@@ -411,7 +387,8 @@ def findings(
     """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict."""
     m = measured(runs)
     # a ratio of two items' ratios is taken round by round even in the fast mode: its floor must be too
-    round_noise = noise_table(m, p) if txns is not None and any(s.versus for s in specs(p)) else noise_df
+    by_round = txns is not None and any(s.versus and not s.quantity for s in specs(p))
+    round_noise = noise_table(m, p) if by_round else noise_df
     rows = []
     servers = sorted(m["server"].unique().to_list()) if m.height else []
     for server in servers:
@@ -420,9 +397,6 @@ def findings(
             missing = _needs(s, p)
             if missing:
                 verdict, ev = v.not_run(f"not in this profile's matrix: {', '.join(missing)}"), None
-            elif s.key in PARALLEL_MAGNITUDE and (scale := parallel_scale(m, server, p)) is not None:
-                ev = evidence(m, server, s, txns=txns)  # still shown beside the verdict
-                verdict = scale
             else:
                 items = [s.item] + ([s.versus] if s.versus else [])
                 flags = (flag,) if flag and "count" in items else ()
