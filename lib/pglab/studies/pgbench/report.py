@@ -78,7 +78,14 @@ def buffers_method(t: dict) -> str | None:
         return None
     server = _list(runs["server"])
     values = runs.unique("shared_buffers").sort("shared_buffers_bytes")["shared_buffers"].to_list()
-    shown = _list(runs["shared_buffers_shown"].drop_nulls())
+    asked = runs.drop_nulls("shared_buffers_shown").unique(["shared_buffers", "shared_buffers_shown"])
+    odd = asked.filter(pl.col("shared_buffers") != pl.col("shared_buffers_shown"))
+    shown = (
+        "each as set"
+        if odd.is_empty() and asked.height
+        else ", ".join(f"{r['shared_buffers_shown']} for {r['shared_buffers']}" for r in asked.iter_rows(named=True))
+        or "nothing"
+    )
     sizes = runs.group_by("scale").agg(pl.col("db_bytes").median()).sort("scale")
     db = ", ".join(f"{_mib(r['db_bytes'])} at scale {r['scale']}" for r in sizes.iter_rows(named=True))
     ratios = (
@@ -89,15 +96,16 @@ def buffers_method(t: dict) -> str | None:
         if bp is not None and bp.height
         else "no paired rounds"
     )
+    cmd = _command(t["pgbench_runs"], "pgbench_buffers")
+    per_cell = _runs_text(runs.with_columns(warmup=False), ["scale", "shared_buffers"])
     return (
         f"- **shared_buffers, S3's explanation**: S3 put 7.3 first at scales 1 and 10 down to its tiny default "
-        f"shared_buffers while the data sat in the OS cache; every server above has the same setting, so the curve "
-        f"cannot test that. On {server} alone, {_command(t['pgbench_runs'], 'pgbench_buffers')} at scales "
-        f"{_list(runs['scale'])} with shared_buffers {', '.join(values)} (the server reported {shown}): per round "
-        f"each value in shuffled order, the server restarted with it, a warm-up run per scale, then the measured "
-        f"run; {_runs_text(runs.with_columns(warmup=False), ['scale', 'shared_buffers'])} per cell, the server back "
-        f"on its own shared_buffers afterwards. The databases ({db}) stay in the OS cache. Small over large, "
-        f"within rounds: {ratios}."
+        f"shared_buffers while the data sat in the OS cache; the version curve runs every server with the same "
+        f"setting, so it cannot test that. On {server} alone, {cmd} at scales {_list(runs['scale'])} with "
+        f"shared_buffers {', '.join(values)} (the server reported {shown}): per round each value in shuffled order, "
+        f"the server restarted with it, a warm-up run per scale, then the measured run; {per_cell} per cell, the "
+        f"server back on its own shared_buffers afterwards. The databases ({db}) stay in the OS cache. Small over "
+        f"large, within rounds: {ratios}."
     )
 
 
@@ -205,8 +213,8 @@ def clusters_markdown(t: dict) -> str | None:
 
 def _servers(t: dict) -> list[str]:
     names = set()
-    for n in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series"):
-        if not t[n].is_empty():
+    for n in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series", "pgbench_buffers"):
+        if n in t and not t[n].is_empty():
             names |= set(t[n]["server"])
     return sorted(names)
 

@@ -236,8 +236,8 @@ def _tps(x: float | None) -> str:
     return "no" if x is None else f"{x:,.0f}"
 
 
-def _mb(b: int) -> str:
-    return f"{b / 2**20:.0f} MB" if b >= 2**20 else f"{b / 2**10:.0f} kB"
+def _mib(b: int) -> str:
+    return f"{b / 2**20:.0f} MiB" if b >= 2**20 else f"{b / 2**10:.0f} KiB"
 
 
 def buffers_rows(bp: pl.DataFrame, floor: float | None) -> list[dict]:
@@ -261,7 +261,7 @@ def buffers_rows(bp: pl.DataFrame, floor: float | None) -> list[dict]:
             small, large, db = r["shared_buffers_bytes"], r["baseline_bytes"], r["db_bytes"]
             what = (
                 f"shared_buffers {r['shared_buffers']} over {r['baseline']}, scale {scale}"
-                + (f" ({_mb(db)} database)" if db else "")
+                + (f" ({_mib(db)} database)" if db else "")
                 + f"; {_tps(r['tps_median'])} against {_tps(r['baseline_tps_median'])} tps (medians)"
             )
             if db and large < db:
