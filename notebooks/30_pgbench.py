@@ -203,6 +203,38 @@ first_last = sizes.group_by("server", "scale", "series").agg(
 first_last.sort("server", "scale", "series")
 
 # %% [markdown]
+# ## shared_buffers: S3's explanation of 7.3's select-only lead
+#
+# S3 found the oldest version fastest in select-only at scales 1 and 10 and explained it: with all the data surely in
+# the OS cache and a read-only load, the smaller shared_buffers the better (7.3's default was 64 buffers, 512 kB). The
+# curve above gives every server the same shared_buffers, so it cannot test that. Here one server (`pgbench.buffers`:
+# the newest of pgbench's, its first cluster) runs `pgbench -S` at each scale under each shared_buffers value: per
+# round every value in shuffled order, the server restarted with it, a warm-up run per scale, then the measured run;
+# afterwards the server is back on its own shared_buffers. Below, every round's tps per value (median and min–max),
+# then the smaller value over the largest, paired within rounds, beside the database's size: the mechanism needs the
+# large value to hold the database and the small one not to.
+
+# %%
+buffers = tables["pgbench_buffers"]
+if buffers.is_empty():
+    print("the buffers experiment did not run in this session (not in pgbench.experiments)")
+else:
+    display(pgbench_charts.buffers(buffers))
+    display(
+        tables["pgbench_buffers_paired"].select(
+            "server",
+            "scale",
+            "shared_buffers",
+            "baseline",
+            "n_rounds",
+            pl.col("ratio", "low", "high").round(3),
+            "method",
+            pl.col("tps_median", "baseline_tps_median").round(0),
+            (pl.col("db_bytes") / 2**20).round(1).alias("database MiB"),
+        )
+    )
+
+# %% [markdown]
 # ## Inside each run: per second, latency percentiles, checkpoints and the machine
 #
 # With `telemetry` (on by default) every measured run keeps pgbench's per-transaction log, the server's statistics

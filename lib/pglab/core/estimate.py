@@ -30,6 +30,9 @@ COST = {
     "pgbench_load": 0.25,  # pgbench -i, per unit of scale (recreate, load, vacuum, keys)
     "pgbench_load_fixed": 0.3,  # pgbench -i, whatever the scale (CHECKPOINT, sizes)
     "pgbench_run": 0.1,  # a -T run beyond its -T: pgbench start, the clients' connections, sizes
+    # the buffers experiment's restart with another shared_buffers (postgres -C, stop, start) and SHOW after it:
+    # 0.27-0.75 s on the reference machine (pg18, 256kB … 2GB)
+    "pgbench_restart": 0.5,
     # auto_explain (40): pgbench -c 1 runs of one-statement scripts on tab1
     "ae_txn": 0.056e-3,  # a transaction of a statement that reads one row (LIMIT 1)
     "ae_row": 7.0e-8,  # + per row of tab1, for a statement that reads them all (COUNT)

@@ -112,6 +112,17 @@ class Server:
         """Back to the params' base settings."""
         return self.configure({})
 
+    def restart(self, settings: dict | None = None) -> dict:
+        """Stop and start again with the params' base settings plus `settings` (None: the settings it runs with),
+        even where a reload would apply them: every condition of an experiment that restarts starts alike, from
+        empty shared buffers and fresh processes. The same answer as `configure`; an external server is skipped."""
+        if self.cluster is None:
+            return {"status": "skipped", "reason": "external server: the kit does not restart it"}
+        merged = self.cluster.settings if settings is None else self.cluster.applicable(self.settings | settings)
+        self.cluster.validate(merged)  # before stopping: a value PostgreSQL refuses leaves the server running
+        self.cluster.restart(dict(merged))
+        return {"status": "restarted", "reason": None}
+
     # -- connecting ------------------------------------------------------------------------------------------
 
     def conninfo(self, dbname: str | None = None) -> str:

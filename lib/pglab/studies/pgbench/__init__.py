@@ -1,4 +1,5 @@
-"""S3 (pgbench on nine versions) and S4's client scaling: pgbench init, select-only, scaling and series.
+"""S3 (pgbench on nine versions) and S4's client scaling: pgbench init, select-only, scaling and series; S3's
+explanation of its select-only ranking (small shared_buffers) tested on one server: buffers.
 
 params (the study's params section), run (server work, resumable, and one pgbench run: Bench) with prepare (its
 databases and their sizes), derive (raw -> tables) with paired_tables, reference, charts, verdicts, report (the
@@ -14,9 +15,10 @@ STUDY = Study(
     notebook="30_pgbench",
     tables=prefixed(
         "pgbench",
-        "skipped runs init init_steps select_only scaling series series_sizes init_summary "
+        "skipped runs init init_steps select_only scaling series series_sizes buffers init_summary "
         "select_only_summary scaling_summary series_summary series_trend versions timeseries settings servers "
-        "paired noise drift no_vacuum version_curve measurements timeline latency server_counters system telemetry",
+        "paired noise drift no_vacuum version_curve buffers_paired measurements timeline latency server_counters "
+        "system telemetry",
     ),
     section=Section(
         title="S3 · pgbench across versions and scales (with S4's client scaling)",

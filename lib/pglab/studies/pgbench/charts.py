@@ -359,3 +359,29 @@ def latency(lat: pl.DataFrame):
         .resolve_scale(color="independent")
         .properties(title="Throughput beside its latency percentiles, per cell")
     )
+
+
+def buffers(runs: pl.DataFrame):
+    """S3's mechanism on one server: select-only tps under each shared_buffers (smallest first), every round's run
+    (points) and the median with the min-max of the rounds (rule), one panel per scale."""
+    data = runs.drop_nulls("tps").select("server", "scale", "shared_buffers", "shared_buffers_bytes", "round", "tps")
+    summary = data.group_by("server", "scale", "shared_buffers", "shared_buffers_bytes").agg(
+        pl.col("tps").median().alias("median"), pl.col("tps").min().alias("min"), pl.col("tps").max().alias("max")
+    )
+    data = data.join(summary, on=["server", "scale", "shared_buffers", "shared_buffers_bytes"], how="left").sort(
+        "scale", "shared_buffers_bytes", "round"
+    )  # one data set for every layer: altair facets only layers that share it; a fixed order, the same chart
+    order = data.unique("shared_buffers", maintain_order=True)["shared_buffers"].to_list()
+    base = alt.Chart(data).encode(x=alt.X("shared_buffers:N", sort=order, title="shared_buffers"), color=_SERVER)
+    pts = base.mark_point(size=30, opacity=0.6).encode(
+        y=alt.Y("tps:Q", title="select-only tps (rounds; median, min-max)", scale=alt.Scale(zero=False)),
+        tooltip=["server", "scale", "shared_buffers", "round", "tps"],
+    )
+    rule = base.mark_rule(strokeWidth=2).encode(y="min:Q", y2="max:Q")
+    med = base.mark_tick(thickness=3, size=24).encode(y="median:Q", tooltip=["shared_buffers", "median", "min", "max"])
+    return (
+        alt.layer(rule, med, pts)
+        .properties(width=160, height=220)
+        .facet(column=alt.Column("scale:O", title="scale factor (data in the OS cache)"))
+        .resolve_scale(y="independent")
+    )

@@ -11,6 +11,8 @@ Written by `build` to `data/derived/<profile>/pgbench_*.csv`:
 * `pgbench_series_trend`: per server and scale, tps of the last third of the series over the first third,
   with a 95 % interval and a verdict; the study's min / max / mean of the series; size growth.
 * `pgbench_versions`: every server against the baseline (oldest version) per experiment and group.
+* `pgbench_buffers`: S3's mechanism, per server, scale, shared_buffers and round: the measured select-only tps
+  (`pgbench_buffers_paired` in paired_tables: each smaller shared_buffers over the largest, within rounds).
 * `pgbench_timeseries` (aggregate logs, when params ask for them), `pgbench_settings`.
 * with telemetry (`telemetry_tables`): `pgbench_timeline` (per second of every measured run, checkpoints
   marked), `pgbench_latency` (p50 / p95 / p99 / max per cell), `pgbench_server_counters`, `pgbench_system` and
@@ -30,7 +32,7 @@ from . import telemetry_tables
 from .run import FACTS
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
-EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series")
+EXPERIMENTS = ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series", "pgbench_buffers")
 
 _F, _I, _S, _B = pl.Float64, pl.Int64, pl.String, pl.Boolean
 SCHEMA = {
@@ -53,6 +55,10 @@ SCHEMA = {
     "series": _I,
     "run": _I,
     "resumed": _B,
+    "shared_buffers": _S,
+    "shared_buffers_bytes": _I,
+    "shared_buffers_shown": _S,
+    "restarts": _I,
     "tps": _F,
     "latency_avg_ms": _F,
     "latency_stddev_ms": _F,
@@ -205,6 +211,36 @@ def series_table(df: pl.DataFrame) -> pl.DataFrame:
             "resumed",
             "error",
         )
+    )
+
+
+BUFFERS = {
+    "server": _S,
+    "scale": _I,
+    "shared_buffers": _S,
+    "shared_buffers_bytes": _I,
+    "round": _I,
+    "tps": _F,
+    "latency_avg_ms": _F,
+    "transactions_processed": _I,
+    "clients": _I,
+    "threads": _I,
+    "duration_s": _I,
+    "db_bytes": _I,
+    "shared_buffers_shown": _S,
+    "restarts": _I,
+    "error": _S,
+}
+
+
+def buffers_table(df: pl.DataFrame) -> pl.DataFrame:
+    """S3's mechanism: the measured select-only runs of one server per (scale, shared_buffers, round), the size the
+    server reported after its restart and the database's size beside them (warm-ups left out)."""
+    rows = _of(df, "pgbench_buffers").select(
+        *[c for c in BUFFERS if c not in ("tps", "db_bytes")], pl.col("value").alias("tps"), "db_bytes_before"
+    )
+    return rows.select(*[(pl.col("db_bytes_before") if c == "db_bytes" else pl.col(c)).alias(c) for c in BUFFERS]).sort(
+        "server", "scale", "shared_buffers_bytes", "round"
     )
 
 
@@ -440,6 +476,7 @@ def build(
     t["pgbench_scaling"] = _runs(df, "pgbench_scaling", ["mode", "scale"])
     t["pgbench_series"] = series_table(df)
     t["pgbench_series_sizes"] = series_sizes_table(df)
+    t["pgbench_buffers"] = buffers_table(df)
 
     t["pgbench_init_summary"] = stats.summarize(t["pgbench_init"], ["server", "scale"], "load_s").join(
         t["pgbench_init"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...core.estimate import COST, servers_for
+from ...core.paramtypes import version_major
 from ...core.servers import Server, matches_version
 
 TELEMETRY_RUN_S, TELEMETRY_BEFORE_15_S = 0.15, 0.6  # a measured run's telemetry: its log counted; before 15 the wait
@@ -45,4 +46,22 @@ def estimate_s(p, base: list[Server]) -> float:
         # 0.6 s for the statistics collector's file (measure._Watch): warm-ups counted too, an upper bound
         old = sum(1 for s in servers if s.install is not None and s.install.major < 15) / n
         per_run += TELEMETRY_RUN_S + TELEMETRY_BEFORE_15_S * old
-    return COST["server"] * n + load_s + seconds + per_run * runs
+    return COST["server"] * n + load_s + seconds + per_run * runs + buffers_s(p, servers)
+
+
+def buffers_s(p, servers: list[Server]) -> float:
+    """The buffers experiment alone (run.Stage.buffers): one server (the newest; its first cluster), per round a
+    restart per shared_buffers value and per scale a warm-up and a measured run, plus a load of each of its scales
+    the other experiments do not load."""
+    g = p.pgbench
+    if "buffers" not in g.experiments or not any(s.cluster is not None for s in servers):
+        return 0.0
+    b = g.buffers
+    cells = len(b.scales) * len(b.shared_buffers) * b.repetitions
+    runs = cells * (2 if b.warmup_s else 1)
+    loaded = set(g.scales) | {g.scaling_scale} if {"load", "select_only", "scaling"} & set(g.experiments) else set()
+    load_s = sum(COST["pgbench_load_fixed"] + COST["pgbench_load"] * sc for sc in set(b.scales) - loaded)
+    old = b.version is not None and version_major(b.version) < 15  # null: the newest of pgbench's versions
+    per_run = COST["pgbench_run"] + (TELEMETRY_RUN_S + TELEMETRY_BEFORE_15_S * old if g.telemetry else 0.0)
+    restarts = len(b.shared_buffers) * b.repetitions + 1  # and the one back to the server's own settings
+    return load_s + COST["pgbench_restart"] * restarts + cells * (b.duration_s + b.warmup_s) + per_run * runs

@@ -12,7 +12,10 @@
 * `pgbench_no_vacuum`: per server and scale, the trend of the no-vacuum series: the fitted last-over-first
   ratio of a straight line through log tps against the run (every run counts, a t interval).
 * `pgbench_version_curve`: per server (its major version) the median load time, select-only tps and series
-  (TPC-B-like, no vacuum) tps with an honest interval (`paired.median_interval`: min–max below 10 values)."""
+  (TPC-B-like, no vacuum) tps with an honest interval (`paired.median_interval`: min–max below 10 values).
+* `pgbench_buffers_paired`: S3's mechanism on one server: per scale, select-only tps under each smaller
+  shared_buffers over the largest, within rounds (a round restarts the server once per value), with the medians
+  beside it and the database's size (does the large value hold it, the small one not?)."""
 
 from __future__ import annotations
 
@@ -53,6 +56,19 @@ TREND = {
     "tps_first": _F,
     "tps_last": _F,
 }
+BUFFERS_PAIRED = {
+    "server": _S,
+    "scale": _I,
+    "shared_buffers": _S,
+    "baseline": _S,
+    **paired.PAIRED_SCHEMA,
+    "shared_buffers_bytes": _I,
+    "baseline_bytes": _I,
+    "tps_median": _F,
+    "baseline_tps_median": _F,
+    "db_bytes": _I,
+}
+BUFFERS = {"server": _S, "scale": _I, "shared_buffers": _S, "shared_buffers_bytes": _I, "round": _I, "tps": _F}
 CURVE = {"server": _S, "major": _I, "what": _S, "scale": _I, "n": _I, "median": _F, "low": _F, "high": _F, "method": _S}
 
 
@@ -266,6 +282,40 @@ def version_curve(t: dict, majors: dict[str, int]) -> pl.DataFrame:
     return _frame(rows, CURVE).sort("what", "scale", "major", "server")
 
 
+def buffers_paired(buffers: pl.DataFrame) -> pl.DataFrame:
+    """Per server and scale, select-only tps under each smaller shared_buffers over the largest of that server's,
+    paired within rounds (`paired.paired_compare`: the geometric mean of the round ratios, min–max below 10 rounds);
+    the medians and the database's size (pg_database_size before the runs, median) beside it."""
+    if buffers.is_empty():
+        return _frame([], BUFFERS_PAIRED)
+    sizes = buffers.group_by("shared_buffers").agg(pl.col("shared_buffers_bytes").first())
+    size = dict(zip(sizes["shared_buffers"], sizes["shared_buffers_bytes"], strict=True))
+    med = buffers.group_by("server", "scale", "shared_buffers").agg(
+        pl.col("tps").median().alias("tps_median"), pl.col("db_bytes").median().cast(_I).alias("db_bytes")
+    )
+    frames = []
+    for _, g in buffers.group_by("server", maintain_order=True):
+        large = g.sort("shared_buffers_bytes")["shared_buffers"][-1]  # from every run, failed ones too
+        ok = g.filter(pl.col("tps").is_not_null())
+        if ok.is_empty():
+            continue
+        c = paired.paired_compare(ok, ["server", "scale"], "shared_buffers", large, "round", "tps")
+        frames.append(c)
+    if not frames:
+        return _frame([], BUFFERS_PAIRED)
+    c = pl.concat(frames)
+    base = med.rename({"shared_buffers": "baseline", "tps_median": "baseline_tps_median"}).drop("db_bytes")
+    out = (
+        c.join(med, on=["server", "scale", "shared_buffers"], how="left")
+        .join(base, on=["server", "scale", "baseline"], how="left")
+        .with_columns(
+            pl.col("shared_buffers").replace_strict(size, return_dtype=_I).alias("shared_buffers_bytes"),
+            pl.col("baseline").replace_strict(size, return_dtype=_I).alias("baseline_bytes"),
+        )
+    )
+    return out.select(list(BUFFERS_PAIRED)).cast(BUFFERS_PAIRED).sort("server", "scale", "shared_buffers_bytes")
+
+
 def tables(t: dict, baseline: str | None, cores: int | None = None) -> dict[str, pl.DataFrame]:
     srv = t.get("pgbench_servers")
     majors = {r["server"]: r["major"] for r in srv.iter_rows(named=True)} if srv is not None else {}
@@ -276,4 +326,5 @@ def tables(t: dict, baseline: str | None, cores: int | None = None) -> dict[str,
         "pgbench_drift": drift_table(t),
         "pgbench_no_vacuum": no_vacuum(t["pgbench_series"]),
         "pgbench_version_curve": version_curve(t, majors),
+        "pgbench_buffers_paired": buffers_paired(t.get("pgbench_buffers", pl.DataFrame(schema=BUFFERS))),
     }

@@ -7,14 +7,18 @@ imported by everything, the stage imports servers and the store)."""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_serializer, field_validator, model_validator
 
 from ...core.paramtypes import Strict, check_version, check_versions, key_error
 
-EXPERIMENTS = ("load", "select_only", "scaling", "series")
-Experiment = Literal["load", "select_only", "scaling", "series"]
+EXPERIMENTS = ("load", "select_only", "scaling", "series", "buffers")
+Experiment = Literal["load", "select_only", "scaling", "series", "buffers"]
+# what runs when params name no experiments: the version study. `buffers` restarts its server once per condition and
+# round, so it runs where params ask for it by name (params/default.yaml)
+DEFAULT_EXPERIMENTS = ("load", "select_only", "scaling", "series")
 Mode = Literal["select-only", "tpcb"]
 
 
@@ -101,6 +105,69 @@ class ScalingParams(Strict):
         return [*out, self.max_clients]
 
 
+# a shared_buffers value as PostgreSQL reads it, with its unit (a bare number would be 8 kB buffers: refused, unclear)
+_SIZE = re.compile(r"(\d+)\s*(kB|MB|GB|TB)")
+_UNIT_BYTES = {"kB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
+MIN_SHARED_BUFFERS = 128 * 2**10  # PostgreSQL's floor: 16 buffers of 8 kB
+
+
+def size_bytes(value: str) -> int:
+    """'2MB' -> 2097152 (PostgreSQL's units: kB, MB, GB, TB, powers of 1024)."""
+    m = _SIZE.fullmatch(str(value).strip())
+    if m is None:
+        raise ValueError(f"expected a size with its unit (kB, MB, GB or TB), e.g. 2MB or 2GB; got {value!r}")
+    return int(m[1]) * _UNIT_BYTES[m[2]]
+
+
+class BuffersParams(Strict):
+    """S3's explanation of its select-only ranking tested on one server (`Stage.buffers`): select-only tps under
+    each shared_buffers, the server restarted with it, the databases small enough to stay in the OS cache."""
+
+    # the server: that version among pgbench's servers (its first cluster); null = the newest of them
+    version: int | str | None = None
+    scales: list[int] = [1, 10]
+    shared_buffers: list[str] = ["2MB", "2GB"]  # sorted smallest first: the small one over the largest
+    clients: int = Field(default=30, ge=1, le=5000)
+    duration_s: int = Field(default=2, ge=1, le=86400)
+    repetitions: int = Field(default=5, ge=1, le=1000)
+    warmup_s: int = Field(default=1, ge=0, le=3600)  # after each restart, one run per scale first; 0 = none
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, v):
+        return v if v is None else check_version(v)
+
+    @field_validator("scales")
+    @classmethod
+    def _check_scales(cls, v):
+        return _scales([_positive(x) for x in v])
+
+    @field_validator("shared_buffers", mode="before")
+    @classmethod
+    def _check_sizes(cls, v):
+        if not isinstance(v, list):
+            raise ValueError("expected a list of sizes, e.g. [2MB, 2GB]")
+        sizes = {}
+        for x in v:
+            b = size_bytes(x)
+            if b < MIN_SHARED_BUFFERS:
+                raise ValueError(f"{x}: PostgreSQL's shared_buffers is at least 128kB (16 buffers)")
+            if b in sizes:
+                raise ValueError(f"expected each size once; {sizes[b]} and {x} are the same")
+            sizes[b] = str(x).strip().replace(" ", "")
+        if len(sizes) < 2:
+            raise ValueError(f"expected at least two sizes to compare; got {v}")
+        return [sizes[b] for b in sorted(sizes)]
+
+    @property
+    def small(self) -> str:
+        return self.shared_buffers[0]
+
+    @property
+    def large(self) -> str:
+        return self.shared_buffers[-1]
+
+
 def _positive(v):
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise ValueError(f"expected whole numbers >= 1; got {v!r}")
@@ -110,7 +177,7 @@ def _positive(v):
 class PgbenchParams(Strict):
     """The `pgbench:` section of params."""
 
-    experiments: list[Experiment] = list(EXPERIMENTS)
+    experiments: list[Experiment] = list(DEFAULT_EXPERIMENTS)
     client: Literal["newest", "own"] = "newest"  # one pgbench for all servers, or each server's own (as S3)
     scales: list[int] = [1, 10]
     threads: int = 0  # -j; 'auto' in params: min(clients, CPU cores)
@@ -125,6 +192,7 @@ class PgbenchParams(Strict):
     select_only: SelectOnlyParams = SelectOnlyParams()
     series: SeriesParams = SeriesParams()
     scaling: ScalingParams = ScalingParams()
+    buffers: BuffersParams = BuffersParams()
     # the versions this study compares (S3's sweep: 10 … 18), downloaded when missing; null: the run's servers
     versions: list[int | str] | None = None
     # where each of `versions` comes from: any (an install of the run when one matches, else a download) or
@@ -191,4 +259,6 @@ class PgbenchParams(Strict):
         b = self
         scales = set(b.scales) | {b.scaling_scale} if {"load", "select_only", "scaling"} & set(b.experiments) else set()
         series = set(b.series_scales) if "series" in b.experiments else set()
+        if "buffers" in b.experiments:  # the same databases as select-only (pgbench_sS): only the scales it adds
+            scales |= set(b.buffers.scales)
         return {"scales": sum(EMPTY_DB + PGBENCH_PER_SCALE * s for s in [*scales, *series])}

@@ -45,6 +45,8 @@ _UNIT_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 2**20, "GB": 2**30}
 # written only by a run that recorded telemetry (issue 32): shown when there, never required (a run of an older
 # kit, the committed reference among them, has none and its section reads as before)
 TELEMETRY = ("pgbench_timeline", "pgbench_latency", "pgbench_telemetry")
+# S3's mechanism (the buffers experiment): only a run that asked for it has them, the committed reference none
+BUFFERS = ("pgbench_buffers", "pgbench_buffers_paired")
 
 
 def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
@@ -52,10 +54,59 @@ def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
     # versions' text then falls back to the server names; telemetry only where the run recorded it
     out = {n: derived.read_table(n, profile, root=root) for n in TABLES if n != "environment_servers"}
     out["environment_servers"] = derived.read_optional("environment_servers", profile, root)
-    for n in TELEMETRY:
+    for n in (*TELEMETRY, *BUFFERS):
         if (t := derived.read_optional(n, profile, root)).height:
             out[n] = t
     return out
+
+
+def _mib(b) -> str:
+    return "not recorded" if b is None else f"{b / 2**20:.0f} MiB"
+
+
+def _ratio_text(r: dict) -> str:
+    if r["ratio"] is None:
+        return "(no paired rounds)"
+    ends = f" [{r['low']:.2f}–{r['high']:.2f}]" if r["low"] is not None and r["high"] is not None else ""
+    return f"{r['ratio']:.2f}×{ends} ({r['method']})"
+
+
+def buffers_method(t: dict) -> str | None:
+    """The buffers experiment in words: where, how, and small over large per scale (None where it did not run)."""
+    runs, bp = t.get("pgbench_buffers"), t.get("pgbench_buffers_paired")
+    if runs is None or runs.is_empty():
+        return None
+    server = _list(runs["server"])
+    values = runs.unique("shared_buffers").sort("shared_buffers_bytes")["shared_buffers"].to_list()
+    asked = runs.drop_nulls("shared_buffers_shown").unique(["shared_buffers", "shared_buffers_shown"])
+    odd = asked.filter(pl.col("shared_buffers") != pl.col("shared_buffers_shown"))
+    shown = (
+        "each as set"
+        if odd.is_empty() and asked.height
+        else ", ".join(f"{r['shared_buffers_shown']} for {r['shared_buffers']}" for r in asked.iter_rows(named=True))
+        or "nothing"
+    )
+    sizes = runs.group_by("scale").agg(pl.col("db_bytes").median()).sort("scale")
+    db = ", ".join(f"{_mib(r['db_bytes'])} at scale {r['scale']}" for r in sizes.iter_rows(named=True))
+    ratios = (
+        "; ".join(
+            f"scale {r['scale']}: {r['shared_buffers']} over {r['baseline']} {_ratio_text(r)}"
+            for r in bp.iter_rows(named=True)
+        )
+        if bp is not None and bp.height
+        else "no paired rounds"
+    )
+    cmd = _command(t["pgbench_runs"], "pgbench_buffers")
+    per_cell = _runs_text(runs.with_columns(warmup=False), ["scale", "shared_buffers"])
+    return (
+        f"- **shared_buffers, S3's explanation**: S3 put 7.3 first at scales 1 and 10 down to its tiny default "
+        f"shared_buffers while the data sat in the OS cache; the version curve runs every server with the same "
+        f"setting, so it cannot test that. On {server} alone, {cmd} at scales {_list(runs['scale'])} with "
+        f"shared_buffers {', '.join(values)} (the server reported {shown}): per round each value in shuffled order, "
+        f"the server restarted with it, a warm-up run per scale, then the measured run; {per_cell} per cell, the "
+        f"server back on its own shared_buffers afterwards. The databases ({db}) stay in the OS cache. Small over "
+        f"large, within rounds: {ratios}."
+    )
 
 
 def _telemetry_method(t: dict) -> str | None:
@@ -162,8 +213,8 @@ def clusters_markdown(t: dict) -> str | None:
 
 def _servers(t: dict) -> list[str]:
     names = set()
-    for n in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series"):
-        if not t[n].is_empty():
+    for n in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series", "pgbench_buffers"):
+        if n in t and not t[n].is_empty():
             names |= set(t[n]["server"])
     return sorted(names)
 
@@ -282,6 +333,8 @@ def method(profile: str, root: Path | None = None) -> str:
             f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
             "sizes after the load and after every run."
         )
+    if (buffers := buffers_method(t)) is not None:
+        lines.append(buffers)
     lines.append(_paired_method(t))
     if (clusters := clusters_markdown(t)) is not None:
         lines.append(clusters)
@@ -294,8 +347,9 @@ def method(profile: str, root: Path | None = None) -> str:
 
 
 def charts(profile: str, root: Path | None = None) -> list:
-    """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size; with
-    telemetry, tps beside its latency percentiles per cell and every run's per-second timeline."""
+    """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size; the
+    buffers experiment where it ran; with telemetry, tps beside its latency percentiles per cell and every run's
+    per-second timeline."""
     t = _tables(profile, root)
     out = []
     if t["pgbench_version_curve"].height:
@@ -306,6 +360,8 @@ def charts(profile: str, root: Path | None = None) -> list:
         out.append(pgbench_charts.degradation(t["pgbench_series_summary"], t["pgbench_series"]))
     if t["pgbench_series_sizes"]["db_bytes"].drop_nulls().len():
         out.append(pgbench_charts.db_size(t["pgbench_series_sizes"]))
+    if "pgbench_buffers" in t:
+        out.append(pgbench_charts.buffers(t["pgbench_buffers"]))
     if "pgbench_latency" in t and t["pgbench_latency"].height:
         out.append(pgbench_charts.latency(t["pgbench_latency"]))
     if "pgbench_timeline" in t and t["pgbench_timeline"].height:

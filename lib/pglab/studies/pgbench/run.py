@@ -13,6 +13,10 @@ Experiments (each recorded under its own name in the run's raw store; its params
   (items `run01` ...) with no vacuum between; run k of every server before run k+1 of any. A series is
   sequential by nature: one interrupted and resumed continues on the same database, and its remaining
   runs say so (`resumed`).
+* `pgbench_buffers`: S3's explanation of its select-only ranking (small shared_buffers win while the data sits
+  in the OS cache), on one server (`buffers_server`): per round, each shared_buffers value in shuffled order, the
+  server restarted with it, then per scale a warm-up run and the measured `-S` run on `pgbench_sS` (condition =
+  the shared_buffers value, item = `sS`). The server's own settings come back afterwards, however it ends.
 
 A step that fails is recorded with its error (value None), never dropped or retried; an experiment whose
 every run on a server failed stops the stage (`outcomes.NothingMeasured`, naming the server and the first
@@ -46,15 +50,16 @@ A telemetry failure (a role that may not read a view) is noted in `telemetry_err
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ...core import outcomes, schedule
+from ...core import outcomes, replicas, schedule
 from ...core.db import scrub
 from ...core.installs import Install, discover, from_params
 from ...core.servers import Server, matches_version
@@ -65,14 +70,25 @@ from ...core.system_sampler import SystemSampler
 from ...pgtools import environment, pgbench, server_counters
 from ...pgtools.pgbench_output import PgbenchOutputError, parse_aggregate_log
 from . import prepare
+from .params import size_bytes
+
+log = logging.getLogger(__name__)
 
 FACTS = "pgbench/facts.json"  # Stage.capture_settings: the baseline server and the cores, for derive
 EXP_INIT = "pgbench_init"
 EXP_SELECT = "pgbench_select_only"
 EXP_SCALING = "pgbench_scaling"
 EXP_SERIES = "pgbench_series"
+EXP_BUFFERS = "pgbench_buffers"
 ITEM_SELECT, ITEM_AA = "select-only", "select-only-aa"  # the A/A control: the same cell under a second label
-EXPERIMENT_NAMES = {"load": EXP_INIT, "select_only": EXP_SELECT, "scaling": EXP_SCALING, "series": EXP_SERIES}
+EXPERIMENT_NAMES = {
+    "load": EXP_INIT,
+    "select_only": EXP_SELECT,
+    "scaling": EXP_SCALING,
+    "series": EXP_SERIES,
+    "buffers": EXP_BUFFERS,
+}
+BUFFERS_RESTORED = "pgbench/buffers/{server}.restored.json"  # the server's shared_buffers before and after
 
 
 # Scalar figures of parse_pgbench_output kept with each measurement (the lists stay in the raw output).
@@ -331,6 +347,23 @@ def _init_fields(parsed: dict | None) -> dict:
 
 def _scale(condition: str) -> int:
     return int(condition.removeprefix("s"))
+
+
+def _minor(inst: Install) -> int:
+    return int(inst.minor) if inst.minor.isdigit() else 0
+
+
+def _shuffled(xs, rng: random.Random | None) -> list:
+    out = list(xs)
+    if rng is not None:
+        rng.shuffle(out)
+    return out
+
+
+def _shared_buffers(srv: Server) -> str:
+    """shared_buffers as the server reports it ('2MB', '2GB')."""
+    with srv.connect() as conn:
+        return conn.execute("SELECT current_setting('shared_buffers')").fetchone()[0]
 
 
 def _failed(error: str, unit: str = "tps") -> dict:
@@ -620,6 +653,112 @@ class Stage:
 
         return self._timed(EXP_SERIES, self.series_steps(), measure, "pgbench -n series")
 
+    # -- S3's mechanism: small against large shared_buffers, on one server -----------------------------------
+
+    def buffers_server(self) -> Server | None:
+        """The server of the buffers experiment: params buffers.version's among pgbench's servers (null: the newest),
+        its first cluster only (params servers.clusters: `pg17_c2` is a replica of pg17, not another server). None
+        when there is no kit server: the kit restarts no external server."""
+        bases = replicas.base_names([s.name for s in self.servers])
+        kit = [s for s in self.servers if bases[s.name] == s.name and s.managed and s.install is not None]
+        wanted = self.p.buffers.version
+        if wanted is not None:
+            kit = [s for s in kit if matches_version(s.install, wanted)]
+            if not kit:
+                raise ValueError(
+                    f"pgbench.buffers.version {wanted}: none of this run's kit servers for pgbench "
+                    f"({[s.name for s in self.servers]}) is of that version; name it in pgbench.versions"
+                )
+        return max(kit, key=lambda s: (s.install.major, _minor(s.install)), default=None)
+
+    def buffers_steps(self, server: str) -> list[schedule.Step]:
+        """Per round, every shared_buffers value in shuffled order (the stage's seed), each a block: the server
+        restarted with it, then per scale (shuffled too) a warm-up run and the measured run."""
+        q = self.p.buffers
+        rng = random.Random(self.p.shuffle_seed) if self.p.shuffle_seed is not None else None
+        steps = []
+        for rnd in range(q.repetitions):
+            for sb in _shuffled(q.shared_buffers, rng):
+                for sc in _shuffled(q.scales, rng):
+                    warm = [schedule.Step(server, sb, f"s{sc}", rnd, True, rnd)] if q.warmup_s else []
+                    steps += [*warm, schedule.Step(server, sb, f"s{sc}", rnd, False, rnd)]
+        return steps
+
+    def buffers(self) -> int:
+        q = self.p.buffers
+        srv = self.buffers_server()
+        if srv is None:
+            for s in self.servers:
+                outcomes.skip(self.store, EXP_BUFFERS, s.name, "an external server: the kit restarts only its own")
+            return 0
+        steps = self.buffers_steps(srv.name)
+        errors = self._prepare(self._pending(steps, EXP_BUFFERS), lambda st: _scale(st.item))
+        # the block running now (round, shared_buffers), what the server reports, the scales warmed since its restart
+        state: dict = {"block": None, "shown": None, "error": None, "warmed": set(), "restarts": 0, "changed": False}
+
+        def measure(st):
+            sc = _scale(st.item)
+            base = {"scale": sc, "mode": "select-only", "clients": q.clients, "shared_buffers": st.condition}
+            base["shared_buffers_bytes"] = size_bytes(st.condition)
+            if (st.server, sc) in errors:
+                return base | _failed(errors[(st.server, sc)])
+            if state["block"] != (st.round, st.condition):
+                state.update(block=(st.round, st.condition), warmed=set(), shown=None)
+                state["error"] = self._restart_buffers(srv, st.condition, state)
+            if state["error"]:
+                return base | _failed(state["error"])
+            if not st.warmup and q.warmup_s and sc not in state["warmed"]:
+                # resumed after this block's warm-up was recorded: the restart emptied the buffers, warm them again
+                # (kept as a raw artefact, not recorded)
+                name = f"buffers/{st.server}/{st.condition}.s{sc}.rewarm{st.repetition}"
+                self._timed_run(replace(st, warmup=True), sc, "select-only", q.clients, q.warmup_s, name)
+            tag = "warmup" if st.warmup else "r"
+            name = f"buffers/{st.server}/{st.condition}.s{sc}.{tag}{st.repetition}"
+            dur = q.warmup_s if st.warmup else q.duration_s
+            fields = self._timed_run(st, sc, "select-only", q.clients, dur, name)
+            state["warmed"].add(sc)
+            return base | fields | {"shared_buffers_shown": state["shown"], "restarts": state["restarts"]}
+
+        before = _shared_buffers(srv)
+        settings = dict(srv.cluster.settings)
+        done = False
+        try:
+            n = self._timed(EXP_BUFFERS, steps, measure, "pgbench -S, shared_buffers")
+            done = True
+        finally:
+            if state["changed"]:
+                self._restore_buffers(srv, settings, before, state, raise_errors=done)
+        return n
+
+    def _restart_buffers(self, srv: Server, value: str, state: dict) -> str | None:
+        """Restart `srv` with shared_buffers `value`; the error text when it did not come back with it."""
+        state["changed"] = True  # from here on the server is no longer as it was: restored at the end
+        try:
+            srv.restart({"shared_buffers": value})
+            state["restarts"] += 1
+            state["shown"] = _shared_buffers(srv)
+        except Exception as e:
+            return scrub(f"restart with shared_buffers {value}: {type(e).__name__}: {e}")
+        if size_bytes(state["shown"]) != size_bytes(value):
+            return f"restarted with shared_buffers {value}, the server reports {state['shown']}"
+        return None
+
+    def _restore_buffers(self, srv: Server, settings: dict, before: str, state: dict, raise_errors: bool) -> None:
+        """The server back on the settings it ran with before the experiment (a restart), what it reports then
+        kept beside the runs. Raised when the experiment itself ended well; logged when an error is on its way."""
+        try:
+            srv.restart(settings)
+            after = _shared_buffers(srv)
+        except Exception as e:
+            if raise_errors:
+                raise
+            log.error("%s: shared_buffers not restored to %s: %s", srv.name, before, scrub(f"{type(e).__name__}: {e}"))
+            return
+        rel = BUFFERS_RESTORED.format(server=srv.name)
+        self.store.save_json(rel, {"before": before, "after": after, "restarts": state["restarts"] + 1})
+        if after != before and raise_errors:
+            raise RuntimeError(f"{srv.name}: shared_buffers {after} after the buffers experiment, {before} before")
+
     # -- what will run ---------------------------------------------------------------------------------------
 
     def plan(self) -> list[dict]:
@@ -654,6 +793,17 @@ class Stage:
                 f"scales {p.series_scales}, {s.runs} runs after a fresh load, {s.repetitions} series",
             ),
         }
+        if "buffers" in p.experiments:
+            b, srv = p.buffers, self.buffers_server()
+            cells = (1 if srv else 0) * len(b.scales) * len(b.shared_buffers) * b.repetitions
+            rows["buffers"] = (
+                f"pgbench -S -c {b.clients} -j {j} -T {b.duration_s}",
+                cells * (2 if b.warmup_s else 1),
+                cells * (b.duration_s + b.warmup_s),
+                f"on {srv.name if srv else 'no kit server'} only, shared_buffers {b.shared_buffers} (a restart for "
+                f"each per round), scales {b.scales}, {b.repetitions} rounds, a warm-up run of {b.warmup_s} s per "
+                "scale after each restart",
+            )
         return [
             {"experiment": e, "command": r[0], "runs": r[1], "seconds_of_T": r[2], "grid": r[3]}
             for e, r in rows.items()
@@ -671,7 +821,7 @@ class Stage:
             named = [s for s in kit if matches_version(s.install, self.p.baseline)]
             if named:
                 return named[0].name
-        return min(kit, key=lambda s: (s.install.major, int(s.install.minor) if s.install.minor.isdigit() else 0)).name
+        return min(kit, key=lambda s: (s.install.major, _minor(s.install))).name
 
 
 def run_stage(session: Session) -> StageResult:
