@@ -4,6 +4,7 @@ measures both interleaved, pools the paired table to one row per base server and
 narrower than the rounds' own, and stops both however the run ends. Without servers: the names, the params key's
 errors, and a notebook's server override that names a server and gets its replicas."""
 
+import re
 import uuid
 
 import polars as pl
@@ -239,3 +240,147 @@ def test_ssb_paired_tables_without_replicas_unchanged():
     one, _, _ = _ssb_replicated()
     assert "n_clusters" not in pt.mode_comparisons(one).columns
     assert "n_clusters" not in pt.version_comparisons(one, FACTS).columns
+
+
+# -- auto_explain's derivation with replica clusters (synthetic runs, as tests/test_auto_explain_verdicts.py) -------
+
+
+def _ae_replicated(estimate: str, seed: int = 0, rounds: int = 5, effect_sd: float = 0.03, truth=None):
+    """Runs of pg15 and pg18 on one cluster (`one`) and the same with a second cluster each (`both`: pg15_c2,
+    pg18_c2, measured apart, each cell moved by its own cluster effect of `effect_sd`), the `seen` tables
+    `auto_explain.derive.analyse` reads, and in the fast mode the runs' transactions."""
+    import numpy as np
+    from test_auto_explain_verdicts import _runs, _small
+
+    truth = truth or _small()
+    one = _runs(truth, rounds=rounds, servers=("pg15", "pg18"), seed=seed)
+    rng = np.random.default_rng(seed + 100)
+    parts = [one]
+    for k, server in enumerate(("pg15", "pg18")):
+        other = _runs(truth, rounds=rounds, servers=(server,), seed=seed + 10 + k)
+        cells = other.select("condition", "item").unique(maintain_order=True)
+        effect = cells.with_columns(_e=pl.Series(np.exp(rng.normal(0, effect_sd, cells.height))))
+        parts.append(
+            other.join(effect, on=["condition", "item"])
+            .with_columns(server=pl.lit(f"{server}_c2"), value=pl.col("value") * pl.col("_e"))
+            .drop("_e")
+        )
+    both = pl.concat(parts)
+
+    def seen(runs):
+        names = sorted(runs["server"].unique())
+        plans = pl.DataFrame(
+            [
+                {
+                    "server": s,
+                    "item": i,
+                    "nodes": "Aggregate > Seq Scan",
+                    "rows_processed": 100_001.0,
+                    "node_calls": 200_002.0,
+                    "processes": 3 if i == "count" else 1,
+                }
+                for s in names
+                for i in ("limit", "count", "count_serial")
+            ]
+        )
+        timer = pl.DataFrame({"server": names, "per_loop_ns": [20.0] * len(names)})
+        return {"runs": runs, "plans": plans, "timer": timer, "servers": pl.DataFrame({"server": names})}
+
+    def txns(runs):  # 40 transactions a run around its value
+        if estimate != "fast":
+            return None
+        r = runs.select("server", "condition", "item", "round", "value")
+        noise = pl.Series(np.exp(rng.normal(0, 0.01, r.height * 40)))
+        return r.select(pl.all().repeat_by(40).explode()).with_columns(value=pl.col("value") * noise)
+
+    return (seen(one), txns(one)), (seen(both), txns(both))
+
+
+@pytest.mark.parametrize("estimate", ["fast", "round"])
+def test_auto_explain_pools_replica_clusters(estimate):
+    """auto_explain's comparisons with two clusters per server: one row per base server and comparison, its
+    interval no narrower than the rounds' or than either cluster's own; the A/A floor of a base server over both
+    clusters' pairs; findings per base server, pooled, saying so; the per-cluster tables keep their clusters."""
+    from test_auto_explain_verdicts import SMALL
+
+    from pglab.studies.auto_explain import derive as aer
+    from pglab.studies.auto_explain import verdicts as av
+
+    (seen1, tx1), (seen2, tx2) = _ae_replicated(estimate)
+    plain, got = aer.analyse(seen1, SMALL, cores=2, txns=tx1), aer.analyse(seen2, SMALL, cores=2, txns=tx2)
+    ratios, plain_ratios = got["auto_explain_ratios"], plain["auto_explain_ratios"]
+    assert sorted(ratios["server"].unique()) == ["pg15", "pg18"]
+    assert ratios.height == plain_ratios.height and (ratios.group_by("server", *aer.RATIO_KEYS).len()["len"] == 1).all()
+    assert ratios.columns[: plain_ratios.width] == plain_ratios.columns and (ratios["n_clusters"] == 2).all()
+    assert (ratios["n_rounds"] == 2 * plain_ratios["n_rounds"]).all()
+    assert (ratios["ci_low"] <= ratios["within_low"]).all() and (ratios["ci_high"] >= ratios["within_high"]).all()
+    assert all("across 2 clusters × 5 rounds" in m for m in ratios["method"])
+    assert paired.is_fast(ratios["method"]) == (estimate == "fast")
+    # a cluster effect of 3 % per cell: the pooled interval is wider than either cluster's rounds give
+    own = aer.ratios(seen2["runs"], SMALL, tx2, pool=False)
+    width = (pl.col("ci_high") / pl.col("ci_low")).log()
+    for replica in (False, True):
+        mine = own.filter(pl.col("server").str.ends_with("_c2") == replica).select(
+            pl.col("server").str.strip_suffix("_c2"), *aer.RATIO_KEYS, width.alias("own_width")
+        )
+        j = ratios.with_columns(width.alias("width")).join(mine, on=["server", *aer.RATIO_KEYS])
+        assert j.height == ratios.height and (j["width"] >= j["own_width"]).all()
+    # the verdict reads the pooled interval at its coverage
+    assert set(ratios["verdict"]) <= {"higher", "lower", "no detectable difference", "too few rounds"}
+    # medians over both clusters' runs, the study's table per base server
+    assert sorted(got["auto_explain_study"]["server"].unique()) == ["pg15", "pg18"]
+    # the noise floor per base server over both clusters' A/A pairs (one per cluster and item)
+    noise = got["auto_explain_noise"]
+    assert sorted(noise["server"].unique()) == ["all", "pg15", "pg18"]
+    per_item = noise.filter((pl.col("server") != "all") & (pl.col("metric") != "latency, all items"))
+    assert per_item.height == 2 * 3 and (per_item["n_pairs"] == 2).all()
+    assert noise.filter(pl.col("server") == "all")["n_pairs"].to_list() == [12]
+    # findings named by base server only, each pooled over both clusters and saying on what
+    f = got["auto_explain_findings"]
+    assert sorted(f["server"].unique()) == ["pg15", "pg18"] and f.height == 2 * len(av.specs(SMALL))
+    assert not any("_c2" in e for e in f["evidence"])
+    assert all("across 2 clusters × 5 rounds" in e for e in f["evidence"]), f["evidence"].to_list()
+    quantity = {s.key for s in av.specs(SMALL) if s.quantity}
+    for r in f.iter_rows(named=True):
+        assert ("between-cluster sd of the quantities" in r["evidence"]) == (r["finding"] in quantity), r
+    # a ratio claim's figure is its pooled comparison's
+    loading = f.filter((pl.col("finding") == "loading") & (pl.col("server") == "pg15")).row(0, named=True)
+    row = ratios.filter(
+        (pl.col("server") == "pg15") & (pl.col("condition") == "not_loaded") & (pl.col("baseline") == "loaded_disabled")
+    )
+    # the study's loading claim is the baseline over "not loaded": the table's comparison the other way round
+    assert loading["our_value"] == pytest.approx(1 / row["ratio"][0], rel=1e-9)
+    assert loading["our_low"] == pytest.approx(1 / row["ci_high"][0], rel=1e-3)  # the fast mode: its own bootstrap
+    # what is measured per cluster keeps its clusters
+    for name in ("auto_explain_latencies", "auto_explain_summary", "auto_explain_timer", "auto_explain_drift"):
+        assert sorted(got[name]["server"].unique()) == ["pg15", "pg15_c2", "pg18", "pg18_c2"], name
+
+
+def test_auto_explain_pooled_quantity_without_interval_says_over_how_many_rounds():
+    """ANALYZE's overhead on the parallel count within the runs' noise: some round of some cluster without one
+    leaves the scale-free quantities of the base server without an interval, counted over both clusters."""
+    from test_auto_explain_verdicts import SMALL, _truth
+
+    from pglab.core import verdicts as v
+    from pglab.studies.auto_explain import verdicts as av
+
+    truth = _truth(analyze_count=1.001, analyze_no_timing_count=1.0005)
+    _, (seen2, _) = _ae_replicated("round", truth=truth)
+    f = av.findings(seen2["runs"], seen2["plans"], av.noise_table(av.measured(seen2["runs"]), SMALL), SMALL)
+    got = f.filter(pl.col("finding") == "analyze_count")
+    assert sorted(got["server"]) == ["pg15", "pg18"] and set(got["verdict"]) == {v.UNDETERMINED}
+    assert all(re.fullmatch(r"per round, \d+ of 10 not positive over 2 clusters", i) for i in got["interval"])
+
+
+def test_auto_explain_without_replicas_unchanged():
+    from test_auto_explain_verdicts import SMALL
+
+    from pglab.studies.auto_explain import derive as aer
+
+    (seen1, _), _ = _ae_replicated("round")
+    per_cluster = aer.ratios(seen1["runs"], SMALL, pool=False)
+    assert aer.pool_ratios(per_cluster, aer.measured(seen1["runs"]), SMALL) is per_cluster
+    t = aer.analyse(seen1, SMALL, cores=2)
+    assert "n_clusters" not in t["auto_explain_ratios"].columns
+    assert t["auto_explain_ratios"].equals(per_cluster)
+    assert sorted(t["auto_explain_findings"]["server"].unique()) == ["pg15", "pg18"]

@@ -5,7 +5,12 @@ Ratios are paired within rounds (`pglab.core.paired`): per round a condition's l
 ("loaded, disabled") on the same server and item, their geometric mean, and an interval over the rounds
 (min–max, labelled so, below 10 rounds). The cost of writing the log is the ratio of a logged condition to
 its nothing-logged counterpart (same settings, log_min_duration apart). A median's interval is
-`paired.median_interval`'s (min–max below 10 runs)."""
+`paired.median_interval`'s (min–max below 10 runs).
+
+With replica clusters (params servers.clusters: pg15, pg15_c2, ...) the comparisons (ratios, the study's table,
+the noise floor, the findings) are per base server, pooled over its clusters (`between_runs.pool_clusters`);
+what is measured per cluster and compares nothing (latencies, summary, log checks, plans, timer, drift, servers)
+keeps one row per cluster."""
 
 from __future__ import annotations
 
@@ -15,13 +20,14 @@ import warnings
 import numpy as np
 import polars as pl
 
-from ...core import measurements, outcomes, paired, raw_frames
+from ...core import between_runs, measurements, outcomes, paired, raw_frames, replicas
 from ...core.stats import ratio_with_interval
 from ...core.verdicts import MIN_COVERAGE
 from . import verdicts as auto_explain_verdicts
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
 
 KEY = ["server", "condition", "item"]
+RATIO_KEYS = ["comparison", "condition", "item", "baseline"]  # what names a comparison besides its server
 
 
 def derive(store, params) -> dict[str, pl.DataFrame]:
@@ -213,35 +219,47 @@ def _paired(
     pc = compare(d, ["server", "item"], "condition", base, "round")
     if pc.is_empty():
         return pl.DataFrame()
-    lo, hi = pl.col("ci_low"), pl.col("ci_high")
-    few = pl.col("coverage").fill_null(0) < MIN_COVERAGE  # e.g. min–max of 2 rounds: 50 %, it tells no direction
-    return (
-        pc.rename({"low": "ci_low", "high": "ci_high"})
-        .with_columns(
-            pl.when(lo.is_null())
-            .then(pl.lit("no interval"))
-            .when(few)
-            .then(pl.lit("too few rounds"))
-            .when(lo > 1)
-            .then(pl.lit("higher"))
-            .when(hi < 1)
-            .then(pl.lit("lower"))
-            .otherwise(pl.lit("no detectable difference"))
-            .alias("verdict"),
-            pl.lit(comparison).alias("comparison"),
-        )
-        .join(med, on=["server", "condition", "item"], how="left")
-        .join(
-            med.rename({"condition": "baseline", "median": "median_baseline"}),
-            on=["server", "baseline", "item"],
-            how="left",
-        )
+    return _with_medians(
+        pc.rename({"low": "ci_low", "high": "ci_high"}).with_columns(
+            _verdict(), pl.lit(comparison).alias("comparison")
+        ),
+        med,
     )
 
 
-def ratios(runs: pl.DataFrame, params: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
+def _verdict() -> pl.Expr:
+    """What a ratio's interval (ci_low, ci_high) tells at its coverage: the table's `verdict` column."""
+    lo, hi = pl.col("ci_low"), pl.col("ci_high")
+    few = pl.col("coverage").fill_null(0) < MIN_COVERAGE  # e.g. min–max of 2 rounds: 50 %, it tells no direction
+    return (
+        pl.when(lo.is_null())
+        .then(pl.lit("no interval"))
+        .when(few)
+        .then(pl.lit("too few rounds"))
+        .when(lo > 1)
+        .then(pl.lit("higher"))
+        .when(hi < 1)
+        .then(pl.lit("lower"))
+        .otherwise(pl.lit("no detectable difference"))
+        .alias("verdict")
+    )
+
+
+def _with_medians(t: pl.DataFrame, med: pl.DataFrame) -> pl.DataFrame:
+    """The condition's and the baseline's median latency beside each comparison (per server, condition, item)."""
+    return t.join(med, on=["server", "condition", "item"], how="left").join(
+        med.rename({"condition": "baseline", "median": "median_baseline"}),
+        on=["server", "baseline", "item"],
+        how="left",
+    )
+
+
+def ratios(
+    runs: pl.DataFrame, params: AutoExplainParams, txns: pl.DataFrame | None = None, pool: bool = True
+) -> pl.DataFrame:
     """Overhead ratios paired by round: every condition / baseline (comparison "overhead"), and every logged
-    condition / its nothing-logged counterpart ("logging"). Study ratios beside, where the study has them."""
+    condition / its nothing-logged counterpart ("logging"). Study ratios beside, where the study has them. With
+    replica clusters and `pool`: one row per base server and comparison (`pool_ratios`); else one per cluster."""
     m = measured(runs)
     med = m.group_by(KEY).agg(pl.col("value").median().alias("median"))
     parts = [_paired(m, c, params.baseline, "overhead", med, txns) for c in params.conditions if c != params.baseline]
@@ -251,11 +269,48 @@ def ratios(runs: pl.DataFrame, params: AutoExplainParams, txns: pl.DataFrame | N
         return pl.DataFrame()
     both = pl.concat(parts, how="vertical")
     study = [study_ratio(c, i, b) for c, i, b in zip(both["condition"], both["item"], both["baseline"], strict=True)]
-    return (
+    out = (
         both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64))
         .join(_labels(params), on="condition")
         .sort("comparison", "server", "condition_order", "item")
     )
+    return pool_ratios(out, m, params) if pool else out
+
+
+def by_base_server(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with every replica cluster's server name replaced by its base server's (`replicas.base_names`)."""
+    if df.is_empty() or "server" not in df.columns:
+        return df
+    return df.with_columns(pl.col("server").replace_strict(replicas.base_names(df["server"].unique().to_list())))
+
+
+def _measured_only(params: AutoExplainParams) -> pl.Expr | None:
+    """The comparisons a between-cluster variance may come from: all but the A/A control's, whose two sides
+    share a cluster (no cluster effect parts them)."""
+    return pl.col("condition") != params.aa_condition if params.aa_condition else None
+
+
+def ratio_variances(per_cluster: pl.DataFrame, params: AutoExplainParams) -> dict[str, tuple[float, int]]:
+    """{base server: (between-cluster variance, df)} of the per-cluster ratio table (`ratios(..., pool=False)`),
+    as `pool_ratios` estimates it: what the findings' ratios are pooled with."""
+    t = per_cluster.rename({"ci_low": "low", "ci_high": "high"})
+    return between_runs.cluster_variances(t, RATIO_KEYS, variance_rows=_measured_only(params))
+
+
+def pool_ratios(rat: pl.DataFrame, m: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame:
+    """With replica clusters (params servers.clusters): one row per base server and comparison
+    (`between_runs.pool_clusters`): the geometric mean over its clusters, its interval the rounds' plus the
+    between-cluster variance from how its clusters disagreed over all its comparisons but the A/A control's (both
+    its sides share a cluster, so no cluster effect parts them); verdict from the pooled interval, medians over
+    every cluster's runs. Added columns: n_clusters, cluster_sd, within_low, within_high. Without: `rat` itself."""
+    if rat.is_empty() or not between_runs.has_replicas(rat["server"].unique(maintain_order=True).to_list()):
+        return rat
+    t = rat.drop("verdict", "median", "median_baseline").rename({"ci_low": "low", "ci_high": "high"})
+    pooled = between_runs.pool_clusters(t, RATIO_KEYS, variance_rows=_measured_only(params))
+    med = by_base_server(m).group_by(KEY).agg(pl.col("value").median().alias("median"))
+    out = _with_medians(pooled.rename({"low": "ci_low", "high": "ci_high"}).with_columns(_verdict()), med)
+    cols = [*rat.columns, *(c for c in between_runs.POOLED_COLUMNS if c not in rat.columns)]
+    return out.select(cols).sort("comparison", "server", "condition_order", "item")
 
 
 def log_checks(runs: pl.DataFrame) -> pl.DataFrame:
@@ -417,16 +472,22 @@ def analyse(
     comparison in the fast mode."""
     runs = seen["runs"]
     summ = summary(runs, params)
-    rat = ratios(runs, params, txns)
+    m = measured(runs)
+    per_cluster = ratios(runs, params, txns, pool=False)
+    rat = pool_ratios(per_cluster, m, params)
     checks = log_checks(runs)
     tim = timer(summ, seen["plans"], seen["timer"], params, cores=cores)
-    m = measured(runs)
     noise_df = auto_explain_verdicts.noise_table(m, params, txns)
+    pooled = "n_clusters" in rat.columns  # replica clusters: the comparisons per base server
+    # the study's table beside the pooled ratios: each base server's medians over all its clusters' runs
+    study = study_table(rat, summary(by_base_server(runs), params) if pooled else summ)
+    # the findings' ratios take the ratio table's between-cluster variance (the same comparisons, and more of them)
+    variances = ratio_variances(per_cluster, params) if pooled else None
     return {
         "auto_explain_latencies": latencies(runs),
         "auto_explain_summary": summ,
         "auto_explain_ratios": rat,
-        "auto_explain_study": study_table(rat, summ),
+        "auto_explain_study": study,
         "auto_explain_log_checks": checks,
         "auto_explain_log_summary": log_summary(checks, params),
         "auto_explain_plans": seen["plans"],
@@ -434,5 +495,5 @@ def analyse(
         "auto_explain_servers": seen["servers"],
         "auto_explain_noise": noise_df,
         "auto_explain_drift": auto_explain_verdicts.drift_table(m, params),
-        "auto_explain_findings": auto_explain_verdicts.findings(runs, seen["plans"], noise_df, params, txns),
+        "auto_explain_findings": auto_explain_verdicts.findings(runs, seen["plans"], noise_df, params, txns, variances),
     }

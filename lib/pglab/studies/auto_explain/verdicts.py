@@ -5,7 +5,14 @@ stage runs every condition in every round, so a round's ratio B / A cancels what
 An A/A control (the baseline condition twice under two labels, interleaved like the rest) gives the noise floor
 per server and item (`noise.aa_comparisons` + `noise.noise_floor`), passed to `verdicts.verdict`. "Costs
 nothing" claims are "no change within ±negligible" (params, 5 % by default). Claims are quoted as S2 states
-them (docs/studies.md), with its figures; what it only explained (the clock) is shown, not scored."""
+them (docs/studies.md), with its figures; what it only explained (the clock) is shown, not scored.
+
+With replica clusters (params servers.clusters: pg15, pg15_c2, ...) a finding is per base server: each cluster's
+figure and interval from its own rounds, pooled over the clusters (`between_runs.pool_clusters`): the geometric
+mean, its interval the rounds' plus the between-cluster variance, the ratios' from the ratio table's comparisons
+(or the ratio claims' own), the scale-free quantities' (ns per row, share removed, overhead ratio) from those
+quantities' own disagreement between clusters; the noise floor per base server over all its clusters' A/A
+pairs. The evidence says what each figure rests on (the method's "pooled: ... across k clusters × n rounds")."""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...core import noise, paired
+from ...core import between_runs, noise, paired, replicas
 from ...core import verdicts as v
 from .params import STUDY_LATENCY_MS, AutoExplainParams
 
@@ -221,31 +228,46 @@ def _round_medians(m: pl.DataFrame, server: str, item: str, conds: list[str]) ->
     return wide.drop_nulls() if all(c in wide.columns for c in conds) else pl.DataFrame()
 
 
-def quantity_evidence(m: pl.DataFrame, server: str, s: Spec, rows: int, flags: tuple[str, ...] = ()) -> v.Evidence:
-    """The spec's scale-free quantity per round (ns per row, share removed, or one item's overhead over another's),
-    its geometric mean and the interval over rounds (`paired.log_ratio_interval`): rounds pair the conditions (and
-    items) as they do for a ratio."""
-    unit = s.claim.quantity or "×"  # a ratio of two overheads is judged as a ratio
+def quantity_rounds(m: pl.DataFrame, server: str, s: Spec, rows: int) -> np.ndarray | None:
+    """The spec's scale-free quantity per round on one server (ns per row, share removed, or one item's overhead
+    over another's); None without a round that has every condition (and item) it needs."""
     conds = [s.condition, s.baseline] + ([s.origin] if s.origin else [])
     w = _round_medians(m, server, s.item, conds)
     if s.quantity == "overhead_ratio" and not w.is_empty():  # both items in the same round
         o = _round_medians(m, server, s.versus, conds)
         w = w.join(o, on="round", suffix="_versus") if not o.is_empty() else o
     if w.is_empty():
-        return v.Evidence(None, None, None, unit=unit, flags=flags)
+        return None
     if s.quantity == "ns_per_row":
         q = (w[s.condition] - w[s.baseline]) / rows * 1e6
     elif s.quantity == "overhead_ratio":  # the rows cancel: the ratio of the two items' ns per row
         q = (w[s.condition] - w[s.baseline]) / (w[f"{s.condition}_versus"] - w[f"{s.baseline}_versus"])
     else:  # share_removed: (baseline - condition) / (baseline - origin)
         q = (w[s.baseline] - w[s.condition]) / (w[s.baseline] - w[s.origin])
-    q = q.to_numpy()
+    return q.to_numpy()
+
+
+def _not_positive(q: np.ndarray, unit: str, flags: tuple[str, ...], where: str = "") -> v.Evidence | None:
+    """Evidence without an interval when some round had no overhead (or none removed): no log to take; None when
+    every round's quantity is positive."""
     ok = np.isfinite(q) & (q > 0)
-    if not ok.all():  # no overhead (or none removed) in a round: no log to take
-        med = float(np.median(q))  # shown, not judged; a ratio only where the ratio strip's log scale can show it
-        med = med if np.isfinite(med) and (med > 0 or unit != "×") else None
-        how = f"per round, {int((~ok).sum())} of {len(q)} not positive"
-        return v.Evidence(med, None, None, len(q), None, how, flags, unit)
+    if ok.all():
+        return None
+    med = float(np.median(q))  # shown, not judged; a ratio only where the ratio strip's log scale can show it
+    med = med if np.isfinite(med) and (med > 0 or unit != "×") else None
+    how = f"per round, {int((~ok).sum())} of {len(q)} not positive{where}"
+    return v.Evidence(med, None, None, len(q), None, how, flags, unit)
+
+
+def quantity_evidence(m: pl.DataFrame, server: str, s: Spec, rows: int, flags: tuple[str, ...] = ()) -> v.Evidence:
+    """The spec's scale-free quantity per round (`quantity_rounds`), its geometric mean and the interval over
+    rounds (`paired.log_ratio_interval`): rounds pair the conditions (and items) as they do for a ratio."""
+    unit = s.claim.quantity or "×"  # a ratio of two overheads is judged as a ratio
+    q = quantity_rounds(m, server, s, rows)
+    if q is None:
+        return v.Evidence(None, None, None, unit=unit, flags=flags)
+    if (none := _not_positive(q, unit, flags)) is not None:
+        return none
     row = paired.log_ratio_interval(np.log(q))
     return v.Evidence(
         row["ratio"], row["low"], row["high"], row["n_rounds"], row["coverage"], row["method"], flags, unit
@@ -287,7 +309,8 @@ TXN_RESOLUTION_MS = 0.001  # pgbench's per-transaction log: latencies in whole m
 
 def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
     """A/A (aa_condition over the baseline, within rounds; in the fast mode with `txns`, as `evidence`) per
-    server and item, per server over its items, and over everything: n_pairs, false-difference rate, floor."""
+    server and item, per server over its items, and over everything: n_pairs, false-difference rate, floor. With
+    replica clusters a server is a base server, its floor over the A/A pairs of all its clusters."""
     if not p.aa_condition or m.is_empty():
         return noise.table([])
     fast = txns is not None
@@ -316,15 +339,21 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
     )
 
     def add(server: str, metric: str, g: pl.DataFrame) -> None:
-        steps = [res[(sv, it)] for sv, it in zip(g["server"], g["item"], strict=True) if (sv, it) in res]
+        steps = [res[(sv, it)] for sv, it in zip(g["cluster"], g["item"], strict=True) if (sv, it) in res]
         f = noise.noise_floor(g, max(steps) if steps else None)
         rows.append(
             noise.row(STUDY, server, metric, f | {"method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})
         )
 
+    # a base server's floor over the A/A pairs of all its clusters (params servers.clusters); `cluster` keeps the
+    # cluster's own name for the values' resolution
+    bases = replicas.base_names(aa["server"].unique(maintain_order=True).to_list())
+    aa = aa.with_columns(
+        cluster=pl.col("server"), server=pl.col("server").replace_strict(bases, return_dtype=pl.String)
+    )
     for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
-        for r in g.iter_rows(named=True):
-            add(server, f"latency, {r['item']}", g.filter(pl.col("item") == r["item"]))
+        for item in g["item"].unique(maintain_order=True):
+            add(server, f"latency, {item}", g.filter(pl.col("item") == item))
         add(server, "latency, all items", g)
     if aa.height:
         add("all", "latency, all items", aa)
@@ -377,34 +406,138 @@ def _needs(s: Spec, p: AutoExplainParams) -> list[str]:
     return missing
 
 
+def clusters_of(servers) -> dict[str, list[str]]:
+    """{base server: its clusters' names, first cluster first} (`replicas`); one cluster each without replicas."""
+    bases = replicas.base_names(servers)
+    out: dict[str, list[str]] = {}
+    for n in sorted(servers, key=lambda n: (bases[n], replicas.split_name(n)[1] if bases[n] != n else 1)):
+        out.setdefault(bases[n], []).append(n)
+    return out
+
+
+def _is_ratio(s: Spec) -> bool:
+    """A claim on one ratio of the ratio table (condition over baseline on an item), not a quantity derived from
+    several (ns per row, share removed, a ratio of two items')."""
+    return s.quantity is None and s.versus is None
+
+
+def _evidence_rows(per_cluster: dict[str, dict[str, v.Evidence]]) -> pl.DataFrame:
+    """The clusters' evidence as a paired table (server = cluster, finding = the comparison) for
+    `between_runs.pool_clusters`; a figure that is no positive ratio has none to pool."""
+    rows = [
+        {
+            "server": cluster,
+            "finding": key,
+            "ratio": ev.ratio if ev.ratio is not None and ev.ratio > 0 else None,
+            "low": ev.low,
+            "high": ev.high,
+            "n_rounds": ev.n_rounds,
+            "coverage": ev.coverage,
+            "method": ev.method,
+        }
+        for cluster, evs in per_cluster.items()
+        for key, ev in evs.items()
+    ]
+    schema = {"server": pl.String, "finding": pl.String, **paired.PAIRED_SCHEMA}
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def pooled_evidence(
+    m: pl.DataFrame,
+    base: str,
+    per_cluster: dict[str, dict[str, v.Evidence]],
+    p: AutoExplainParams,
+    flags: dict[str, tuple[str, ...]],
+    ratio_variance: tuple[float, int] | None = None,
+) -> dict[str, v.Evidence]:
+    """One base server's findings pooled over its clusters ({cluster: {finding: evidence}}): per finding the
+    geometric mean of the clusters' figures, its interval the rounds' plus the between-cluster variance
+    (`between_runs.pool_clusters`). The ratio claims take `ratio_variance` (the ratio table's, from every
+    comparison of the server but the A/A; None: from the ratio claims' own clusters), the scale-free quantities
+    the variance of their own disagreement between clusters (a ns per row or a share moves between clusters
+    otherwise than a latency ratio). A quantity some round of some cluster has not positive has no interval:
+    the median over every cluster's rounds, shown, not judged."""
+    by = {s.key: s for s in specs(p)}
+    table = _evidence_rows(per_cluster)
+    out: dict[str, v.Evidence] = {}
+    k = len(per_cluster)
+    for ratio in (True, False):
+        t = table.filter(pl.col("finding").is_in([key for key, s in by.items() if _is_ratio(s) == ratio]))
+        if t.is_empty():
+            continue
+        variances = {base: ratio_variance} if ratio and ratio_variance is not None else None
+        pooled = between_runs.pool_clusters(t, ["finding"], variances=variances)
+        for r in pooled.iter_rows(named=True):
+            s = by[r["finding"]]
+            unit = s.claim.quantity or "×"
+            if not ratio:
+                qs = [quantity_rounds(m, c, s, p.rows) for c in per_cluster]
+                if all(q is not None for q in qs):
+                    q = np.concatenate(qs)
+                    where = f" over {k} clusters"
+                    if (none := _not_positive(q, unit, flags[s.key], where)) is not None:
+                        out[s.key] = none
+                        continue
+            method = r["method"]
+            if not ratio and r["cluster_sd"] is not None:  # say which variance: the quantities', not the ratios'
+                method = method.replace("between-cluster sd", "between-cluster sd of the quantities")
+            out[s.key] = v.Evidence(
+                r["ratio"], r["low"], r["high"], r["n_rounds"], r["coverage"], method, flags[s.key], unit
+            )
+    return out
+
+
 def findings(
     runs: pl.DataFrame,
     plans: pl.DataFrame,
     noise_df: pl.DataFrame,
     p: AutoExplainParams,
     txns: pl.DataFrame | None = None,
+    variances: dict[str, tuple[float, int]] | None = None,
 ) -> pl.DataFrame:
-    """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict."""
+    """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict. With
+    replica clusters one row per (claim, base server), each cluster's evidence pooled (`pooled_evidence`; the
+    ratio claims with `variances`, {base server: (variance, df)} of the ratio table, where given)."""
     m = measured(runs)
     # a ratio of two items' ratios is taken round by round even in the fast mode: its floor must be too
     by_round = txns is not None and any(s.versus and not s.quantity for s in specs(p))
     round_noise = noise_table(m, p) if by_round else noise_df
     rows = []
-    servers = sorted(m["server"].unique().to_list()) if m.height else []
-    for server in servers:
-        flag = parallel_flag(m, plans, server, p)
+    servers = clusters_of(m["server"].unique().to_list()) if m.height else {}
+    for server, clusters in sorted(servers.items()):
+        cluster_flags = {c: parallel_flag(m, plans, c, p) for c in clusters}
+        flag = "; ".join(dict.fromkeys(f if len(clusters) == 1 else f"{c}: {f}" for c, f in cluster_flags.items() if f))
+        todo, flags, evs = [], {}, {}
+        for s in specs(p):
+            missing = _needs(s, p)
+            if missing:
+                continue
+            items = [s.item] + ([s.versus] if s.versus else [])
+            flags[s.key] = (flag,) if flag and "count" in items else ()
+            todo.append(s)
+        per_cluster = {
+            c: {
+                s.key: quantity_evidence(m, c, s, p.rows, flags[s.key])
+                if s.quantity
+                else evidence(m, c, s, flags[s.key], txns)
+                for s in todo
+            }
+            for c in clusters
+        }
+        if len(clusters) == 1:
+            evs = per_cluster[clusters[0]]
+        else:
+            evs = pooled_evidence(m, server, per_cluster, p, flags, (variances or {}).get(server))
         for s in specs(p):
             missing = _needs(s, p)
             if missing:
                 verdict, ev = v.not_run(f"not in this profile's matrix: {', '.join(missing)}"), None
             else:
+                ev = evs[s.key]
                 items = [s.item] + ([s.versus] if s.versus else [])
-                flags = (flag,) if flag and "count" in items else ()
                 if s.quantity:
-                    ev = quantity_evidence(m, server, s, p.rows, flags)
                     verdict = v.verdict(s.claim, ev)
                 else:
-                    ev = evidence(m, server, s, flags, txns)
                     verdict = v.verdict(s.claim, ev, floor_of(round_noise if s.versus else noise_df, server, items))
             rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
     from ...core.findings import table
