@@ -384,3 +384,23 @@ def test_auto_explain_without_replicas_unchanged():
     assert "n_clusters" not in t["auto_explain_ratios"].columns
     assert t["auto_explain_ratios"].equals(per_cluster)
     assert sorted(t["auto_explain_findings"]["server"].unique()) == ["pg15", "pg18"]
+
+
+def test_auto_explain_report_says_what_pooled_figures_rest_on():
+    from test_auto_explain_verdicts import SMALL
+
+    from pglab.studies.auto_explain import derive as aer
+    from pglab.studies.auto_explain import report
+
+    (seen1, _), (seen2, _) = _ae_replicated("round")
+    plain, got = aer.analyse(seen1, SMALL, cores=2), aer.analyse(seen2, SMALL, cores=2)
+    assert report.clusters_markdown(plain["auto_explain_ratios"], plain["auto_explain_noise"]) is None
+    text = report.clusters_markdown(got["auto_explain_ratios"], got["auto_explain_noise"])
+    assert text.startswith("- **Clusters**: every kit server measured on several independently made")
+    assert "pg15: 2 clusters × 5 rounds, between-cluster sd " in text and "pg18: 2 clusters × 5 rounds" in text
+    assert "(A/A pairs: pg15 6; pg18 6)" in text
+    version = {"pg15": "PostgreSQL 15.10", "pg15_c2": "PostgreSQL 15.10", "pg18": "PostgreSQL 18.1"}
+    assert report._servers_text(seen2["servers"], version) == (
+        "pg15 = PostgreSQL 15.10 (2 clusters: pg15, pg15_c2); pg18 = PostgreSQL 18.1 (2 clusters: pg18, pg18_c2)"
+    )
+    assert report._servers_text(seen1["servers"], version) == "pg15 = PostgreSQL 15.10; pg18 = PostgreSQL 18.1"

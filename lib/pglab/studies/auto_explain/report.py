@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import derived, paired
+from ...core import between_runs, derived, paired, replicas
 from ...core import findings as fs
 from . import charts as auto_explain_charts
 from .derive import TXNS_PER_RUN
@@ -114,6 +114,42 @@ def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) ->
     )
 
 
+def clusters_markdown(ratios: pl.DataFrame, noise: pl.DataFrame | None = None) -> str | None:
+    """What each comparison rests on when every server was measured on several clusters (params
+    servers.clusters): per base server, clusters × rounds and the between-cluster sd; None for one cluster."""
+    text = between_runs.clusters_text(ratios)
+    if text is None:
+        return None
+    pairs = ""
+    if noise is not None and noise.height:
+        per = noise.filter((pl.col("server") != "all") & (pl.col("metric") == "latency, all items"))
+        pairs = "; ".join(f"{r['server']} {r['n_pairs']}" for r in per.sort("server").iter_rows(named=True))
+        pairs = f" (A/A pairs: {pairs})" if pairs else ""
+    return (
+        "- **Clusters**: every kit server measured on several independently made and loaded clusters (own initdb, "
+        "data directory and `tab1`; `<server>_c<k>` in the per-cluster tables: latencies, summary, log checks, "
+        "plans, timer, drift), interleaved, every condition in every round of each. Each comparison is the "
+        "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
+        "server's clusters disagreed over all its comparisons but the A/A control's, whose two sides share a "
+        "cluster): " + text + ". The findings are pooled the same way: a ratio claim with its comparison's "
+        "variance, a scale-free quantity (ns per row, share removed, the serial over the parallel overhead) from "
+        "each cluster's rounds with the variance of the quantities' own disagreement between clusters; the noise "
+        f"floor of a server is over the A/A pairs of all its clusters{pairs}."
+    )
+
+
+def _servers_text(srv: pl.DataFrame, version: dict[str, str]) -> str:
+    """'pg15 = PostgreSQL 15.10' per server; a server measured on several clusters once, with its clusters."""
+    names = srv["server"].to_list()
+    bases = replicas.base_names(names)
+    out = []
+    for base in sorted(set(bases.values())):
+        mine = sorted((n for n in names if bases[n] == base), key=lambda n: replicas.split_name(n)[1])
+        v = next((version[n] for n in [base, *mine] if n in version), "version not recorded")
+        out.append(f"{base} = {v}" + (f" ({len(mine)} clusters: {', '.join(mine)})" if len(mine) > 1 else ""))
+    return "; ".join(out)
+
+
 def _per_run_text(lat: pl.DataFrame) -> str:
     """What one run's latency is: the median of its transactions' (runs that logged them) or 1000 / tps."""
     mean = "1000 / tps (pgbench's `latency average` before its rounding to 3 decimals)"
@@ -132,7 +168,7 @@ def method(profile: str, root: Path | None = None) -> str:
     plans, ratios = _read("auto_explain_plans", profile, root), _read("auto_explain_ratios", profile, root)
     logs = derived.read_optional("auto_explain_log_summary", profile, root)  # no log reachable: none
     version = {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
-    servers = "; ".join(f"{s} = {version.get(s, 'version not recorded')}" for s in sorted(srv["server"]))
+    servers = _servers_text(srv, version)
     loading = []
     for (how,), g in srv.sort("server").group_by(["loading"], maintain_order=True):
         loading.append(
@@ -169,6 +205,8 @@ def method(profile: str, root: Path | None = None) -> str:
             f"transaction or none): {passed} of {runs} runs passed."
         )
     statistics = _statistics(profile, root, baseline, _per_run_text(lat))
+    clusters = clusters_markdown(ratios, derived.read_optional("auto_explain_noise", profile, root))
+    per = "cluster" if clusters else "server"
     return "\n".join(
         [
             f"Notebook 40 ran the study's matrix with one client and one thread on each server, `tab1(c1 int)` with "
@@ -179,10 +217,11 @@ def method(profile: str, root: Path | None = None) -> str:
             "study's postgresql.conf by default), for this stage only.",
             f"- **Items** (plans from one untimed EXPLAIN ANALYZE per server): {shapes}.",
             f"- **Conditions**, auto_explain settings per connection: {conds}.",
-            f"- **Runs**: {commands} with pgbench of {clients}; {_span(summ['n'], 'run(s)')} per server, condition and "
+            f"- **Runs**: {commands} with pgbench of {clients}; {_span(summ['n'], 'run(s)')} per {per}, condition and "
             f"item after {_span(warm, 'warm-up run(s)') if warm.len() else 'no warm-up run'}, every condition in every "
             f"round, servers interleaved.{proof}",
             statistics,
+            *([clusters] if clusters else []),
         ]
     )
 
