@@ -189,7 +189,7 @@ def for_study(
     base = select(params) if base is None else base
     fetch = fetch or downloaded
     chosen = _chosen(params, study, base, fetch)
-    # a study section's own `clusters` (auto_explain: its verdicts do not pool clusters yet) over servers.clusters
+    # a study section's own `clusters` (e.g. auto_explain.clusters) over servers.clusters
     own = getattr(getattr(params, study, None), "clusters", None) if study else None
     return _jit_only_clusters(params, study, chosen, with_replicas(chosen, own or params.servers.clusters))
 

@@ -244,8 +244,7 @@ class AutoExplainParams(Strict):
     """The `auto_explain:` section of params (study S2). Defaults are the study's."""
 
     rows: int = Field(default=100_000, ge=1, le=2_000_000_000)  # the study: 1,000,000 (see params/default.yaml)
-    # clusters per kit server for this study (null: servers.clusters): its verdicts read every cluster as a server
-    # of its own, so 1 keeps one row per server until they pool clusters as the other studies do
+    # clusters per kit server for this study (null: servers.clusters); its comparisons and findings pool them
     clusters: int | None = Field(default=None, ge=1, le=8)
     database: str = Field(default="pglab_auto_explain", pattern=r"^[a-z_][a-z0-9_]*$")
     loading: Literal["shared_preload", "session_preload"] = "shared_preload"
