@@ -1,8 +1,8 @@
-"""Replica clusters (params `servers.clusters: 2`, issue 30) through pgbench's and partitioning's stages on real
-servers: every kit server started as two clusters, both measured; the paired tables pooled to one row per base
-server and comparison with an interval no narrower than the rounds' own, the A/A floor of a server over all its
-clusters' pairs, findings per base server ('on 2 clusters'), the report's method saying what the intervals rest
-on; no postmaster left afterwards. Tiny sizes: each run well under a minute on 2 cores."""
+"""Replica clusters (params `servers.clusters: 2`, issue 30) through pgbench's, partitioning's and auto_explain's
+stages on real servers: every kit server started as two clusters, both measured; the paired tables pooled to one
+row per base server and comparison with an interval no narrower than the rounds' own, the A/A floor of a server
+over all its clusters' pairs, findings per base server ('on 2 clusters'), the report's method saying what the
+intervals rest on; no postmaster left afterwards. Tiny sizes: each run well under a minute on 2 cores."""
 
 import uuid
 
@@ -162,6 +162,69 @@ def test_partitioning_pooled_tables(part, tmp_path):
 
 def test_partitioning_no_postmaster_left(part):
     s, _, seen = part
+    assert not any(x.cluster.running for x in s.servers)
+    for data in seen["running"].values():
+        assert postmasters(data) == [], data
+
+
+# -- auto_explain: every comparison and finding pooled per base server ------------------------------------------------
+
+AE_ROUNDS = 3
+
+
+@pytest.fixture(scope="module")
+def ae(tmp_path_factory, installs):
+    from pglab.studies.auto_explain.run import run_stage
+
+    name = installs[0].name
+    run = {
+        "mode": "transactions",
+        "transactions": {"limit": 60, "count": 3, "count_serial": 3},
+        "repetitions": AE_ROUNDS,
+        "warmups": 0,
+        "settle_s": 0,
+    }
+    section = {"auto_explain": {"rows": 20000, "run": run}}
+    s = _session(tmp_path_factory.mktemp("ae"), "pytest-replicas-ae", [name], section)
+    seen = _staged(s, run_stage)
+    return s, name, seen
+
+
+def test_auto_explain_pooled_tables(ae, tmp_path):
+    from pglab.studies.auto_explain import STUDY, report
+    from pglab.studies.auto_explain import verdicts as av
+    from pglab.studies.auto_explain.derive import RATIO_KEYS
+
+    s, name, seen = ae
+    both = sorted([name, f"{name}_c2"])
+    assert sorted(seen["running"]) == both and sorted(seen["result"].servers) == both
+    t = STUDY.derive(s.store, s.params)
+    ratios = t["auto_explain_ratios"]
+    _pooled(ratios.rename({"ci_low": "low", "ci_high": "high"}), RATIO_KEYS, [name])
+    # the rounds of both clusters (in the fast mode a run whose every logged latency is pgbench's 0 µs has none)
+    assert (ratios["n_rounds"] <= 2 * AE_ROUNDS).all() and (ratios["n_rounds"] > AE_ROUNDS).any()
+    assert sorted(t["auto_explain_study"]["server"].unique()) == [name]
+    noise = t["auto_explain_noise"]
+    assert sorted(noise["server"].unique()) == sorted([name, "all"])
+    per_item = noise.filter((pl.col("server") == name) & (pl.col("metric") != "latency, all items"))
+    assert per_item.height == 3 and (per_item["n_pairs"] == 2).all()  # an A/A pair per cluster and item
+    f = t["auto_explain_findings"]
+    assert f["server"].unique().to_list() == [name] and f.height == len(av.specs(s.params.auto_explain))
+    assert all("2 clusters" in i for i in f["interval"]), f["interval"].to_list()
+    for table in ("auto_explain_latencies", "auto_explain_summary", "auto_explain_log_checks", "auto_explain_plans"):
+        assert sorted(t[table]["server"].unique()) == both, table
+    derived.write(t | {"environment_servers": seen["env"]}, s.profile, root=tmp_path)
+    text = report.method(s.profile, root=tmp_path)
+    assert "- **Clusters**: every kit server measured on several independently made" in text
+    assert f"{name}: 2 clusters × {AE_ROUNDS} rounds" in text and f"(2 clusters: {name}, {name}_c2)" in text
+    assert f"{AE_ROUNDS} run(s) per cluster, condition and item" in text
+    for chart in report.charts(s.profile, root=tmp_path):
+        chart.to_dict()
+    assert report.findings(s.profile, root=tmp_path)["server"].unique().to_list() == [name]
+
+
+def test_auto_explain_no_postmaster_left(ae):
+    s, _, seen = ae
     assert not any(x.cluster.running for x in s.servers)
     for data in seen["running"].values():
         assert postmasters(data) == [], data
