@@ -470,7 +470,7 @@ def pooled_evidence(
         for r in pooled.iter_rows(named=True):
             s = by[r["finding"]]
             unit = s.claim.quantity or "×"
-            if not ratio:
+            if s.quantity:  # per round: a round of some cluster with no overhead leaves no log to take
                 qs = [quantity_rounds(m, c, s, p.rows) for c in per_cluster]
                 if all(q is not None for q in qs):
                     q = np.concatenate(qs)
@@ -507,7 +507,7 @@ def findings(
     for server, clusters in sorted(servers.items()):
         cluster_flags = {c: parallel_flag(m, plans, c, p) for c in clusters}
         flag = "; ".join(dict.fromkeys(f if len(clusters) == 1 else f"{c}: {f}" for c, f in cluster_flags.items() if f))
-        todo, flags, evs = [], {}, {}
+        todo, flags = [], {}
         for s in specs(p):
             missing = _needs(s, p)
             if missing:
