@@ -196,9 +196,10 @@ def test_the_disk_estimate_follows_the_params():
     assert default["pgbench.scales"] > quick["pgbench.scales"]
     # the JIT servers' SF 10 once per run, not on every server
     once = params_checks.run_bytes(params.load(paths.PARAMS / "default.yaml", check_servers=False))
-    assert 7.5e9 < once["ssb.jit_sf"] < 8.5e9 and params_checks.run_bytes(
-        params.load(paths.PARAMS / "quick.yaml", check_servers=False)
-    ) == {}
+    assert (
+        7.5e9 < once["ssb.jit_sf"] < 8.5e9
+        and params_checks.run_bytes(params.load(paths.PARAMS / "quick.yaml", check_servers=False)) == {}
+    )
 
 
 SETTINGS_DICTS = [  # every kind of settings dict in params, each checked by paramtypes.setting_name_problem
