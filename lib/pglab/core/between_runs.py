@@ -181,6 +181,51 @@ def pooled_row(
 
 POOLED_COLUMNS = {"n_clusters": "Int64", "cluster_sd": "Float64", "within_low": "Float64", "within_high": "Float64"}
 
+# What a pooled row's 95 % interval truly covers, by the clusters' interval method and rounds per cluster, simulated
+# (tests/test_pooled_coverage.py, which re-checks it with a sixth of the runs): runs of two fresh clusters of one
+# server in the default profile's designs, each cluster's interval from paired.fast_compare / paired_compare on a
+# tidy table, pooled by `pool_clusters`; a cluster moves a comparison by 3 % (sd, log scale), round noise 2 % (round
+# mode), the fast mode with FAST_COVERAGE's noise plus the VM's bursts (an execution 2x slow with probability 0.1,
+# a whole cell 0.05). Per key the lowest over the studies' shapes (1,200-14,300 comparisons each):
+#   fast, 5 rounds: 95 % (the JIT operators' 18 comparisons × 6 executions a round, SSB's 13 × 1; the SSB sweep's
+#     4 × 1: 97 %; 8 × 20, auto_explain's shape, which does not pool yet: 95 %)
+#   min–max, 5 rounds: 95 % (partitioning, 4 comparisons); 3 rounds: 95 % (pgbench select-only, 5 comparisons;
+#     parallel_index, 2: 97 %); 6 rounds: 97 % (pgbench's scale-up: 2 modes × 3 client counts × 2 rounds);
+#     2 rounds: 98 % (no default study pools so few)
+# The same rounds without the between-cluster term cover 47-91 %, one cluster's own interval 26-76 %. Before the
+# Paule–Mandel variance and the df cap (`replica_variance`, `across_run_interval`) the pooled interval covered 90-94 %
+# (98 % at 2 rounds). Sensitivity (not in the tests): between-cluster sd 6 %: 95-98 %; 1 %, or round noise 5 %:
+# 96-99.5 %, the widest where 2 comparisons estimate the variance.
+POOLED_COVERAGE = {
+    ("fast", 5): 0.95,
+    ("min–max", 2): 0.98,
+    ("min–max", 3): 0.95,
+    ("min–max", 5): 0.95,
+    ("min–max", 6): 0.97,
+}
+POOLED_CONFIDENCE = 0.95  # the confidence POOLED_COVERAGE was simulated at
+
+
+def interval_family(method: str | None) -> str | None:
+    """The key of a clusters' interval method in POOLED_COVERAGE: "fast" (`paired.fast_compare`), "min–max"
+    (`paired.paired_compare` below 10 rounds); None for any other."""
+    from .paired import is_fast
+
+    if method is None:
+        return None
+    return "fast" if is_fast(method) else "min–max" if method.startswith("min–max") else None
+
+
+def pooled_coverage(methods: Sequence[str | None], n_rounds: Sequence[int], coverages, confidence: float) -> float:
+    """A pooled row's coverage label: what its method and rounds per cluster cover in simulation (POOLED_COVERAGE),
+    never above `confidence`; a method or round count not simulated keeps the lowest of the clusters' own labels
+    and `confidence`."""
+    families = {interval_family(m) for m in methods}
+    key = (families.pop(), min(n_rounds)) if len(families) == 1 else None
+    if key in POOLED_COVERAGE and math.isclose(confidence, POOLED_CONFIDENCE):
+        return min(confidence, POOLED_COVERAGE[key])
+    return min([confidence, *coverages])
+
 
 def _rounds_text(n: Sequence[int]) -> str:
     return str(min(n)) if min(n) == max(n) else f"{min(n)}–{max(n)}"
@@ -249,10 +294,13 @@ def pool_clusters(
     comparison on two clusters), restricted to the rows `variance_rows` (a polars expression; e.g. without the
     A/A condition, whose two sides share a cluster and so differ by no cluster effect); or given per base
     server in `variances` ({server: (variance, df)}, e.g. a per-item table's for its pooled summary). n_rounds:
-    the rounds of all clusters; coverage: the nominal `confidence` (93–97 % of fresh runs' true values in
-    tests/test_between_runs.py's simulations), never above the clusters' own rows'; method: the clusters' own,
-    then "pooled: ... across k clusters × n rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the
-    variance, log scale), within_low and within_high (the interval the rounds alone would give).
+    the rounds of all clusters; coverage: what the clusters' method at their rounds covers pooled in simulation
+    (`pooled_coverage`, from POOLED_COVERAGE: e.g. 95 % for the fast mode over 5 rounds per cluster, whose
+    clusters' own intervals cover 89 %), never above `confidence`; for a method not simulated there the nominal
+    `confidence` (93–97 % of fresh runs' true values in tests/test_between_runs.py's t intervals over 10 rounds),
+    never above the clusters' own rows'; method: the clusters' own, then "pooled: <coverage> across k clusters × n
+    rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the variance, log scale), within_low and
+    within_high (the interval the rounds alone would give).
 
     A table without replicas comes back unchanged; a server measured on one cluster only (an external server)
     keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only."""
@@ -293,7 +341,7 @@ def pool_clusters(
             continue
         var_c, df_c = est[base]
         p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence)
-        cover = min([confidence, *g["coverage"].to_list()])
+        cover = pooled_coverage(g["method"].to_list(), n, g["coverage"].to_list(), confidence)
         # the clusters' own method first (paired.is_fast reads it), then what the pooled interval rests on
         method = f"{first['method']}; pooled: " + (
             f"{cover:.0%} across {k} clusters × {_rounds_text(n)} rounds, between-cluster sd "
