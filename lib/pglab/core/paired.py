@@ -270,7 +270,8 @@ def fast_compare(
     executions over the baseline's, i.e. what the query costs when the machine is not slowed, which only needs
     `q` of the executions to be unslowed. The interval resamples the rounds (the same rounds for both sides,
     so what a round shared stays paired), `n_boot` times, percentile interval. Its stated coverage is what n rounds
-    truly cover in simulation (FAST_COVERAGE: 89 % at 5 rounds, so it decides no verdict below 6).
+    truly cover in simulation (FAST_COVERAGE: 89 % at 5 rounds, so it decides no verdict below 6; pooled over two
+    clusters of 5 rounds, `between_runs.POOLED_COVERAGE`: 95 %).
 
     `item_col`: several items pooled per group (e.g. the operators of a study): the geometric mean of each item's
     quantile ratio over the rounds every item and both sides have, resampled together."""
