@@ -207,17 +207,34 @@ def _tooltip_on_hover(driver) -> bool:
     while view.size["width"] < 50 and time.monotonic() < deadline:
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
         time.sleep(0.5)
-    w, h = view.size["width"], view.size["height"]
     shown = (
         "const t = document.getElementById('vg-tooltip-element'); return t !== null && t.classList.contains('visible');"
     )
-    for y in range(-h // 2 + 8, h // 2, 12):
-        for x in range(-w // 2 + 8, w // 2, 24):
-            ActionChains(driver).move_to_element_with_offset(view, x, y).perform()
-            for _ in range(3):  # the tooltip follows the pointer event: give a loaded machine a moment
-                if driver.execute_script(shown):
-                    return True
-                time.sleep(0.05)
+    # where the marks are: the canvas's coloured pixels (a mark's fill, not the white ground, grey grid or black
+    # text), as offsets from its centre; a grid sweep could step over a thin bar, and a fixed wait could end before
+    # a loaded machine shows the tooltip
+    spots = driver.execute_script(
+        """const c = arguments[0]; if (c.tagName !== 'CANVAS') return [];
+        const g = c.getContext('2d'), d = g.getImageData(0, 0, c.width, c.height).data, r = c.getBoundingClientRect();
+        const sx = r.width / c.width, sy = r.height / c.height, out = [];
+        for (let y = 0; y < c.height && out.length < 40; y += 3) for (let x = 0; x < c.width; x += 3) {
+            const i = 4 * (y * c.width + x), R = d[i], G = d[i + 1], B = d[i + 2], A = d[i + 3];
+            if (A > 200 && Math.max(R, G, B) - Math.min(R, G, B) > 60) {
+                out.push([Math.round(x * sx - r.width / 2), Math.round(y * sy - r.height / 2)]); x += 30; }
+        }
+        return out;""",
+        view,
+    )
+    spots = [tuple(p) for p in spots]
+    w, h = view.size["width"], view.size["height"]
+    grid = [(x, y) for y in range(-h // 2 + 8, h // 2, 12) for x in range(-w // 2 + 8, w // 2, 24)]
+    for x, y in [*spots, *grid]:
+        ActionChains(driver).move_to_element_with_offset(view, x, y).perform()
+        deadline = time.monotonic() + (2.0 if (x, y) in spots[:5] else 0.15)
+        while time.monotonic() < deadline:
+            if driver.execute_script(shown):
+                return True
+            time.sleep(0.05)
     return False
 
 
