@@ -36,6 +36,20 @@ def _servers(runs: int, k: int) -> np.ndarray:
     return np.array([f"r{r}" if k == 1 else f"r{r}_c{k}" for r in range(runs)])
 
 
+def _tidy(log: np.ndarray, runs: int, k: int) -> pl.DataFrame:
+    """Cluster k's simulated log values, indexed (run, item, round, condition[, execution]), as a tidy table."""
+    r, i, n, c = np.indices(log.shape)[:4]
+    return pl.DataFrame(
+        {
+            "server": _servers(runs, k)[r.ravel()],
+            "item": i.ravel(),
+            "condition": np.array(["a", "b"])[c.ravel()],
+            "round": n.ravel(),
+            "value": np.exp(log).ravel(),
+        }
+    )
+
+
 def fast_runs(rng, runs: int, items: int, rounds: int, executions: int) -> tuple[pl.DataFrame, np.ndarray]:
     """Simulated runs in the fast mode: per run, cluster and item, condition b against a over `rounds` rounds of
     `executions` each; b = a's distribution × the item's true ratio × the cluster's effect. The paired table of
@@ -47,18 +61,7 @@ def fast_runs(rng, runs: int, items: int, rounds: int, executions: int) -> tuple
         log = rng.normal(0, SHARED_SD, (runs, 1, rounds, 1, 1)) + rng.normal(0, EXEC_SD, shape)
         slow = (rng.random(shape) < BURST) | (rng.random((*shape[:4], 1)) < BURST_CELL)
         log = log + math.log(2) * slow + np.stack([np.zeros((runs, items)), true + effect], -1)[:, :, None, :, None]
-        r, i, n, c, _ = np.indices(shape)
-        frames.append(
-            pl.DataFrame(
-                {
-                    "server": _servers(runs, k)[r.ravel()],
-                    "item": i.ravel(),
-                    "condition": np.array(["a", "b"])[c.ravel()],
-                    "round": n.ravel(),
-                    "value": np.exp(log).ravel(),
-                }
-            )
-        )
+        frames.append(_tidy(log, runs, k))
     return paired.fast_compare(pl.concat(frames), ["server", "item"], "condition", "a", "round"), true
 
 
@@ -72,18 +75,7 @@ def round_runs(rng, runs: int, items: int, rounds: int) -> tuple[pl.DataFrame, n
         a = rng.normal(0, ROUND_SD / math.sqrt(2), (runs, items, rounds))
         b = (true + effect)[:, :, None] + rng.normal(0, ROUND_SD / math.sqrt(2), (runs, items, rounds))
         log = np.stack([a, b], -1)
-        r, i, n, c = np.indices(log.shape)
-        frames.append(
-            pl.DataFrame(
-                {
-                    "server": _servers(runs, k)[r.ravel()],
-                    "item": i.ravel(),
-                    "condition": np.array(["a", "b"])[c.ravel()],
-                    "round": n.ravel(),
-                    "value": np.exp(log).ravel(),
-                }
-            )
-        )
+        frames.append(_tidy(log, runs, k))
     return paired.paired_compare(pl.concat(frames), ["server", "item"], "condition", "a", "round"), true
 
 
