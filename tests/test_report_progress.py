@@ -127,11 +127,11 @@ def test_the_studies_servers_are_counted_as_the_studies_choose_them(machine):
     assert sorted(s.name for s in for_study(p, "ssb", base, fetch=stand_in)) == ["pg15", "pg16", "pg17"]
     assert len(for_study(p, None, base, fetch=stand_in)) == 9
     # today's default: two clusters of each, every version a download (18's named beside the machine's), the JIT
-    # install on one cluster at SF 10
+    # install on two clusters at SF 10
     d = _load("default")
     assert len(for_study(d, "pgbench", machine(d), fetch=stand_in)) == 2 * len(d.pgbench.versions)
     ssb = sorted(s.name for s in for_study(d, "ssb", machine(d), fetch=stand_in))
-    assert ssb == ["pg15", "pg16", "pg16_c2", "pg17", "pg17_c2"], ssb
+    assert ssb == ["pg15", "pg15_c2", "pg16", "pg16_c2", "pg17", "pg17_c2"], ssb
 
 
 def test_the_default_estimate_is_near_the_measured_runs(machine):
