@@ -88,6 +88,16 @@ def test_a_cluster_runs_from_a_private_deep_folder(private_clone, kit_dirs):
     fresh = Cluster(install, name="private", root=deep / ".pglab" / "clusters")
     assert fresh.path == c.path and not fresh.exists()
 
+    # a whole clone deleted: its stand-in goes at the next stand-in any run makes (none piles up); one whose
+    # wanted folder still exists stays
+    gone = Cluster(install, name="gone", root=deep / "gone-clone" / "clusters").path.parent
+    assert gone.is_dir() and gone != fresh.path.parent
+    shutil.rmtree(deep / "gone-clone")
+    half_made = gone.parent / "no-origin-yet"  # another run's stand-in before its ORIGIN is written: kept
+    half_made.mkdir()
+    assert Cluster(install, name="other", root=deep / "other-clone" / "clusters").path
+    assert not gone.exists() and fresh.path.parent.is_dir() and half_made.is_dir()
+
 
 def test_a_planted_machine_folder_is_refused(private_clone, kit_dirs):
     _, deep, install = private_clone

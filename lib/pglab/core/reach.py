@@ -14,6 +14,7 @@ Non-root users run the servers themselves: nothing moves."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -80,15 +81,19 @@ def server_folder(wanted: Path, run_as: RunAs) -> Path:
     machine = paths.machine_state_dir()
     machine.parent.mkdir(parents=True, exist_ok=True)
     checked_kit_dir(machine)
-    used = machine / digest
-    wanted.mkdir(parents=True, exist_ok=True)
-    marker = wanted / MARKER
-    if used.exists() and not marker.exists():
-        # the wanted folder was wiped (rm -rf build/test, a new clone at the same path): what is left there
-        # belongs to nothing any more
-        _remove_stale(used)
-    checked_kit_dir(used)
-    (used / ORIGIN).write_text(str(wanted) + "\n")
+    # one run at a time sweeps orphans and makes a stand-in: a sweep never meets a stand-in half made
+    with open(machine / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _remove_orphans(machine)
+        used = machine / digest
+        wanted.mkdir(parents=True, exist_ok=True)
+        marker = wanted / MARKER
+        if used.exists() and not marker.exists():
+            # the wanted folder was wiped (rm -rf build/test, a new clone at the same path): what is left there
+            # belongs to nothing any more
+            _remove_stale(used)
+        checked_kit_dir(used)
+        (used / ORIGIN).write_text(str(wanted) + "\n")
     if not marker.exists():
         marker.write_text(str(used) + "\n")
         log.info("the service user %s cannot reach %s: its clusters live in %s", run_as.name, wanted, used)
@@ -120,6 +125,29 @@ def stand_ins_for(project_root: Path) -> list[Path]:
 def remove_stand_in(used: Path) -> None:
     """Remove a stand-in folder (make clean); refused while one of its servers runs."""
     _remove_stale(used)
+
+
+def _remove_orphans(machine: Path) -> None:
+    """Remove the stand-ins whose wanted folder is gone (a deleted clone, a test's temporary folder) and in which
+    no server runs: nothing else would, and they pile up (a test run leaves ~1 GB). One without an ORIGIN yet is
+    being made by another run: left alone."""
+    for d in sorted(p for p in machine.iterdir() if p.is_dir() and not p.is_symlink()):
+        try:
+            origin = Path((d / ORIGIN).read_text().strip())
+        except OSError:
+            continue
+        try:
+            origin.stat()
+            continue
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # gone
+        except OSError:  # unreadable here (a permission, a network mount): not known to be gone
+            continue
+        try:
+            _remove_stale(d)
+            log.info("removed %s: the folder it stood in for (%s) is gone", d, origin)
+        except (ReachError, OSError) as e:  # a server still runs there, or another run removed it first
+            log.debug("left %s: %s", d, e)
 
 
 def _remove_stale(used: Path) -> None:
