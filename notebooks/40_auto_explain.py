@@ -168,12 +168,7 @@ aec.overhead_chart(tables["auto_explain_ratios"])
 # `log_min_duration` differs), and the bytes the log grew by per transaction.
 
 # %%
-logging = tables["auto_explain_ratios"].filter(pl.col("comparison") == "logging")
-sizes = tables["auto_explain_log_summary"]
-if sizes.width:
-    logging = logging.join(
-        sizes.select("server", "condition", "item", "log_bytes_per_txn"), on=["server", "condition", "item"], how="left"
-    )
+logging = aer.logging_costs(tables)
 logging.select(
     "server",
     "item",
@@ -182,7 +177,7 @@ logging.select(
     pl.col("median", "median_baseline", "ratio", "ci_low", "ci_high").round(4),
     "verdict",
     "study_ratio",
-    *(["log_bytes_per_txn"] if sizes.width else []),
+    *(["log_bytes_per_txn"] if "log_bytes_per_txn" in logging.columns else []),
 )
 
 # %% [markdown]

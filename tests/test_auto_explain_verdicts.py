@@ -239,3 +239,40 @@ def test_the_aa_condition_must_be_the_baseline_again():
     conds["loaded_disabled_aa"]["settings"] = {"auto_explain.log_min_duration": 0}
     with pytest.raises(ValidationError, match="A/A control"):
         AutoExplainParams(conditions=conds)
+
+
+def test_an_item_floor_from_too_few_pairs_gives_way_to_the_servers():
+    """Issue 30: a floor rests on at least noise.MIN_AA_PAIRS A/A pairs. With two clusters an item has two pairs
+    (one outlier makes its floor), so its server's floor over all items (six pairs) gates the claim; an item with
+    enough pairs of its own keeps its own; where nothing has enough, the floor with the most pairs."""
+
+    def table(pairs: dict) -> pl.DataFrame:
+        rows = [
+            noise.row("S2", s, m, {"n_pairs": n, "false_difference_rate": 0.0, "floor": f, "method": "x"})
+            for (s, m), (n, f) in pairs.items()
+        ]
+        return noise.table(rows)
+
+    few = {
+        ("pgA", "latency, limit"): (2, 0.77),
+        ("pgA", "latency, count"): (2, 0.04),
+        ("pgA", "latency, all items"): (6, 0.12),
+        ("all", "latency, all items"): (12, 0.10),
+    }
+    assert av.floor_of(table(few), "pgA", ["limit"]) == pytest.approx(0.12)
+    assert av.floor_of(table(few), "pgA", ["count", "limit"]) == pytest.approx(0.12)
+    many = few | {("pgA", "latency, count"): (noise.MIN_AA_PAIRS, 0.04)}
+    assert av.floor_of(table(many), "pgA", ["count"]) == pytest.approx(0.04)
+    assert av.floor_of(table(many), "pgA", ["count", "limit"]) == pytest.approx(0.12)  # the noisier item
+    # a floor borrowed from several items is raised to the item's own resolution (1 µs of a 42 µs latency); an
+    # item's own floor has its resolution in it already
+    assert av.floor_of(table(few), "pgA", ["limit"], {"limit": 0.2}) == pytest.approx(0.2)
+    assert av.floor_of(table(many), "pgA", ["count"], {"count": 0.5}) == pytest.approx(0.04)
+    # one server, one cluster: nothing reaches five pairs; the row with the most pairs
+    alone = {
+        ("pgA", "latency, limit"): (1, 0.3),
+        ("pgA", "latency, all items"): (3, 0.08),
+        ("all", "latency, all items"): (3, 0.08),
+    }
+    assert av.floor_of(table(alone), "pgA", ["limit"]) == pytest.approx(0.08)
+    assert av.floor_of(table({}), "pgA", ["limit"]) is None

@@ -194,7 +194,9 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     assert set(f["verdict"]) <= set(fnd.VERDICTS)
     assert f.height == 3 * len(servers) and set(f["finding"]) == set(report.ORDER)
     nz = tables["parallel_index_noise"]
-    assert sorted(nz["server"]) == sorted(x.name for x in servers) and (nz["n_pairs"] == 2).all()
+    per = nz.filter(pl.col("server") != "all")  # "all": every server's pairs, the floor of one with too few
+    assert sorted(per["server"]) == sorted(x.name for x in servers) and (per["n_pairs"] == 2).all()
+    assert nz.filter(server="all")["n_pairs"].to_list() == [2 * len(servers)]
     # this run built 1 and 4 key columns: the study's size step 2 -> 3 was not in it
     assert set(f.filter(pl.col("finding") == "size")["verdict"]) == {fnd.NOT_RUN}
     text = report.method("t", root=tmp_path)
@@ -248,7 +250,7 @@ def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size
 
     store = _synthetic_store(tmp_path, speedup, step)
     t = piv.tables(store)
-    nz = t["parallel_index_noise"].row(0, named=True)
+    nz = t["parallel_index_noise"].filter(server="pg18").row(0, named=True)
     assert nz["n_pairs"] == 2 and nz["floor"] < 0.05  # the ±30 % between rounds cancels in the pairs
     setup = pl.DataFrame({"server": ["pg18"], "cores": [2]})
     f = piv.findings_from(

@@ -107,6 +107,7 @@ CASES = [
     ("fast", 5, "SSB: 13 queries, parallel over serial", 13, 1, 50),
     ("fast", 5, "SSB sweep: 2 queries x 1, 2 workers over 0", 4, 1, 120),
     ("min–max", 5, "partitioning: 1-4 workers over serial", 4, None, 200),
+    ("min–max", 4, "pgbench no-vacuum series: 5 versions over 11, 4 runs", 5, None, 160),
     ("min–max", 3, "parallel_index: 2 key sizes", 2, None, 400),
     ("min–max", 3, "pgbench select-only: 5 versions over 11", 5, None, 160),
     ("min–max", 6, "pgbench scale-up: 10 over 11, 2 modes x 3 client counts x 2 rounds", 2, None, 400),

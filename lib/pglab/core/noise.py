@@ -96,6 +96,23 @@ def table(rows: list[dict]) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
 
 
+MIN_AA_PAIRS = 5  # a floor rests on at least this many A/A comparisons (issue 30): two pairs' floor is one outlier
+
+
+def floor_from(noise_df: pl.DataFrame, candidates: list[tuple[str, str]]) -> dict | None:
+    """The noise row a comparison is gated by: the first of `candidates` ((server, metric), the most specific
+    first, e.g. the item's, then the server's over all its items) with a floor over at least MIN_AA_PAIRS A/A
+    pairs; where none has that many, the one with the most pairs. None where no candidate has a floor."""
+    rows = [
+        r
+        for server, metric in candidates
+        for r in noise_df.filter((pl.col("server") == server) & (pl.col("metric") == metric)).iter_rows(named=True)
+        if r["floor"] is not None
+    ]
+    enough = [r for r in rows if (r["n_pairs"] or 0) >= MIN_AA_PAIRS]
+    return enough[0] if enough else max(rows, key=lambda r: r["n_pairs"] or 0, default=None)
+
+
 def below_floor(ratio: float, floor: float | None) -> bool:
     """True when the effect `ratio` (e.g. 1.03) is within ±floor (relative, e.g. 0.04) of no effect."""
     return floor is not None and ratio is not None and ratio > 0 and abs(math.log(ratio)) < math.log1p(floor)

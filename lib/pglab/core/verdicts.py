@@ -56,7 +56,7 @@ TESTED = VERDICTS[:5]
 UNTESTED = (NOT_COMPARABLE, NOT_TESTABLE, NOT_RUN)  # kept apart from the tested claims in every count
 
 HIGHER, LOWER, SAME = "higher", "lower", "no change"
-MIN_COVERAGE = 0.90  # min–max of 5 rounds covers 94 %, the fast mode over 5 rounds 89 %: below, nothing is decided
+MIN_COVERAGE = 0.90  # one cluster's fast mode over 5 rounds covers 89 % (pooled over two: 95 %): below, no verdict
 
 
 @dataclass(frozen=True)

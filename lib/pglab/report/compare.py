@@ -52,7 +52,7 @@ RUN_LOCAL = ("port", "unix_socket_directories", "socket_dir", "bin_dir", "lib_di
 UNITS = {"auto_explain": ("ms", "lower"), "jit_operators": ("ms", "lower"), "parallel_index": ("s", "lower"),
          "partitioning": ("s", "lower"), "pgbench_init": ("s", "lower"), "ssb": ("s", "lower"),
          "ssb_sweep": ("s", "lower"), "pgbench_scaling": ("tps", "higher"), "pgbench_select_only": ("tps", "higher"),
-         "pgbench_series": ("tps", "higher")}
+         "pgbench_series": ("tps", "higher"), "pgbench_buffers": ("tps", "higher")}
 RATIO_SCHEMA = {
     "study": pl.String, "metric": pl.String, "server": pl.String, "item": pl.String,
     "a_median": pl.Float64, "a_low": pl.Float64, "a_high": pl.Float64,

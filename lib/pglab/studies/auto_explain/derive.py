@@ -373,6 +373,22 @@ def log_summary(checks: pl.DataFrame, params: AutoExplainParams) -> pl.DataFrame
     return agg.join(_labels(params), on="condition").sort(["server", "condition_order", "item"])
 
 
+def logging_costs(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The logging comparisons (a condition that logs every plan over its nothing-logged twin) with the bytes the
+    log grew by per transaction: with replica clusters the ratios are pooled per base server, so the bytes are the
+    median over all its clusters' runs' medians, not its first cluster's."""
+    logging = tables["auto_explain_ratios"].filter(pl.col("comparison") == "logging")
+    sizes = tables.get("auto_explain_log_summary", pl.DataFrame())
+    if "log_bytes_per_txn" not in sizes.columns:
+        return logging
+    per_base = (
+        by_base_server(sizes.select("server", "condition", "item", "log_bytes_per_txn"))
+        .group_by("server", "condition", "item")
+        .agg(pl.col("log_bytes_per_txn").median())
+    )
+    return logging.join(per_base, on=["server", "condition", "item"], how="left")
+
+
 def timer(
     summary_df: pl.DataFrame,
     plans: pl.DataFrame,

@@ -12,6 +12,7 @@ import polars as pl
 
 from ...core import between_runs, derived, paired, replicas
 from ...core import findings as fs
+from ...core.noise import MIN_AA_PAIRS
 from . import charts as auto_explain_charts
 from .derive import TXNS_PER_RUN
 
@@ -109,7 +110,9 @@ def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) ->
     return (
         f"- **Statistics**: {per_run}. {how}. Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); "
         '"costs nothing" claims as no change within ±5 %. **Noise floor** from an A/A control (the baseline '
-        f"twice, interleaved): {floors or 'none'}; intervals excluding 1: {fdr}. An effect below the floor decides "
+        f"twice, interleaved): {floors or 'none'}; intervals excluding 1: {fdr}. A claim is gated by its item's "
+        f"floor where that rests on at least {MIN_AA_PAIRS} A/A pairs, else by its server's over all items (else "
+        "every server's), never below the item's values' resolution. An effect below the floor decides "
         f"nothing.{moved}"
     )
 

@@ -324,23 +324,14 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
     )
     how = "in the fast mode" if fast else "paired by round"
     rows = []
-    # pgbench -l logs whole microseconds: a fast-mode quantile moves in steps of 1 µs over the baseline's value
-    res = (
-        {}
-        if not fast
-        else {
-            (r["server"], r["item"]): TXN_RESOLUTION_MS / r["q"]
-            for r in txns.filter(pl.col("condition") == p.baseline)
-            .group_by("server", "item")
-            .agg(pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("q"))
-            .iter_rows(named=True)
-            if r["q"]
-        }
-    )
+    res = resolutions(txns, p)
 
     def add(server: str, metric: str, g: pl.DataFrame) -> None:
+        # an item's floor is never below its values' resolution; a floor over several items is their A/A noise
+        # alone (the coarsest item's step is not the others': `floor_of` applies each item's own)
         steps = [res[(sv, it)] for sv, it in zip(g["cluster"], g["item"], strict=True) if (sv, it) in res]
-        f = noise.noise_floor(g, max(steps) if steps else None)
+        one_item = g["item"].n_unique() == 1
+        f = noise.noise_floor(g, max(steps) if steps and one_item else None)
         rows.append(
             noise.row(STUDY, server, metric, f | {"method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})
         )
@@ -360,11 +351,35 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
     return noise.table(rows)
 
 
-def floor_of(noise_df: pl.DataFrame, server: str, items: list[str]) -> float | None:
-    """The largest floor of a server's items (a comparison of two items is as noisy as the noisier one)."""
-    f = noise_df.filter((pl.col("server") == server) & pl.col("metric").is_in([f"latency, {i}" for i in items]))
-    vals = f["floor"].drop_nulls()
-    return float(vals.max()) if vals.len() else None
+def resolutions(txns: pl.DataFrame | None, p: AutoExplainParams) -> dict[tuple[str, str], float]:
+    """{(cluster, item): the smallest relative step of its fast-mode ratio}: pgbench -l logs whole microseconds,
+    so a quantile moves in steps of 1 µs over the baseline's value (none outside the fast mode)."""
+    if txns is None:
+        return {}
+    q = (
+        txns.filter(pl.col("condition") == p.baseline)
+        .group_by("server", "item")
+        .agg(pl.col("value").quantile(paired.FAST_QUANTILE, "linear").alias("q"))
+    )
+    return {(r["server"], r["item"]): TXN_RESOLUTION_MS / r["q"] for r in q.iter_rows(named=True) if r["q"]}
+
+
+def floor_of(
+    noise_df: pl.DataFrame, server: str, items: list[str], resolution: dict[str, float] | None = None
+) -> float | None:
+    """The largest floor of a server's items (a comparison of two items is as noisy as the noisier one); an
+    item's own where its A/A pairs (one per cluster) reach `noise.MIN_AA_PAIRS`, else the server's over all its
+    items (the same fast-mode latency ratio in the same rounds: with two clusters, six pairs), else the run's over
+    every server; a floor not the item's own is raised to the item's `resolution` ({item: relative step})."""
+    candidates = [(server, "latency, all items"), ("all", "latency, all items")]
+    vals = []
+    for i in items:
+        own = (server, f"latency, {i}")
+        r = noise.floor_from(noise_df, [own, *candidates])
+        if r is not None:
+            shared = (r["server"], r["metric"]) != own
+            vals.append(max(r["floor"], (resolution or {}).get(i, 0.0)) if shared else r["floor"])
+    return float(max(vals)) if vals else None
 
 
 def drift_table(m: pl.DataFrame, p: AutoExplainParams) -> pl.DataFrame:
@@ -502,6 +517,7 @@ def findings(
     # a ratio of two items' ratios is taken round by round even in the fast mode: its floor must be too
     by_round = txns is not None and any(s.versus and not s.quantity for s in specs(p))
     round_noise = noise_table(m, p) if by_round else noise_df
+    res = resolutions(txns, p)
     rows = []
     servers = clusters_of(m["server"].unique().to_list()) if m.height else {}
     for server, clusters in sorted(servers.items()):
@@ -524,6 +540,8 @@ def findings(
             }
             for c in clusters
         }
+        # each item's values' resolution on this server: the coarsest of its clusters'
+        steps = {i: max((x for (c, it), x in res.items() if c in clusters and it == i), default=0.0) for i in p.items}
         if len(clusters) == 1:
             evs = per_cluster[clusters[0]]
         else:
@@ -538,7 +556,10 @@ def findings(
                 if s.quantity:
                     verdict = v.verdict(s.claim, ev)
                 else:
-                    verdict = v.verdict(s.claim, ev, floor_of(round_noise if s.versus else noise_df, server, items))
+                    floor = (
+                        floor_of(round_noise, server, items) if s.versus else floor_of(noise_df, server, items, steps)
+                    )
+                    verdict = v.verdict(s.claim, ev, floor)
             rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
     from ...core.findings import table
 

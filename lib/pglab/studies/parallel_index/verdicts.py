@@ -103,6 +103,8 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
         rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
+    if aa.height:  # every server's pairs: the floor of a server with fewer than noise.MIN_AA_PAIRS of its own
+        rows.append(noise.row(STUDY, "all", "seconds", noise.noise_floor(aa)))
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_paired_suite": suite.with_columns(workers=_workers(pl.col("condition"))),
@@ -116,8 +118,9 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
 
 
 def _floor(noise_tab: pl.DataFrame, server: str) -> float | None:
-    nz = noise_tab.filter(pl.col("server") == server)
-    return nz["floor"][0] if nz.height else None
+    """The server's floor where it rests on noise.MIN_AA_PAIRS A/A pairs, else every server's."""
+    r = noise.floor_from(noise_tab, [(server, "seconds"), ("all", "seconds")])
+    return r["floor"] if r else None
 
 
 def _with(v: vd.Verdict, extra: str) -> vd.Verdict:
@@ -242,7 +245,8 @@ def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
     return (
         "- Verdicts: every comparison paired within rounds (geometric mean of the round ratios; min–max below "
         "10 rounds, labelled so); an A/A control (each key's serial build twice per round) gives the noise "
-        "floor: " + "; ".join(parts) + "."
+        "floor: " + "; ".join(parts) + f"; a server's own gates its claims where it rests on at least "
+        f"{noise.MIN_AA_PAIRS} pairs, else every server's (all)."
     )
 
 

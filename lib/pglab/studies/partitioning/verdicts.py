@@ -93,6 +93,8 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     rows = []
     for (server,), g in aa.group_by("server", maintain_order=True):
         rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
+    if aa.height:  # every server's pairs: the floor of a server with fewer than noise.MIN_AA_PAIRS of its own
+        rows.append(noise.row(STUDY, "all", "seconds", noise.noise_floor(aa)))
     nz = noise.table(rows)
     return {
         "partitioning_paired": pair.sort("server", "workers", "condition"),
@@ -240,8 +242,8 @@ def cpu_speedup(
     planned = p[0]["workers_planned"] if p and p[0].get("workers_planned") is not None else r["workers"]
     speed = 1 / r["ratio"] if r["ratio"] else None
     ev = vd.Evidence.from_row(r, [noise.ceiling_check(speed, planned + 1, cores)])
-    nz = noise_tab.filter(pl.col("server") == server)
-    floor = nz["floor"][0] if nz.height else None
+    nz = noise.floor_from(noise_tab, [(server, "seconds"), ("all", "seconds")])
+    floor = nz["floor"] if nz else None
     v = vd.verdict(CPU_CLAIM, ev, floor)
     extra = (
         (
@@ -294,11 +296,14 @@ def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame, pair: pl.DataFrame
         d = drift.filter(pl.col("server") == r["server"])
         dd = f", drift 2nd / 1st half of rounds {d['drift'][0]:.2f}×" if d.height and d["drift"][0] else ""
         fl = "no interval" if r["floor"] is None else f"±{r['floor']:.1%}".replace("%", " %")
-        parts.append(f"{r['server']}: noise floor {fl} ({r['n_pairs']} A/A pair){dd}")
+        parts.append(f"{r['server']}: noise floor {fl} ({r['n_pairs']} A/A pair(s)){dd}")
     return (
         " Verdicts compare every worker count with serial within each round (geometric mean of the round "
         "ratios; min–max below 10 rounds, labelled so); an A/A control (serial measured twice per round, "
-        "'serial' and 'serial_aa') gives the noise floor: " + "; ".join(parts) + "." + clusters_text(pair)
+        "'serial' and 'serial_aa') gives the noise floor: "
+        + "; ".join(parts)
+        + f"; a server's own gates its claims where it rests on at least {noise.MIN_AA_PAIRS} pairs, else every "
+        "server's (all)." + clusters_text(pair)
     )
 
 

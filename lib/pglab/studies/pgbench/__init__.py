@@ -16,9 +16,9 @@ STUDY = Study(
     tables=prefixed(
         "pgbench",
         "skipped runs init init_steps select_only scaling series series_sizes buffers init_summary "
-        "select_only_summary scaling_summary series_summary series_trend versions timeseries settings servers "
-        "paired noise drift no_vacuum version_curve buffers_paired measurements timeline latency server_counters "
-        "system telemetry",
+        "select_only_summary scaling_summary series_summary buffers_summary series_trend versions timeseries "
+        "settings servers paired noise drift no_vacuum version_curve buffers_paired measurements timeline latency "
+        "server_counters system telemetry",
     ),
     section=Section(
         title="S3 · pgbench across versions and scales (with S4's client scaling)",

@@ -7,7 +7,7 @@ Written by `build` to `data/derived/<profile>/pgbench_*.csv`:
   `pgbench_scaling`, `pgbench_series` (runs 1..K), `pgbench_series_sizes` (run 0 = after the fresh load).
 * summaries (`stats.summarize`: n, n_missing = failed runs, median, mean, min, max, stddev, 95 % CI of the
   median): `pgbench_init_summary`, `pgbench_select_only_summary`, `pgbench_scaling_summary`,
-  `pgbench_series_summary` (per run over series repetitions).
+  `pgbench_series_summary` (per run over series repetitions), `pgbench_buffers_summary` (per shared_buffers).
 * `pgbench_series_trend`: per server and scale, tps of the last third of the series over the first third,
   with a 95 % interval and a verdict; the study's min / max / mean of the series; size growth.
 * `pgbench_versions`: every server against the baseline (oldest version) per experiment and group.
@@ -494,6 +494,8 @@ def build(
     t["pgbench_select_only_summary"] = _with_latency(measured["pgbench_select_only"], ["server", "scale"])
     t["pgbench_scaling_summary"] = _with_latency(measured["pgbench_scaling"], ["server", "mode", "clients"])
     t["pgbench_series_summary"] = _with_latency(t["pgbench_series"], ["server", "scale", "run"])
+    if t["pgbench_buffers"].height:  # S3's mechanism, for make compare: tps per shared_buffers value
+        t["pgbench_buffers_summary"] = _with_latency(t["pgbench_buffers"], ["server", "scale", "shared_buffers"])
     t["pgbench_series_trend"] = series_trend(t["pgbench_series"], t["pgbench_series_sizes"])
     t["pgbench_versions"] = versions(t | {"pgbench_select_only": measured["pgbench_select_only"]}, baseline)
     t["pgbench_timeseries"] = timeseries(df, store)
