@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab.core import derived, paired, raw_archive, stats
+from pglab.core import derived, paired, raw_archive, replicas, stats
 from pglab.core import findings as fs
 from pglab.studies.auto_explain import report as auto_explain_report
 from pglab.studies.auto_explain import verdicts as av
@@ -49,9 +49,14 @@ def _rounds(root) -> int:
     return lat.filter(~pl.col("warmup").cast(pl.Boolean))["round"].n_unique()
 
 
+def _bases(root) -> list[str]:
+    names = _read("auto_explain_servers", root)["server"].to_list()
+    return sorted(set(replicas.base_names(names).values()))
+
+
 def test_every_finding_of_the_study_for_every_server(root):
     f = auto_explain_report.findings("default", root)
-    servers = sorted(set(_read("auto_explain_servers", root)["server"]))
+    servers = _bases(root)  # params servers.clusters: one finding per base server, pooled over its clusters
     assert f.columns == list(fs.SCHEMA | fs.NUMBERS)
     assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted((k, s) for k in SPECS for s in servers)
     assert set(f["study"]) == {"S2"} and set(f["verdict"]) <= set(fs.VERDICTS)
@@ -70,19 +75,23 @@ def test_every_finding_of_the_study_for_every_server(root):
     # round by round: min–max below MIN_BOOTSTRAP rounds, else a bootstrap; in the fast mode a bootstrap over the
     # rounds (a ratio of two items' ratios stays round by round)
     by_round = f"min–max, n={n}" if n < paired.MIN_BOOTSTRAP else f"95 % bootstrap over rounds, n={n}"
-    fast = {f"fast mode: 10 % quantile of every execution, 95 % bootstrap over rounds, n={n}", by_round}
+    fast = {f"fast mode: 10 % quantile of every execution, {c} % bootstrap over rounds, n={n}" for c in (89, 95)}
+    fast |= {by_round}
     # a claim on a scale-free quantity (ns per row, share removed) gives it in its evidence, not as a ratio (the
     # serial over the parallel overhead is one: a ratio)
     quantity = pl.col("finding").is_in([k for k, s in SPECS.items() if s.claim.quantity])
     ratios = f.filter(~quantity)
     # a quantity (or a ratio of two) without an interval where some round had none: says in how many
-    none = {i for i in f["interval"] if re.fullmatch(rf"per round, \d+ of {n} not positive", i)}
-    assert ratios["our_value"].is_not_null().all() and set(f["interval"]) - none in ({by_round}, fast)
+    # (params servers.clusters: a cluster's rounds pooled over the clusters, said after "; pooled:")
+    none = {i for i in f["interval"] if re.fullmatch(r"per round, \d+ of \d+ not positive( over \d+ clusters)?", i)}
+    own = {i.split("; pooled:")[0] for i in set(f["interval"]) - none}
+    assert ratios["our_value"].is_not_null().all() and (own == {by_round} or own <= fast), own
     assert ((ratios["our_low"] <= ratios["our_value"]) & (ratios["our_value"] <= ratios["our_high"])).all()
     assert (
         f.filter(quantity)["evidence"]
         .str.contains(
-            r"^(Our [\d.]+ (ns per row|of the overhead removed) \[|No interval \(per round, \d+ of \d+ not positive\))"
+            r"^(Our [\d.]+ (ns per row|of the overhead removed) \["
+            r"|No interval \(per round, \d+ of \d+ not positive( over \d+ clusters)?\))"
         )
         .all()
     )
@@ -129,7 +138,7 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
     noise = got["auto_explain_noise"]
     assert (noise["server"] == "all").any() and noise["floor"].is_not_null().all()
     out = auto_explain_report.findings("default", root)
-    assert out.height == len(SPECS) * got["auto_explain_latencies"]["server"].n_unique()
+    assert out.height == len(SPECS) * len(_bases(root))
     quantity = pl.col("finding").is_in([k for k, s in SPECS.items() if s.claim.quantity])
     assert set(out["verdict"]) <= set(fs.VERDICTS) and out.filter(~quantity)["our_value"].is_not_null().all()
 
@@ -137,7 +146,7 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
 def test_method_names_servers_conditions_and_the_command(root):
     text = auto_explain_report.method("default", root)
     env = _read("environment_servers", root)
-    for s in set(_read("auto_explain_servers", root)["server"]):
+    for s in _bases(root):
         version = env.filter(server=s)["version_string"][0].split(" on ")[0]
         assert f"{s} = {version}" in text
     for label in set(_read("auto_explain_summary", root)["label"]):
@@ -148,7 +157,8 @@ def test_method_names_servers_conditions_and_the_command(root):
     warm = set(lat.filter(pl.col("warmup").cast(pl.Boolean))["command"]) - set(measured["command"])
     assert not any(f"`{c}`" in text for c in warm)  # the warm-up's command is not one the numbers come from
     n = _read("auto_explain_summary", root)["n"]
-    assert f"{n.min()} run(s) per server" in text or f"{n.min()}-{n.max()} run(s) per server" in text
+    per = ("server", "cluster")  # per cluster where params servers.clusters measured each server on several
+    assert any(f"{n.min()} run(s) per {x}" in text or f"{n.min()}-{n.max()} run(s) per {x}" in text for x in per)
     # the statistics of the scored path: pairing, the noise floor per server and item, drift
     assert ("paired within rounds" in text or "fast mode" in text) and "**Noise floor**" in text
     assert "ratio of medians" not in text

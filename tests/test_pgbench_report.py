@@ -174,7 +174,8 @@ def test_the_scale_up_follows_the_paired_table_for_11_over_10(root, found):
 def test_method_names_every_server_its_version_and_the_commands(root):
     text = pgbench_report.method("default", root)
     env = derived.read_table("environment_servers", "default", root)
-    for r in env.iter_rows(named=True):
+    ran = set(derived.read_table("pgbench_runs", "default", root)["server"])  # not SSB's JIT-only server
+    for r in env.filter(pl.col("server").is_in(ran)).iter_rows(named=True):
         assert r["server"] in text and r["version_string"].split(" on ")[0] in text
     runs = derived.read_table("pgbench_runs", "default", root)
     for exp in ("pgbench_init", "pgbench_select_only", "pgbench_scaling", "pgbench_series"):
@@ -185,7 +186,7 @@ def test_method_names_every_server_its_version_and_the_commands(root):
 
 def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
     charts = pgbench_report.charts("default", root)
-    assert 1 <= len(charts) <= 4
+    assert 1 <= len(charts) <= 8  # versions, series, scale-up, buffers, timeline, latency, telemetry
     specs = [json.dumps(c.to_dict(), sort_keys=True) for c in charts]
     assert all('"tooltip"' in s for s in specs)
     assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in pgbench_report.charts("default", root)]

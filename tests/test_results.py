@@ -17,8 +17,8 @@ from pglab.core.cluster import Cluster
 from pglab.results import export, index
 from pglab.results.__main__ import main
 
-REFERENCE = "default-20261124-053008"  # the run of data/derived/default
-SECOND = "default-20261124-061956"  # only in data/raw-archive/
+REFERENCE = "default-20261126-162545"  # the run of data/derived/default
+SECOND = "default-20261126-152142"  # only in data/raw-archive/
 PASSWORD = "s3cret-results"
 TPS_BY_BUILD = """
 SELECT s.run_id, s.server, v.version, v.build, s.median AS tps
@@ -58,12 +58,18 @@ def test_export_writes_every_table_with_its_run_id_and_a_manifest(data):
         assert df.columns[0] == "run_id" and df["run_id"].unique().to_list() == ([REFERENCE] if df.height else [])
         assert df.height == written[f"{name}.csv"]["rows"]
     # a table whose column all runs leave empty but one stays typeless, so that the runs' tables union
-    assert pl.read_parquet_schema(ref / "ssb_load.parquet")["load_total_s"] == pl.Null
+    empty = [
+        (n, c)
+        for n in tables
+        for c, col in pl.read_csv(data / "derived" / "default" / f"{n}.csv", infer_schema_length=None).to_dict().items()
+        if col.len() and col.null_count() == col.len()
+    ]
+    assert empty and any(pl.read_parquet_schema(ref / f"{n}.parquet")[c] == pl.Null for n, c in empty), empty
 
     m = json.loads((ref / export.MANIFEST).read_text())
     assert (m["run_id"], m["profile"]) == (REFERENCE, "default")
     assert m["machine"]["cpu_cores"] == 2 and m["machine"]["cpu_model"] and m["machine"]["os"]
-    assert len(m["servers"]) == 9 and all(s["version"].startswith("PostgreSQL") and s["build"] for s in m["servers"])
+    assert len(m["servers"]) == 18 and all(s["version"].startswith("PostgreSQL") and s["build"] for s in m["servers"])
     assert m["params"]["ssb"]["sf"] == 1.0 and m["tables"]["ssb_summary"]["rows"] > 0
     text = (ref / export.MANIFEST).read_text() + (second / export.MANIFEST).read_text()
     assert '"dsn"' not in text and "password" not in text
@@ -74,15 +80,15 @@ def test_export_writes_every_table_with_its_run_id_and_a_manifest(data):
 
 def test_one_query_gives_tps_per_server_and_build_of_every_run(data, capsys):
     got = index.query(TPS_BY_BUILD)
-    assert got.group_by("run_id").len().sort("run_id").rows() == [(REFERENCE, 9), (SECOND, 9)]
-    assert got.filter(pl.col("server") == "pg10")["build"].to_list() == ["gcc 4.4", "gcc 4.4"]
+    assert got.group_by("run_id").len().sort("run_id").rows() == sorted([(REFERENCE, 12), (SECOND, 12)])
+    assert [b.split(",")[0] for b in got.filter(pl.col("server") == "pg10")["build"]] == ["gcc 4.4", "gcc 4.4"]
     committed = pl.read_csv(data / "derived" / "default" / "pgbench_select_only_summary.csv")
     mine = got.filter(pl.col("run_id") == REFERENCE).sort("server")
     assert mine["tps"].to_list() == committed.sort("server")["median"].to_list()
     # the same from the command line, from an export folder named with --from only
     assert main(["query", TPS_BY_BUILD, "--from", str(data / "export"), "--only-from", "--csv"]) == 0
     out = capsys.readouterr().out
-    assert out.count(REFERENCE) == 9 and out.count(SECOND) == 9
+    assert out.count(REFERENCE) == 12 and out.count(SECOND) == 12  # 6 versions × 2 clusters
     assert main(["query"]) == 0 and "2 runs" in capsys.readouterr().out  # no SQL: what there is
     assert main(["query", "SELECT nope FROM runs"]) == 2 and "nope" in capsys.readouterr().err
 
@@ -136,7 +142,7 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
             )
             before = _snapshot(conn, "pglab_results")
         ref = json.loads((data / "export" / REFERENCE / export.MANIFEST).read_text())["tables"]
-        want = {t: e["rows"] for t, e in ref.items()} | {"runs": 1, "servers": 9}
+        want = {t: e["rows"] for t, e in ref.items()} | {"runs": 1, "servers": 18}
 
         assert main(["publish", "--run-id", REFERENCE]) == 0
         assert main(["publish", "--run-id", REFERENCE]) == 0  # again: replaces, does not add
@@ -149,7 +155,7 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
             assert _counts(conn, REFERENCE, list(want)) == want
             assert _counts(conn, SECOND, ["runs", "pgbench_select_only_summary"]) == {
                 "runs": 1,
-                "pgbench_select_only_summary": 9,
+                "pgbench_select_only_summary": 12,
             }
             after = _snapshot(conn, "pglab_results")
             assert after - before == {("schema", "pglab_results")} and before - after == set()
@@ -158,7 +164,7 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
             for name, sql in _docs_queries().items():  # the documented queries hold in PostgreSQL too
                 assert conn.execute(sql).description, name
             tps = conn.execute(TPS_BY_BUILD).fetchall()
-            assert sorted({r[0] for r in tps}) == [REFERENCE, SECOND] and len(tps) == 18
+            assert sorted({r[0] for r in tps}) == sorted([REFERENCE, SECOND]) and len(tps) == 24
 
         # a newer kit's export of the run, from another machine: one more column, one table fewer
         newer = tmp_path / SECOND
@@ -175,10 +181,10 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
             assert conn.execute(
                 "SELECT count(*), count(newer_column) FROM pglab_results.pgbench_select_only_summary WHERE run_id = %s",
                 [REFERENCE],
-            ).fetchone() == (9, 0)
+            ).fetchone() == (12, 0)
             assert _counts(conn, SECOND, ["ssb_sweep", "pgbench_select_only_summary"]) == {
                 "ssb_sweep": 0,
-                "pgbench_select_only_summary": 9,
+                "pgbench_select_only_summary": 12,
             }
 
             # a schema holding a table of that name that pglab did not make: refused, nothing created there
@@ -203,7 +209,11 @@ def test_a_bad_run_id_is_a_clear_error_and_exit_2(data, monkeypatch, capsys):
     monkeypatch.setenv("PGLAB_DATA_DIR", str(data))
     assert main(["export", "--run-id", "no-such-run"]) == 2
     err = capsys.readouterr().err
-    assert "no run no-such-run" in err and f"archived runs: {REFERENCE}, {SECOND}" in err and "profiles: default" in err
+    assert (
+        "no run no-such-run" in err
+        and f"archived runs: {', '.join(sorted([REFERENCE, SECOND]))}" in err
+        and "profiles: default" in err
+    )
     assert main(["export", "--run-id", "../etc"]) == 2 and "not a run id" in capsys.readouterr().err
     monkeypatch.setenv("PGLAB_RESULTS_DSN", "host=127.0.0.1 port=1")
     assert main(["publish", "--run-id", "no-such-run"]) == 2 and "no run no-such-run" in capsys.readouterr().err
@@ -214,6 +224,6 @@ def test_a_bad_run_id_is_a_clear_error_and_exit_2(data, monkeypatch, capsys):
     m["ssb_summary.csv"]["run_id"] = SECOND
     (mixed / derived.MANIFEST).write_text(json.dumps(m))
     assert main(["export", "--run-id", "mixed"]) == 2
-    assert f"holds tables of 2 runs ({REFERENCE}, {SECOND})" in capsys.readouterr().err
+    assert f"holds tables of 2 runs ({', '.join(sorted([REFERENCE, SECOND]))})" in capsys.readouterr().err
     shutil.rmtree(mixed)
     assert not (data / "raw").exists()

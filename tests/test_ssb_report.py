@@ -48,7 +48,7 @@ def section():
 
 @pytest.fixture(scope="module")
 def servers():
-    names = set(_table("ssb_executions")["server"])
+    names = {n for n in _table("ssb_executions")["server"] if "_c" not in n}  # findings are per base server
     return _table("environment_servers").filter(pl.col("server").is_in(names)).sort("server")
 
 
@@ -70,18 +70,24 @@ def _floor(server):
     return r["floor"][0] if r.height else None
 
 
+def _forced() -> bool:
+    """Whether the run had the forced-JIT mode (the default profile leaves it out: at SF 10 the defaults inline)."""
+    return "parallel_jit_forced" in set(_table("ssb_paired")["mode"])
+
+
 def test_every_claim_for_every_server(section, servers):
     f = section["findings"]
-    assert set(f["finding"]) == ALL
+    unforced = {x for x in ALL if not x.endswith("_forced")}
+    assert set(f["finding"]) == (ALL if _forced() else unforced)
     assert set(f["verdict"]) <= set(VERDICTS)
-    for finding in PER_SERVER:
+    for finding in PER_SERVER if _forced() else PER_SERVER & unforced:
         assert sorted(f.filter(pl.col("finding") == finding)["server"]) == sorted(servers["server"]), finding
     vp = _table("ssb_versions_paired")
     for mode in ("parallel", "serial"):
         pairs = vp.filter(pl.col("mode") == mode).select(pl.format("{} vs {}", "server", "baseline")).unique()
         assert f.filter(pl.col("finding") == f"newer_version_{mode}")["server"].to_list() == pairs.to_series().to_list()
     assert f.filter(pl.col("claim").str.len_chars() < 40).is_empty()
-    assert f.filter(pl.col("evidence").str.len_chars() < 40).is_empty()
+    assert f.filter(pl.col("evidence").str.len_chars() < 40, pl.col("verdict") != NOT_RUN).is_empty()
     # what cannot be tested here says what it would need
     assert f.filter(pl.col("verdict") == NOT_TESTABLE, ~pl.col("evidence").str.contains("needs")).is_empty()
 
@@ -106,6 +112,8 @@ def test_jit_findings_not_run_exactly_where_the_server_has_no_jit(section, serve
             else:
                 assert cmp.is_empty()
                 assert row["verdict"] == NOT_RUN and "JIT" in row["evidence"], row
+            if not _forced():
+                continue
             forced = _evidence(f, finding + "_forced", srv["server"])
             has = paired.filter(
                 pl.col("server") == srv["server"], pl.col("query") == item, pl.col("mode") == "parallel_jit_forced"
@@ -116,7 +124,9 @@ def test_jit_findings_not_run_exactly_where_the_server_has_no_jit(section, serve
 
 def test_q43_sentence_names_the_planned_and_allowed_counts(section, servers):
     scaled = _table("ssb_plans_scaled").filter(pl.col("query") == "q4.3")
-    assert sorted(scaled["server"]) == sorted(servers["server"])
+    # every server of the ssb.sf group (a server added for its JIT only runs at jit_sf, without this plan)
+    scaled = scaled.filter(~pl.col("server").str.contains(r"_c\d+$"))  # the finding reads each base server's plan
+    assert scaled.height and set(scaled["server"]) <= set(servers["server"])
     for r in scaled.iter_rows(named=True):
         row = _evidence(section["findings"], "q4.3_workers", r["server"])
         ev = row["evidence"]
@@ -125,7 +135,8 @@ def test_q43_sentence_names_the_planned_and_allowed_counts(section, servers):
         # exact plan counts: the claim (q4.3 plans fewer workers than allowed) stands or falls with them
         fewer = r["workers_planned"] < r["allowed_workers"]
         assert (row["verdict"] in ("supported", "direction only")) == fewer, row
-    for r in _table("ssb_plans_study_workers").filter(pl.col("query") == "q4.2").iter_rows(named=True):
+    study = _table("ssb_plans_study_workers").filter(pl.col("query") == "q4.2", ~pl.col("server").str.contains("_c"))
+    for r in study.iter_rows(named=True):
         ev = _evidence(section["findings"], "q4.3_workers", r["server"])["evidence"]
         assert f"q4.2 plans {r['workers_planned']} of {r['allowed_workers']} (driven by {r['leftmost_relation']})" in ev
 
@@ -140,7 +151,8 @@ def test_version_ratios_agree_with_the_notebooks_own_table(section):
         suite = vr.filter(pl.col("query") == "all").row(0, named=True)
         row = _evidence(f, f"newer_version_{mode}", f"{suite['server']} vs {suite['baseline']}")
         # the serial sentence is S1's own noise, not testable here: our figure is still given, and kept as a number
-        assert _ours(suite).lower() in row["evidence"].lower(), (suite, row["evidence"])
+        within = "noise floor" in row["evidence"] and row["verdict"] == UNDETERMINED  # says the floor instead
+        assert within or _ours(suite).lower() in row["evidence"].lower(), (suite, row["evidence"])
         assert row["our_value"] == pytest.approx(suite["ratio"])
         assert (row["verdict"] == NOT_TESTABLE) == (mode == "serial"), row
         for r in vr.filter(pl.col("query") != "all").iter_rows(named=True):
@@ -225,7 +237,8 @@ def _copy(tmp_path):
 def test_one_repetition_leaves_the_ratios_undetermined(tmp_path):
     root = _copy(tmp_path)
     execs = _table("ssb_executions")
-    first = execs.filter(~pl.col("warmup"))["round"].min()
+    # each server's first timed round (the scales' groups number their rounds apart)
+    first = pl.col("round").filter(~pl.col("warmup")).min().over("server")
     execs = execs.filter(pl.col("warmup") | (pl.col("round") == first))
     env = _table("environment_servers")
     facts = {"servers": {r["server"]: {"major": r["major"]} for r in env.iter_rows(named=True)}}
