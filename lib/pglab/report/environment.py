@@ -9,7 +9,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ..core import builds, derived
+from ..core import builds, derived, replicas
 
 MACHINE_KEYS = ("cpu_model", "cpu_cores", "memory_gib", "os", "kernel", "clocksource", "cpu_governor", "python",
                 "pglab_revision", "captured_utc")
@@ -77,9 +77,17 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     machine = f"{m.get('cpu_model') or 'CPU not recorded'}, {m.get('cpu_cores')} cores, {m.get('memory_gib')} GiB, " \
               f"{m.get('os')}"
     s = derived.read_table("environment_servers", profile, root).sort("major", "server")
+    # params servers.clusters: a server's replica clusters share its build, so it is named once with their count
+    bases = replicas.base_names(s["server"].to_list())
+    count = {b: list(bases.values()).count(b) for b in bases.values()}
+
+    def clusters(name: str) -> str:
+        return f", {count[name]} clusters" if count[name] > 1 else ""
+
     servers = "; ".join(f"{r['server']} ({r['major']}.{r['minor']}, {r['source']}, {_compiler(r['version_string'])}"
-                        f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''})"
-                        for r in s.iter_rows(named=True))
+                        f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''}"
+                        f"{clusters(r['server'])})"
+                        for r in s.iter_rows(named=True) if bases[r["server"]] == r["server"])
     what = "the reference, `params/default.yaml`" if profile == REFERENCE else f"`{params.source}`"
     lines = [f"**Run {run}**, measured {when or 'at a time not recorded'} with profile `{profile}` ({what}) on "
              f"{machine}.", "", f"**Servers:** {servers}."]

@@ -379,7 +379,7 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
     from ...core import findings as fnd
     from ...core import verdicts as v
 
-    parts, servers, gated, scale = [], [], False, None
+    parts, servers, gated, scale = [], [], [], None
     for finding, what in (("tpcb_versions_scale_", "TPC-B-like"), ("select_only_scale_", "select-only")):
         rows = (
             f.filter(pl.col("finding").str.starts_with(finding), pl.col("our_value").is_not_null()) if f.height else f
@@ -389,11 +389,12 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
         scale = scale or rows["finding"][0].rsplit("_", 1)[-1]
         parts.append((fnd.span(rows["our_value"].to_list(), "{:.2f}"), what))
         servers += rows["server"].to_list()
-        gated = gated or (rows["verdict"] == v.NOT_COMPARABLE).any()
+        gated += rows.filter(pl.col("verdict") == v.NOT_COMPARABLE)["server"].to_list()
     if not parts:
         return []
     base = tables["pgbench_paired"]["baseline"].drop_nulls()[0] if "pgbench_paired" in tables else "the oldest"
-    caveat = f"; {base}'s build differs from theirs, so no version claim is scored on it" if gated else ""
+    odd = ", ".join(dict.fromkeys(gated))
+    caveat = f"; {odd} built otherwise than {base}, so no version claim is scored on it" if gated else ""
     said = " and ".join(
         f"{x}× {base + chr(39) + 's' if i == 0 else 'its'} {what} tps" for i, (x, what) in enumerate(parts)
     )
