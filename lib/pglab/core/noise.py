@@ -113,6 +113,19 @@ def floor_from(noise_df: pl.DataFrame, candidates: list[tuple[str, str]]) -> dic
     return enough[0] if enough else max(rows, key=lambda r: r["n_pairs"] or 0, default=None)
 
 
+def server_rows(study: str, aa: pl.DataFrame, metric: str) -> list[dict]:
+    """The noise rows of A/A comparisons `aa` (server column: base servers): one per server, and "all" over every
+    server's pairs, the floor a server with fewer than MIN_AA_PAIRS of its own falls back to (`server_floor`)."""
+    rows = [row(study, s, metric, noise_floor(g)) for (s,), g in aa.group_by("server", maintain_order=True)]
+    return rows + ([row(study, "all", metric, noise_floor(aa))] if aa.height else [])
+
+
+def server_floor(noise_df: pl.DataFrame, server: str, metric: str) -> float | None:
+    """A server's floor of `metric` where it rests on MIN_AA_PAIRS A/A pairs, else every server's ("all")."""
+    r = floor_from(noise_df, [(server, metric), ("all", metric)])
+    return r["floor"] if r else None
+
+
 def below_floor(ratio: float, floor: float | None) -> bool:
     """True when the effect `ratio` (e.g. 1.03) is within ±floor (relative, e.g. 0.04) of no effect."""
     return floor is not None and ratio is not None and ratio > 0 and abs(math.log(ratio)) < math.log1p(floor)

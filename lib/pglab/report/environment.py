@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import altair as alt
@@ -79,7 +80,7 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     s = derived.read_table("environment_servers", profile, root).sort("major", "server")
     # params servers.clusters: a server's replica clusters share its build, so it is named once with their count
     bases = replicas.base_names(s["server"].to_list())
-    count = {b: list(bases.values()).count(b) for b in bases.values()}
+    count = Counter(bases.values())
 
     def clusters(name: str) -> str:
         return f", {count[name]} clusters" if count[name] > 1 else ""

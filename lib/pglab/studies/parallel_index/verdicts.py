@@ -100,11 +100,7 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
         per_key = br.pool_clusters(per_key, ["key_columns", "condition"], variances=var)
         suite = br.pool_clusters(suite, ["condition"], variances=var)
         size = br.pool_clusters(size, ["key_columns"], variances=var)
-    rows = []
-    for (server,), g in aa.group_by("server", maintain_order=True):
-        rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
-    if aa.height:  # every server's pairs: the floor of a server with fewer than noise.MIN_AA_PAIRS of its own
-        rows.append(noise.row(STUDY, "all", "seconds", noise.noise_floor(aa)))
+    rows = noise.server_rows(STUDY, aa, "seconds")
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_paired_suite": suite.with_columns(workers=_workers(pl.col("condition"))),
@@ -115,12 +111,6 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
 
 
 # -- findings ---------------------------------------------------------------------------------------------------------
-
-
-def _floor(noise_tab: pl.DataFrame, server: str) -> float | None:
-    """The server's floor where it rests on noise.MIN_AA_PAIRS A/A pairs, else every server's."""
-    r = noise.floor_from(noise_tab, [(server, "seconds"), ("all", "seconds")])
-    return r["floor"] if r else None
 
 
 def _with(v: vd.Verdict, extra: str) -> vd.Verdict:
@@ -222,7 +212,7 @@ def findings_from(
     bases = replicas.base_names(setup["server"].to_list())
     # params servers.clusters: the paired tables hold base servers only (pooled over clusters): one finding each
     for server in sorted(s for s in setup["server"] if bases[s] == s):
-        floor = _floor(noise_tab, server)
+        floor = noise.server_floor(noise_tab, server, "seconds")
         rows += [
             time_falls(suite, server, floor),
             near_inverse(suite, server, floor, cores),

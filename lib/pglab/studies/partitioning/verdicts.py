@@ -90,12 +90,7 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
         # a cluster); the A/A floor over every cluster's pairs
         aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(t["server"].unique().to_list())))
         pair = br.pool_clusters(pair, ["condition", "workers"], variance_rows=pl.col("condition") != AA)
-    rows = []
-    for (server,), g in aa.group_by("server", maintain_order=True):
-        rows.append(noise.row(STUDY, server, "seconds", noise.noise_floor(g)))
-    if aa.height:  # every server's pairs: the floor of a server with fewer than noise.MIN_AA_PAIRS of its own
-        rows.append(noise.row(STUDY, "all", "seconds", noise.noise_floor(aa)))
-    nz = noise.table(rows)
+    nz = noise.table(noise.server_rows(STUDY, aa, "seconds"))
     return {
         "partitioning_paired": pair.sort("server", "workers", "condition"),
         "partitioning_drift": paired.drift(t, ["server"], "condition", BASELINE, "round", "seconds"),
@@ -242,8 +237,7 @@ def cpu_speedup(
     planned = p[0]["workers_planned"] if p and p[0].get("workers_planned") is not None else r["workers"]
     speed = 1 / r["ratio"] if r["ratio"] else None
     ev = vd.Evidence.from_row(r, [noise.ceiling_check(speed, planned + 1, cores)])
-    nz = noise.floor_from(noise_tab, [(server, "seconds"), ("all", "seconds")])
-    floor = nz["floor"] if nz else None
+    floor = noise.server_floor(noise_tab, server, "seconds")
     v = vd.verdict(CPU_CLAIM, ev, floor)
     extra = (
         (

@@ -106,7 +106,8 @@ def ceiling_flags(scaling: pl.DataFrame, cores: int | None) -> dict[tuple[str, s
         one = g.filter(pl.col("clients") == 1)["tps"]
         if one.is_empty() or not one[0]:
             continue
-        for r in g.filter(pl.col("clients") > 1).iter_rows(named=True):
+        # in client order, so that the flag kept (the largest count's) is the same in every derive
+        for r in g.filter(pl.col("clients") > 1).sort("clients").iter_rows(named=True):
             flag = noise.ceiling_check(r["tps"] / one[0] if r["tps"] else None, r["clients"], cores)
             if flag:
                 out[(server, mode)] = f"{r['clients']} clients: {flag}"
