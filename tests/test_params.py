@@ -30,6 +30,9 @@ def test_shipped_params_are_valid():
     for f in sorted(paths.PARAMS.glob("*.yaml")):
         p = params.load(f)
         assert p.profile == f.stem
+        # what a run records of its params reads back as the same params (a key left empty, as None, too)
+        doc = p.model_dump(mode="json")
+        assert type(p).model_validate(doc).model_dump(mode="json") == doc, f.name
 
 
 @pytest.mark.parametrize(

@@ -154,7 +154,9 @@ class BuildParam(Strict):
 
     @field_validator("configure")
     @classmethod
-    def _options(cls, v: list[str]) -> list[str]:
+    def _options(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:  # `configure:` left empty: no options of one's own, as when the key is absent
+            return v
         for o in v:
             if not re.fullmatch(r"--[a-z][a-z0-9-]*(=\S.*)?|[A-Z_][A-Z0-9_]*=.*", o) or any(c in o for c in "\n\r\0"):
                 raise ValueError(f"expected configure options (--with-x, --enable-x=y) or VAR=value; {o!r} is neither")
