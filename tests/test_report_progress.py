@@ -46,20 +46,20 @@ def test_the_time_left_follows_how_the_finished_notebooks_went():
     assert p.line().startswith("[1/3]")
 
 
-# Measured on the reference machine (2 cores; the wheel's 18, Debian's 15 with JIT, downloads 10 … 17 without):
-# seconds per notebook of two default runs (low, high), and of two whole quick runs.
-MEASURED_DEFAULT = {  # the two runs of 2026-11-24 at SSB 15 rounds, S2 10 (quiet hour), widened where noted
-    "00": (13, 21),
-    "10": (56, 67),  # 57 s; 26 s where the cluster already held SF 1 (the load is skipped, the model counts it)
-    "20": (946, 949),
-    "30": (811, 828),
-    "40": (592, 594),
-    "50": (343, 561),  # 343 and 356 s; 345-361 s in three earlier quiet runs, 546 and 561 s in a noisy hour
-    "60": (190, 233),  # 190 and 202 s; 192-233 s in earlier runs of the same design
-    "70": (39, 56),
-    "99": (9, 9),
+# Measured on the reference machine (2 cores; the wheel's 18, Debian's 15 with JIT, downloads 10 … 17 without, two
+# clusters of each): seconds per notebook of two default runs (low, high), and of two whole quick runs (2026-11-24).
+MEASURED_DEFAULT = {  # default-20261126-152142 and default-20261126-162545, clean clones at 5c8d70f and b2ad499
+    "00": (29, 29),
+    "10": (235, 236),
+    "20": (1286, 1343),
+    "30": (775, 778),
+    "40": (572, 595),
+    "50": (213, 222),
+    "60": (138, 142),
+    "70": (44, 46),
+    "99": (7, 9),
 }
-MEASURED_DEFAULT_TOTAL = (2983, 3041)  # default-20261124-053008 and default-20261124-061956 (7c3d3c2)
+MEASURED_DEFAULT_TOTAL = (3342, 3364)
 MEASURED_QUICK_TOTAL = (153, 166)
 NOTEBOOKS = [
     "00_environment.ipynb",
@@ -106,40 +106,36 @@ def _load(name):
 
 def _measured_params():
     """The params the measured default runs ran with (their raw archive's params.json): the model is checked against
-    the design that was measured, whatever params/default.yaml says now."""
+    the design that was measured, whatever params/default.yaml says now. The archive keeps no servers section (it
+    may hold connection strings); the runs had params/default.yaml's, two clusters of each server."""
     import json
     import tarfile
 
     from pglab.params import Params
 
-    run = "default-20261124-053008"  # the tests' data folder is their own: the committed archive by its path
+    run = "default-20261126-162545"  # the tests' data folder is their own: the committed archive by its path
     with tarfile.open(Path(__file__).parent.parent / "data" / "raw-archive" / f"{run}.tar.xz") as tar:
         doc = json.loads(tar.extractfile(f"{run}/params.json").read())
     doc.pop("file", None)
+    doc["servers"] = _load("default").servers.model_dump(mode="json")
     return Params.model_validate(doc)
 
 
 def test_the_studies_servers_are_counted_as_the_studies_choose_them(machine):
-    p = _measured_params()
-    base = machine(p)
-    # pgbench.versions: 10 … 18 (two of them installed, seven stand-ins); ssb.versions 16, 17 + the JIT install
-    assert len(for_study(p, "pgbench", base, fetch=stand_in)) == len(p.pgbench.versions) == 9
-    assert sorted(s.name for s in for_study(p, "ssb", base, fetch=stand_in)) == ["pg15", "pg16", "pg17"]
-    assert len(for_study(p, None, base, fetch=stand_in)) == 9
-    # today's default: two clusters of each, every version a download (18's named beside the machine's), the JIT
-    # install on two clusters at SF 10
-    d = _load("default")
-    assert len(for_study(d, "pgbench", machine(d), fetch=stand_in)) == 2 * len(d.pgbench.versions)
-    ssb = sorted(s.name for s in for_study(d, "ssb", machine(d), fetch=stand_in))
-    assert ssb == ["pg15", "pg15_c2", "pg16", "pg16_c2", "pg17", "pg17_c2"], ssb
+    # the measured runs' params and today's default: two clusters of each server, every version a download (18's
+    # named beside the machine's), the JIT install on two clusters at SF 10
+    for p in (_measured_params(), _load("default")):
+        base = machine(p)
+        assert len(for_study(p, "pgbench", base, fetch=stand_in)) == 2 * len(p.pgbench.versions)
+        ssb = sorted(s.name for s in for_study(p, "ssb", base, fetch=stand_in))
+        assert ssb == ["pg15", "pg15_c2", "pg16", "pg16_c2", "pg17", "pg17_c2"], ssb
 
 
 def test_the_default_estimate_is_near_the_measured_runs(machine):
     p = _measured_params()
     est = estimates(NOTEBOOKS, p, machine(p))
-    d = _load("default")  # today's default adds pgbench's buffers experiment: about 1.5 minutes
-    added = pgbench_estimate.buffers_s(d, for_study(d, "pgbench", machine(d), fetch=stand_in))
-    assert 60 < added < 120
+    # pgbench's buffers experiment alone: about 1.5 minutes
+    assert 60 < pgbench_estimate.buffers_s(p, for_study(p, "pgbench", machine(p), fetch=stand_in)) < 120
     for nb in NOTEBOOKS:
         low, high = MEASURED_DEFAULT[nb[:2]]
         assert 0.85 * low <= est[nb] <= 1.15 * high, (nb, est[nb])

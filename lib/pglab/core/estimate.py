@@ -2,9 +2,9 @@
 models (`Study.estimate_s`, each study's estimate.py; `pglab.report.estimate` adds them up).
 
 The costs (`COST`) are fitted to measured runs on the reference machine (2 cores; installs: the wheel's 18,
-Debian's 15 with JIT; downloads 10 … 17 without): the default profile (SSB 15 rounds, S2 10) took 00 13-18 s,
-10 57 s, 20 946-949 s, 30 812-821 s, 40 592-594 s, 50 343-356 s, 60 190-202 s, 70 39-48 s, 99 9 s (2983 and
-3041 s in all, two runs of 2026-11-24 in a quiet hour); the quick profile 153-166 s in all."""
+Debian's 15 with JIT; downloads 10 … 17 without; two clusters of each): the default profile took 00 29 s, 10 235-236 s,
+20 1286-1343 s, 30 775-778 s, 40 572-595 s, 50 213-222 s, 60 138-142 s, 70 44-46 s, 99 7 s (3364 and 3342 s in all,
+default-20261126-152142 and default-20261126-162545); the quick profile 153-166 s in all (two runs of 2026-11-24)."""
 
 from __future__ import annotations
 
@@ -19,36 +19,36 @@ from .servers import Server, for_study
 COST = {
     "notebook": 6.0,  # a notebook's kernel, imports, session, derived tables and charts
     "report": 9.0,  # 99_report: renders data/derived/ (no server)
-    "server": 1.0,  # start and stop of one kit server
+    "server": 0.6,  # start and stop of one kit server
     # SSB (10, 20, 60): times per unit of SF
-    "ssb_load": 18.0,  # generate + COPY FREEZE, VACUUM ANALYZE, prewarm and the selectivity check, per server
-    "ssb_serial": 0.75,  # one query, serial (mean over the 13)
-    "ssb_parallel": 0.45,  # one query with parallel workers (JIT at S1's thresholds adds next to nothing)
-    "ssb_jit_forced": 0.45,  # + seconds of forced inlining and optimisation per query, whatever the SF
+    "ssb_load": 9.5,  # generate + COPY FREEZE, VACUUM ANALYZE, prewarm and the selectivity check, per server
+    "ssb_serial": 0.47,  # one query, serial (mean over the 13)
+    "ssb_parallel": 0.28,  # one query with parallel workers (JIT at S1's thresholds adds next to nothing)
+    "ssb_jit_forced": 0.28,  # + seconds of forced inlining and optimisation per query, whatever the SF
     "ssb_plans": 1.3,  # EXPLAIN ANALYZE of every (server, mode, query) once plus the plan-only captures, in rounds
     # pgbench (30)
-    "pgbench_load": 0.25,  # pgbench -i, per unit of scale (recreate, load, vacuum, keys)
-    "pgbench_load_fixed": 0.3,  # pgbench -i, whatever the scale (CHECKPOINT, sizes)
-    "pgbench_run": 0.1,  # a -T run beyond its -T: pgbench start, the clients' connections, sizes
+    "pgbench_load": 0.15,  # pgbench -i, per unit of scale (recreate, load, vacuum, keys)
+    "pgbench_load_fixed": 0.18,  # pgbench -i, whatever the scale (CHECKPOINT, sizes)
+    "pgbench_run": 0.06,  # a -T run beyond its -T: pgbench start, the clients' connections, sizes
     # the buffers experiment's restart with another shared_buffers (postgres -C, stop, start) and SHOW after it:
     # 0.27-0.75 s on the reference machine (pg18, 256kB … 2GB)
     "pgbench_restart": 0.5,
     # auto_explain (40): pgbench -c 1 runs of one-statement scripts on tab1
-    "ae_txn": 0.056e-3,  # a transaction of a statement that reads one row (LIMIT 1)
-    "ae_row": 7.0e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
-    "ae_logged_plan": 30e-6,  # a plan logged by auto_explain, written and then checked in the log
-    "ae_run": 0.03,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
-    "ae_restart": 0.3,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
-    "ae_setup": 1.0,  # per server: database, tab1, plans and timer capture
+    "ae_txn": 0.049e-3,  # a transaction of a statement that reads one row (LIMIT 1)
+    "ae_row": 6.2e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
+    "ae_logged_plan": 26e-6,  # a plan logged by auto_explain, written and then checked in the log
+    "ae_run": 0.026,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
+    "ae_restart": 0.26,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
+    "ae_setup": 0.9,  # per server: database, tab1, plans and timer capture
     # JIT per operator (50), serial aggregates over jit_ops
-    "jit_row": 4.8e-8,  # one execution, per row (6 passes a round at 3e6 rows: 343-361 s quiet, 546-561 s noisy)
-    "jit_compile": 0.02,  # + one execution with jit on: generation and emission
-    "jit_table_row": 1.5e-6,  # creating, analysing and prewarming jit_ops, per row
+    "jit_row": 2.8e-8,  # one execution, per row (6 passes a round at 3e6 rows)
+    "jit_compile": 0.012,  # + one execution with jit on: generation and emission
+    "jit_table_row": 0.87e-6,  # creating, analysing and prewarming jit_ops, per row
     # parallel index build (60), on SSB lineorder
-    "index_build": 2.5,  # one CREATE INDEX, per unit of SF (mean over key widths and worker counts on 2 cores)
+    "index_build": 1.5,  # one CREATE INDEX, per unit of SF (mean over key widths and worker counts on 2 cores)
     # partitioning (70)
-    "part_row": 1e-7,  # one count over the partitioned table, per row (mean over worker counts)
-    "part_load_row": 1e-6,  # loading, checksumming and prewarming the table, per row
+    "part_row": 0.69e-7,  # one count over the partitioned table, per row (mean over worker counts)
+    "part_load_row": 0.69e-6,  # loading, checksumming and prewarming the table, per row
 }
 
 

@@ -6,7 +6,7 @@ from ...core.estimate import COST, servers_for
 from ...core.paramtypes import version_major
 from ...core.servers import Server, matches_version
 
-TELEMETRY_RUN_S, TELEMETRY_BEFORE_15_S = 0.15, 0.6  # a measured run's telemetry: its log counted; before 15 the wait
+TELEMETRY_RUN_S, TELEMETRY_BEFORE_15_S = 0.09, 0.35  # a measured run's telemetry: its log counted; before 15 the wait
 
 
 def estimate_s(p, base: list[Server]) -> float:
@@ -42,8 +42,8 @@ def estimate_s(p, base: list[Server]) -> float:
     load_s = sum(COST["pgbench_load_fixed"] + COST["pgbench_load"] * sc for sc in loads)
     per_run = COST["pgbench_run"]
     if g.telemetry and n:
-        # the log read and counted (~0.15 s at 135,000 transactions), counters and sampler; before 15 a wait of
-        # 0.6 s for the statistics collector's file (measure._Watch): warm-ups counted too, an upper bound
+        # the log read and counted (fitted with the runs above), counters and sampler; before 15 a wait for
+        # the statistics collector's file (measure._Watch): warm-ups counted too, an upper bound
         old = sum(1 for s in servers if s.install is not None and s.install.major < 15) / n
         per_run += TELEMETRY_RUN_S + TELEMETRY_BEFORE_15_S * old
     return COST["server"] * n + load_s + seconds + per_run * runs + buffers_s(p, servers)
