@@ -23,8 +23,24 @@ from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
 
 # verdict pairs that reverse a reader's conclusion
 SEVERE = ({SUPPORTED, CONTRADICTED}, {CONTRADICTED, DIRECTION_ONLY})
-_VALUE = {"ratio", "low", "high", "ci_low", "ci_high", "coverage", "method", "n_rounds", "median", "median_baseline",
-          "study_ratio", "verdict", "flag", "label", "condition_order", "better"}
+_VALUE = {
+    "ratio",
+    "low",
+    "high",
+    "ci_low",
+    "ci_high",
+    "coverage",
+    "method",
+    "n_rounds",
+    "median",
+    "median_baseline",
+    "study_ratio",
+    "verdict",
+    "flag",
+    "label",
+    "condition_order",
+    "better",
+}
 
 
 def family(method: str) -> str:
@@ -51,16 +67,31 @@ def estimates(folder: Path) -> pl.DataFrame:
         if not {"ratio", low, high, "method"} <= set(df.columns):
             continue
         keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
-        key = pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|") if keys \
+        key = (
+            pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|")
+            if keys
             else pl.lit("")
-        frames.append(df.select(
-            pl.lit(f.stem).alias("table"), key.alias("key"), pl.col("ratio").cast(pl.Float64),
-            pl.col(low).cast(pl.Float64).alias("low"), pl.col(high).cast(pl.Float64).alias("high"),
-            (pl.col("coverage").cast(pl.Float64) if "coverage" in df.columns else pl.lit(0.95)).alias("coverage"),
-            pl.col("method").cast(pl.String),
-        ))
-    schema = {"table": pl.String, "key": pl.String, "ratio": pl.Float64, "low": pl.Float64, "high": pl.Float64,
-              "coverage": pl.Float64, "method": pl.String}
+        )
+        frames.append(
+            df.select(
+                pl.lit(f.stem).alias("table"),
+                key.alias("key"),
+                pl.col("ratio").cast(pl.Float64),
+                pl.col(low).cast(pl.Float64).alias("low"),
+                pl.col(high).cast(pl.Float64).alias("high"),
+                (pl.col("coverage").cast(pl.Float64) if "coverage" in df.columns else pl.lit(0.95)).alias("coverage"),
+                pl.col("method").cast(pl.String),
+            )
+        )
+    schema = {
+        "table": pl.String,
+        "key": pl.String,
+        "ratio": pl.Float64,
+        "low": pl.Float64,
+        "high": pl.Float64,
+        "coverage": pl.Float64,
+        "method": pl.String,
+    }
     out = pl.concat(frames) if frames else pl.DataFrame(schema=schema)
     return out.filter((pl.col("ratio") > 0) & (pl.col("low") > 0) & (pl.col("high") > pl.col("low")))
 
@@ -78,15 +109,21 @@ def calibration(runs: dict[str, Path], confidence: float = 0.95) -> pl.DataFrame
     for x, y in itertools.combinations(est, 2):
         j = est[x].join(est[y], on=["table", "key"], suffix="_b")
         for r in j.iter_rows(named=True):
-            se = [(math.log(r[h]) - math.log(r[lo])) / (2 * _z(r[c] or confidence))
-                  for lo, h, c in (("low", "high", "coverage"), ("low_b", "high_b", "coverage_b"))]
+            se = [
+                (math.log(r[h]) - math.log(r[lo])) / (2 * _z(r[c] or confidence))
+                for lo, h, c in (("low", "high", "coverage"), ("low_b", "high_b", "coverage_b"))
+            ]
             d = abs(math.log(r["ratio"]) - math.log(r["ratio_b"]))
             rows.append({"family": family(r["method"]), "beyond": d > _z(confidence) * math.hypot(*se)})
     if not rows:
         return pl.DataFrame(schema={"family": pl.String, "pairs": pl.Int64, "beyond": pl.Int64, "share": pl.Float64})
-    return (pl.from_dicts(rows).group_by("family").agg(pl.len().cast(pl.Int64).alias("pairs"),
-            pl.col("beyond").sum().cast(pl.Int64).alias("beyond"))
-            .with_columns((pl.col("beyond") / pl.col("pairs")).alias("share")).sort("family"))
+    return (
+        pl.from_dicts(rows)
+        .group_by("family")
+        .agg(pl.len().cast(pl.Int64).alias("pairs"), pl.col("beyond").sum().cast(pl.Int64).alias("beyond"))
+        .with_columns((pl.col("beyond") / pl.col("pairs")).alias("share"))
+        .sort("family")
+    )
 
 
 def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -108,9 +145,18 @@ def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
         fixed = all((study, finding) in exact[n] for n in vs)
         flips = sum(vs[a] != vs[b] for a, b in pairs)
         severe = sum({vs[a], vs[b]} in SEVERE for a, b in pairs)
-        rows.append({"study": study, "finding": finding, "flippable": not (untestable or fixed), "pairs": len(pairs),
-                     "flips": flips, "flip_probability": flips / len(pairs) if pairs else 0.0, "severe": severe,
-                     "verdicts": "; ".join(f"{n}: {v}" for n, v in vs.items())})
+        rows.append(
+            {
+                "study": study,
+                "finding": finding,
+                "flippable": not (untestable or fixed),
+                "pairs": len(pairs),
+                "flips": flips,
+                "flip_probability": flips / len(pairs) if pairs else 0.0,
+                "severe": severe,
+                "verdicts": "; ".join(f"{n}: {v}" for n, v in vs.items()),
+            }
+        )
     return pl.from_dicts(rows) if rows else pl.DataFrame()
 
 
@@ -119,7 +165,8 @@ def _exact_claims(df: pl.DataFrame) -> set[tuple[str, str]]:
     if not {"our_low", "our_high"} <= set(df.columns):
         return set()
     g = df.group_by("study", "finding").agg(
-        ((pl.col("our_low") == pl.col("our_high")) & pl.col("our_low").is_not_null()).all().alias("exact"))
+        ((pl.col("our_low") == pl.col("our_high")) & pl.col("our_low").is_not_null()).all().alias("exact")
+    )
     return {(r["study"], r["finding"]) for r in g.filter("exact").iter_rows(named=True)}
 
 
@@ -146,11 +193,16 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
         n_pairs = int(flips["pairs"][0])
         same = int((f["pairs"] - f["flips"]).sum())
         total = f.height * n_pairs
-        lines.append(f"flippable claims: {f.height} of {flips.height} (the rest not comparable / not testable / "
-                     f"not run in every run, or exact checks); over {n_pairs} pair(s): {same} of {total} the same "
-                     f"({same / total:.1%})" if total else "no flippable claim")
-        lines.append(f"severe flips (supported <-> contradicted, contradicted <-> direction only): "
-                     f"{int(flips['severe'].sum())}")
+        lines.append(
+            f"flippable claims: {f.height} of {flips.height} (the rest not comparable / not testable / "
+            f"not run in every run, or exact checks); over {n_pairs} pair(s): {same} of {total} the same "
+            f"({same / total:.1%})"
+            if total
+            else "no flippable claim"
+        )
+        lines.append(
+            f"severe flips (supported <-> contradicted, contradicted <-> direction only): {int(flips['severe'].sum())}"
+        )
         moving = f.filter(pl.col("flips") > 0).sort("flip_probability", descending=True)
         for r in moving.iter_rows(named=True):
             lines.append(f"  {r['flip_probability']:.0%} {r['study']} {r['finding']}: {r['verdicts']}")

@@ -42,29 +42,80 @@ __all__ = ["CompareError", "Dataset", "available", "check_comparable", "params_d
 NOTEBOOK = "compare.ipynb"
 KERNEL = "pglab"
 PLAN_KEYS = ("server", "mode", "query", "item", "condition", "operator", "workers", "key_columns")
-PLAN_SHAPE = ("fingerprint", "nodes", "shape", "node_type", "leftmost_node_type", "leftmost_relation",
-              "workers_planned", "nodes_below", "gathers", "parallel_append_under_gather")
+PLAN_SHAPE = (
+    "fingerprint",
+    "nodes",
+    "shape",
+    "node_type",
+    "leftmost_node_type",
+    "leftmost_relation",
+    "workers_planned",
+    "nodes_below",
+    "gathers",
+    "parallel_append_under_gather",
+)
 # chosen afresh by the kit for every cluster or run, or where this clone lies: a difference says nothing of the runs
-RUN_LOCAL = ("port", "unix_socket_directories", "socket_dir", "bin_dir", "lib_dir", "share_dir", "server_bin_dir",
-             "cluster_dir", "cluster_dir_wanted", "data_directory", "config_file", "hba_file", "ident_file",
-             "external_pid_file", "log_directory", "captured_utc")
+RUN_LOCAL = (
+    "port",
+    "unix_socket_directories",
+    "socket_dir",
+    "bin_dir",
+    "lib_dir",
+    "share_dir",
+    "server_bin_dir",
+    "cluster_dir",
+    "cluster_dir_wanted",
+    "data_directory",
+    "config_file",
+    "hba_file",
+    "ident_file",
+    "external_pid_file",
+    "log_directory",
+    "captured_utc",
+)
 # what a table's medians measure: (unit, which way is better)
-UNITS = {"auto_explain": ("ms", "lower"), "jit_operators": ("ms", "lower"), "parallel_index": ("s", "lower"),
-         "partitioning": ("s", "lower"), "pgbench_init": ("s", "lower"), "ssb": ("s", "lower"),
-         "ssb_sweep": ("s", "lower"), "pgbench_scaling": ("tps", "higher"), "pgbench_select_only": ("tps", "higher"),
-         "pgbench_series": ("tps", "higher"), "pgbench_buffers": ("tps", "higher")}
+UNITS = {
+    "auto_explain": ("ms", "lower"),
+    "jit_operators": ("ms", "lower"),
+    "parallel_index": ("s", "lower"),
+    "partitioning": ("s", "lower"),
+    "pgbench_init": ("s", "lower"),
+    "ssb": ("s", "lower"),
+    "ssb_sweep": ("s", "lower"),
+    "pgbench_scaling": ("tps", "higher"),
+    "pgbench_select_only": ("tps", "higher"),
+    "pgbench_series": ("tps", "higher"),
+    "pgbench_buffers": ("tps", "higher"),
+}
 RATIO_SCHEMA = {
-    "study": pl.String, "metric": pl.String, "server": pl.String, "item": pl.String,
-    "a_median": pl.Float64, "a_low": pl.Float64, "a_high": pl.Float64,
-    "b_median": pl.Float64, "b_low": pl.Float64, "b_high": pl.Float64,
-    "ratio": pl.Float64, "ratio_low": pl.Float64, "ratio_high": pl.Float64, "interval": pl.String, "change": pl.String,
-    "unit": pl.String, "better": pl.String,
+    "study": pl.String,
+    "metric": pl.String,
+    "server": pl.String,
+    "item": pl.String,
+    "a_median": pl.Float64,
+    "a_low": pl.Float64,
+    "a_high": pl.Float64,
+    "b_median": pl.Float64,
+    "b_low": pl.Float64,
+    "b_high": pl.Float64,
+    "ratio": pl.Float64,
+    "ratio_low": pl.Float64,
+    "ratio_high": pl.Float64,
+    "interval": pl.String,
+    "change": pl.String,
+    "unit": pl.String,
+    "better": pl.String,
 }
 BEYOND = ("B higher", "B lower")  # `change` values of a ratio whose interval excludes 1
 
 
-_PLAIN = {"workers": "{} workers", "clients": "{} clients", "scale": "scale {}", "key_columns": "{} key columns",
-          "run": "run {}"}
+_PLAIN = {
+    "workers": "{} workers",
+    "clients": "{} clients",
+    "scale": "scale {}",
+    "key_columns": "{} key columns",
+    "run": "run {}",
+}
 
 
 def _item(keys: list[str]) -> pl.Expr:
@@ -88,7 +139,8 @@ def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str])
         return df.select(
             *[pl.col(k).cast(pl.String) for k in keys],  # A may read "1" as a number, B as text
             pl.col("median").cast(pl.Float64).alias(f"{s}_median"),
-            pl.col(low).cast(pl.Float64).alias(f"{s}_low"), pl.col(high).cast(pl.Float64).alias(f"{s}_high"),
+            pl.col(low).cast(pl.Float64).alias(f"{s}_low"),
+            pl.col(high).cast(pl.Float64).alias(f"{s}_high"),
         )
 
     j = side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
@@ -102,23 +154,38 @@ def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str])
         ratio_high=pl.when(positive & (pl.col("a_low") > 0)).then(pl.col("b_high") / pl.col("a_low")),
     )
     change = (
-        pl.when(pl.col("ratio_low").is_null() | pl.col("ratio_high").is_null()).then(pl.lit("no interval"))
-        .when(pl.col("ratio_low") > 1).then(pl.lit(BEYOND[0]))
-        .when(pl.col("ratio_high") < 1).then(pl.lit(BEYOND[1]))
+        pl.when(pl.col("ratio_low").is_null() | pl.col("ratio_high").is_null())
+        .then(pl.lit("no interval"))
+        .when(pl.col("ratio_low") > 1)
+        .then(pl.lit(BEYOND[0]))
+        .when(pl.col("ratio_high") < 1)
+        .then(pl.lit(BEYOND[1]))
         .otherwise(pl.lit("inside interval"))
     )
     unit, better = UNITS.get(base, ("", "lower"))
     unit_e, better_e = pl.lit(unit), pl.lit(better)
     if "metric" in keys:  # a table of several measures (e.g. an experiment's time_s and tps): each row its own
         m = pl.col("metric").cast(pl.String)
-        unit_e = (pl.when(m.str.contains("tps")).then(pl.lit("tps")).when(m.str.ends_with("_ms")).then(pl.lit("ms"))
-                  .when(m.str.ends_with("_s")).then(pl.lit("s")).otherwise(unit_e))
+        unit_e = (
+            pl.when(m.str.contains("tps"))
+            .then(pl.lit("tps"))
+            .when(m.str.ends_with("_ms"))
+            .then(pl.lit("ms"))
+            .when(m.str.ends_with("_s"))
+            .then(pl.lit("s"))
+            .otherwise(unit_e)
+        )
         better_e = pl.when(m.str.contains("tps")).then(pl.lit("higher")).otherwise(better_e)
     return j.select(
-        pl.lit(study_of(table)).alias("study"), metric.alias("metric"),
-        (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
+        pl.lit(study_of(table)).alias("study"),
+        metric.alias("metric"),
+        (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"),
+        _item(rest).alias("item"),
         *[c for c in RATIO_SCHEMA if c[:2] in ("a_", "b_") or c.startswith("ratio")],
-        pl.lit(interval).alias("interval"), change.alias("change"), unit_e.alias("unit"), better_e.alias("better"),
+        pl.lit(interval).alias("interval"),
+        change.alias("change"),
+        unit_e.alias("unit"),
+        better_e.alias("better"),
     ).cast(RATIO_SCHEMA)
 
 
@@ -135,18 +202,24 @@ def ratios(a: Dataset, b: Dataset) -> pl.DataFrame:
 def largest_changes(r: pl.DataFrame, k: int = 10) -> pl.DataFrame:
     """The K ratios furthest from 1 (in either direction) among those whose interval excludes 1."""
     return (
-        r.filter(pl.col("change").is_in(BEYOND)).sort(pl.col("ratio").log().abs(), descending=True).head(k)
+        r.filter(pl.col("change").is_in(BEYOND))
+        .sort(pl.col("ratio").log().abs(), descending=True)
+        .head(k)
         .with_columns(outcome(), *[_with_unit(c) for c in ("a_median", "b_median")])
-        .select("study", "metric", "server", "item", "a_median", "b_median", "ratio", "ratio_low", "ratio_high",
-                "outcome")
+        .select(
+            "study", "metric", "server", "item", "a_median", "b_median", "ratio", "ratio_low", "ratio_high", "outcome"
+        )
     )
 
 
 def _with_unit(col: str) -> pl.Expr:
     """A median as text with its unit, e.g. '0.340 s', '23,742 tps'."""
     v = pl.col(col)
-    text = pl.when(v.abs() >= 100).then(v.round(0).cast(pl.Int64).cast(pl.String)).otherwise(
-        v.round_sig_figs(3).cast(pl.String))
+    text = (
+        pl.when(v.abs() >= 100)
+        .then(v.round(0).cast(pl.Int64).cast(pl.String))
+        .otherwise(v.round_sig_figs(3).cast(pl.String))
+    )
     return (text + pl.lit(" ") + pl.col("unit")).str.strip_chars().alias(col)
 
 
@@ -157,7 +230,8 @@ def outcome() -> pl.Expr:
     return (
         pl.when(pl.col("change").is_in(BEYOND))
         .then(pl.when(up == (pl.col("better") == "higher")).then(pl.lit("B better")).otherwise(pl.lit("B worse")))
-        .when(pl.col("change") == "no interval").then(pl.lit("no interval"))
+        .when(pl.col("change") == "no interval")
+        .then(pl.lit("no interval"))
         .otherwise(pl.lit("no change"))
         .alias("outcome")
     )
@@ -174,10 +248,20 @@ def _findings(ds: Dataset) -> pl.DataFrame:
 def verdict_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
     """Findings (same study, finding and server) whose verdict differs between A and B."""
     j = _findings(a).join(_findings(b), on=["study", "finding", "server"], how="inner", suffix="_b")
-    return j.filter(pl.col("verdict") != pl.col("verdict_b")).select(
-        "study", "finding", "server", pl.col("verdict").alias("verdict_a"), "verdict_b", "claim",
-        pl.col("evidence").alias("evidence_a"), "evidence_b",
-    ).sort("study", "finding", "server")
+    return (
+        j.filter(pl.col("verdict") != pl.col("verdict_b"))
+        .select(
+            "study",
+            "finding",
+            "server",
+            pl.col("verdict").alias("verdict_a"),
+            "verdict_b",
+            "claim",
+            pl.col("evidence").alias("evidence_a"),
+            "evidence_b",
+        )
+        .sort("study", "finding", "server")
+    )
 
 
 def _plan_shapes(df: pl.DataFrame, keys: list[str], shape: list[str]) -> pl.DataFrame:
@@ -200,11 +284,17 @@ def plan_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
         )
         rest = [k for k in keys if k != "server"]
         for c in shape:
-            frames.append(j.filter(pl.col(c) != pl.col(f"{c}_b")).select(
-                pl.lit(study_of(table)).alias("study"), pl.lit(table).alias("table"),
-                (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"), _item(rest).alias("item"),
-                pl.lit(c).alias("column"), pl.col(c).alias("a"), pl.col(f"{c}_b").alias("b"),
-            ))
+            frames.append(
+                j.filter(pl.col(c) != pl.col(f"{c}_b")).select(
+                    pl.lit(study_of(table)).alias("study"),
+                    pl.lit(table).alias("table"),
+                    (pl.col("server") if "server" in keys else pl.lit("all")).alias("server"),
+                    _item(rest).alias("item"),
+                    pl.lit(c).alias("column"),
+                    pl.col(c).alias("a"),
+                    pl.col(f"{c}_b").alias("b"),
+                )
+            )
     return pl.concat(frames).sort("study", "table", "server", "item", "column")
 
 
@@ -212,20 +302,30 @@ def _environment(ds: Dataset) -> pl.DataFrame:
     """Machine keys, server descriptions and settings as (section, server, item, value) text."""
     frames = [pl.DataFrame(schema=dict.fromkeys(("section", "server", "item", "value"), pl.String))]
     if (m := ds.read("environment_machine")) is not None:
-        frames.append(m.filter(~pl.col("key").is_in(RUN_LOCAL)).select(
-            pl.lit("machine").alias("section"), pl.lit("").alias("server"), pl.col("key").alias("item"),
-            pl.col("value").cast(pl.String)))
+        frames.append(
+            m.filter(~pl.col("key").is_in(RUN_LOCAL)).select(
+                pl.lit("machine").alias("section"),
+                pl.lit("").alias("server"),
+                pl.col("key").alias("item"),
+                pl.col("value").cast(pl.String),
+            )
+        )
     if (s := ds.read("environment_servers")) is not None:
         long = s.select(pl.all().cast(pl.String)).unpivot(index="server", variable_name="item", value_name="value")
         long = long.filter(~pl.col("item").is_in(RUN_LOCAL))
         frames.append(long.select(pl.lit("server").alias("section"), "server", "item", "value"))
     if (st := ds.read("environment_settings")) is not None:
-        value = pl.concat_str([pl.col("setting").cast(pl.String), pl.col("unit").cast(pl.String)], separator=" ",
-                              ignore_nulls=True)
-        frames.append(st.filter(~pl.col("name").is_in(RUN_LOCAL)).select(
-            pl.lit("setting").alias("section"), pl.col("server").cast(pl.String), pl.col("name").alias("item"),
-            value.str.strip_chars().alias("value"),
-        ))
+        value = pl.concat_str(
+            [pl.col("setting").cast(pl.String), pl.col("unit").cast(pl.String)], separator=" ", ignore_nulls=True
+        )
+        frames.append(
+            st.filter(~pl.col("name").is_in(RUN_LOCAL)).select(
+                pl.lit("setting").alias("section"),
+                pl.col("server").cast(pl.String),
+                pl.col("name").alias("item"),
+                value.str.strip_chars().alias("value"),
+            )
+        )
     return pl.concat(frames)
 
 
@@ -259,8 +359,9 @@ def by_study(r: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame) -> pl
     return out.with_columns(pl.col(pl.UInt32).fill_null(0)).sort("study")
 
 
-def what_changed(env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame, r: pl.DataFrame,
-                 params: pl.DataFrame | None = None) -> pl.DataFrame:
+def what_changed(
+    env: pl.DataFrame, verdicts: pl.DataFrame, plans: pl.DataFrame, r: pl.DataFrame, params: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """The one-screen summary: how many of each kind of difference, the params first."""
     params = params if params is not None else pl.DataFrame(schema={"kind": pl.String})
     judged = r.with_columns(outcome())["outcome"]
@@ -291,8 +392,11 @@ def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
     others."""
     distance = pl.col("ratio").log().abs()
     data = (
-        r.drop_nulls("ratio").filter(pl.col("ratio") > 0).sort(distance, descending=True)
-        .filter(pl.int_range(pl.len()).over("metric") < per_metric).head(k)
+        r.drop_nulls("ratio")
+        .filter(pl.col("ratio") > 0)
+        .sort(distance, descending=True)
+        .filter(pl.int_range(pl.len()).over("metric") < per_metric)
+        .head(k)
         .with_columns(
             outcome(),
             label=pl.concat_str(["metric", "server", "item"], separator=" · ").str.strip_chars(" ·"),
@@ -303,17 +407,35 @@ def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
     # the reach of the ratios themselves (an interval wider than that is clipped at the edge): one wide interval
     # must not squeeze every ±20 % change into a few pixels
     reach = min(max([1.1, *(max(x, 1 / x) for x in data["ratio"].to_list())]) * 1.25, 10.0)
-    y = alt.Y("label:N", sort=alt.EncodingSortField("ratio", order="descending"), title=None,
-              axis=alt.Axis(labelLimit=420))
+    y = alt.Y(
+        "label:N", sort=alt.EncodingSortField("ratio", order="descending"), title=None, axis=alt.Axis(labelLimit=420)
+    )
     scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)  # nice: powers of 10
     x = alt.X("lo:Q", scale=scale, title="B / A of the medians (interval: ratio of bounds; log scale)")
-    color = alt.Color("outcome:N", title="B against A",
-                      scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())))
+    color = alt.Color(
+        "outcome:N",
+        title="B against A",
+        scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())),
+    )
     base = alt.Chart(data).encode(y=y, color=color)
     interval = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi:Q")
     point = base.mark_point(filled=True, size=50).encode(
-        x="ratio:Q", tooltip=["study", "metric", "server", "item", "unit", "better", "a_median", "b_median", "ratio",
-                              "lo", "hi", "outcome"])
+        x="ratio:Q",
+        tooltip=[
+            "study",
+            "metric",
+            "server",
+            "item",
+            "unit",
+            "better",
+            "a_median",
+            "b_median",
+            "ratio",
+            "lo",
+            "hi",
+            "outcome",
+        ],
+    )
     one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
     return alt.layer(interval, point, one).properties(
         width=420, title=f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)"
@@ -354,9 +476,12 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="pglab-compare-"))  # the kernel's IPC sockets: private, no TCP warning
     try:
         papermill.execute_notebook(
-            str(paths.NOTEBOOKS / NOTEBOOK), str(out / NOTEBOOK),
+            str(paths.NOTEBOOKS / NOTEBOOK),
+            str(out / NOTEBOOK),
             parameters={"a": _for_notebook(a), "b": _for_notebook(b), "force": args.force},
-            kernel_name=KERNEL, cwd=str(paths.NOTEBOOKS), progress_bar=False,
+            kernel_name=KERNEL,
+            cwd=str(paths.NOTEBOOKS),
+            progress_bar=False,
             kernel_manager_class=ipc_kernel_manager(folder),
         )
     except papermill.PapermillExecutionError as e:

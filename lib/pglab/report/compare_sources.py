@@ -212,8 +212,16 @@ def params_differences(a: Dataset, b: Dataset) -> pl.DataFrame:
     if pa is None or pb is None:
         return pl.DataFrame(schema=schema)
     unset = "(not set)"
-    rows = [("workload" if k.startswith(WORKLOAD) else "settings", k, json.dumps(pa.get(k, unset)),
-             json.dumps(pb.get(k, unset))) for k in sorted(pa.keys() | pb.keys()) if pa.get(k) != pb.get(k)]
+    rows = [
+        (
+            "workload" if k.startswith(WORKLOAD) else "settings",
+            k,
+            json.dumps(pa.get(k, unset)),
+            json.dumps(pb.get(k, unset)),
+        )
+        for k in sorted(pa.keys() | pb.keys())
+        if pa.get(k) != pb.get(k)
+    ]
     return pl.DataFrame(rows, schema=schema, orient="row").sort("kind", "key", descending=[True, False])
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from .. import params as params_mod
 from ..core import derived, paths
-from ..core.paramtypes import run_id_arg
 from ..core.config import check_reference
+from ..core.paramtypes import run_id_arg
 from ..core.session import check_resume
 from ..core.store import begin_run, finish_run
 from ..studies import STUDIES
@@ -115,8 +115,10 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # nothing of an unfinished build is kept (pg_build)
-        print("\npglab report: interrupted while checking params; nothing was measured: run the same command again",
-              file=sys.stderr)
+        print(
+            "\npglab report: interrupted while checking params; nothing was measured: run the same command again",
+            file=sys.stderr,
+        )
         return 130
     from .estimate import estimates as estimate_all
     from .progress import RunProgress
@@ -178,8 +180,11 @@ def _ctrl_c(progress, resume: str | None):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the servers' shutdown short
         progress.quiet()
         where = progress.current or "between notebooks"
-        then = (f"measurements recorded so far are kept; resume with: {resume}" if resume
-                else "nothing was measured; run the same command again")
+        then = (
+            f"measurements recorded so far are kept; resume with: {resume}"
+            if resume
+            else "nothing was measured; run the same command again"
+        )
         print(f"\npglab report: interrupted in {where}, stopping its servers; {then}", file=sys.stderr, flush=True)
         logging.disable(logging.CRITICAL)  # papermill and the kernel client log their own shutdown
         raise KeyboardInterrupt

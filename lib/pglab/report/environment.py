@@ -12,8 +12,18 @@ import polars as pl
 
 from ..core import builds, derived, replicas
 
-MACHINE_KEYS = ("cpu_model", "cpu_cores", "memory_gib", "os", "kernel", "clocksource", "cpu_governor", "python",
-                "pglab_revision", "captured_utc")
+MACHINE_KEYS = (
+    "cpu_model",
+    "cpu_cores",
+    "memory_gib",
+    "os",
+    "kernel",
+    "clocksource",
+    "cpu_governor",
+    "python",
+    "pglab_revision",
+    "captured_utc",
+)
 REFERENCE = "default"
 
 
@@ -29,10 +39,15 @@ def machine_table(profile: str, root: Path | None = None) -> pl.DataFrame:
 
 def servers_table(profile: str, root: Path | None = None) -> pl.DataFrame:
     s = derived.read_table("environment_servers", profile, root)
-    build = (pl.col("build") if "build" in s.columns  # runs before the build identity: the compiler alone
-             else pl.col("version_string").map_elements(_compiler, return_dtype=pl.String))
+    build = (
+        pl.col("build")
+        if "build" in s.columns  # runs before the build identity: the compiler alone
+        else pl.col("version_string").map_elements(_compiler, return_dtype=pl.String)
+    )
     return s.select(
-        "server", pl.col("version_string").str.split(" on ").list.first().alias("version"), "source",
+        "server",
+        pl.col("version_string").str.split(" on ").list.first().alias("version"),
+        "source",
         build.alias("build"),
         pl.when(pl.col("jit_available")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("JIT available"),
     ).sort("server")
@@ -70,13 +85,18 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     manifest = json.loads((derived.profile_dir(profile, root) / "MANIFEST.json").read_text())
     run_ids = sorted({e["run_id"] for e in manifest.values() if isinstance(e, dict) and e.get("run_id")})
     run = ", ".join(f"`{r}`" for r in run_ids) or "not recorded"
-    m = dict(derived.read_table("environment_machine", profile, root).select("key", pl.col("value").cast(pl.String))
-             .iter_rows())
+    m = dict(
+        derived.read_table("environment_machine", profile, root)
+        .select("key", pl.col("value").cast(pl.String))
+        .iter_rows()
+    )
     when = m.get("captured_utc")
     if not when and run_ids and (d := re.search(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})\d{2}$", run_ids[0])):
         when = f"{d[1]}-{d[2]}-{d[3]} {d[4]}:{d[5]} UTC"
-    machine = f"{m.get('cpu_model') or 'CPU not recorded'}, {m.get('cpu_cores')} cores, {m.get('memory_gib')} GiB, " \
-              f"{m.get('os')}"
+    machine = (
+        f"{m.get('cpu_model') or 'CPU not recorded'}, {m.get('cpu_cores')} cores, {m.get('memory_gib')} GiB, "
+        f"{m.get('os')}"
+    )
     s = derived.read_table("environment_servers", profile, root).sort("major", "server")
     # params servers.clusters: a server's replica clusters share its build, so it is named once with their count
     bases = replicas.base_names(s["server"].to_list())
@@ -85,13 +105,19 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     def clusters(name: str) -> str:
         return f", {count[name]} clusters" if count[name] > 1 else ""
 
-    servers = "; ".join(f"{r['server']} ({r['major']}.{r['minor']}, {r['source']}, {_compiler(r['version_string'])}"
-                        f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''}"
-                        f"{clusters(r['server'])})"
-                        for r in s.iter_rows(named=True) if bases[r["server"]] == r["server"])
+    servers = "; ".join(
+        f"{r['server']} ({r['major']}.{r['minor']}, {r['source']}, {_compiler(r['version_string'])}"
+        f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''}"
+        f"{clusters(r['server'])})"
+        for r in s.iter_rows(named=True)
+        if bases[r["server"]] == r["server"]
+    )
     what = "the reference, `params/default.yaml`" if profile == REFERENCE else f"`{params.source}`"
-    lines = [f"**Run {run}**, measured {when or 'at a time not recorded'} with profile `{profile}` ({what}) on "
-             f"{machine}.", "", f"**Servers:** {servers}."]
+    lines = [
+        f"**Run {run}**, measured {when or 'at a time not recorded'} with profile `{profile}` ({what}) on {machine}.",
+        "",
+        f"**Servers:** {servers}.",
+    ]
     if profile != REFERENCE:
         lines = [_banner(profile, params), ""] + lines
     return "\n".join(lines)
@@ -101,6 +127,9 @@ def _banner(profile: str, params) -> str:
     ssb = getattr(params, "ssb", None)
     sizes = f"SSB at SF {ssb.sf:g}, {ssb.repetitions} rounds" if ssb is not None else "its own sizes"
     smoke = ssb is not None and ssb.repetitions < 5
-    said = ("a smoke test of every path: too few rounds for a verdict to be a finding" if smoke
-            else "its verdicts hold for its own params, which differ from the reference's")
+    said = (
+        "a smoke test of every path: too few rounds for a verdict to be a finding"
+        if smoke
+        else "its verdicts hold for its own params, which differ from the reference's"
+    )
     return f"> ⚠ **Not the reference report.** Profile `{profile}` ({sizes}): {said}."

@@ -44,8 +44,11 @@ def _inline(text: str) -> str:
 def _server_item(r: dict) -> str:
     numbers = ""
     if r["our_value"] is not None:
-        numbers = f" Ours {ratio_with_interval(r['our_value'], r['our_low'], r['our_high'])}" + (
-            f" ({escape(r['interval'])})" if r["interval"] else "") + "."
+        numbers = (
+            f" Ours {ratio_with_interval(r['our_value'], r['our_low'], r['our_high'])}"
+            + (f" ({escape(r['interval'])})" if r["interval"] else "")
+            + "."
+        )
     return f"<li>{escape(r['server'])}: {verdict_html(r['verdict'])}.{numbers} {_inline(r['evidence'])}</li>"
 
 
@@ -57,11 +60,16 @@ def findings_html(f: pl.DataFrame) -> str:
     out = [STYLE]
     for c in claims(f).iter_rows(named=True):
         rows = f.filter((pl.col("study") == c["study"]) & (pl.col("finding") == c["finding"]))
-        theirs = (f"<p>The study’s figure: {ratio_with_interval(c['study_value'])}.</p>"
-                  if c["study_value"] is not None else "")
-        mixed = (" <i>(the servers disagree: undetermined overall)</i>"
-                 if c["verdict"] == v.UNDETERMINED and len(set(rows["verdict"]) - set(v.UNTESTED)) > 1
-                 else "")
+        theirs = (
+            f"<p>The study’s figure: {ratio_with_interval(c['study_value'])}.</p>"
+            if c["study_value"] is not None
+            else ""
+        )
+        mixed = (
+            " <i>(the servers disagree: undetermined overall)</i>"
+            if c["verdict"] == v.UNDETERMINED and len(set(rows["verdict"]) - set(v.UNTESTED)) > 1
+            else ""
+        )
         items = "".join(_server_item(r) for r in rows.iter_rows(named=True))
         out.append(
             f'<details class="pglab-claim" id="{anchor(c["study"], c["finding"])}"><summary>'
@@ -75,19 +83,26 @@ def findings_html(f: pl.DataFrame) -> str:
 def noise_markdown(noise: pl.DataFrame | None) -> str:
     """The section's noise floor from its A/A control, or that this run had none."""
     if noise is None or noise.is_empty():
-        return ("**Noise floor.** No A/A control in this run: how far two measurements of the same thing stray "
-                "on this machine was not measured for this study, so its verdicts rest on their intervals alone.")
-    lines = ["**Noise floor** (A/A control: one condition measured twice under two labels; an effect within "
-             "the floor cannot support a claim, and about 5 % of A/A intervals should exclude 1):", "",
-             "| study | server | metric | A/A pairs | false-difference rate | floor | method |",
-             "|---|---|---|--:|--:|--:|---|"]
+        return (
+            "**Noise floor.** No A/A control in this run: how far two measurements of the same thing stray "
+            "on this machine was not measured for this study, so its verdicts rest on their intervals alone."
+        )
+    lines = [
+        "**Noise floor** (A/A control: one condition measured twice under two labels; an effect within "
+        "the floor cannot support a claim, and about 5 % of A/A intervals should exclude 1):",
+        "",
+        "| study | server | metric | A/A pairs | false-difference rate | floor | method |",
+        "|---|---|---|--:|--:|--:|---|",
+    ]
 
     def pct(x) -> str:
         return "—" if x is None else f"{x:.1%}".replace("%", " %")
 
     for r in noise.iter_rows(named=True):
         floor = "—" if r.get("floor") is None else "±" + pct(r["floor"])
-        lines.append(f"| {r.get('study', '—')} | {r.get('server', '—')} | {r.get('metric', '—')} | "
-                     f"{r.get('n_pairs', '—')} | {pct(r.get('false_difference_rate'))} | {floor} | "
-                     f"{str(r.get('method', '—')).replace('|', '/')} |")
+        lines.append(
+            f"| {r.get('study', '—')} | {r.get('server', '—')} | {r.get('metric', '—')} | "
+            f"{r.get('n_pairs', '—')} | {pct(r.get('false_difference_rate'))} | {floor} | "
+            f"{str(r.get('method', '—')).replace('|', '/')} |"
+        )
     return "\n".join(lines)

@@ -37,13 +37,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not p.experiments:
-        print(f"error: {args.params}: experiments: expected at least one experiment (docs/experiments.md)",
-              file=sys.stderr)
+        print(
+            f"error: {args.params}: experiments: expected at least one experiment (docs/experiments.md)",
+            file=sys.stderr,
+        )
         return 2
     out = paths.resolve(args.out) if args.out else default_out(p.profile)
     run_id = begin_run(p.profile, args.run_id or p.run_id)
-    code = driver.main(["--params", args.params, "--out", str(out), "--run-id", run_id,
-                        *[x for nb in NOTEBOOKS for x in ("--only", nb)]])
+    code = driver.main(
+        [
+            "--params",
+            args.params,
+            "--out",
+            str(out),
+            "--run-id",
+            run_id,
+            *[x for nb in NOTEBOOKS for x in ("--only", nb)],
+        ]
+    )
     if code:
         return code
     finish_run(p.profile, run_id)

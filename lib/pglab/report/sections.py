@@ -32,6 +32,7 @@ SOURCES = {
     ),
 }
 
+
 def sources_markdown(study: Study) -> str:
     """The section's source studies, each as "S<n>, see docs/studies.md" with its title."""
     cites = " ".join(f"{s}: {SOURCES[s]}." for s in study.section.sources)

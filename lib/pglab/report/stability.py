@@ -50,7 +50,8 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     def side(df: pl.DataFrame, name: str) -> pl.DataFrame:
         why = pl.col("evidence").cast(pl.String) if "evidence" in df.columns else pl.lit(None, dtype=pl.String)
         return df.select(*KEYS, pl.col("verdict").alias(f"verdict_{name}"), why.alias(f"evidence_{name}")).unique(
-            KEYS, keep="first")
+            KEYS, keep="first"
+        )
 
     j = side(a, "a").join(side(b, "b"), on=list(KEYS), how="full", coalesce=True, nulls_equal=True)
     j = j.with_columns(pl.col("verdict_a", "verdict_b").fill_null(MISSING)).sort(KEYS)
@@ -58,9 +59,14 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     severe = pl.any_horizontal([pair.list.set_intersection(list(s)).list.len() == 2 for s in SEVERE])
     flips = j.filter(pl.col("verdict_a") != pl.col("verdict_b")).with_columns(severe.alias("severe"))
     n = j.height
-    return {"claims": n, "same": n - flips.height, "agreement": (n - flips.height) / n if n else None,
-            "flips": flips.select("study", "finding", "server", "verdict_a", "verdict_b", "severe", "evidence_a",
-                                  "evidence_b")}
+    return {
+        "claims": n,
+        "same": n - flips.height,
+        "agreement": (n - flips.height) / n if n else None,
+        "flips": flips.select(
+            "study", "finding", "server", "verdict_a", "verdict_b", "severe", "evidence_a", "evidence_b"
+        ),
+    }
 
 
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
@@ -80,13 +86,17 @@ def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "ve
     evidence in both runs under it (cut to `why` characters): what the verdicts rested on."""
     if not c["claims"]:
         return "no findings in either run"
-    lines = [f"agreement: {c['same']} of {c['claims']} {unit} the same ({c['agreement']:.1%})",
-             f"flips: {c['flips'].height}, severe (supported <-> contradicted, contradicted <-> direction only): "
-             f"{c['flips']['severe'].sum()}"]
+    lines = [
+        f"agreement: {c['same']} of {c['claims']} {unit} the same ({c['agreement']:.1%})",
+        f"flips: {c['flips'].height}, severe (supported <-> contradicted, contradicted <-> direction only): "
+        f"{c['flips']['severe'].sum()}",
+    ]
     for r in c["flips"].iter_rows(named=True):
         mark = "SEVERE " if r["severe"] else "       "
-        lines.append(f"  {mark}{r['study']} {r['finding']} [{r['server']}]: "
-                     f"{label_a}: {r['verdict_a']} -> {label_b}: {r['verdict_b']}")
+        lines.append(
+            f"  {mark}{r['study']} {r['finding']} [{r['server']}]: "
+            f"{label_a}: {r['verdict_a']} -> {label_b}: {r['verdict_b']}"
+        )
         for label, ev in ((label_a, r["evidence_a"]), (label_b, r["evidence_b"])):
             if why and ev:
                 lines.append(f"           {label}: {ev[:why]}{'…' if len(ev) > why else ''}")
@@ -172,15 +182,21 @@ def pairwise_text(found: dict[str, pl.DataFrame]) -> str:
         same, total, same_s, total_s = same + c["same"], total + c["claims"], same_s + s["same"], total_s + s["claims"]
         severe += int(s["flips"]["severe"].sum())
         severe_claims += int(c["flips"]["severe"].sum())
-        lines += [f"{x} vs {y}, per claim:", report_text(c, x, y, unit="claims"),
-                  f"  per claim and server: {s['same']} of {s['claims']} the same"
-                  + (f" ({s['agreement']:.1%})" if s["claims"] else "")
-                  + f", severe claim-server flips {s['flips']['severe'].sum()}", ""]
+        lines += [
+            f"{x} vs {y}, per claim:",
+            report_text(c, x, y, unit="claims"),
+            f"  per claim and server: {s['same']} of {s['claims']} the same"
+            + (f" ({s['agreement']:.1%})" if s["claims"] else "")
+            + f", severe claim-server flips {s['flips']['severe'].sum()}",
+            "",
+        ]
     if total:
         n = f"the {len(pairs)} pairs" if len(pairs) > 1 else "the one pair"
-        lines.append(f"over {n}: {same} of {total} claims the same ({same / total:.1%}), severe claim flips: "
-                     f"{severe_claims}; {same_s} of {total_s} claim-server verdicts ({same_s / total_s:.1%}), "
-                     f"severe claim-server flips: {severe}")
+        lines.append(
+            f"over {n}: {same} of {total} claims the same ({same / total:.1%}), severe claim flips: "
+            f"{severe_claims}; {same_s} of {total_s} claim-server verdicts ({same_s / total_s:.1%}), "
+            f"severe claim-server flips: {severe}"
+        )
     return "\n".join(lines)
 
 
@@ -199,9 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         default="report",
         help="the report's findings of every study (default) or the stored *_findings.csv only",
     )
-    ap.add_argument("--archives", nargs="+", metavar="RUN_ID",
-                    help="measure nothing: derive these recorded runs anew (no server) and compare every pair; "
-                    "not with --first, --compare-only or --from csv")
+    ap.add_argument(
+        "--archives",
+        nargs="+",
+        metavar="RUN_ID",
+        help="measure nothing: derive these recorded runs anew (no server) and compare every pair; "
+        "not with --first, --compare-only or --from csv",
+    )
     args = ap.parse_args(argv)
     from .. import params as params_mod
 
@@ -213,8 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     out = paths.resolve(args.out)
     if args.archives:
         if args.first or args.compare_only or args.source != "report":
-            print("error: --archives compares recorded runs only: not with --first, --compare-only or --from csv",
-                  file=sys.stderr)
+            print(
+                "error: --archives compares recorded runs only: not with --first, --compare-only or --from csv",
+                file=sys.stderr,
+            )
             return 2
         if len(set(args.archives)) < 2:
             print("error: --archives needs two different run ids or more", file=sys.stderr)
@@ -237,8 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.first:
         data["a"] = paths.resolve(args.first)
         if not (data["a"] / "derived" / profile / "MANIFEST.json").exists():
-            print(f"error: --first {args.first}: no derived/{profile}/MANIFEST.json there (run make report first)",
-                  file=sys.stderr)
+            print(
+                f"error: --first {args.first}: no derived/{profile}/MANIFEST.json there (run make report first)",
+                file=sys.stderr,
+            )
             return 2
         if (refused := _format_refusal(data["a"], profile)) is not None:  # before an hour of run b
             print(f"error: --first {args.first}: {refused}", file=sys.stderr)
@@ -253,8 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         if (refused := _format_refusal(d, profile)) is not None:
             print(f"error: run {name}: {refused}", file=sys.stderr)
             return 2
-    found = {name: (report_findings(d, profile) if args.source == "report"
-                    else findings_csvs(d / "derived" / profile)) for name, d in data.items()}
+    found = {
+        name: (report_findings(d, profile) if args.source == "report" else findings_csvs(d / "derived" / profile))
+        for name, d in data.items()
+    }
     print(
         f"\nstability of profile {profile!r} ({args.source} findings), run a ({paths.shown(data['a'])}) vs "
         f"run b ({paths.shown(data['b'])}):"

@@ -16,8 +16,16 @@ from ..core import charts
 from ..core import verdicts as v
 from ..core.stats import ratio_with_interval
 
-COLORS = {v.SUPPORTED: "#2e7d32", v.CONTRADICTED: "#c62828", v.DIRECTION_ONLY: "#ef6c00", v.MIXED: "#6a1b9a",
-          v.UNDETERMINED: "#616161", v.NOT_COMPARABLE: "#8d6e63", v.NOT_TESTABLE: "#9e9e9e", v.NOT_RUN: "#9e9e9e"}
+COLORS = {
+    v.SUPPORTED: "#2e7d32",
+    v.CONTRADICTED: "#c62828",
+    v.DIRECTION_ONLY: "#ef6c00",
+    v.MIXED: "#6a1b9a",
+    v.UNDETERMINED: "#616161",
+    v.NOT_COMPARABLE: "#8d6e63",
+    v.NOT_TESTABLE: "#9e9e9e",
+    v.NOT_RUN: "#9e9e9e",
+}
 # the class doubled: JupyterLab's own table rules (right-aligned cells) are one class more specific than ".x td"
 STYLE = """<style>
 table.pglab-sum.pglab-sum { border-collapse: collapse; font-size: 13px; width: 100%; table-layout: fixed;
@@ -51,9 +59,11 @@ def claims(findings: pl.DataFrame) -> pl.DataFrame:
     (a list of dicts server, value, low, high, interval; only servers with a number)."""
     cv = v.claim_verdicts(findings)
     words = findings.group_by("study", "finding", maintain_order=True).agg(
-        pl.col("claim").first(), pl.col("study_value").drop_nulls().first(),
+        pl.col("claim").first(),
+        pl.col("study_value").drop_nulls().first(),
         pl.struct(server="server", value="our_value", low="our_low", high="our_high", interval="interval")
-        .filter(pl.col("our_value").is_not_null()).alias("ours"),
+        .filter(pl.col("our_value").is_not_null())
+        .alias("ours"),
     )
     return cv.join(words, on=["study", "finding"], how="left", maintain_order="left")
 
@@ -62,8 +72,9 @@ def _ours_cell(ours: list[dict]) -> str:
     if not ours:
         return "—"
     one = len(ours) == 1
-    lines = [("" if one else f"{escape(o['server'])} ") + ratio_with_interval(o["value"], o["low"], o["high"])
-             for o in ours]
+    lines = [
+        ("" if one else f"{escape(o['server'])} ") + ratio_with_interval(o["value"], o["low"], o["high"]) for o in ours
+    ]
     tip = "; ".join(f"{o['server']}: {o['interval'] or 'no interval'}" for o in ours)
     return f'<span title="{escape(tip)}">' + "<br>".join(lines) + "</span>"
 
@@ -83,25 +94,30 @@ def summary_html(findings: pl.DataFrame) -> str:
     for ours in rows["ours"]:
         numbers += [x for o in ours for x in (o["value"], o["low"], o["high"])]
     domain = charts.ratio_domain(numbers)
-    head = ('<tr><th style="width:3em">study</th><th>the study’s claim</th><th style="width:4.5em">theirs</th>'
-            '<th style="width:14em">ours [interval]</th><th style="width:10em">verdict</th>'
-            f'<th style="width:{charts.STRIP_W + 12}px">{charts.ratio_axis_svg(domain)}</th></tr>')
+    head = (
+        '<tr><th style="width:3em">study</th><th>the study’s claim</th><th style="width:4.5em">theirs</th>'
+        '<th style="width:14em">ours [interval]</th><th style="width:10em">verdict</th>'
+        f'<th style="width:{charts.STRIP_W + 12}px">{charts.ratio_axis_svg(domain)}</th></tr>'
+    )
     body = []
     for r in rows.iter_rows(named=True):
         ours = [(o["value"], o["low"], o["high"]) for o in r["ours"]]
         tip = f"study {ratio_with_interval(r['study_value'])}; ours " + ", ".join(ratio_with_interval(*o) for o in ours)
-        strip = (charts.ratio_strip_svg(r["study_value"], ours, domain, tip)
-                 if r["study_value"] is not None or ours else "")
+        strip = (
+            charts.ratio_strip_svg(r["study_value"], ours, domain, tip) if r["study_value"] is not None or ours else ""
+        )
         body.append(
             f"<tr><td>{escape(r['study'])}</td>"
             f'<td class="claim" title="{escape(r["claim"])}"><a href="#{anchor(r["study"], r["finding"])}">'
-            f"{escape(r['claim'])}</a></td><td class=\"num\">{ratio_with_interval(r['study_value'])}</td>"
+            f'{escape(r["claim"])}</a></td><td class="num">{ratio_with_interval(r["study_value"])}</td>'
             f'<td class="num">{_ours_cell(r["ours"])}</td><td>{_verdict_cell(r)}</td><td>{strip}</td></tr>'
         )
-    legend = ("<p style='font-size:12px;color:#555'>Ratios are B / A as each claim states them (0.5× = half the "
-              "time). Strip: ● the study’s figure, ◆ ours with its interval bar (one per server), log scale, the "
-              "grey line at 1× = no effect; a claim without a number has no mark. A verdict with ▸ folds its "
-              "per-server verdicts; a claim links to its evidence below.</p>")
+    legend = (
+        "<p style='font-size:12px;color:#555'>Ratios are B / A as each claim states them (0.5× = half the "
+        "time). Strip: ● the study’s figure, ◆ ours with its interval bar (one per server), log scale, the "
+        "grey line at 1× = no effect; a claim without a number has no mark. A verdict with ▸ folds its "
+        "per-server verdicts; a claim links to its evidence below.</p>"
+    )
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
     return STYLE + table + legend
 
@@ -112,8 +128,7 @@ def headline(t: pl.DataFrame) -> str:
     total = a["tested"] + sum(a[u] for u in v.UNTESTED)
     tested = ", ".join(f"{a[c]} {c}" for c in t.columns[2:] if c not in v.UNTESTED and a[c])
     apart = ", ".join(f"{a[u]} {u}" for u in v.UNTESTED if a[u] or u != v.NOT_COMPARABLE)
-    return (f"**{total} claims**, **{a['tested']} tested here**: {tested or 'none'}. "
-            f"Not tested: {apart}.")
+    return f"**{total} claims**, **{a['tested']} tested here**: {tested or 'none'}. Not tested: {apart}."
 
 
 def glance_html(t: pl.DataFrame) -> str:
@@ -122,18 +137,20 @@ def glance_html(t: pl.DataFrame) -> str:
     first_apart = next(c for c in t.columns if c in apart)
 
     def cell(tag: str, c: str, text: str) -> str:
-        return f'<{tag}{" class=apart" if c == first_apart else ""}>{text}</{tag}>'
+        return f"<{tag}{' class=apart' if c == first_apart else ''}>{text}</{tag}>"
 
     head = "<tr>" + "".join(cell("th", c, escape(c)) for c in t.columns) + "</tr>"
     body = []
     for r in t.iter_rows(named=True):
         style = ' style="font-weight:600"' if r["study"] == "all" else ""
         body.append(f"<tr{style}>" + "".join(cell("td", c, escape(str(r[c]))) for c in t.columns) + "</tr>")
-    explain = ("<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
-               "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
-               "<i>tested</i> counts the claims with a verdict from data; <i>not comparable</i> (servers built "
-               "otherwise than in their version), <i>not testable here</i> and <i>not run</i>, right of the rule, "
-               "are not part of it.</p>")
+    explain = (
+        "<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
+        "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
+        "<i>tested</i> counts the claims with a verdict from data; <i>not comparable</i> (servers built "
+        "otherwise than in their version), <i>not testable here</i> and <i>not run</i>, right of the rule, "
+        "are not part of it.</p>"
+    )
     table = f'<table class="pglab-sum" style="width:auto;table-layout:auto">{head}{"".join(body)}</table>'
     return STYLE + table + explain
 
