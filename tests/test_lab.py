@@ -18,6 +18,8 @@ from conftest import ROOT
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver")
 WORK = ROOT / "build" / "test" / "lab"
+# the notebook on screen (lab's current widget): the page also holds any other tab's, hidden
+NB = "const nb = window.jupyterapp.shell.currentWidget.node;"
 
 
 def _free_port() -> int:
@@ -33,7 +35,12 @@ def lab():
     WORK.mkdir(parents=True)
     shutil.copy(ROOT / "notebooks" / "99_report.ipynb", WORK / "99_report.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
-    extra = f"--port={port} --IdentityProvider.token={token} --expose-app-in-browser"
+    # lab's workspace and settings of its own: a user's restored tabs (or those of an earlier test, which lab saves
+    # in ~/.jupyter) would open other notebooks beside this one, and their hidden charts are in the page too
+    extra = (
+        f"--port={port} --IdentityProvider.token={token} --expose-app-in-browser "
+        f"--LabApp.workspaces_dir={WORK / 'workspaces'} --LabApp.user_settings_dir={WORK / 'user-settings'}"
+    )
     # as a user starts it: the report reads the committed data/derived/, not the tests' data directory
     env = {k: v for k, v in os.environ.items() if k not in ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR")}
     log = open(WORK / "lab.log", "w")
@@ -137,35 +144,85 @@ def test_report_runs_in_jupyterlab_with_interactive_charts(lab, browser):
         240,
         "all cells to run",
     )
-    errors = browser.execute_script("""return [...document.querySelectorAll(
+    errors = browser.execute_script(
+        NB
+        + """return [...nb.querySelectorAll(
         '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-        .map(e => e.textContent).filter(t => /Error|Traceback/.test(t));""")
+        .map(e => e.textContent).filter(t => /Error|Traceback/.test(t));"""
+    )
     assert errors == [], errors[0][:2000]
     # charts: rendered by the Vega extension into a canvas or SVG of real size, none fell back to a picture
     # drawn by Vega at real size: the canvas's (or SVG's) own width, not its box on screen (JupyterLab hides the
     # cells away from the viewport, whose charts then measure 0×0 though they are drawn)
-    drawn = """const v = [...document.querySelectorAll('.vega-embed')];
+    drawn = (
+        NB
+        + """const v = [...nb.querySelectorAll('.vega-embed')];
         const size = e => { const c = e.querySelector('canvas, svg');
             return c ? Number(c.getAttribute('width')) || 0 : 0; };
         return v.length && v.every(e => size(e) > 50) && v.length;"""
+    )
     try:
         charts = _wait(browser, drawn, 120, "the charts to render")
     except pytest.fail.Exception:
-        undrawn = browser.execute_script("""return [...document.querySelectorAll('.vega-embed')].filter(e => {
+        undrawn = browser.execute_script(
+            NB
+            + """return [...nb.querySelectorAll('.vega-embed')].filter(e => {
             const c = e.querySelector('canvas, svg'); return !(c && Number(c.getAttribute('width')) > 50); })
-            .map(e => e.closest('.jp-Cell').innerText.slice(0, 100) + ' || ' + e.outerHTML.slice(0, 400));""")
+            .map(e => e.closest('.jp-Cell').innerText.slice(0, 100) + ' || ' + e.outerHTML.slice(0, 400));"""
+        )
         console = [e["message"][:300] for e in browser.get_log("browser")][-5:]
         pytest.fail(f"charts not drawn: {undrawn[:3]}; browser console: {console}")
     # every chart offers its export menu (PNG / SVG) and no link out of the machine
-    menus = browser.execute_script("""return [...document.querySelectorAll('.vega-embed')].map(e =>
-        [...e.querySelectorAll('.vega-actions a')].map(a => a.textContent.trim()));""")
+    menus = browser.execute_script(
+        NB
+        + """return [...nb.querySelectorAll('.vega-embed')].map(e =>
+        [...e.querySelectorAll('.vega-actions a')].map(a => a.textContent.trim()));"""
+    )
     assert menus and all(any("PNG" in t for t in m) and any("SVG" in t for t in m) for m in menus), menus[:3]
     assert not any("Editor" in t for m in menus for t in m)
-    static = browser.execute_script("return document.querySelectorAll('.jp-RenderedSVG, .jp-RenderedImage').length")
+    static = browser.execute_script(NB + "return nb.querySelectorAll('.jp-RenderedSVG, .jp-RenderedImage').length")
     assert charts >= 2 and static == 0, (charts, static)
     assert n_code >= 5
     assert _tooltip_on_hover(browser), "no chart shows a tooltip when the pointer is over its marks"
     assert _zoomed_or_panned(browser) >= 1, "no chart with continuous axes zooms or pans"
+
+
+def _current(driver):
+    """The notebook on screen: the only one whose charts a pointer can reach."""
+    return driver.execute_script(NB + "return nb")
+
+
+def _show(driver, view) -> None:
+    """Bring a chart into the viewport and wait until it is laid out there and still. JupyterLab lays out only the
+    cells near the viewport (the others' charts have no box, and a pointer cannot reach them), and it scrolls the
+    notebook itself while a run ends; a chart checked once may be off screen by the next pointer move."""
+    placed = """const r = arguments[0].getClientRects()[0], y = r ? r.top + r.height / 2 : -1;
+        if (r && r.width >= 50 && y > 0 && y < innerHeight) return [r.left, r.top, r.width, r.height].join();
+        arguments[0].scrollIntoView({block: 'center'}); return '';"""
+    last = driver.execute_script(placed, view)
+    if last:  # already there: the common case, one call per pointer move
+        return
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        box = driver.execute_script(placed, view)
+        if box and box == last:  # scrolled to, and no longer moving
+            return
+        last = box
+    why = driver.execute_script(
+        """const e = arguments[0], out = ['connected=' + e.isConnected];
+        for (let a = e; a && a !== document.body; a = a.parentElement) {
+            const c = getComputedStyle(a), r = a.getBoundingClientRect();
+            out.push(a.tagName + '.' + [...a.classList].join('.') + ' d=' + c.display + ' v=' + c.visibility +
+                ' cv=' + c.contentVisibility + ' ' + [r.top, r.width, r.height].map(Math.round).join('x'));
+        }
+        const sh = window.jupyterapp.shell;
+        out.unshift('main=' + [...sh.widgets('main')].map(w => w.title.label + (w.isVisible ? '*' : '')).join(',')
+            + ' current=' + (sh.currentWidget && sh.currentWidget.title.label));
+        return out.join(' | ');""",
+        view,
+    )
+    pytest.fail(f"a chart did not stay in the viewport for 60 s (last box {last!r}): {why}")
 
 
 def _zoomed_or_panned(driver) -> int:
@@ -176,17 +233,16 @@ def _zoomed_or_panned(driver) -> int:
     from selenium.webdriver.common.by import By
 
     zoomed = 0
-    for view in driver.find_elements(By.CSS_SELECTOR, ".vega-embed canvas.marks"):
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
-        time.sleep(0.3)
+    for view in _current(driver).find_elements(By.CSS_SELECTOR, ".vega-embed canvas.marks"):
+        _show(driver, view)
         w = view.size["width"]
-        if w < 50:
-            continue
         before = driver.execute_script("return arguments[0].toDataURL()", view)
         # a point inside the plot of a single chart, and of the first of a concatenation
         for dx, dy in ((0, 0), (-w // 4, 0)):
             ActionChains(driver).scroll_from_origin(ScrollOrigin.from_element(view, dx, dy), 0, -120).perform()
             time.sleep(0.3)
+            # a chart that does not zoom passes the wheel on to the notebook, which scrolls it away
+            _show(driver, view)
             ActionChains(driver).move_to_element_with_offset(view, dx, dy).click_and_hold().move_by_offset(
                 30, 10
             ).release().perform()
@@ -202,11 +258,8 @@ def _tooltip_on_hover(driver) -> bool:
 
     # the chart's own drawing (not the export menu's icon), scrolled to and laid out: JupyterLab lays out only the
     # cells near the viewport, and a chart it has not laid out measures 0×0 (no point to hover over)
-    view = driver.find_element(By.CSS_SELECTOR, ".vega-embed canvas.marks, .vega-embed svg.marks")
-    deadline = time.monotonic() + 30
-    while view.size["width"] < 50 and time.monotonic() < deadline:
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
-        time.sleep(0.5)
+    view = _current(driver).find_element(By.CSS_SELECTOR, ".vega-embed canvas.marks, .vega-embed svg.marks")
+    _show(driver, view)
     shown = (
         "const t = document.getElementById('vg-tooltip-element'); return t !== null && t.classList.contains('visible');"
     )
@@ -229,6 +282,7 @@ def _tooltip_on_hover(driver) -> bool:
     w, h = view.size["width"], view.size["height"]
     grid = [(x, y) for y in range(-h // 2 + 8, h // 2, 12) for x in range(-w // 2 + 8, w // 2, 24)]
     for x, y in [*spots, *grid]:
+        _show(driver, view)
         ActionChains(driver).move_to_element_with_offset(view, x, y).perform()
         deadline = time.monotonic() + (2.0 if (x, y) in spots[:5] else 0.15)
         while time.monotonic() < deadline:
