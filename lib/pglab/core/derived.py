@@ -50,19 +50,12 @@ def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = N
     path = d / f"{name}.csv"
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     df.write_csv(tmp, line_terminator="\n")
-    os.replace(tmp, path)
     types = {c: str(t) for c, t in df.schema.items()}
-    _update_manifest(
-        d,
-        {
-            path.name: {
-                "run_id": os.environ.get(RUN_ID_ENV),
-                "derived_by": git_revision(),
-                "types": types,
-                "format": FORMAT,
-            }
-        },
-    )
+    origin = {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision(), "types": types, "format": FORMAT}
+    # the manifest first, from the new file, then the rename: a kill between the two leaves a table the manifest
+    # knows (the rename first left one without its origin, read back as derived by an older pglab)
+    _update_manifest(d, {path.name: origin}, staged={path.name: tmp})
+    os.replace(tmp, path)
     return path
 
 
@@ -206,17 +199,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _update_manifest(d: Path, written: dict[str, dict]) -> None:
+def _update_manifest(d: Path, written: dict[str, dict], staged: dict[str, Path] | None = None) -> None:
     """Checksums of every table; for the tables just written, the run they came from and the kit revision that
-    derived them (the others keep what the manifest said)."""
+    derived them (the others keep what the manifest said). `staged`: {table file name: the file about to replace
+    it}, recorded in its place."""
     before = manifest(d)
     entries = {}
-    for p in sorted(d.glob("*.csv")):
+    files = {p.name: p for p in d.glob("*.csv")} | (staged or {})
+    for name, p in sorted(files.items()):
         header = p.open().readline().rstrip("\n")
         rows = sum(1 for _ in p.open()) - 1
-        entries[p.name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
-        origin = written.get(p.name) or before.get(p.name, {})
-        entries[p.name] |= {k: origin[k] for k in ("run_id", "derived_by", "types", "format") if origin.get(k)}
+        entries[name] = {"sha256": _sha256(p), "rows": rows, "columns": header.split(",") if header else []}
+        origin = written.get(name) or before.get(name, {})
+        entries[name] |= {k: origin[k] for k in ("run_id", "derived_by", "types", "format") if origin.get(k)}
     tmp = d / f"{MANIFEST}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, d / MANIFEST)
