@@ -46,19 +46,25 @@ class SourceParam(Strict):
 
     @field_validator("tarball")
     @classmethod
-    def _tarball(cls, v: str, info: ValidationInfo) -> str:
+    def _tarball(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:  # a dump's explicit null: as if not given
+            return v
         return v if re.match(r"https?://", v) else _from_params_dir(v, info)
 
     @field_validator("sha256")
     @classmethod
-    def _sha256(cls, v: str) -> str:
+    def _sha256(cls, v: str | None) -> str | None:
+        if v is None:  # a dump's explicit null: as if not given
+            return v
         if not re.fullmatch(r"[0-9a-fA-F]{64}", v):
             raise ValueError("expected the tarball's SHA-256: 64 hex digits")
         return v.lower()
 
     @field_validator("debian")
     @classmethod
-    def _debian(cls, v: str) -> str:
+    def _debian(cls, v: str | None) -> str | None:
+        if v is None:  # a dump's explicit null: as if not given
+            return v
         if not _DEBIAN_SOURCE.fullmatch(v):
             raise ValueError(
                 "expected a Debian PostgreSQL source package, e.g. postgresql-17, optionally with "
@@ -68,14 +74,18 @@ class SourceParam(Strict):
 
     @field_validator("git")
     @classmethod
-    def _git(cls, v: str, info: ValidationInfo) -> str:
+    def _git(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:  # a dump's explicit null: as if not given
+            return v
         if v.startswith("-") or "::" in v:
             raise ValueError("expected a git repository: a folder, or a URL (https, ssh, git, file or user@host:path)")
         return v if GIT_URL.fullmatch(v) else _from_params_dir(v, info)
 
     @field_validator("ref")
     @classmethod
-    def _ref(cls, v: str) -> str:
+    def _ref(cls, v: str | None) -> str | None:
+        if v is None:  # a dump's explicit null: as if not given
+            return v
         if not re.fullmatch(r"[A-Za-z0-9_./^~@{}+-]+", v) or v.startswith("-"):
             raise ValueError("expected a branch, tag or commit of the repository (no spaces, not starting with '-')")
         return v
@@ -105,10 +115,17 @@ class InstallParam(Strict):
     name: SafeName
     bin_dir: str | None = None  # made absolute when loaded: a relative one is taken from the params file's folder
     source: SourceParam | None = None
+    # only these studies run on it (params section names, e.g. [ssb]); None: every study that takes installs
+    studies: list[str] | None = None
+    # a source build this machine cannot make (no compiler, no source package) is left out and the studies it
+    # was for say why, instead of stopping the run; false: the run stops before measuring, naming what is missing
+    optional: bool = False
 
     @field_validator("bin_dir")
     @classmethod
-    def _absolute(cls, v: str, info: ValidationInfo) -> str:
+    def _absolute(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:  # a dump's explicit null: as if not given
+            return v
         return _from_params_dir(v, info)
 
     @model_validator(mode="after")
@@ -118,6 +135,10 @@ class InstallParam(Strict):
                 "expected either bin_dir (a folder with PostgreSQL's binaries) or source (a tarball, a "
                 "Debian source package or a git ref to build from)" + (", not both" if self.bin_dir else "")
             )
+        if self.optional and self.source is None:
+            raise ValueError("expected optional only with source: a folder of binaries is there or it is not")
+        if self.studies is not None and not self.studies:
+            raise ValueError("expected studies to name at least one study (or leave it out: every study)")
         return self
 
 
@@ -288,6 +309,18 @@ class CommonParams(Strict):
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", v):
             raise ValueError("expected a profile name of letters, digits, '_' and '-' (at most 64)")
         return v
+
+    @model_validator(mode="after")
+    def _install_studies(self):
+        known = type(self).SECTIONS
+        for i in self.servers.installs:
+            unknown = [s for s in i.studies or [] if s not in known] if known else []
+            if unknown:
+                raise ValueError(
+                    f"servers.installs {i.name}: studies {', '.join(unknown)} unknown; expected some of "
+                    + ", ".join(known)
+                )
+        return self
 
     def setting_dicts(self) -> dict[str, dict]:
         """Every dict of PostgreSQL settings in params, by its key (`settings`, `ssb.stage_settings`, ...)."""

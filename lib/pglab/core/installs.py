@@ -133,10 +133,37 @@ def built(name: str, source, build=None) -> Install:
     return replace(probe(folder / "bin", "build", name), built_from=record["source"]["described"])
 
 
+# optional source builds (servers.installs[].optional) this process could not make: name -> why. The studies an
+# install was for record it as a skip with this reason (`unbuilt`).
+_UNBUILT: dict[str, str] = {}
+
+
 def from_params(servers) -> dict[str, str | Install]:
     """params' own installs (config.Servers.installs) for `discover`: name -> bin_dir, or the Install built from
-    the entry's source."""
-    return {i.name: built(i.name, i.source, servers.build) if i.source else i.bin_dir for i in servers.installs}
+    the entry's source. An optional one that cannot be built here is left out (`unbuilt` says why)."""
+    out: dict[str, str | Install] = {}
+    for i in servers.installs:
+        if i.source is None:
+            out[i.name] = i.bin_dir
+            continue
+        try:
+            out[i.name] = built(i.name, i.source, servers.build)
+            _UNBUILT.pop(i.name, None)
+        except InstallError as e:
+            if not i.optional:
+                raise
+            _UNBUILT[i.name] = f"not built on this machine (servers.installs: optional): {e}"
+    return out
+
+
+def unbuilt(servers, study: str | None = None) -> dict[str, str]:
+    """The optional source builds of params' installs (config.Servers.installs) that `from_params` could not make
+    in this process, for `study` (those whose `studies` name it, or every study), with why."""
+    return {
+        i.name: _UNBUILT[i.name]
+        for i in servers.installs
+        if i.name in _UNBUILT and (study is None or i.studies is None or study in i.studies)
+    }
 
 
 def discover(

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import quote, quote_plus
@@ -50,6 +51,9 @@ def selected_installs(params: CommonParams, shown) -> list:
             try:
                 given[inst.name] = built(inst.name, inst.source, params.servers.build)
             except InstallError as e:
+                if inst.optional:  # left out: the studies it was for record why (installs.unbuilt)
+                    print(f"note: servers.installs[{i}] {inst.name} is left out (optional): {e}", file=sys.stderr)
+                    continue
                 raise ParamsError(
                     f"{shown}: servers.installs[{i}].source: expected PostgreSQL to build from it; {e}"
                 ) from None

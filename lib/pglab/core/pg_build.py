@@ -50,7 +50,7 @@ from .pg_download import cache_lock, make_dirs
 log = logging.getLogger(__name__)
 
 RECORD = "pglab-build.json"
-RECIPE = 1  # what is built and how (TARGETS, configure_args): a change makes every key new
+RECIPE = 2  # what is built and how (TARGETS, configure_args): a change makes every key new
 PREFIX = "build-"
 # none of these touch what the kit measures (psql's line editing, pg_dump's compression, ICU collations where the
 # kit's clusters use locale C), and without them a build needs no -dev library; servers.build.configure overrides
@@ -74,6 +74,7 @@ TARGETS = (
     "contrib/pg_prewarm",
     "contrib/pg_stat_statements",
 )
+CATALOG_TARGET = "src/include/catalog"
 LLVM_TARGET = "src/backend/jit/llvm"  # llvmjit.so: JIT (PostgreSQL 11 on)
 # a tool a build needs -> the Debian package that has it
 TOOLS = {"make": "make", "bison": "bison", "flex": "flex", "perl": "perl", "pkg-config": "pkg-config"}
@@ -299,7 +300,8 @@ def key_of(source: Source, flags: Flags) -> str:
 
 
 def _complete(d: Path) -> bool:
-    return (d / RECORD).is_file() and (d / "bin" / "postgres").exists()
+    # postgres.bki: initdb's catalog, which a recipe that missed an install target left out (RECIPE 1 for 16 on)
+    return (d / RECORD).is_file() and (d / "bin" / "postgres").exists() and (d / "share" / "postgres.bki").exists()
 
 
 def cached_builds(cache_dir: Path | None = None) -> list[tuple[Path, dict]]:
@@ -401,7 +403,8 @@ def _build(
         _count_checks(tree),
         re.compile(r"^checking "),
     )
-    targets = TARGETS + ((LLVM_TARGET,) if "--with-llvm" in args else ())
+    # from 16 on initdb's catalog (postgres.bki, system_constraints.sql) is installed from src/include/catalog
+    targets = TARGETS + (CATALOG_TARGET,) * (major >= 16) + ((LLVM_TARGET,) if "--with-llvm" in args else ())
     stage = work / "stage"
     jobs = len(os.sched_getaffinity(0))
     # the prefix is the final folder, given to make (not configure: it would write it into pg_config.h, which every

@@ -238,6 +238,9 @@ def _chosen(
         for name in type(params).SECTIONS:
             out |= {s.name: s for s in _chosen(params, name, base, fetch)}
         return list(out.values())
+    # an install params keep to some studies (servers.installs[].studies) takes no part in the others
+    kept = {i.name: i.studies for i in params.servers.installs if i.studies is not None}
+    base = [s for s in base if s.name not in kept or study in kept[s.name]]
     # a study section that names the versions it compares (params: `<section>.versions`: ssb, pgbench)
     section = getattr(params, study, None)
     versions = getattr(section, "versions", None)

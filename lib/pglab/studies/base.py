@@ -116,11 +116,24 @@ class Study:
         from ..core import system_sampler
 
         started, sampler = time.time(), system_sampler.SystemSampler()
+        self._record_unbuilt(session)
         try:
             with sampler:
                 return self.run_stage(session)
         finally:
             system_sampler.save_stage(sampler, session.store, self.name, started)
+
+    def _record_unbuilt(self, session: Session) -> None:
+        """An optional source build for this study that this machine could not make (`installs.unbuilt`): a
+        recorded skip of the study's experiment, so its section and claims say why that server is missing."""
+        from ..core import installs, outcomes
+
+        derive = self.module("derive")
+        experiment = getattr(derive, "EXPERIMENT", None) or next(iter(getattr(derive, "EXPERIMENTS", ())), None)
+        for name, why in installs.unbuilt(session.params.servers, self.params_key).items():
+            if experiment is not None:
+                print(f"SKIPPED {name}: {why}")
+                outcomes.skip(session.store, experiment, name, why)
 
     def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
         """Every table of the study from the raw store alone: no server, no derived folder; <name>_machine too

@@ -59,6 +59,13 @@ class Data:
         env = t["environment_servers"].filter(pl.col("server").is_in(names))
         self.env = {r["server"]: r for r in env.sort("version_num", "server").iter_rows(named=True)}
         self.servers = [s for s in self.env] + [s for s in names if s not in self.env]  # oldest version first
+        skipped = derived.read_optional("ssb_skipped", profile, root)
+        # optional source builds this machine could not make (servers.installs[].optional): the claims say why
+        self.unbuilt = (
+            dict(skipped.filter(pl.col("reason").str.starts_with("not built")).select("server", "reason").iter_rows())
+            if {"server", "reason"} <= set(skipped.columns)
+            else {}
+        )
         self.machine = dict(t["environment_machine"].select("key", "value").iter_rows())
         self.cores = int(self.machine["cpu_cores"]) if self.machine.get("cpu_cores") else None
         self.queries = [q for q in ref.QUERIES if q in set(self.execs["query"])]

@@ -16,6 +16,11 @@ from .paired_tables import SUITE, SUITE_Q1
 from .report_data import Data
 
 V = v.Claim
+# what makes a JIT claim testable on a source build the machine could not make
+NEEDS_BUILD = (
+    "a C compiler, clang and llvm-config (Debian: build-essential, clang, llvm-dev) and the source package "
+    "(a deb-src entry for a Debian release that has it), then make report again"
+)
 
 
 class Paired:
@@ -273,6 +278,9 @@ def _jit(p: Paired) -> list[dict]:
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
                 extra = f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, mode, qs) + _floor_from(p, s)
                 rows.append(_row(study, finding + suffix, claim, s, v.verdict(claim, ev, p.floor(s)), ev, extra))
+    for s, why in p.d.unbuilt.items():  # a JIT build the machine could not make: the claims say so on its row
+        for study, finding, claim, _ in items:
+            rows.append(_row(study, finding, claim, s, v.not_testable(why, NEEDS_BUILD)))
     return rows
 
 
