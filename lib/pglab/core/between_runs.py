@@ -152,10 +152,12 @@ def pooled_row(
     var_cluster: float,
     df_cluster: int,
     confidence: float = 0.95,
+    var_run: float = 0.0,
 ) -> dict:
     """One comparison over its k clusters: ratio = geometric mean of the clusters' ratios, its within-run
     variance the mean's (Σ se² / k², Welch–Satterthwaite df over the clusters' rounds), its interval the
-    across-run one with var_cluster / k for the clusters' own effects (`across_run_interval`)."""
+    across-run one with var_cluster / k for the clusters' own effects (`across_run_interval`) and var_run for
+    what moves every cluster of a run alike (`pool_clusters`' run_sd)."""
     k = len(logs)
     m = float(np.mean(logs))
     parts = np.asarray(ses, dtype=float) ** 2 / k**2
@@ -164,7 +166,8 @@ def pooled_row(
     denom = float(np.sum(parts**2 / dfs))
     df_w = max(1, round(se_w**4 / denom)) if denom > 0 else int(dfs.sum())
     # across_run_interval counts var_cluster once per side; here both sides share each cluster: half per side
-    low, high = across_run_interval(m, se_w, df_w, var_cluster / 2, df_cluster, k, k, confidence)
+    se_r = math.sqrt(se_w**2 + var_run)  # a declared variance (from archived runs), counted as known
+    low, high = across_run_interval(m, se_r, df_w, var_cluster / 2, df_cluster, k, k, confidence)
     from scipy import stats
 
     t_w = float(stats.t.ppf(1 - (1 - confidence) / 2, df_w))
@@ -285,6 +288,8 @@ def pool_clusters(
     variance_rows=None,
     variances: dict[str, tuple[float, int]] | None = None,
     confidence: float = 0.95,
+    run_sd: float = 0.0,
+    run_rows=None,
 ):
     """A paired table (`paired.paired_compare`'s columns: ratio, low, high, n_rounds, coverage, method) whose
     servers were measured on several clusters (`replicas`: pg17, pg17_c2, ...) as one row per base server and
@@ -305,13 +310,19 @@ def pool_clusters(
     within_high (the interval the rounds alone would give).
 
     A table without replicas comes back unchanged; a server measured on one cluster only (an external server)
-    keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only."""
+    keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only.
+
+    run_sd (log scale): what moves every cluster of one run alike (the hour's load on the host, which two
+    clusters measured in the same hour share and so cannot show), declared by a study from its archived runs'
+    spread beyond their intervals (`make stability`); added to the rows `run_rows` selects (a polars expression;
+    None: all), and named in their method."""
     import polars as pl
 
     if not has_replicas(table[server_col].unique(maintain_order=True).to_list()):
         return table
     keys = list(keys)
     _, t = _with_se(table, server_col)
+    t = t.with_columns((pl.lit(run_sd > 0) if run_rows is None else run_rows & pl.lit(run_sd > 0)).alias("_run"))
     group = ["_base", *keys]
     est = cluster_variances(table, keys, server_col, variance_rows) | dict(variances or {})
     other = [
@@ -342,12 +353,14 @@ def pool_clusters(
             )
             continue
         var_c, df_c = est[base]
-        p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence)
+        var_run = run_sd**2 if bool(g["_run"].any()) else 0.0
+        p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence, var_run)
         cover = pooled_coverage(g["method"].to_list(), n, g["coverage"].to_list(), confidence)
         # the clusters' own method first (paired.is_fast reads it), then what the pooled interval rests on
         method = f"{first['method']}; pooled: " + (
             f"{cover:.0%} across {k} clusters × {_rounds_text(n)} rounds, between-cluster sd "
             f"{math.sqrt(var_c):.1%} (df {df_c})"
+            + (f", between-run sd {run_sd:.1%} (archived runs)" if var_run else "")
         ).replace("%", " %")
         rows.append(head | row | p | {"cluster_sd": math.sqrt(var_c), "coverage": cover, "method": method})
     schema = {c: table.schema[c] for c in table.columns} | {c: getattr(pl, d) for c, d in POOLED_COLUMNS.items()}
