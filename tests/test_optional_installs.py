@@ -78,11 +78,11 @@ def test_s1_jit_claims_name_the_build_the_machine_could_not_make(tmp_path):
     root = tmp_path / "derived"
     shutil.copytree(paths.ROOT / "data" / "derived" / "default", root / "default")
     why = "not built on this machine (servers.installs: optional): clang missing (Debian package clang)"
-    skipped = pl.DataFrame({"server": ["pg18llvm"], "experiment": ["ssb"], "reason": [why]})
+    skipped = pl.DataFrame({"server": ["pg17llvm"], "experiment": ["ssb"], "reason": [why]})
     derived.write({"ssb_skipped": skipped}, "default", root)
     ssb = next(s for s in STUDIES if s.name == "ssb")
     found = ssb.judge(derived.Tables("default", root))
-    rows = found.filter(pl.col("server") == "pg18llvm")
+    rows = found.filter(pl.col("server") == "pg17llvm")
     assert set(rows["finding"]) == {"jit_q1", "jit_q3.1", "jit_q4.3", "jit_per_query"}
     assert set(rows["verdict"]) == {v.NOT_TESTABLE}
     assert all("clang missing" in e and "build-essential" in e for e in rows["evidence"])

@@ -17,8 +17,8 @@ from pglab.core.cluster import Cluster
 from pglab.results import export, index
 from pglab.results.__main__ import main
 
-REFERENCE = "default-20261126-202554"  # the run of data/derived/default
-SECOND = "default-20261126-162545"  # only in data/raw-archive/
+REFERENCE = "default-20261126-233504"  # the run of data/derived/default
+SECOND = "default-20261126-202554"  # only in data/raw-archive/
 PASSWORD = "s3cret-results"
 TPS_BY_BUILD = """
 SELECT s.run_id, s.server, v.version, v.build, s.median AS tps
@@ -69,7 +69,9 @@ def test_export_writes_every_table_with_its_run_id_and_a_manifest(data):
     m = json.loads((ref / export.MANIFEST).read_text())
     assert (m["run_id"], m["profile"]) == (REFERENCE, "default")
     assert m["machine"]["cpu_cores"] == 2 and m["machine"]["cpu_model"] and m["machine"]["os"]
-    assert len(m["servers"]) == 18 and all(s["version"].startswith("PostgreSQL") and s["build"] for s in m["servers"])
+    n_servers = pl.read_csv(data / "derived" / "default" / "environment_servers.csv").height
+    assert len(m["servers"]) == n_servers
+    assert all(s["version"].startswith("PostgreSQL") and s["build"] for s in m["servers"])
     assert m["params"]["ssb"]["sf"] == 1.0 and m["tables"]["ssb_summary"]["rows"] > 0
     text = (ref / export.MANIFEST).read_text() + (second / export.MANIFEST).read_text()
     assert '"dsn"' not in text and "password" not in text
@@ -142,7 +144,8 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
             )
             before = _snapshot(conn, "pglab_results")
         ref = json.loads((data / "export" / REFERENCE / export.MANIFEST).read_text())["tables"]
-        want = {t: e["rows"] for t, e in ref.items()} | {"runs": 1, "servers": 18}
+        n_servers = pl.read_csv(data / "derived" / "default" / "environment_servers.csv").height  # the reference's
+        want = {t: e["rows"] for t, e in ref.items()} | {"runs": 1, "servers": n_servers}
 
         assert main(["publish", "--run-id", REFERENCE]) == 0
         assert main(["publish", "--run-id", REFERENCE]) == 0  # again: replaces, does not add
