@@ -128,9 +128,13 @@ class Study:
         recorded skip of the study's experiment, so its section and claims say why that server is missing."""
         from ..core import installs, outcomes
 
+        params = getattr(session, "params", None)  # a stage driven without params (a test's) has none to record
+        missing = installs.unbuilt(params.servers, self.params_key) if params is not None else {}
+        if not missing:  # the common case: nothing to record, no module to import
+            return
         derive = self.module("derive")
         experiment = getattr(derive, "EXPERIMENT", None) or next(iter(getattr(derive, "EXPERIMENTS", ())), None)
-        for name, why in installs.unbuilt(session.params.servers, self.params_key).items():
+        for name, why in missing.items():
             if experiment is not None:
                 print(f"SKIPPED {name}: {why}")
                 outcomes.skip(session.store, experiment, name, why)
