@@ -136,6 +136,7 @@ def built(name: str, source, build=None) -> Install:
 # optional source builds (servers.installs[].optional) this process could not make: name -> why. The studies an
 # install was for record it as a skip with this reason (`unbuilt`).
 _UNBUILT: dict[str, str] = {}
+UNBUILT = "not built on this machine"  # how such a skip's reason begins (the studies find it by this)
 
 
 def from_params(servers) -> dict[str, str | Install]:
@@ -152,7 +153,7 @@ def from_params(servers) -> dict[str, str | Install]:
         except InstallError as e:
             if not i.optional:
                 raise
-            _UNBUILT[i.name] = f"not built on this machine (servers.installs: optional): {e}"
+            _UNBUILT[i.name] = f"{UNBUILT} (servers.installs: optional): {e}"
     return out
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import derived
+from ...core import derived, installs
 from . import reference as ref
 
 # the tables the section needs; those of the paired analysis are read by `optional`
@@ -62,7 +62,11 @@ class Data:
         skipped = derived.read_optional("ssb_skipped", profile, root)
         # optional source builds this machine could not make (servers.installs[].optional): the claims say why
         self.unbuilt = (
-            dict(skipped.filter(pl.col("reason").str.starts_with("not built")).select("server", "reason").iter_rows())
+            dict(
+                skipped.filter(pl.col("reason").str.starts_with(installs.UNBUILT))
+                .select("server", "reason")
+                .iter_rows()
+            )
             if {"server", "reason"} <= set(skipped.columns)
             else {}
         )
