@@ -24,7 +24,7 @@ SPECS = {s.key: s for s in av.specs(P)}
 
 # figures that are not ratios of ours: the study's own, and the parallel ceiling check's speed-up and ceiling
 _NOT_OURS = re.compile(
-    r"\(study: [^)]*\)|the study's \d+\.\d\d×|speed-up \d+\.\d\d×|ceiling \d+×"
+    r"\(study: [^)]*\)|[Tt]he study's \d+\.\d\d×|speed-up \d+\.\d\d×|ceiling \d+×"
     r"|\(\d+\.\d\d×–\d+\.\d\d×\)"
 )  # the last: the tolerance band around the study's figure
 

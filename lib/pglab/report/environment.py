@@ -102,16 +102,23 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     bases = replicas.base_names(s["server"].to_list())
     count = Counter(bases.values())
 
-    def clusters(name: str) -> str:
-        return f", {count[name]} clusters" if count[name] > 1 else ""
+    same = len({count[b] for b in count}) == 1  # every server on as many clusters: said once, at the end
 
-    servers = "; ".join(
-        f"{r['server']} ({r['major']}.{r['minor']}, {r['source']}, {_compiler(r['version_string'])}"
-        f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''}"
-        f"{clusters(r['server'])})"
-        for r in s.iter_rows(named=True)
-        if bases[r["server"]] == r["server"]
-    )
+    # servers grouped by build (source, compiler, flags, JIT), so ten servers fit in two lines of the first screen
+    groups: dict[str, list[str]] = {}
+    for r in s.iter_rows(named=True):
+        if bases[r["server"]] != r["server"]:
+            continue
+        k = count[r["server"]]
+        build = (
+            f"{r['source']}, {_compiler(r['version_string'])}"
+            f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''}"
+            f"{f', {k} clusters' if k > 1 and not same else ''}"
+        )
+        groups.setdefault(build, []).append(f"{r['server']} {r['major']}.{r['minor']}")
+    servers = "; ".join(f"{', '.join(names)} ({build})" for build, names in groups.items())
+    if same and count and (n := next(iter(count.values()))) > 1:
+        servers += f"; each on {n} clusters"
     what = "the reference, `params/default.yaml`" if profile == REFERENCE else f"`{params.source}`"
     lines = [
         f"**Run {run}**, measured {when or 'at a time not recorded'} with profile `{profile}` ({what}) on {machine}.",
