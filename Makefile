@@ -94,7 +94,7 @@ notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired 
 	$(BIN)/jupytext --sync notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 
-test: lint ##dev [18 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
+test: lint ##dev [20 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
 	rm -rf $(TEST_DIR)
 	$(BIN)/python -m pytest tests --durations=12
 	# the committed report re-run on the committed derived data: every output must reproduce
