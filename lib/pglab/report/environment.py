@@ -102,7 +102,8 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
     bases = replicas.base_names(s["server"].to_list())
     count = Counter(bases.values())
 
-    same = len({count[b] for b in count}) == 1  # every server on as many clusters: said once, at the end
+    sizes = set(count.values())
+    each = sizes.pop() if len(sizes) == 1 else None  # every server on as many clusters: said once, at the end
 
     # servers grouped by build (source, compiler, flags, JIT), so ten servers fit in two lines of the first screen
     groups: dict[str, list[str]] = {}
@@ -113,12 +114,12 @@ def run_header(profile: str, params, root: Path | None = None) -> str:
         build = (
             f"{r['source']}, {_compiler(r['version_string'])}"
             f"{' ' + r['build_opt'] if r.get('build_opt') else ''}{', JIT' if r['jit_available'] else ''}"
-            f"{f', {k} clusters' if k > 1 and not same else ''}"
+            f"{f', {k} clusters' if k > 1 and each is None else ''}"
         )
         groups.setdefault(build, []).append(f"{r['server']} {r['major']}.{r['minor']}")
     servers = "; ".join(f"{', '.join(names)} ({build})" for build, names in groups.items())
-    if same and count and (n := next(iter(count.values()))) > 1:
-        servers += f"; each on {n} clusters"
+    if each and each > 1:
+        servers += f"; each on {each} clusters"
     what = "the reference, `params/default.yaml`" if profile == REFERENCE else f"`{params.source}`"
     lines = [
         f"**Run {run}**, measured {when or 'at a time not recorded'} with profile `{profile}` ({what}) on {machine}.",

@@ -337,7 +337,7 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
             f"({where}, where the plans inline and optimise; S4 saw 4–32 % less time)."
         )
     jit = f.filter(pl.col("finding").str.starts_with("jit_"), pl.col("verdict") == fnd.NOT_TESTABLE)
-    if jit.height and not fnd.measured(f, "jit_per_query"):
+    if jit.height and not jpq:
         need = jit["evidence"][0].rsplit("(needs ", 1)[-1].rstrip(")")
         out.append(f"The studies' JIT gains on SSB are not testable at {at}: JIT needs {need} to inline and optimise.")
     return out
