@@ -82,7 +82,9 @@ def test_known_effect_and_aa(sql_run):
     assert 1.6 < v["ratio"] < 2.4 and v["low"] > 1, v  # 50 ms against 100 ms: client overhead is small beside it
     assert v["verdict"] == "slower"
     aa = t["experiments_paired"].filter(experiment="sleepy", kind="A/A").row(0, named=True)
-    assert aa["low"] <= 1 <= aa["high"], aa
+    # the A/A copy reads no difference: within 2 % of 1 (pg_sleep's spread is ~0.1 %). Not "its 95 % interval
+    # holds 1": that fails one run in twenty by construction (CI at 6d3589d: [.. 0.9993])
+    assert 0.98 < aa["low"] and aa["high"] < 1.02, aa
     plans = t["experiments_plans"].filter(experiment="sleepy")
     assert plans.height == 3 and plans["root"].to_list() == ["Result"] * 3  # every cell's plan kept
 
