@@ -17,8 +17,8 @@ from pglab.core.cluster import Cluster
 from pglab.results import export, index
 from pglab.results.__main__ import main
 
-REFERENCE = "default-20261127-021431"  # the run of data/derived/default
-SECOND = "default-20261126-233504"  # only in data/raw-archive/
+REFERENCE = "default-20261127-051404"  # the run of data/derived/default
+SECOND = "default-20261127-021431"  # only in data/raw-archive/
 PASSWORD = "s3cret-results"
 TPS_BY_BUILD = """
 SELECT s.run_id, s.server, v.version, v.build, s.median AS tps
