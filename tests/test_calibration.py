@@ -1,5 +1,6 @@
 """`make stability ARCHIVES=…`'s second half on runs with a known answer: which run pairs lie beyond their joint
-interval (per interval family), which claims can flip and how often they did, and a run that reused a stage's data."""
+interval (per interval family), which claims can flip and how often they did, a run that reused a stage's data and
+a server whose build changed between runs."""
 
 import polars as pl
 
@@ -64,3 +65,32 @@ def test_flip_probability_counts_only_claims_that_can_flip():
     assert t.filter(finding="jit")["flip_probability"][0] == 2 / 3
     text = cal.summary_text(runs, {})
     assert "flippable claims: 1 of 3" in text and "1 of 3 the same (33.3%)" in text and "severe flips" in text
+
+
+def test_a_server_built_otherwise_between_runs_is_named(tmp_path):
+    """The same name on another build (a new Debian upload of 18 between runs) is named with what differed; a
+    server whose version, toolchain and source repeat is not."""
+    runs = {}
+    for run, version in (("a", "18.6"), ("b", "18.6"), ("c", "18.7")):
+        d = tmp_path / run
+        d.mkdir()
+        pl.DataFrame(
+            {
+                "server": ["pg15", "pg18llvm", "pg18llvm_c2"],
+                "version": ["15.18", version, version],
+                "build": ["gcc 12.2, -O2, LLVM 14"] * 3,
+                "built_from": [
+                    None,
+                    f"Debian source postgresql-18 {version}-1",
+                    f"Debian source postgresql-18 {version}-1",
+                ],
+                "cluster_dir": [f"/x/{run}/1", f"/x/{run}/2", f"/x/{run}/3"],  # differs every run: not the build
+            }
+        ).write_csv(d / "environment_servers.csv")
+        runs[run] = d
+    got = cal.builds_differ(runs)
+    assert [g.split(" ")[0] for g in got] == ["pg18llvm", "pg18llvm_c2"]
+    assert "a, b: 18.6 / gcc 12.2, -O2, LLVM 14 / Debian source postgresql-18 18.6-1" in got[0]
+    assert "c: 18.7 / " in got[0]
+    assert cal.builds_differ({"a": runs["a"], "b": runs["b"]}) == []
+    assert "pg18llvm was built otherwise between runs" in cal.summary_text({}, runs)

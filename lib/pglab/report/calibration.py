@@ -183,9 +183,36 @@ def reused(folder: Path) -> list[str]:
     return out
 
 
+BUILD_COLUMNS = ("version", "build", "built_from")  # a server's identity as environment_servers.csv records it
+
+
+def builds_differ(folders: dict[str, Path]) -> list[str]:
+    """Servers whose binaries differ between the runs (environment_servers.csv: version, toolchain and flags,
+    source): their figures do not re-run one build (a new Debian upload between runs, a rebuilt cache), so a
+    flip there may be the build's."""
+    seen: dict[str, dict[tuple, list[str]]] = {}
+    for run, folder in folders.items():
+        f = folder / "environment_servers.csv"
+        if not f.is_file():
+            continue
+        df = pl.read_csv(f, infer_schema_length=0)
+        cols = [c for c in BUILD_COLUMNS if c in df.columns]
+        for r in df.select("server", *cols).unique(maintain_order=True).iter_rows(named=True):
+            ident = tuple((r[c] or "") for c in cols)
+            seen.setdefault(r["server"], {}).setdefault(ident, []).append(run)
+    out = []
+    for server, idents in seen.items():
+        if len(idents) > 1:
+            each = "; ".join(
+                f"{', '.join(runs)}: {' / '.join(x for x in ident if x)}" for ident, runs in idents.items()
+            )
+            out.append(f"{server} was built otherwise between runs ({each})")
+    return out
+
+
 def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> str:
     """What `make stability ARCHIVES=…` prints after the pairs: flippable agreement, flip probabilities, severe
-    flips, the calibration table, and any stage that reused data."""
+    flips, the calibration table, any stage that reused data and any server built otherwise between runs."""
     flips = flip_table(found)
     lines = []
     if flips.height:
@@ -213,4 +240,6 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
     for name, folder in folders.items():
         for what in reused(folder):
             lines.append(f"run {name}: {what}: not an independent re-run")
+    for what in builds_differ(folders):
+        lines.append(f"{what}: its figures do not re-run one build")
     return "\n".join(lines)
