@@ -210,7 +210,11 @@ def test_noise_table_drift_and_paired_ratios():
     m = av.measured(runs)
     n = av.noise_table(m, P)
     assert list(n.columns) == list(noise.SCHEMA)
-    assert set(n["server"]) == {"pgA", "pgB", "all"} and n.filter(pl.col("server") == "all")["n_pairs"][0] == 6
+    every = n.filter((pl.col("server") == "all") & (pl.col("metric") == "latency, all items"))
+    assert set(n["server"]) == {"pgA", "pgB", "all"} and every["n_pairs"].to_list() == [6]
+    # per item over both servers: the floor an item falls back to before its server's over every item
+    per_item = n.filter((pl.col("server") == "all") & (pl.col("metric") != "latency, all items"))
+    assert per_item["n_pairs"].to_list() == [2, 2, 2]
     assert (n["floor"] < 0.02).all()  # run noise 0.3 %: the shared round factor cancels
     d = av.drift_table(m, P)
     assert d.height == 6 and d["drift"].is_not_null().all()
@@ -276,3 +280,32 @@ def test_an_item_floor_from_too_few_pairs_gives_way_to_the_servers():
     }
     assert av.floor_of(table(alone), "pgA", ["limit"]) == pytest.approx(0.08)
     assert av.floor_of(table({}), "pgA", ["limit"]) is None
+    # the item over every server comes before the server's over all items: count's 8 pairs gate count, not the
+    # limit item's bursts
+    across = few | {("pgA", "latency, count"): (4, 0.04), ("all", "latency, count"): (8, 0.03)}
+    assert av.floor_of(table(across), "pgA", ["count"]) == pytest.approx(0.03)
+    assert av.floor_of(table(across), "pgA", ["count", "limit"]) == pytest.approx(0.12)
+
+
+def test_several_aa_conditions_each_give_pairs_and_each_must_be_the_baseline_again():
+    """aa_condition as a list (params/default.yaml: two): every one an A/A copy of the baseline, each giving one
+    pair per cluster and item to the floor."""
+    from pydantic import ValidationError
+
+    conds = P.model_dump(mode="json")["conditions"]
+    conds["loaded_disabled_aa2"] = dict(conds["loaded_disabled_aa"], label="A/A 2")
+    two = AutoExplainParams(conditions=conds, aa_condition=["loaded_disabled_aa", "loaded_disabled_aa2"])
+    assert two.aa_names == ["loaded_disabled_aa", "loaded_disabled_aa2"]
+    truth = _truth()
+    twice = truth | {("loaded_disabled_aa2", i): x for (c, i), x in truth.items() if c == "loaded_disabled"}
+    n = av.noise_table(av.measured(_runs(twice)), two)
+    one = av.noise_table(av.measured(_runs(_truth())), P)
+    pick = (pl.col("server") == "all") & (pl.col("metric") == "latency, all items")
+    assert n.filter(pick)["n_pairs"][0] == 2 * one.filter(pick)["n_pairs"][0]
+    assert "loaded_disabled_aa and loaded_disabled_aa2" in n["method"][0]
+    other = dict(conds["loaded_disabled_aa2"], settings={"auto_explain.log_min_duration": 0})
+    bad = dict(conds, loaded_disabled_aa2=other)
+    with pytest.raises(ValidationError, match="A/A control"):
+        AutoExplainParams(conditions=bad, aa_condition=["loaded_disabled_aa", "loaded_disabled_aa2"])
+    with pytest.raises(ValidationError, match="aa_condition"):
+        AutoExplainParams(conditions=conds, aa_condition=["loaded_disabled_aa", "loaded_disabled"])

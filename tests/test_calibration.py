@@ -3,6 +3,7 @@ interval (per interval family), which claims can flip and how often they did, a 
 a server whose build changed between runs."""
 
 import polars as pl
+import pytest
 
 from pglab.report import calibration as cal
 
@@ -94,3 +95,23 @@ def test_a_server_built_otherwise_between_runs_is_named(tmp_path):
     assert "c: 18.7 / " in got[0]
     assert cal.builds_differ({"a": runs["a"], "b": runs["b"]}) == []
     assert "pg18llvm was built otherwise between runs" in cal.summary_text({}, runs)
+
+
+def test_priors_are_the_root_mean_variance_of_the_runs_own_estimates(tmp_path):
+    """make stability prints core.cluster_priors' literal: per table and server the root mean of the runs' own
+    between-cluster variances (cluster_sd_run, else cluster_sd), pgbench's shared one per experiment as "*"."""
+    folders = {}
+    for run, (a, b, shared) in {"r1": (0.0, 0.02, 0.01), "r2": (0.06, 0.02, 0.03)}.items():
+        f = tmp_path / run
+        f.mkdir()
+        pl.DataFrame({"server": ["pg15", "pg15", "pg16"], "cluster_sd": [a, a, b]}).write_csv(f / "ssb_paired.csv")
+        t = pl.DataFrame({"what": ["load time"], "server": ["pg12"], "cluster_sd": [0.5], "cluster_sd_run": [shared]})
+        t.write_csv(f / "pgbench_paired.csv")
+        folders[run] = f
+    got = {(r["table"], r["server"]): r["prior"] for r in cal.priors(folders).iter_rows(named=True)}
+    assert got == {
+        ("pgbench_paired:load time", "*"): pytest.approx((0.01**2 / 2 + 0.03**2 / 2) ** 0.5),
+        ("ssb_paired", "pg15"): pytest.approx((0.06**2 / 2) ** 0.5),
+        ("ssb_paired", "pg16"): pytest.approx(0.02),
+    }
+    assert '("ssb_paired", "pg15"): 0.0424,  # 0.0%, 6.0%' in cal.priors_text(folders)

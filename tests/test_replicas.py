@@ -334,7 +334,10 @@ def test_auto_explain_pools_replica_clusters(estimate):
     assert sorted(noise["server"].unique()) == ["all", "pg15", "pg18"]
     per_item = noise.filter((pl.col("server") != "all") & (pl.col("metric") != "latency, all items"))
     assert per_item.height == 2 * 3 and (per_item["n_pairs"] == 2).all()
-    assert noise.filter(pl.col("server") == "all")["n_pairs"].to_list() == [12]
+    every = noise.filter(pl.col("server") == "all")
+    assert every.filter(pl.col("metric") == "latency, all items")["n_pairs"].to_list() == [12]
+    # per item over both servers' clusters: what an item with too few pairs of its own falls back to first
+    assert every.filter(pl.col("metric") != "latency, all items")["n_pairs"].to_list() == [4, 4, 4]
     # findings named by base server only, each pooled over both clusters and saying on what
     f = got["auto_explain_findings"]
     assert sorted(f["server"].unique()) == ["pg15", "pg18"] and f.height == 2 * len(av.specs(SMALL))

@@ -54,7 +54,8 @@ def family(method: str) -> str:
         return "min–max" + rounds
     if "bootstrap" in text:
         return "paired bootstrap" + rounds
-    return re.sub(r",?\s*n=\d+", "", text) + rounds
+    # what a pooled row rests on (its clusters, their sd) is the run's, not the family's
+    return re.sub(r",?\s*n=\d+", "", text.split("; pooled")[0]) + rounds
 
 
 def estimates(folder: Path) -> pl.DataFrame:
@@ -242,4 +243,74 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
             lines.append(f"run {name}: {what}: not an independent re-run")
     for what in builds_differ(folders):
         lines.append(f"{what}: its figures do not re-run one build")
+    return "\n".join(lines)
+
+
+# -- the between-cluster priors (core.cluster_priors) --------------------------------------------------------------
+
+# the tables whose pooled rows carry one between-cluster variance per base server, or one for all (pgbench's,
+# per experiment: `between_runs.pool_shared`); the prior's key in core.cluster_priors is "<table>" or
+# "<table>:<what>"
+_SHARED = {"pgbench_paired": "what", "pgbench_no_vacuum": None}
+_QUANTITIES = re.compile(r"between-cluster sd of the quantities ([0-9.]+) %")
+
+
+def cluster_sds(folder: Path) -> pl.DataFrame:
+    """Each derived table's between-cluster sd per base server as the run itself estimated it (`cluster_sd_run`;
+    `cluster_sd` in a folder derived before priors): table (the prior's key), server ("*" where one is shared by
+    every server), sd. auto_explain's quantities come from its findings' evidence."""
+    rows = []
+    for path in sorted(folder.glob("*.csv")):
+        t = pl.read_csv(path, infer_schema_length=0)
+        col = "cluster_sd_run" if "cluster_sd_run" in t.columns else "cluster_sd"
+        if col not in t.columns:
+            if path.stem == "auto_explain_findings" and "evidence" in t.columns:
+                for server, ev in t.select("server", "evidence").drop_nulls().unique().iter_rows():
+                    if m := _QUANTITIES.search(ev):
+                        rows.append({"table": "auto_explain_quantities", "server": server, "sd": float(m[1]) / 100})
+            continue
+        t = t.filter(pl.col(col).is_not_null()).with_columns(pl.col(col).cast(pl.Float64))
+        if path.stem in _SHARED:
+            by = _SHARED[path.stem]
+            for key, g in t.group_by(by or pl.lit("").alias("_k"), maintain_order=True):
+                name = f"{path.stem}:{key[0]}" if by else path.stem
+                rows.append({"table": name, "server": "*", "sd": float(g[col][0])})
+            continue
+        server = "server" if "server" in t.columns else None
+        if server is None:
+            continue
+        for (s,), g in t.group_by(server, maintain_order=True):
+            rows.append({"table": path.stem, "server": s, "sd": float(g[col][0])})
+    schema = {"table": pl.String, "server": pl.String, "sd": pl.Float64}
+    return pl.from_dicts(rows, schema=schema).unique(maintain_order=True) if rows else pl.DataFrame(schema=schema)
+
+
+def priors(folders: dict[str, Path]) -> pl.DataFrame:
+    """Per table and server, the runs' own between-cluster sds and the prior they give: the root mean of their
+    variances (sd), over how many runs (runs), for core.cluster_priors."""
+    frames = [cluster_sds(f).with_columns(run=pl.lit(r)) for r, f in folders.items()]
+    every = pl.concat(frames) if frames else pl.DataFrame()
+    if every.is_empty():
+        return every
+    return (
+        every.group_by("table", "server", maintain_order=True)
+        .agg(
+            (pl.col("sd").pow(2).mean().sqrt()).alias("prior"),
+            pl.len().alias("runs"),
+            pl.col("sd").alias("sds"),
+        )
+        .sort("table", "server")
+    )
+
+
+def priors_text(folders: dict[str, Path]) -> str:
+    """The priors these runs give, as core.cluster_priors' PRIORS literal (to paste there when a new design's
+    archived runs replace the previous ones), with each run's own sd as a comment."""
+    t = priors(folders)
+    if t.is_empty():
+        return "between-cluster priors: no pooled table in these runs"
+    lines = [f"between-cluster priors over {len(folders)} runs ({', '.join(folders)}), for core.cluster_priors:"]
+    for r in t.iter_rows(named=True):
+        runs = ", ".join(f"{x:.1%}" for x in r["sds"])
+        lines.append(f'    ("{r["table"]}", "{r["server"]}"): {r["prior"]:.4f},  # {runs}')
     return "\n".join(lines)

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 import polars as pl
 
-from ...core import between_runs, measurements, outcomes, paired, raw_frames, replicas
+from ...core import between_runs, cluster_priors, measurements, outcomes, paired, raw_frames, replicas
 from ...core.stats import ratio_with_interval
 from ...core.verdicts import MIN_COVERAGE
 from . import verdicts as auto_explain_verdicts
@@ -201,7 +201,8 @@ def counterparts(params: AutoExplainParams) -> dict[str, str]:
                 o.load
                 and o.expected_plans == "none"
                 and rest(o) == rest(c)
-                and other not in (params.baseline, params.aa_condition)
+                and other != params.baseline
+                and other not in params.aa_names
             ):
                 out[name] = other
                 break
@@ -287,7 +288,7 @@ def by_base_server(df: pl.DataFrame) -> pl.DataFrame:
 def _measured_only(params: AutoExplainParams) -> pl.Expr | None:
     """The comparisons a between-cluster variance may come from: all but the A/A control's, whose two sides
     share a cluster (no cluster effect parts them)."""
-    return pl.col("condition") != params.aa_condition if params.aa_condition else None
+    return ~pl.col("condition").is_in(params.aa_names) if params.aa_names else None
 
 
 def ratio_variances(per_cluster: pl.DataFrame, params: AutoExplainParams) -> dict[str, tuple[float, int]]:
@@ -306,7 +307,9 @@ def pool_ratios(rat: pl.DataFrame, m: pl.DataFrame, params: AutoExplainParams) -
     if rat.is_empty() or not between_runs.has_replicas(rat["server"].unique(maintain_order=True).to_list()):
         return rat
     t = rat.drop("verdict", "median", "median_baseline").rename({"ci_low": "low", "ci_high": "high"})
-    pooled = between_runs.pool_clusters(t, RATIO_KEYS, variance_rows=_measured_only(params))
+    pooled = between_runs.pool_clusters(
+        t, RATIO_KEYS, variance_rows=_measured_only(params), priors=cluster_priors.priors("auto_explain_ratios")
+    )
     med = by_base_server(m).group_by(KEY).agg(pl.col("value").median().alias("median"))
     out = _with_medians(pooled.rename({"low": "ci_low", "high": "ci_high"}).with_columns(_verdict()), med)
     cols = [*rat.columns, *(c for c in between_runs.POOLED_COLUMNS if c not in rat.columns)]

@@ -259,9 +259,9 @@ class AutoExplainParams(Strict):
     # this VM whole 1-s runs went ~2x slow, which no per-run value survives (A/A floors ±40-75 %); "round" = one
     # value per run (run.latency), ratios paired within rounds. Runs that kept no latencies use "round".
     estimate: Literal["fast", "round"] = "fast"
-    # the A/A control: a condition with the baseline's settings, compared with it like any other (noise floor);
-    # null: no control, and no floor
-    aa_condition: str | None = "loaded_disabled_aa"
+    # the A/A control: a condition with the baseline's settings, compared with it like any other (noise floor),
+    # or a list of them (more A/A pairs per item: each one per cluster); null: no control, and no floor
+    aa_condition: str | list[str] | None = "loaded_disabled_aa"
     run: RunParams = RunParams()
     log_check: LogCheckParams = LogCheckParams()
     # "costs nothing" holds when the ratio's whole 95 % interval lies within 1 ± negligible
@@ -311,20 +311,27 @@ class AutoExplainParams(Strict):
 
     @model_validator(mode="after")
     def _aa_is_the_baseline_again(self):
-        v, conditions, baseline = self.aa_condition, self.conditions, self.baseline
-        if v is None:
-            return self
-        if v not in conditions or v == baseline:
-            raise ValueError(
-                f"aa_condition: expected a condition other than the baseline among {sorted(conditions)}, or null"
-            )
-        a, b = conditions[v], conditions[baseline]
-        if (a.load, a.settings, a.items) != (b.load, b.settings, b.items):
-            raise ValueError(
-                f"aa_condition: expected {v!r} to have the baseline {baseline!r}'s load, settings and "
-                "items (an A/A control)"
-            )
+        conditions, baseline = self.conditions, self.baseline
+        if isinstance(self.aa_condition, list) and (not self.aa_condition or len(set(self.aa_condition)) < 1):
+            raise ValueError("aa_condition: expected a condition, a list of conditions or null")
+        for v in self.aa_names:
+            if v not in conditions or v == baseline:
+                raise ValueError(
+                    f"aa_condition: expected a condition other than the baseline among {sorted(conditions)}, or null"
+                )
+            a, b = conditions[v], conditions[baseline]
+            if (a.load, a.settings, a.items) != (b.load, b.settings, b.items):
+                raise ValueError(
+                    f"aa_condition: expected {v!r} to have the baseline {baseline!r}'s load, settings and "
+                    "items (an A/A control)"
+                )
         return self
+
+    @property
+    def aa_names(self) -> list[str]:
+        """The A/A conditions (none, one or several), in the params' order."""
+        v = self.aa_condition
+        return [] if v is None else [v] if isinstance(v, str) else list(dict.fromkeys(v))
 
     @field_validator("run")
     @classmethod

@@ -111,9 +111,9 @@ def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) ->
         f"- **Statistics**: {per_run}. {how}. Verdicts by the one rule of `pglab.verdicts` (docs/verdicts.md); "
         '"costs nothing" claims as no change within ±5 %. **Noise floor** from an A/A control (the baseline '
         f"twice, interleaved): {floors or 'none'}; intervals excluding 1: {fdr}. A claim is gated by its item's "
-        f"floor where that rests on at least {MIN_AA_PAIRS} A/A pairs, else by its server's over all items (else "
-        "every server's), never below the item's values' resolution. An effect below the floor decides "
-        f"nothing.{moved}"
+        f"floor where that rests on at least {MIN_AA_PAIRS} A/A pairs, else by the item's over every server, else "
+        "by its server's over all items (else every server's), never below the item's values' resolution. An "
+        f"effect below the floor decides nothing.{moved}"
     )
 
 
@@ -134,7 +134,9 @@ def clusters_markdown(ratios: pl.DataFrame, noise: pl.DataFrame | None = None) -
         "plans, timer, drift), interleaved, every condition in every round of each. Each comparison is the "
         "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
         "server's clusters disagreed over all its comparisons but the A/A control's, whose two sides share a "
-        "cluster): " + text + ". The findings are pooled the same way: a ratio claim with its comparison's "
+        "cluster, shrunk toward a prior from archived runs where one is declared: `core.cluster_priors`): "
+        + text
+        + ". The findings are pooled the same way: a ratio claim with its comparison's "
         "variance, a scale-free quantity (ns per row, share removed, the serial over the parallel overhead) from "
         "each cluster's rounds with the variance of the quantities' own disagreement between clusters; the noise "
         f"floor of a server is over the A/A pairs of all its clusters{pairs}."

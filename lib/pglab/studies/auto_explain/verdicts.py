@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...core import between_runs, noise, paired, replicas
+from ...core import between_runs, cluster_priors, noise, paired, replicas
 from ...core import verdicts as v
 from .params import STUDY_LATENCY_MS, AutoExplainParams
 
@@ -308,21 +308,29 @@ TXN_RESOLUTION_MS = 0.001  # pgbench's per-transaction log: latencies in whole m
 
 
 def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None = None) -> pl.DataFrame:
-    """A/A (aa_condition over the baseline, within rounds; in the fast mode with `txns`, as `evidence`) per
-    server and item, per server over its items, and over everything: n_pairs, false-difference rate, floor. With
-    replica clusters a server is a base server, its floor over the A/A pairs of all its clusters."""
-    if not p.aa_condition or m.is_empty():
+    """A/A (each aa_condition over the baseline, within rounds; in the fast mode with `txns`, as `evidence`) per
+    server and item, per item over every server, per server over its items, and over everything: n_pairs,
+    false-difference rate, floor. With replica clusters a server is a base server, its floor over the A/A pairs of
+    all its clusters."""
+    if not p.aa_names or m.is_empty():
         return noise.table([])
     fast = txns is not None
-    aa = noise.aa_comparisons(
-        txns if fast else m,
-        ["server", "item"],
-        "condition",
-        p.baseline,
-        p.aa_condition,
-        compare=paired.fast_compare if fast else paired.paired_compare,
+    aa = pl.concat(
+        [
+            noise.aa_comparisons(
+                txns if fast else m,
+                ["server", "item"],
+                "condition",
+                p.baseline,
+                name,
+                compare=paired.fast_compare if fast else paired.paired_compare,
+            )
+            for name in p.aa_names
+        ],
+        how="diagonal_relaxed",
     )
     how = "in the fast mode" if fast else "paired by round"
+    aa_text = " and ".join(p.aa_names)
     rows = []
     res = resolutions(txns, p)
 
@@ -332,9 +340,7 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
         steps = [res[(sv, it)] for sv, it in zip(g["cluster"], g["item"], strict=True) if (sv, it) in res]
         one_item = g["item"].n_unique() == 1
         f = noise.noise_floor(g, max(steps) if steps and one_item else None)
-        rows.append(
-            noise.row(STUDY, server, metric, f | {"method": f"{p.aa_condition} / {p.baseline}, {how}: {f['method']}"})
-        )
+        rows.append(noise.row(STUDY, server, metric, f | {"method": f"{aa_text} / {p.baseline}, {how}: {f['method']}"}))
 
     # a base server's floor over the A/A pairs of all its clusters (params servers.clusters); `cluster` keeps the
     # cluster's own name for the values' resolution
@@ -347,6 +353,8 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
             add(server, f"latency, {item}", g.filter(pl.col("item") == item))
         add(server, "latency, all items", g)
     if aa.height:
+        for item in aa["item"].unique(maintain_order=True):
+            add("all", f"latency, {item}", aa.filter(pl.col("item") == item))
         add("all", "latency, all items", aa)
     return noise.table(rows)
 
@@ -368,14 +376,16 @@ def floor_of(
     noise_df: pl.DataFrame, server: str, items: list[str], resolution: dict[str, float] | None = None
 ) -> float | None:
     """The largest floor of a server's items (a comparison of two items is as noisy as the noisier one); an
-    item's own where its A/A pairs (one per cluster) reach `noise.MIN_AA_PAIRS`, else the server's over all its
-    items (the same fast-mode latency ratio in the same rounds: with two clusters, six pairs), else the run's over
-    every server; a floor not the item's own is raised to the item's `resolution` ({item: relative step})."""
+    item's own where its A/A pairs (one per cluster and A/A condition) reach `noise.MIN_AA_PAIRS`, else the item's
+    over every server (the same query: the default's two A/A conditions on two clusters of two servers, eight
+    pairs), else the server's over all its items (a 1 ms query's bursts would gate a 5 ms one's claims: the last
+    resort), else the run's over everything; a floor not the item's own is raised to the item's `resolution`
+    ({item: relative step})."""
     candidates = [(server, "latency, all items"), ("all", "latency, all items")]
     vals = []
     for i in items:
         own = (server, f"latency, {i}")
-        r = noise.floor_from(noise_df, [own, *candidates])
+        r = noise.floor_from(noise_df, [own, ("all", f"latency, {i}"), *candidates])
         if r is not None:
             shared = (r["server"], r["metric"]) != own
             vals.append(max(r["floor"], (resolution or {}).get(i, 0.0)) if shared else r["floor"])
@@ -481,7 +491,9 @@ def pooled_evidence(
         if t.is_empty():
             continue
         variances = {base: ratio_variance} if ratio and ratio_variance is not None else None
-        pooled = between_runs.pool_clusters(t, ["finding"], variances=variances)
+        # the ratios' variance shrinks toward the ratio table's prior, the quantities' toward their own
+        prior = cluster_priors.priors("auto_explain_ratios" if ratio else "auto_explain_quantities")
+        pooled = between_runs.pool_clusters(t, ["finding"], variances=variances, priors=prior)
         for r in pooled.iter_rows(named=True):
             s = by[r["finding"]]
             unit = s.claim.quantity or "×"

@@ -19,8 +19,8 @@ import numpy as np
 import polars as pl
 
 from ...core import between_runs as br
+from ...core import cluster_priors, noise, paired, replicas
 from ...core import findings as fnd
-from ...core import noise, paired, replicas
 from ...core import verdicts as vd
 from .params import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
 
@@ -129,8 +129,9 @@ def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]
         bases = replicas.base_names(pair["server"].unique(maintain_order=True).to_list())
         measured = pl.col("condition") != p.aa_condition
         var = br.cluster_variances(pair, ["metric", "operator", "condition"], variance_rows=measured)
-        pair = br.pool_clusters(pair, ["metric", "operator", "condition"], variances=var)
-        over = br.pool_clusters(over, ["metric", "condition"], variances=var)
+        prior = cluster_priors.priors("jit_operators_paired")
+        pair = br.pool_clusters(pair, ["metric", "operator", "condition"], variances=var, priors=prior)
+        over = br.pool_clusters(over, ["metric", "condition"], variances=var, priors=prior)
     return {
         "jit_operators_paired": pair,
         "jit_operators_overall": over,

@@ -22,8 +22,8 @@ from __future__ import annotations
 import polars as pl
 
 from ...core import between_runs as br
+from ...core import cluster_priors, noise, paired, replicas
 from ...core import findings as fnd
-from ...core import noise, paired, replicas
 from ...core import verdicts as vd
 from ...core.store import RunStore
 from .params import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
@@ -97,9 +97,10 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
         var = br.cluster_variances(
             per_key, ["key_columns", "condition"], variance_rows=pl.col("condition") != BASE + AA_SUFFIX
         )
-        per_key = br.pool_clusters(per_key, ["key_columns", "condition"], variances=var)
-        suite = br.pool_clusters(suite, ["condition"], variances=var)
-        size = br.pool_clusters(size, ["key_columns"], variances=var)
+        prior = cluster_priors.priors("parallel_index_paired")
+        per_key = br.pool_clusters(per_key, ["key_columns", "condition"], variances=var, priors=prior)
+        suite = br.pool_clusters(suite, ["condition"], variances=var, priors=prior)
+        size = br.pool_clusters(size, ["key_columns"], variances=var, priors=prior)
     rows = noise.server_rows(STUDY, aa, "seconds")
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),

@@ -19,8 +19,8 @@ import math
 import polars as pl
 
 from ...core import between_runs as br
+from ...core import cluster_priors, noise, paired, replicas
 from ...core import findings as fnd
-from ...core import noise, paired, replicas
 from ...core import verdicts as vd
 from .params import (
     STUDY_ALLOWED_WORKERS,
@@ -103,6 +103,7 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
             variance_rows=pl.col("condition") != AA,
             run_sd=RUN_SD,
             run_rows=pl.col("condition") != AA,
+            priors=cluster_priors.priors("partitioning_paired"),
         )
     nz = noise.table(noise.server_rows(STUDY, aa, "seconds"))
     return {

@@ -25,7 +25,7 @@ import os
 import numpy as np
 import polars as pl
 
-from ...core import between_runs, noise, paired, replicas
+from ...core import between_runs, cluster_priors, noise, paired, replicas
 
 ITEM, ITEM_AA = "select-only", "select-only-aa"
 COLLAPSE = 1 / 3  # a run below a third of its cell's median has collapsed (a stall, a neighbour), not varied
@@ -167,7 +167,10 @@ def paired_versions(t: dict, baseline: str | None, majors: dict[str, int], cores
                     "flag",
                 )
             )
-        frames.append(parts[0] if len(parts) == 1 else between_runs.pool_shared(pl.concat(parts), ["what", "group"]))
+        prior = cluster_priors.shared(f"pgbench_paired:{what}")
+        frames.append(
+            parts[0] if len(parts) == 1 else between_runs.pool_shared(pl.concat(parts), ["what", "group"], prior=prior)
+        )
     if not frames:
         return _frame([], PAIRED)
     return pl.concat(frames, how="diagonal_relaxed") if len({f.width for f in frames}) > 1 else pl.concat(frames)
@@ -254,7 +257,11 @@ def no_vacuum(series: pl.DataFrame) -> pl.DataFrame:
         )
     out = _frame(rows, TREND).sort("server", "scale")
     # with replica clusters: per base server and scale, over its clusters (one between-cluster variance)
-    return between_runs.pool_shared(out, ["scale"]) if out.height else out
+    return (
+        between_runs.pool_shared(out, ["scale"], prior=cluster_priors.shared("pgbench_no_vacuum"))
+        if out.height
+        else out
+    )
 
 
 def version_curve(t: dict, majors: dict[str, int]) -> pl.DataFrame:

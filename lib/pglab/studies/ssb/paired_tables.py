@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import between_runs, noise, paired, replicas
+from ...core import between_runs, cluster_priors, noise, paired, replicas
 from ...datasets.ssb import answers
 
 # (condition, baseline) pairs compared over the same rounds: speed-up, JIT at S1's thresholds, JIT forced
@@ -55,17 +55,20 @@ def mode_comparisons(execs: pl.DataFrame, estimate: str = FAST) -> pl.DataFrame:
         sub = t.filter(pl.col("mode").is_in([cond, base]))
         if set(sub["mode"]) == {cond, base}:
             frames.append(comparison(estimate)(sub, ["server", "query"], "mode", base, "round", "seconds"))
-    return pooled(pl.concat(frames), ["query", "mode", "baseline"]) if frames else pl.DataFrame()
+    return pooled(pl.concat(frames), ["query", "mode", "baseline"], "ssb_paired") if frames else pl.DataFrame()
 
 
-def pooled(table: pl.DataFrame, keys: list[str], server_col: str = "server") -> pl.DataFrame:
+def pooled(table: pl.DataFrame, keys: list[str], name: str, server_col: str = "server") -> pl.DataFrame:
     """With replica clusters (params servers.clusters): one row per base server and comparison, its interval
     across the clusters (`between_runs.pool_clusters`), the between-cluster variance from the queries' rows (the
-    suites are sums of them); without: the table itself."""
+    suites are sums of them), shrunk toward the table's prior (`cluster_priors`, `name`: the derived table's);
+    without: the table itself."""
     if table.is_empty():
         return table
     queries = ~pl.col("query").is_in([SUITE, SUITE_Q1])
-    return between_runs.pool_clusters(table, keys, server_col, variance_rows=queries)
+    return between_runs.pool_clusters(
+        table, keys, server_col, variance_rows=queries, priors=cluster_priors.priors(name)
+    )
 
 
 def version_servers(facts: dict) -> dict[int, str] | None:
@@ -93,7 +96,7 @@ def version_comparisons(execs: pl.DataFrame, facts: dict, estimate: str = FAST) 
         t = with_suites(ok_timed(execs).filter(pl.col("server").is_in(list(pair.values()))))
         t = t.filter(pl.col("mode").is_in(["serial", "parallel"]))
         frames.append(comparison(estimate)(t, ["mode", "query"], "server", pair[16], "round", "seconds"))
-    return frames[0] if len(frames) == 1 else pooled(pl.concat(frames), ["mode", "query"])
+    return frames[0] if len(frames) == 1 else pooled(pl.concat(frames), ["mode", "query"], "ssb_versions_paired")
 
 
 def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -126,7 +129,7 @@ def sweep_comparisons(sweep: pl.DataFrame, estimate: str = FAST) -> pl.DataFrame
     if t.is_empty() or 0 not in set(t["workers"]):
         return pl.DataFrame()
     cmp = comparison(estimate)(with_suites(t, "workers"), ["server", "query"], "workers", 0, "round", "seconds")
-    return pooled(cmp, ["query", "workers", "baseline"])
+    return pooled(cmp, ["query", "workers", "baseline"], "ssb_sweep_paired")
 
 
 def answers_table(execs: pl.DataFrame, facts: dict) -> pl.DataFrame:
