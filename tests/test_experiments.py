@@ -82,9 +82,12 @@ def test_known_effect_and_aa(sql_run):
     assert 1.6 < v["ratio"] < 2.4 and v["low"] > 1, v  # 50 ms against 100 ms: client overhead is small beside it
     assert v["verdict"] == "slower"
     aa = t["experiments_paired"].filter(experiment="sleepy", kind="A/A").row(0, named=True)
-    # the A/A copy reads no difference: within 2 % of 1 (pg_sleep's spread is ~0.1 %). Not "its 95 % interval
-    # holds 1": that fails one run in twenty by construction (CI at 6d3589d: [.. 0.9993])
-    assert 0.98 < aa["low"] and aa["high"] < 1.02, aa
+    # the A/A copy reads no difference: its figure within 2 % of 1, its interval within 5 %. pg_sleep's own spread
+    # is ~0.1 %, but a VM's scheduler delays a single execution by a few ms now and then: one 5 ms delay among 10
+    # rounds moves the mean 1 % and widens the t interval to ±2.3 % (CI at 223bf1b, on a host 1.4x slower:
+    # low 0.978 under the old ±2 % bound). Not "its 95 % interval holds 1": that fails one run in twenty by
+    # construction (CI at 6d3589d: [.. 0.9993])
+    assert 0.98 < aa["ratio"] < 1.02 and 0.95 < aa["low"] and aa["high"] < 1.05, aa
     plans = t["experiments_plans"].filter(experiment="sleepy")
     assert plans.height == 3 and plans["root"].to_list() == ["Result"] * 3  # every cell's plan kept
 
