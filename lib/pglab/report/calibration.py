@@ -276,10 +276,9 @@ def cluster_sds(folder: Path) -> pl.DataFrame:
                 name = f"{path.stem}:{key[0]}" if by else path.stem
                 rows.append({"table": name, "server": "*", "sd": float(g[col][0])})
             continue
-        server = "server" if "server" in t.columns else None
-        if server is None:
+        if "server" not in t.columns:
             continue
-        for (s,), g in t.group_by(server, maintain_order=True):
+        for (s,), g in t.group_by("server", maintain_order=True):
             rows.append({"table": path.stem, "server": s, "sd": float(g[col][0])})
     schema = {"table": pl.String, "server": pl.String, "sd": pl.Float64}
     return pl.from_dicts(rows, schema=schema).unique(maintain_order=True) if rows else pl.DataFrame(schema=schema)

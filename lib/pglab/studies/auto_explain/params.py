@@ -312,7 +312,7 @@ class AutoExplainParams(Strict):
     @model_validator(mode="after")
     def _aa_is_the_baseline_again(self):
         conditions, baseline = self.conditions, self.baseline
-        if isinstance(self.aa_condition, list) and (not self.aa_condition or len(set(self.aa_condition)) < 1):
+        if self.aa_condition == []:
             raise ValueError("aa_condition: expected a condition, a list of conditions or null")
         for v in self.aa_names:
             if v not in conditions or v == baseline:
