@@ -13,6 +13,8 @@ FORCE ?=
 ONLY ?=
 UPGRADE ?=
 TEST_DIR := build/test
+# pytest-xdist workers for make test: one per core, at most 4 (each starts its own servers); 0 on one core
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; [ $$n -lt 2 ] && n=0; echo $$n)
 
 .DEFAULT_GOAL := help
 .PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler bench-build stability
@@ -96,7 +98,10 @@ notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired 
 
 test: lint ##dev [20 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
 	rm -rf $(TEST_DIR)
-	$(BIN)/python -m pytest tests --durations=12
+	# spread over the cores, each file whole on one worker (tests/conftest.py); then, with nothing beside them,
+	# the tests whose assertions rest on timings they measure (marked alone)
+	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=12
+	$(BIN)/python -m pytest tests -m alone --durations=5
 	# the committed report re-run on the committed derived data: every output must reproduce
 	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg report/99_report.ipynb
@@ -104,8 +109,9 @@ test: lint ##dev [20 min] lint, tests on real servers, a quick report pass, nbva
 	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
 	$(BIN)/python -m pglab.core.clean --check-orphans
-	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/state)
-	PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/pytest/state $(BIN)/python -m pglab.core.clean --check-orphans
+	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/<worker>/state)
+	for s in $(TEST_DIR)/pytest/*/state; do \
+	  PGLAB_STATE_DIR=$(CURDIR)/$$s $(BIN)/python -m pglab.core.clean --check-orphans || exit 1; done
 
 bench: bench-ssb bench-download bench-sampler bench-build ##dev [9 min] every benchmark, printed
 

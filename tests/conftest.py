@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_HOME = ROOT / "build" / "test" / "pytest"
+# one home per pytest-xdist worker (make test runs several): the shared fixtures' cluster names would clash
+TEST_HOME = ROOT / "build" / "test" / "pytest" / os.environ.get("PYTEST_XDIST_WORKER", "main")
 os.environ["PGLAB_STATE_DIR"] = str(TEST_HOME / "state")
 os.environ["PGLAB_DATA_DIR"] = str(TEST_HOME / "data")
 
@@ -94,13 +95,32 @@ def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
             s.stop()
 
 
-# test_derive_run re-derives test_report's quick pass when one exists (else it measures its own, ~4 minutes):
-# run it after test_report, whatever the file names' order.
-_AFTER_REPORT = ("test_derive_run.py",)
+# test_derive_run re-derives test_report's quick pass when one exists (else it measures its own, ~4 minutes), and
+# test_stability compares a second quick run with it: both run after test_report, on the same make test worker.
+_QUICK_PASS = ("test_report.py", "test_stability.py", "test_derive_run.py")
+# make test's workers take the longest files first (their CI durations), so that they finish together
+_LONGEST = (*_QUICK_PASS, "test_pg_build.py", "test_resume_kill.py", "test_external_servers.py", "test_lab.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: item.path.name in _AFTER_REPORT)  # stable: everything else keeps its order
+    rank = {name: i for i, name in enumerate(_LONGEST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """make test's pytest-xdist schedule: each file whole on one worker (its module fixtures made once), the
+    quick-pass files together, in collection order. (Not xdist_group marks: under pytest 9.2 they silently group
+    nothing, pytest-xdist issue 1386.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Files(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return "quick-pass" if name in _QUICK_PASS else name
+
+    config.option.loadscopereorder = False
+    return Files(config, log)
 
 
 def captured_identities(installs, prefix: str) -> list[dict]:

@@ -69,6 +69,11 @@ def run(p):
     return s, results
 
 
+# the sql_run tests run alone (make test): the A/A within 2 % and the 2x effect are timed with pg_sleep, and a
+# busy neighbour delays executions; all of them, so the module's run is made once
+alone = pytest.mark.alone
+
+
 @pytest.fixture(scope="module")
 def sql_run(tmp_path_factory, embedded):
     p = params.load(sql_params(tmp_path_factory.mktemp("x"), embedded.name))
@@ -76,6 +81,7 @@ def sql_run(tmp_path_factory, embedded):
     return s, results, xderive.derive(s.store, s.params)
 
 
+@alone
 def test_known_effect_and_aa(sql_run):
     _, _, t = sql_run
     v = t["experiments_verdicts"].filter(experiment="sleepy").row(0, named=True)
@@ -92,6 +98,7 @@ def test_known_effect_and_aa(sql_run):
     assert plans.height == 3 and plans["root"].to_list() == ["Result"] * 3  # every cell's plan kept
 
 
+@alone
 def test_failure_recorded_others_go_on(sql_run):
     _, _, t = sql_run
     err = t["experiments_errors"].filter(experiment="broken")
@@ -100,6 +107,7 @@ def test_failure_recorded_others_go_on(sql_run):
     assert cells["measured"].min() == 2 and cells["failed"].max() == 0
 
 
+@alone
 def test_rerun_measures_nothing_twice(sql_run):
     s, _, _ = sql_run
     before = s.store.file.read_bytes()
@@ -112,6 +120,7 @@ def test_rerun_measures_nothing_twice(sql_run):
     assert s.store.file.read_bytes() == before
 
 
+@alone
 def test_rederive_byte_for_byte(sql_run, tmp_path):
     s, _, t = sql_run
     again = xderive.derive(RunStore(s.run_id), s.params)
@@ -121,6 +130,7 @@ def test_rederive_byte_for_byte(sql_run, tmp_path):
         assert (tmp_path / "a" / f"{name}.csv").read_bytes() == (tmp_path / "b" / f"{name}.csv").read_bytes(), name
 
 
+@alone
 def test_compare_two_runs(sql_run, tmp_path):
     from pglab.report.compare import Dataset, ratios
 
@@ -278,6 +288,7 @@ experiments:
         driver.quit()
 
 
+@alone
 def test_full_report_shows_the_experiments_of_its_run(sql_run, tmp_path):
     """make report runs a params file's experiments (80_experiments) and its report (99) shows them after the
     studies, from the derived tables alone; a run without experiments shows no such section."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from pglab.report import stability
 
@@ -118,6 +119,7 @@ def test_findings_csvs_name_a_table_without_study_column(tmp_path):
     assert f.rows() == [("auto_explain", "analyze", "pg15", "supported"), ("S4", "all", "pg18", "not run")]
 
 
+@pytest.mark.alone  # its no-severe-flip assertion rests on the two runs' timings
 def test_quick_profile_twice_agrees_and_prints_its_agreement(capsys):
     """Issue 16's acceptance for the quick profile: two independent quick runs on this machine, their verdicts
     compared claim by claim. Run a is the quick pass of tests/test_report.py when it is there (same params,
