@@ -192,6 +192,9 @@ def ae(tmp_path_factory, installs):
     return s, name, seen
 
 
+# alone (make test): beside a busy neighbour pgbench logs more of these 3-transaction runs as 0 µs (11 of 114 in one
+# CI run, none serially), and a comparison needs every run of both clusters timed
+@pytest.mark.alone
 def test_auto_explain_pooled_tables(ae, tmp_path):
     from pglab.studies.auto_explain import STUDY, report
     from pglab.studies.auto_explain import verdicts as av
@@ -253,6 +256,7 @@ def test_auto_explain_pooled_tables(ae, tmp_path):
     assert report.findings(s.profile, root=tmp_path)["server"].unique().to_list() == [name]
 
 
+@pytest.mark.alone  # with the test above: the module's run is made once
 def test_auto_explain_no_postmaster_left(ae):
     s, _, seen = ae
     assert not any(x.cluster.running for x in s.servers)
