@@ -102,12 +102,6 @@ test: lint ##dev [20 min] lint, tests on real servers, a quick report pass, nbva
 	# the tests whose assertions rest on timings they measure (marked alone)
 	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=12
 	$(BIN)/python -m pytest tests -m alone --durations=5
-	# the committed report re-run on the committed derived data: every output must reproduce
-	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg report/99_report.ipynb
-	PGLAB_DATA_DIR=$(CURDIR)/$(TEST_DIR)/data PGLAB_STATE_DIR=$(CURDIR)/$(TEST_DIR)/state \
-	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_DIR)/report
 	$(BIN)/python -m pglab.core.clean --check-orphans
 	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/<worker>/state)
 	for s in $(TEST_DIR)/pytest/*/state; do \

@@ -95,9 +95,10 @@ def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
             s.stop()
 
 
-# test_derive_run re-derives test_report's quick pass when one exists (else it measures its own, ~4 minutes), and
-# test_stability compares a second quick run with it: both run after test_report, on the same make test worker.
-_QUICK_PASS = ("test_report.py", "test_stability.py", "test_derive_run.py")
+# test_derive_run re-derives test_report's quick pass when one exists (else it measures its own, ~4 minutes),
+# test_stability compares a second quick run with it and test_report_nbval re-executes its notebooks: all run after
+# test_report, on the same make test worker.
+_QUICK_PASS = ("test_report.py", "test_stability.py", "test_derive_run.py", "test_report_nbval.py")
 # make test's workers take the longest files first (their CI durations), so that they finish together
 _LONGEST = (*_QUICK_PASS, "test_pg_build.py", "test_resume_kill.py", "test_external_servers.py", "test_lab.py")
 

@@ -33,3 +33,22 @@ def test_the_static_picture_is_drawn_without_the_zoom():
     bundle, _ = charts._render(line.to_dict())
     assert "pglab_zoom" in str(bundle[charts.LAB_MIME]) and "pglab_zoom" not in bundle["image/svg+xml"]
     assert bundle["image/svg+xml"] == vlc.vegalite_to_svg(line.to_dict())
+
+
+def test_a_kit_process_skips_the_iri_grammar_and_still_validates_charts():
+    """`import pglab` keeps jsonschema from building rfc3987_syntax's parsers (2 s of every notebook kernel and
+    CLI process); altair's schema validation still runs and still refuses a bad spec."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, altair as alt, polars as pl\n"
+        "alt.Chart(pl.DataFrame({'x': [1]})).mark_point().encode(x='x:Q').to_dict()\n"
+        "try:\n"
+        "    alt.Chart(pl.DataFrame({'x': [1]})).mark_point().encode(x=alt.X('x:Q', bin='yes')).to_dict()\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__)\n"
+        "print(sys.modules.get('rfc3987_syntax', 'absent'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", "import pglab\n" + code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["SchemaValidationError", "None"], out.stdout + out.stderr
