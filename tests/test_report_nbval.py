@@ -14,8 +14,10 @@ QUICK = ROOT / "build" / "test"
 
 
 def _nbval(args: list[str], env_extra: dict) -> subprocess.CompletedProcess:
-    # the notebooks read PGLAB_DATA_DIR / PGLAB_STATE_DIR: not this worker's test home (tests/conftest.py)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PGLAB_", "PYTEST_"))} | env_extra
+    # the notebooks read PGLAB_DATA_DIR / PGLAB_STATE_DIR: not this worker's test home (tests/conftest.py sets
+    # them), the committed data for the committed report
+    drop = ("PGLAB_DATA_DIR", "PGLAB_STATE_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_")} | env_extra
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--nbval-current-env"]
         + ["--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q", *args],
