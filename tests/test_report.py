@@ -21,7 +21,8 @@ OUT = ROOT / "build" / "test"
 
 def test_quick_report_end_to_end():
     shutil.rmtree(OUT / "report", ignore_errors=True)
-    env = os.environ | {"PGLAB_DATA_DIR": str(OUT / "data"), "PGLAB_STATE_DIR": str(OUT / "state")}
+    # relative, as a user may give them: from the project root, for the driver and the kernels (in notebooks/) alike
+    env = os.environ | {"PGLAB_DATA_DIR": "build/test/data", "PGLAB_STATE_DIR": "build/test/state"}
     t0 = time.monotonic()
     run = subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(OUT / "report")],
@@ -53,6 +54,10 @@ def test_quick_report_end_to_end():
     # the run is complete and recorded its environment in the raw store
     runs = [p for p in (OUT / "data" / "raw").iterdir() if p.is_dir()]
     assert any((r / "COMPLETE").exists() and (r / "environment.json").exists() for r in runs)
+    # and how long each notebook took, for the next run's time left
+    learnt = json.loads((OUT / "state" / "pace.json").read_text())["quick"]
+    assert sorted(learnt) == [nb.name for nb in notebooks]
+    assert all(r["took_s"] > 0 and (OUT / "data" / "raw" / r["run_id"] / "COMPLETE").exists() for r in learnt.values())
     # nothing of the kit is left running
     for cdir in (OUT / "state" / "clusters").iterdir():
         assert postmasters(cdir / "data") == [], cdir
@@ -70,7 +75,8 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
     first = OUT / "report" / "99_report.ipynb"
     if not first.exists():
         pytest.skip("needs the quick report of test_quick_report_end_to_end")
-    env = os.environ | {"PGLAB_DATA_DIR": str(OUT / "data"), "PGLAB_STATE_DIR": str(OUT / "state")}
+    # relative, as a user may give them: from the project root, for the driver and the kernels (in notebooks/) alike
+    env = os.environ | {"PGLAB_DATA_DIR": "build/test/data", "PGLAB_STATE_DIR": "build/test/state"}
     raw_before = sorted(p.name for p in (OUT / "data" / "raw").iterdir())
     again = OUT / "report-again"
     run = subprocess.run(

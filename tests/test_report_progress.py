@@ -203,3 +203,33 @@ def test_report_kernels_run_without_the_tcp_warning(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "without encryption" not in out.stderr + out.stdout
     assert nbformat.read(tmp_path / "out.ipynb", 4).cells[0].outputs[0]["text"] == "42\n"
+
+
+def test_a_known_pace_scales_the_time_left_from_the_start():
+    p = RunProgress(["a", "b"], {"a": 100.0, "b": 100.0}, out=io.StringIO(), paces={"a": 2.0, "b": 3.0})
+    assert p.left_s() == 500
+    p.start("a")
+    p.t_current -= 200  # a took what its pace said
+    p.finish("a")
+    assert 295 < p.left_s() < 305  # so b is still expected at its own pace, not corrected
+
+
+def test_each_fresh_notebook_teaches_the_next_run_its_pace(tmp_path, monkeypatch):
+    from pglab.report import pace
+
+    monkeypatch.setenv("PGLAB_STATE_DIR", str(tmp_path))
+    names = ["00_a.ipynb", "10_b.ipynb", "99_report.ipynb"]
+    assert pace.paces("default", names) == dict.fromkeys(names, 1.0)
+    assert pace.described("default", dict.fromkeys(names, 1.0), dict.fromkeys(names, 10.0)) is None
+    pace.record("default", "00_a.ipynb", 100.0, 250.0, "default-1")
+    pace.record("default", "99_report.ipynb", 2.0, 9.0, "default-1")  # too short to tell: the overall pace
+    pace.record("quick", "00_a.ipynb", 100.0, 100.0, "quick-1")  # another profile's record stays apart
+    got = pace.paces("default", names)
+    overall = (250 + 9) / (100 + 2)
+    assert got == {"00_a.ipynb": 2.5, "10_b.ipynb": overall, "99_report.ipynb": overall}
+    assert pace.paces("quick", names)["00_a.ipynb"] == 1.0
+    assert "×2.52" in pace.described("default", got, {"00_a.ipynb": 100.0, "10_b.ipynb": 100.0})
+    pace.record("default", "00_a.ipynb", 100.0, 150.0, "default-2")  # the newest run replaces it
+    assert pace.paces("default", names)["00_a.ipynb"] == 1.5
+    (tmp_path / pace.FILE).write_text('{"default": {"00_a.ipynb": {"estimate_s": "x"}}')  # torn: no prior
+    assert pace.paces("default", names) == dict.fromkeys(names, 1.0)

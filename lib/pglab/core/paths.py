@@ -2,7 +2,8 @@
 command line agree whatever the current working directory.
 
 `PGLAB_DATA_DIR` and `PGLAB_STATE_DIR` override the data and state roots (the tests use them so that a
-test run never touches the committed `data/derived/` or the user's clusters)."""
+test run never touches the committed `data/derived/` or the user's clusters). A relative one is taken from the
+project root, as a params path is: the notebooks' kernels run in notebooks/, and must find the same folder."""
 
 from __future__ import annotations
 
@@ -16,8 +17,13 @@ PARAMS = ROOT / "params"
 REPORT = ROOT / "report"
 
 
+def _env_dir(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return resolve(value) if value else None
+
+
 def data_dir() -> Path:
-    return Path(os.environ.get("PGLAB_DATA_DIR", ROOT / "data"))
+    return _env_dir("PGLAB_DATA_DIR") or ROOT / "data"
 
 
 def raw_dir() -> Path:
@@ -26,12 +32,12 @@ def raw_dir() -> Path:
 
 def derived_dir() -> Path:
     """`PGLAB_DERIVED_DIR` while `make report` runs: its working copy, swapped in when the run succeeds."""
-    return Path(os.environ.get("PGLAB_DERIVED_DIR") or data_dir() / "derived")
+    return _env_dir("PGLAB_DERIVED_DIR") or data_dir() / "derived"
 
 
 def state_dir() -> Path:
     """Clusters and other machine-local state the kit creates (git-ignored, removed by `make clean`)."""
-    return Path(os.environ.get("PGLAB_STATE_DIR", ROOT / ".pglab"))
+    return _env_dir("PGLAB_STATE_DIR") or ROOT / ".pglab"
 
 
 def clusters_dir() -> Path:
@@ -41,7 +47,7 @@ def clusters_dir() -> Path:
 def machine_state_dir() -> Path:
     """Root only: where clusters go when the service user cannot reach the project (see reach.py).
     `PGLAB_MACHINE_STATE_DIR` overrides it."""
-    return Path(os.environ.get("PGLAB_MACHINE_STATE_DIR", "/var/lib/pglab"))
+    return _env_dir("PGLAB_MACHINE_STATE_DIR") or Path("/var/lib/pglab")
 
 
 def shown(path: str | Path) -> str:
@@ -63,8 +69,8 @@ def install_cache_dir() -> Path:
     `PGLAB_CACHE_DIR` overrides it. As root the servers run as the unprivileged service user, which cannot
     enter root's home: root's cache is then `/var/cache/pglab`, readable by everyone; anyone else's is the
     XDG cache folder."""
-    if os.environ.get("PGLAB_CACHE_DIR"):
-        return Path(os.environ["PGLAB_CACHE_DIR"])
+    if given := _env_dir("PGLAB_CACHE_DIR"):
+        return given
     if os.geteuid() == 0:
         return Path("/var/cache/pglab")
     xdg = os.environ.get("XDG_CACHE_HOME")

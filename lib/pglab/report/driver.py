@@ -31,6 +31,7 @@ from ..core.paramtypes import run_id_arg
 from ..core.session import check_resume
 from ..core.store import begin_run, finish_run
 from ..studies import STUDIES
+from . import pace
 
 KERNEL = "pglab"
 REPORT_NOTEBOOK = "99_report.ipynb"
@@ -154,11 +155,17 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
             return 2
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
     t_all = time.monotonic()
-    estimates = estimate_all([nb.name for nb in todo], p, stages=stages)  # servers counted as the studies choose them
+    names = [nb.name for nb in todo]
+    estimates = estimate_all(names, p, stages=stages)  # servers counted as the studies choose them
+    paced = pace.paces(p.profile, names)
+    if scaled := pace.described(p.profile, paced, estimates):
+        print(f"  {scaled}", flush=True)
     resume = f"make report PARAMS={params_path} RUN_ID={run_id}" if measuring else None
+    # a resumed run skips what it kept: its times would teach the next run a pace this machine does not have
+    learn = (lambda nb, est, took: pace.record(p.profile, nb, est, took, run_id)) if measuring and not kept else None
     try:
-        with RunProgress([nb.name for nb in todo], estimates) as progress, _ctrl_c(progress, resume):
-            code = _execute(todo, out, params_path, run_id, estimates, progress, staged, p.profile, final_root)
+        with RunProgress(names, estimates, paces=paced) as progress, _ctrl_c(progress, resume):
+            code = _execute(todo, out, params_path, run_id, estimates, progress, staged, p.profile, final_root, learn)
     except KeyboardInterrupt:
         return 130  # the one line was printed the moment Ctrl-C came; the kernel stopped its servers
     if code:
@@ -196,9 +203,10 @@ def _ctrl_c(progress, resume: str | None):
         signal.signal(signal.SIGINT, previous)
 
 
-def _execute(todo, out, params_path, run_id, estimates, progress, staged, profile, final_root) -> int:
+def _execute(todo, out, params_path, run_id, estimates, progress, staged, profile, final_root, learn=None) -> int:
     """Every notebook in turn through papermill (the measured tables published just before the report notebook
-    reads them); 1, naming the partial notebook, when one fails."""
+    reads them); 1, naming the partial notebook, when one fails. `learn(notebook, estimate, took)` is told each
+    notebook's time."""
     import papermill
 
     from .html_export import write_html  # imports nbconvert, nbformat: only once params are good
@@ -224,7 +232,9 @@ def _execute(todo, out, params_path, run_id, estimates, progress, staged, profil
             return 1
         _stable_injected_id(out / nb.name)
         took = progress.finish(nb.name)
-        print(f"  {nb.name} done in {took:.1f} s (estimated {estimates[nb.name]:.0f} s)", flush=True)
+        print(f"  {nb.name} done in {took:.1f} s (estimated {progress.expected_s(nb.name):.0f} s)", flush=True)
+        if learn:
+            learn(nb.name, estimates[nb.name], took)
         if nb.name == REPORT_NOTEBOOK:
             print(f"  {HTML}: {write_html(out / nb.name, out / HTML)}", flush=True)
     return 0

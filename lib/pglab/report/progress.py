@@ -2,8 +2,8 @@
 
 - One progress line for the whole run: notebook k of n, elapsed, and an estimate of the time left. The
   estimate starts from each notebook's modelled time (pglab.report.estimate: the params' sizes and the
-  servers each study will run on) and is corrected by how fast the notebooks done so far went compared with
-  their estimates.
+  servers each study will run on), scaled by how this machine's last run of the profile went
+  (pglab.report.pace), and is corrected by how fast the notebooks done so far went compared with that.
 - The notebooks' own progress bars (pglab.core.progress) are mirrored onto that line: the driver points
   `PGLAB_PROGRESS_FILE` at a file, the kernel's bars write their latest state there instead of into the
   notebook's output, and a thread here shows it.
@@ -50,8 +50,11 @@ def _clock(s: float) -> str:
 class RunProgress:
     """The one progress line of a report run. Use as a context manager around the notebook loop."""
 
-    def __init__(self, notebooks: list[str], estimates: dict[str, float], out=sys.stdout):
+    def __init__(
+        self, notebooks: list[str], estimates: dict[str, float], out=sys.stdout, paces: dict[str, float] | None = None
+    ):
         self.notebooks, self.estimates, self.out = notebooks, estimates, out
+        self.paces = paces or {}  # notebook: times its estimate it took on this machine last time
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.folder = Path(tempfile.mkdtemp(prefix="pglab-run-"))
         self.file = self.folder / "progress"
@@ -93,15 +96,19 @@ class RunProgress:
         self._clear()
         return took
 
+    def expected_s(self, notebook: str) -> float:
+        """A notebook's estimate at this machine's known pace."""
+        return self.estimates[notebook] * self.paces.get(notebook, 1.0)
+
     def left_s(self) -> float:
-        """Time left: the remaining estimates, scaled by how the finished notebooks went."""
-        est_done = sum(e for e, _ in self.done.values())
+        """Time left: the remaining expected times, scaled by how the finished notebooks went against theirs."""
+        expected_done = sum(self.expected_s(n) for n in self.done)
         took_done = sum(t for _, t in self.done.values())
-        pace = took_done / est_done if est_done > 30 else 1.0
+        pace = took_done / expected_done if expected_done > 30 else 1.0
         todo = [n for n in self.notebooks if n not in self.done]
-        left = sum(self.estimates[n] for n in todo) * pace
+        left = sum(self.expected_s(n) for n in todo) * pace
         if self.current:
-            left -= min(time.monotonic() - self.t_current, self.estimates[self.current] * pace * 0.95)
+            left -= min(time.monotonic() - self.t_current, self.expected_s(self.current) * pace * 0.95)
         return max(left, 0.0)
 
     def line(self) -> str:
