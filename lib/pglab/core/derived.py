@@ -44,28 +44,38 @@ def profile_dir(profile: str, root: Path | None = None) -> Path:
 
 def write_table(df: pl.DataFrame, name: str, profile: str, root: Path | None = None) -> Path:
     """Write `df` as `<name>.csv`, rows sorted, and record it in the manifest."""
-    d = profile_dir(profile, root)
-    d.mkdir(parents=True, exist_ok=True)
-    df = _rows_sorted(df, name)
-    path = d / f"{name}.csv"
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    df.write_csv(tmp, line_terminator="\n")
-    types = {c: str(t) for c, t in df.schema.items()}
-    origin = {"run_id": os.environ.get(RUN_ID_ENV), "derived_by": git_revision(), "types": types, "format": FORMAT}
-    # the manifest first, from the new file, then the rename: a kill between the two leaves a table the manifest
-    # knows (the rename first left one without its origin, read back as derived by an older pglab)
-    _update_manifest(d, {path.name: origin}, staged={path.name: tmp})
-    os.replace(tmp, path)
-    return path
+    write({name: df}, profile, root=root)
+    return profile_dir(profile, root) / f"{name}.csv"
 
 
 def write(
     tables: dict[str, pl.DataFrame], profile: str, root: Path | None = None, skip: tuple[str, ...] = ()
 ) -> list[str]:
-    """Write every table (`write_table`) but those named in `skip`; the names written."""
+    """Write every table (rows sorted, as `<name>.csv`) but those named in `skip`, and record them in the manifest
+    once (a manifest per table re-read every table of the folder each time); the names written."""
     written = [name for name in tables if name not in skip]
+    if not written:
+        return []
+    d = profile_dir(profile, root)
+    d.mkdir(parents=True, exist_ok=True)
+    staged, origins = {}, {}
     for name in written:
-        write_table(tables[name], name, profile, root=root)
+        df = _rows_sorted(tables[name], name)
+        tmp = d / f"{name}.tmp{os.getpid()}"
+        df.write_csv(tmp, line_terminator="\n")
+        staged[f"{name}.csv"] = tmp
+        types = {c: str(t) for c, t in df.schema.items()}
+        origins[f"{name}.csv"] = {
+            "run_id": os.environ.get(RUN_ID_ENV),
+            "derived_by": git_revision(),
+            "types": types,
+            "format": FORMAT,
+        }
+    # the manifest first, from the new files, then the renames: a kill between the two leaves tables the manifest
+    # knows (the renames first left them without their origin, read back as derived by an older pglab)
+    _update_manifest(d, origins, staged=staged)
+    for file, tmp in staged.items():
+        os.replace(tmp, d / file)
     return written
 
 
