@@ -146,15 +146,23 @@ def from_params(servers) -> dict[str, str | Install]:
     for i in servers.installs:
         if i.source is None:
             out[i.name] = i.bin_dir
-            continue
-        try:
-            out[i.name] = built(i.name, i.source, servers.build)
-            _UNBUILT.pop(i.name, None)
-        except InstallError as e:
-            if not i.optional:
-                raise
-            _UNBUILT[i.name] = f"{UNBUILT} (servers.installs: optional): {e}"
+        elif (inst := build_entry(i, servers.build)) is not None:
+            out[i.name] = inst
     return out
+
+
+def build_entry(entry, build) -> Install | None:
+    """An install entry's source built (or taken from the cache) with `build` (config.Servers.build); None for an
+    optional one that cannot be built here, its reason kept for `unbuilt`; InstallError for any other."""
+    try:
+        inst = built(entry.name, entry.source, build)
+    except InstallError as e:
+        if not entry.optional:
+            raise
+        _UNBUILT[entry.name] = f"{UNBUILT} (servers.installs: optional): {e}"
+        return None
+    _UNBUILT.pop(entry.name, None)
+    return inst
 
 
 def unbuilt(servers, study: str | None = None) -> dict[str, str]:

@@ -43,21 +43,22 @@ def check_machine(params: CommonParams, shown) -> None:
 
 def selected_installs(params: CommonParams, shown) -> list:
     """The installs the run will make clusters of (found ones and params' own), checked."""
-    from .installs import InstallError, built, discover, probe
+    from .installs import InstallError, build_entry, discover, probe, unbuilt
 
     own, given = {}, {}
     for i, inst in enumerate(params.servers.installs):
         if inst.source:  # built here, before any server starts: a missing tool or a failed build stops the run
             try:
-                given[inst.name] = built(inst.name, inst.source, params.servers.build)
+                made = build_entry(inst, params.servers.build)
             except InstallError as e:
-                if inst.optional:  # left out: the studies it was for record why (installs.unbuilt)
-                    print(f"note: servers.installs[{i}] {inst.name} is left out (optional): {e}", file=sys.stderr)
-                    continue
                 raise ParamsError(
                     f"{shown}: servers.installs[{i}].source: expected PostgreSQL to build from it; {e}"
                 ) from None
-            own[given[inst.name].bin_dir] = i
+            if made is None:  # left out: the studies it was for record why (installs.unbuilt)
+                why = unbuilt(params.servers)[inst.name]
+                print(f"note: servers.installs[{i}] {inst.name} is left out: {why}", file=sys.stderr)
+                continue
+            given[inst.name], own[made.bin_dir] = made, i
             continue
         try:
             own[probe(inst.bin_dir, "params", inst.name).bin_dir] = i
