@@ -122,11 +122,6 @@ def stand_ins_for(project_root: Path) -> list[Path]:
     return out
 
 
-def remove_stand_in(used: Path) -> None:
-    """Remove a stand-in folder (make clean); refused while one of its servers runs."""
-    _remove_stale(used)
-
-
 def _remove_orphans(machine: Path) -> None:
     """Remove the stand-ins whose wanted folder is gone (a deleted clone, a test's temporary folder) and in which
     no server runs: nothing else would, and they pile up (a test run leaves ~1 GB). One without an ORIGIN yet is

@@ -86,15 +86,6 @@ class Claim:
         elif self.ratio is not None and self.direction != SAME and (self.ratio > 1) != (self.direction == HIGHER):
             raise ValueError(f"ratio {self.ratio} does not go in direction {self.direction!r}")
 
-    def magnitude_text(self) -> str:
-        if self.quantity is not None:
-            return f"{self.ratio:.3g} {self.quantity}"
-        if self.direction == SAME:
-            return f"no change within ±{self.margin:.0%}".replace("%", " %")
-        if self.ratio is None:
-            return self.direction
-        return f"{self.ratio:.2f}×" + (f" (±{self.margin:.0%})".replace("%", " %") if self.margin else "")
-
 
 @dataclass(frozen=True)
 class Evidence:

@@ -150,11 +150,6 @@ def record_load(store: RunStore, r: LoadResult) -> None:
         )
 
 
-def record_loads(store: RunStore, results: list[LoadResult]) -> None:
-    for r in results:
-        record_load(store, r)
-
-
 def usable(store: RunStore, servers: list[Server], results: list[LoadResult], experiment: str) -> list[Server]:
     """The servers holding the dataset; each other one is a recorded skip of `experiment`, with the reason."""
     for r in results:
