@@ -17,8 +17,16 @@ from pglab.core.cluster import Cluster
 from pglab.results import export, index
 from pglab.results.__main__ import main
 
-REFERENCE = "default-20261127-051404"  # the run of data/derived/default
-SECOND = "default-20261127-021431"  # only in data/raw-archive/
+
+def _reference() -> str:
+    """The run of data/derived/default, as its MANIFEST.json names it."""
+    manifest = json.loads((ROOT / "data" / "derived" / "default" / derived.MANIFEST).read_text())
+    (run,) = {e["run_id"] for e in manifest.values() if isinstance(e, dict) and e.get("run_id")}
+    return run
+
+
+REFERENCE = _reference()
+SECOND = "default-20261127-105829"  # another fresh run of the reference's design, only in data/raw-archive/
 PASSWORD = "s3cret-results"
 TPS_BY_BUILD = """
 SELECT s.run_id, s.server, v.version, v.build, s.median AS tps

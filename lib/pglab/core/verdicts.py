@@ -259,7 +259,7 @@ def verdict(
     if e <= floor:
         return Verdict(
             UNDETERMINED,
-            f"{study} is within this machine's noise floor {_pct(floor)}: no test here",
+            f"{ours}, but {study} is within this machine's noise floor {_pct(floor)}: no test here",
             "a quieter machine, or a larger effect",
         )
     z_lo, z_hi = _zone(lo, e, tolerance), _zone(hi, e, tolerance)

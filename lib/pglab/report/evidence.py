@@ -43,12 +43,9 @@ def _inline(text: str) -> str:
 
 def _server_item(r: dict) -> str:
     numbers = ""
-    if r["our_value"] is not None:
-        numbers = (
-            f" Ours {ratio_with_interval(r['our_value'], r['our_low'], r['our_high'])}"
-            + (f" ({escape(r['interval'])})" if r["interval"] else "")
-            + "."
-        )
+    figure = ratio_with_interval(r["our_value"], r["our_low"], r["our_high"]) if r["our_value"] is not None else None
+    if figure and figure not in r["evidence"]:  # most verdicts' evidence opens with our figure: not twice
+        numbers = f" Ours {figure}" + (f" ({escape(r['interval'])})" if r["interval"] else "") + "."
     return f"<li>{escape(r['server'])}: {verdict_html(r['verdict'])}.{numbers} {_inline(r['evidence'])}</li>"
 
 
