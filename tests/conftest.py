@@ -124,6 +124,24 @@ def pytest_xdist_make_scheduler(config, log):
     return Files(config, log)
 
 
+def pytest_terminal_summary(terminalreporter):
+    """The figures tests print for the notes (coverage of a simulated interval, a cold build's time, agreement of
+    two quick runs): under pytest-xdist a passing test's output never reaches the terminal, so they are gathered
+    from the reports here, one block per test."""
+    printed = [
+        (r.nodeid, r.capstdout.strip())
+        for r in terminalreporter.stats.get("passed", [])
+        if r.when == "call" and r.capstdout.strip()
+    ]
+    if not printed:
+        return
+    terminalreporter.section("what the passing tests printed")
+    for nodeid, text in sorted(printed):
+        terminalreporter.write_line(nodeid)
+        for line in text.splitlines():
+            terminalreporter.write_line(f"    {line}")
+
+
 def captured_identities(installs, prefix: str) -> list[dict]:
     """The environment_servers rows (build identity included) the kit records from a started server of each
     install, each stopped again."""
