@@ -129,9 +129,11 @@ def pytest_terminal_summary(terminalreporter):
     two quick runs): under pytest-xdist a passing test's output never reaches the terminal, so they are gathered
     from the reports here, one block per test."""
     printed = [
-        (r.nodeid, r.capstdout.strip())
+        (r.nodeid, text.strip())
         for r in terminalreporter.stats.get("passed", [])
-        if r.when == "call" and r.capstdout.strip()
+        if r.when == "call"
+        for name, text in r.sections
+        if name == "Captured stdout call" and text.strip()  # the test's own lines, not its fixtures'
     ]
     if not printed:
         return

@@ -2,6 +2,7 @@
 failed run leaves the previous tables untouched, never a mix of two runs."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -169,3 +170,16 @@ def test_floats_are_written_to_twelve_significant_digits_before_sorting(tmp_path
     pa = derived.write_table(a, "t", "one", root=tmp_path)
     pb = derived.write_table(b, "t", "two", root=tmp_path)
     assert pa.read_bytes() == pb.read_bytes() == b"k,v\nx,0.912716628989\ny,1.5\n"
+
+
+def test_a_write_that_fails_leaves_no_staged_file_and_no_table(tmp_path):
+    """Tables of one write go in together: one that cannot be written (here its staging file's name is taken by a
+    folder) leaves the folder as it was, without the staged files of the tables before it."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / f"b.tmp{os.getpid()}").mkdir()
+    with pytest.raises(OSError):
+        derived.write({"a": pl.DataFrame({"x": [1]}), "b": pl.DataFrame({"y": [2]})}, "p", root=tmp_path)
+    assert sorted(p.name for p in folder.iterdir()) == [f"b.tmp{os.getpid()}"]
+    derived.write({"a": pl.DataFrame({"x": [1]})}, "p", root=tmp_path)
+    assert derived.verify("p", root=tmp_path) == []

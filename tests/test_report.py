@@ -55,7 +55,7 @@ def test_quick_report_end_to_end():
     runs = [p for p in (OUT / "data" / "raw").iterdir() if p.is_dir()]
     assert any((r / "COMPLETE").exists() and (r / "environment.json").exists() for r in runs)
     # and how long each notebook took, for the next run's time left
-    learnt = json.loads((OUT / "state" / "pace.json").read_text())["quick"]
+    learnt = json.loads((OUT / "state" / "pace" / "quick.json").read_text())
     assert sorted(learnt) == [nb.name for nb in notebooks]
     assert all(r["took_s"] > 0 and (OUT / "data" / "raw" / r["run_id"] / "COMPLETE").exists() for r in learnt.values())
     # nothing of the kit is left running

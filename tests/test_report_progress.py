@@ -214,10 +214,10 @@ def test_a_known_pace_scales_the_time_left_from_the_start():
     assert 295 < p.left_s() < 305  # so b is still expected at its own pace, not corrected
 
 
-def test_each_fresh_notebook_teaches_the_next_run_its_pace(tmp_path, monkeypatch):
+def test_each_fresh_notebook_teaches_the_next_run_its_pace(tmp_path, monkeypatch, capsys):
     from pglab.report import pace
 
-    monkeypatch.setenv("PGLAB_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("PGLAB_STATE_DIR", str(tmp_path / "state"))
     names = ["00_a.ipynb", "10_b.ipynb", "99_report.ipynb"]
     assert pace.paces("default", names) == dict.fromkeys(names, 1.0)
     assert pace.described("default", dict.fromkeys(names, 1.0), dict.fromkeys(names, 10.0)) is None
@@ -231,5 +231,16 @@ def test_each_fresh_notebook_teaches_the_next_run_its_pace(tmp_path, monkeypatch
     assert "×2.52" in pace.described("default", got, {"00_a.ipynb": 100.0, "10_b.ipynb": 100.0})
     pace.record("default", "00_a.ipynb", 100.0, 150.0, "default-2")  # the newest run replaces it
     assert pace.paces("default", names)["00_a.ipynb"] == 1.5
-    (tmp_path / pace.FILE).write_text('{"default": {"00_a.ipynb": {"estimate_s": "x"}}')  # torn: no prior
+
+    # a file someone else wrote: what is malformed is no prior, and the next record still goes in
+    file = tmp_path / "state" / "pace" / "default.json"
+    file.write_text('{"00_a.ipynb": {"estimate_s": "x", "took_s": 3}, "10_b.ipynb": [1, 2]}')
     assert pace.paces("default", names) == dict.fromkeys(names, 1.0)
+    file.write_text("[]")
+    pace.record("default", "10_b.ipynb", 100.0, 300.0, "default-3")
+    assert pace.paces("default", names)["10_b.ipynb"] == 3.0
+
+    # a state folder that cannot be written costs the prior, never the run
+    monkeypatch.setenv("PGLAB_STATE_DIR", str(file))  # a file where the folder should be
+    pace.record("default", "00_a.ipynb", 100.0, 150.0, "default-4")
+    assert "pace not kept" in capsys.readouterr().out

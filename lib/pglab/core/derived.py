@@ -13,6 +13,7 @@ succeeded (`publish`); a failed run leaves the previous tables as they were."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -58,22 +59,27 @@ def write(
         return []
     d = profile_dir(profile, root)
     d.mkdir(parents=True, exist_ok=True)
+    frames = {name: _rows_sorted(tables[name], name) for name in written}  # a table that cannot be: before any file
     staged, origins = {}, {}
-    for name in written:
-        df = _rows_sorted(tables[name], name)
-        tmp = d / f"{name}.tmp{os.getpid()}"
-        df.write_csv(tmp, line_terminator="\n")
-        staged[f"{name}.csv"] = tmp
-        types = {c: str(t) for c, t in df.schema.items()}
-        origins[f"{name}.csv"] = {
-            "run_id": os.environ.get(RUN_ID_ENV),
-            "derived_by": git_revision(),
-            "types": types,
-            "format": FORMAT,
-        }
-    # the manifest first, from the new files, then the renames: a kill between the two leaves tables the manifest
-    # knows (the renames first left them without their origin, read back as derived by an older pglab)
-    _update_manifest(d, origins, staged=staged)
+    try:
+        for name, df in frames.items():
+            tmp = d / f"{name}.tmp{os.getpid()}"
+            staged[f"{name}.csv"] = tmp
+            df.write_csv(tmp, line_terminator="\n")
+            origins[f"{name}.csv"] = {
+                "run_id": os.environ.get(RUN_ID_ENV),
+                "derived_by": git_revision(),
+                "types": {c: str(t) for c, t in df.schema.items()},
+                "format": FORMAT,
+            }
+        # the manifest first, from the new files, then the renames: a kill between the two leaves tables the
+        # manifest knows (the renames first left them without their origin, read back as derived by an older pglab)
+        _update_manifest(d, origins, staged=staged)
+    except BaseException:  # a failed write or Ctrl-C: no staged file is left behind for a publish to carry along
+        for tmp in staged.values():
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
     for file, tmp in staged.items():
         os.replace(tmp, d / file)
     return written

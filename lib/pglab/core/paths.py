@@ -2,8 +2,9 @@
 command line agree whatever the current working directory.
 
 `PGLAB_DATA_DIR` and `PGLAB_STATE_DIR` override the data and state roots (the tests use them so that a
-test run never touches the committed `data/derived/` or the user's clusters). A relative one is taken from the
-project root, as a params path is: the notebooks' kernels run in notebooks/, and must find the same folder."""
+test run never touches the committed `data/derived/` or the user's clusters). A relative PGLAB_*_DIR is taken from
+the project root, as a params path is (the notebooks' kernels run in notebooks/ and must find the same folder);
+an empty one counts as unset."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ REPORT = ROOT / "report"
 
 
 def _env_dir(name: str) -> Path | None:
+    """The folder a PGLAB_*_DIR variable names, normalised; None where it is unset or empty."""
     value = os.environ.get(name)
-    return resolve(value) if value else None
+    if not value:
+        return None
+    try:
+        p = Path(value).expanduser()
+    except RuntimeError:  # ~nosuchuser: a folder of that name, as the shell leaves it
+        p = Path(value)
+    return Path(os.path.normpath(p if p.is_absolute() else ROOT / p))
 
 
 def data_dir() -> Path:

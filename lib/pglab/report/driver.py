@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     if scaled := pace.described(p.profile, paced, estimates):
         print(f"  {scaled}", flush=True)
     resume = f"make report PARAMS={params_path} RUN_ID={run_id}" if measuring else None
-    # a resumed run skips what it kept: its times would teach the next run a pace this machine does not have
+    # a run resumed with measurements kept skips them: its times would teach the next run a pace too fast
     learn = (lambda nb, est, took: pace.record(p.profile, nb, est, took, run_id)) if measuring and not kept else None
     try:
         with RunProgress(names, estimates, paces=paced) as progress, _ctrl_c(progress, resume):
@@ -232,7 +232,9 @@ def _execute(todo, out, params_path, run_id, estimates, progress, staged, profil
             return 1
         _stable_injected_id(out / nb.name)
         took = progress.finish(nb.name)
-        print(f"  {nb.name} done in {took:.1f} s (estimated {progress.expected_s(nb.name):.0f} s)", flush=True)
+        paced = progress.expected_s(nb.name)
+        also = f", {paced:.0f} s at this machine's last pace" if round(paced) != round(estimates[nb.name]) else ""
+        print(f"  {nb.name} done in {took:.1f} s (estimated {estimates[nb.name]:.0f} s{also})", flush=True)
         if learn:
             learn(nb.name, estimates[nb.name], took)
         if nb.name == REPORT_NOTEBOOK:

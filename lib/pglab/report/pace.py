@@ -2,48 +2,38 @@
 shown before a notebook of the run has finished.
 
 The estimates (`pglab.report.estimate`) are fitted to the reference machine; another machine runs some notebooks
-2× slower and others barely slower, so a run's first line could be off by an hour. After each notebook of a fresh
-(not resumed) run, the driver records its estimate and how long it took, per profile, in the state folder
-(`<state>/pace.json`, machine-local, removed by `make clean`); the next run of that profile starts from those
-paces. A resumed run is not recorded: its notebooks skip the measurements already kept."""
+2× slower and others barely slower, so a run's first line could be off by an hour. After each notebook of a run
+that kept no earlier measurements, the driver records its estimate and how long it took, in the state folder
+(`<state>/pace/<profile>.json`, one file per profile so that two profiles' runs never overwrite each other's;
+machine-local, removed by `make clean`); the next run of that profile starts from those paces. Like the model, a
+pace includes what that run did once (downloads, initdb, SSB loads): a run that finds its clusters loaded goes
+faster than it says at first, and the progress line corrects it as its notebooks finish."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
 from ..core import paths
 
-FILE = "pace.json"
 MIN_ESTIMATE_S = 5.0  # below this a notebook's ratio is mostly kernel start-up: it takes the profile's overall pace
 
 
-def _file() -> Path:
-    return paths.state_dir() / FILE
+def _file(profile: str) -> Path:
+    return paths.state_dir() / "pace" / f"{profile}.json"
 
 
-def _read() -> dict:
+def _read(profile: str) -> dict[str, dict]:
+    """The profile's records that are well formed; none from a missing, torn or foreign file."""
     try:
-        data = json.loads(_file().read_text())
-    except (OSError, ValueError):  # none yet, or a torn file: no prior
+        data = json.loads(_file(profile).read_text())
+    except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
-
-
-def record(profile: str, notebook: str, estimate_s: float, took_s: float, run_id: str | None) -> None:
-    """Keep how long `notebook` of `profile` took against its estimate (replacing the previous run's)."""
-    data = _read()
-    data.setdefault(profile, {})[notebook] = {
-        "estimate_s": round(estimate_s, 1),
-        "took_s": round(took_s, 1),
-        "run_id": run_id,
-    }
-    target = _file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{FILE}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, target)  # a crash mid-write leaves the previous file
+    if not isinstance(data, dict):
+        return {}
+    return {nb: r for nb, r in data.items() if _valid(r)}
 
 
 def _valid(r) -> bool:
@@ -55,11 +45,27 @@ def _valid(r) -> bool:
     )
 
 
+def record(profile: str, notebook: str, estimate_s: float, took_s: float, run_id: str | None) -> None:
+    """Keep how long `notebook` of `profile` took against its estimate (replacing the previous run's). Never
+    raises: a state folder that cannot be written costs the next run its prior, not this run its measurements."""
+    data = _read(profile)
+    data[notebook] = {"estimate_s": round(estimate_s, 1), "took_s": round(took_s, 1), "run_id": run_id}
+    target = _file(profile)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, target)  # a crash mid-write leaves the previous file
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        print(f"  note: this machine's pace not kept ({e}); the next run's first estimate is the model's", flush=True)
+
+
 def paces(profile: str, notebooks: list[str]) -> dict[str, float]:
     """Per notebook, how many times its estimate it took here last time: its own ratio where its estimate was
     long enough to tell, else the profile's overall one; 1.0 with no record of the profile."""
-    kept = _read().get(profile)
-    own = {nb: r for nb, r in kept.items() if _valid(r)} if isinstance(kept, dict) else {}
+    own = _read(profile)
     est = sum(r["estimate_s"] for r in own.values())
     overall = sum(r["took_s"] for r in own.values()) / est if est > 30 else 1.0
     return {
