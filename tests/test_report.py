@@ -222,3 +222,19 @@ def test_plain_answer_words():
     assert fnd.change(2.4) == "2.4× slower" and fnd.change(0.4) == "2.5× faster" and fnd.change(1.001) == "no different"
     assert fnd.change(1.02, "more") == "2 % more"
     assert fnd.span([1.81, 1.79]) == "1.8" and fnd.span([1.6, 1.7]) == "1.6–1.7"
+
+
+def test_the_first_screen_says_what_the_intervals_rest_on():
+    from pglab.report.summary import _resting
+
+    pooled = "fast mode, n=5; pooled: 95 % across {k} clusters × {n} rounds, between-cluster sd 1.5 %"
+    ours = [
+        {"interval": pooled.format(k=2, n=5)},
+        {"interval": pooled.format(k=3, n="3/4")},
+        {"interval": "min–max, n=5"},
+        {"interval": None},
+    ]
+    line = _resting(ours)
+    assert "2 figures pool each server's 2–3 fresh clusters × 3–5 rounds" in line
+    assert "the other 2 say on hover" in line
+    assert _resting(ours[2:]) == ""  # nothing pooled: nothing to say

@@ -119,7 +119,28 @@ def summary_html(findings: pl.DataFrame) -> str:
         "per-server verdicts; a claim links to its evidence below.</p>"
     )
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
-    return STYLE + table + legend
+    return STYLE + table + legend + _resting([o for ours in rows["ours"] for o in ours])
+
+
+_POOLED = re.compile(r"across (\d+) clusters × ([\d/]+) rounds")
+
+
+def _resting(ours: list[dict]) -> str:
+    """One line under the table: what the intervals rest on (issue 30: on the first screen, not only on hover)."""
+    pooled = [m for o in ours if (m := _POOLED.search(o["interval"] or ""))]
+    if not pooled:
+        return ""
+    clusters = sorted({int(m.group(1)) for m in pooled})
+    rounds = sorted({int(n) for m in pooled for n in m.group(2).split("/")})
+    k = "–".join(map(str, dict.fromkeys([clusters[0], clusters[-1]])))
+    n = "–".join(map(str, dict.fromkeys([rounds[0], rounds[-1]])))
+    rest = len(ours) - len(pooled)
+    other = f"; the other {rest} say on hover what they rest on (exact checks, one cluster's rounds)" if rest else ""
+    return (
+        "<p style='font-size:12px;color:#555'>Intervals are across runs, not only this run's rounds: "
+        f"{len(pooled)} figures pool each server's {k} fresh clusters × {n} rounds with how much a fresh cluster "
+        f"moves a figure (hover a figure for its method and between-cluster sd){other}.</p>"
+    )
 
 
 def headline(t: pl.DataFrame) -> str:
