@@ -119,14 +119,14 @@ def summary_html(findings: pl.DataFrame) -> str:
         "per-server verdicts; a claim links to its evidence below.</p>"
     )
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
-    return STYLE + table + legend + _resting([o for ours in rows["ours"] for o in ours])
+    return STYLE + _resting([o for ours in rows["ours"] for o in ours]) + table + legend
 
 
 _POOLED = re.compile(r"across (\d+) clusters × ([\d/]+) rounds")
 
 
 def _resting(ours: list[dict]) -> str:
-    """One line under the table: what the intervals rest on (issue 30: on the first screen, not only on hover)."""
+    """One line over the table: what the intervals rest on (on the first screen, not only in each hover)."""
     pooled = [m for o in ours if (m := _POOLED.search(o["interval"] or ""))]
     if not pooled:
         return ""
