@@ -225,7 +225,7 @@ def test_plain_answer_words():
 
 
 def test_the_first_screen_says_what_the_intervals_rest_on():
-    from pglab.report.summary import _resting
+    from pglab.report.summary import resting
 
     pooled = "fast mode, n=5; pooled: 95 % across {k} clusters × {n} rounds, between-cluster sd 1.5 %"
     ours = [
@@ -234,7 +234,6 @@ def test_the_first_screen_says_what_the_intervals_rest_on():
         {"interval": "min–max, n=5"},
         {"interval": None},
     ]
-    line = _resting(ours)
-    assert "2 figures pool each server's 2–3 fresh clusters × 3–5 rounds" in line
-    assert "the other 2 say on hover" in line
-    assert _resting(ours[2:]) == ""  # nothing pooled: nothing to say
+    assert resting(ours) == "Intervals are across runs: 2–3 fresh clusters × 3–5 rounds per server (2 of 4 figures)."
+    assert resting(ours[:1]) == "Intervals are across runs: 2 fresh clusters × 5 rounds per server (1 of 1 figure)."
+    assert resting(ours[2:]) == ""  # nothing pooled: nothing to say

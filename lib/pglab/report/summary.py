@@ -119,14 +119,15 @@ def summary_html(findings: pl.DataFrame) -> str:
         "per-server verdicts; a claim links to its evidence below.</p>"
     )
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
-    return STYLE + _resting([o for ours in rows["ours"] for o in ours]) + table + legend
+    return STYLE + table + legend
 
 
 _POOLED = re.compile(r"across (\d+) clusters × ([\d/]+) rounds")
 
 
-def _resting(ours: list[dict]) -> str:
-    """One line over the table: what the intervals rest on (on the first screen, not only in each hover)."""
+def resting(ours: list[dict]) -> str:
+    """One sentence for the headline: what the intervals of `ours` (the summary's figures, each with its
+    interval text) rest on, on the first screen and not only in each figure's hover."""
     pooled = [m for o in ours if (m := _POOLED.search(o["interval"] or ""))]
     if not pooled:
         return ""
@@ -134,13 +135,7 @@ def _resting(ours: list[dict]) -> str:
     rounds = sorted({int(n) for m in pooled for n in m.group(2).split("/")})
     k = "–".join(map(str, dict.fromkeys([clusters[0], clusters[-1]])))
     n = "–".join(map(str, dict.fromkeys([rounds[0], rounds[-1]])))
-    rest = len(ours) - len(pooled)
-    other = f"; the other {rest} say on hover what they rest on (exact checks, one cluster's rounds)" if rest else ""
-    return (
-        "<p style='font-size:12px;color:#555'>Intervals are across runs, not only this run's rounds: "
-        f"{len(pooled)} figures pool each server's {k} fresh clusters × {n} rounds with how much a fresh cluster "
-        f"moves a figure (hover a figure for its method and between-cluster sd){other}.</p>"
-    )
+    return f"Intervals are across runs: {k} fresh clusters × {n} rounds per server ({len(pooled)} of {len(ours)} figure{'s' if len(ours) > 1 else ''})."
 
 
 def headline(t: pl.DataFrame) -> str:
@@ -184,7 +179,9 @@ def show(findings: pl.DataFrame, answers: list[str] = ()) -> None:
     """The report's opening: the headline sentence, the plain answers (`Study.answers`), then the summary table."""
     from IPython.display import HTML, Markdown, display
 
-    display(Markdown(headline(v.tally(claims(findings)))))
+    rows = claims(findings)
+    figures = [o for ours in rows["ours"] for o in ours]
+    display(Markdown(" ".join(filter(None, (headline(v.tally(rows)), resting(figures))))))
     if answers:
         display(Markdown(answers_markdown(list(answers))))
     display(HTML(summary_html(findings)))
