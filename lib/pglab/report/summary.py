@@ -135,7 +135,8 @@ def resting(ours: list[dict]) -> str:
     rounds = sorted({int(n) for m in pooled for n in m.group(2).split("/")})
     k = "–".join(map(str, dict.fromkeys([clusters[0], clusters[-1]])))
     n = "–".join(map(str, dict.fromkeys([rounds[0], rounds[-1]])))
-    return f"Intervals are across runs: {k} fresh clusters × {n} rounds per server ({len(pooled)} of {len(ours)} figure{'s' if len(ours) > 1 else ''})."
+    figures = f"{len(pooled)} of {len(ours)} figure{'s' if len(ours) > 1 else ''}"
+    return f"Intervals are across runs: {k} fresh clusters × {n} rounds per server ({figures})."
 
 
 def headline(t: pl.DataFrame) -> str:
