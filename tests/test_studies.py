@@ -1,6 +1,7 @@
 """The one list of studies (pglab.studies.STUDIES) and the Study interface: everything that names the studies
 names the same ones in the same order, and a new study goes through make report's driver like the others."""
 
+import json
 import sys
 import tomllib
 import uuid
@@ -126,6 +127,21 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
     machine = t["tiny_machine"]
     assert machine.height >= 1 and machine["attempt"].to_list() == [1] * machine.height
     assert ((machine["cpu_user"] + machine["cpu_idle"]) <= 1.0001).all() and machine["time"].is_not_null().all()
+
+    # the notebook's time is kept for the next run's time left (report/pace.py) ...
+    from pglab.core import paths
+
+    pace_file = paths.state_dir() / "pace" / "tiny.json"
+    learnt = json.loads(pace_file.read_text())
+    assert learnt["05_tiny.ipynb"]["run_id"] == run_id and learnt["05_tiny.ipynb"]["took_s"] > 0
+    # ... but not by a run resumed with measurements kept: it skips them, and would teach a pace too fast
+    kept = {"server": embedded.name, "experiment": "tiny", "condition": "c", "item": "i", "repetition": 0,
+            "warmup": False, "value": 1.0, "unit": "s", "ts": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    with (paths.raw_dir() / run_id / "measurements.jsonl").open("a") as f:
+        f.write(json.dumps(kept) + "\n")
+    before = pace_file.read_bytes()
+    code = driver.main(["--params", str(yaml), "--out", str(out), "--only", "05", "--run-id", run_id], stages=(STUDY,))
+    assert code == 0 and pace_file.read_bytes() == before
 
 
 def test_a_study_notebook_judges_without_the_environment_stage(committed_copy, tmp_path):
