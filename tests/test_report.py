@@ -230,7 +230,7 @@ def test_the_first_screen_says_what_the_intervals_rest_on():
     pooled = "fast mode, n=5; pooled: 95 % across {k} clusters × {n} rounds, between-cluster sd 1.5 %"
     ours = [
         {"interval": pooled.format(k=2, n=5)},
-        {"interval": pooled.format(k=3, n="3/4")},
+        {"interval": pooled.format(k=3, n="3–4")},  # as between_runs writes a range
         {"interval": "min–max, n=5"},
         {"interval": None},
     ]

@@ -15,6 +15,7 @@ widens the interval as it should.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -263,6 +264,17 @@ def pooled_coverage(methods: Sequence[str | None], n_rounds: Sequence[int], cove
 
 def _rounds_text(n: Sequence[int]) -> str:
     return str(min(n)) if min(n) == max(n) else f"{min(n)}–{max(n)}"
+
+
+# what pool_clusters writes into a pooled row's method ("... across 2 clusters × 3–5 rounds, ..."), read back here
+_POOLED_TEXT = re.compile(r"across (\d+) clusters × (\d+)(?:–(\d+))? rounds")
+
+
+def pooled_basis(method: str | None) -> tuple[int, int, int] | None:
+    """(clusters, fewest rounds, most rounds) a pooled interval's method says it rests on; None where the method
+    pools nothing (an exact check, one cluster's rounds)."""
+    m = _POOLED_TEXT.search(method or "")
+    return (int(m[1]), int(m[2]), int(m[3] or m[2])) if m else None
 
 
 def _with_se(table, server_col: str):

@@ -24,10 +24,10 @@ def _env_dir(name: str) -> Path | None:
     if not value:
         return None
     try:
-        p = Path(value).expanduser()
+        p = resolve(value)
     except RuntimeError:  # ~nosuchuser: a folder of that name, as the shell leaves it
-        p = Path(value)
-    return Path(os.path.normpath(p if p.is_absolute() else ROOT / p))
+        p = ROOT / value
+    return Path(os.path.normpath(p))
 
 
 def data_dir() -> Path:

@@ -14,6 +14,7 @@ import polars as pl
 
 from ..core import charts
 from ..core import verdicts as v
+from ..core.between_runs import pooled_basis
 from ..core.stats import ratio_with_interval
 
 COLORS = {
@@ -122,17 +123,14 @@ def summary_html(findings: pl.DataFrame) -> str:
     return STYLE + table + legend
 
 
-_POOLED = re.compile(r"across (\d+) clusters × ([\d/]+) rounds")
-
-
 def resting(ours: list[dict]) -> str:
     """One sentence for the headline: what the intervals of `ours` (the summary's figures, each with its
     interval text) rest on, on the first screen and not only in each figure's hover."""
-    pooled = [m for o in ours if (m := _POOLED.search(o["interval"] or ""))]
+    pooled = [b for o in ours if (b := pooled_basis(o["interval"]))]
     if not pooled:
         return ""
-    clusters = sorted({int(m.group(1)) for m in pooled})
-    rounds = sorted({int(n) for m in pooled for n in m.group(2).split("/")})
+    clusters = sorted({b[0] for b in pooled})
+    rounds = sorted({n for b in pooled for n in b[1:]})
     k = "–".join(map(str, dict.fromkeys([clusters[0], clusters[-1]])))
     n = "–".join(map(str, dict.fromkeys([rounds[0], rounds[-1]])))
     figures = f"{len(pooled)} of {len(ours)} figure{'s' if len(ours) > 1 else ''}"
