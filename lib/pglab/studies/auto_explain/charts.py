@@ -121,7 +121,13 @@ def latency_chart(summary: pl.DataFrame) -> alt.FacetChart:
         alt.Chart()
         .mark_rule()
         .encode(
-            x=alt.X("min:Q", title="latency average, ms (median, min–max)", scale=alt.Scale(zero=False)),
+            # few ticks: a 240 px panel of a narrow range otherwise crowds its labels into each other
+            x=alt.X(
+                "min:Q",
+                title="latency average, ms (median, min–max)",
+                scale=alt.Scale(zero=False),
+                axis=alt.Axis(tickCount=5, labelOverlap="greedy"),
+            ),
             x2="max:Q",
             y=y,
             yOffset="server:N",
