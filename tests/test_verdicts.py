@@ -383,6 +383,22 @@ def test_the_tolerance_text_names_the_band_and_both_zones():
     assert "reaches from direction only to supported" in vd.verdict(claim, _ev(0.85, 0.8, 0.9), 0.01).reason
 
 
+def test_an_interval_from_a_smaller_to_a_larger_effect_reaches_across_supported():
+    """Direction only is two zones: an interval from below the tolerance band to above it is undetermined, not
+    direction only (S2's log_timing share read 0.41-1.59 against 0.58-1.30 and was called direction only)."""
+    claim = vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75)  # band 0.65×-0.83×, a third at 0.91×
+    v = vd.verdict(claim, _ev(0.75, 0.55, 0.88), 0.01)
+    assert v.label == vd.UNDETERMINED and "across supported" in v.reason, v.text()
+    assert vd.verdict(claim, _ev(0.87, 0.85, 0.89), 0.01).label == vd.DIRECTION_ONLY  # smaller on both ends
+    assert vd.verdict(claim, _ev(0.55, 0.5, 0.6), 0.01).label == vd.DIRECTION_ONLY  # larger on both ends
+    q = vd.Claim("log_timing = off removes 87 % of the overhead", vd.HIGHER, 0.867, quantity="of the overhead removed")
+    ev = vd.Evidence(0.81, 0.41, 1.59, 10, 0.95, "min–max", unit="of the overhead removed")
+    v = vd.verdict(q, ev)
+    assert v.label == vd.UNDETERMINED and "across supported" in v.reason, v.text()
+    ev = vd.Evidence(0.45, 0.35, 0.55, 10, 0.95, "min–max", unit="of the overhead removed")
+    assert vd.verdict(q, ev).label == vd.DIRECTION_ONLY
+
+
 def test_servers_decisively_apart_are_mixed_not_undetermined():
     assert vd.overall([vd.SUPPORTED, vd.CONTRADICTED]) == vd.MIXED
     assert vd.overall([vd.DIRECTION_ONLY, vd.CONTRADICTED, vd.NOT_TESTABLE]) == vd.MIXED

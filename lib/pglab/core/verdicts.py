@@ -215,6 +215,23 @@ def _zone(x: float, e: float, tol: float) -> str:
     return DIRECTION_ONLY
 
 
+def _same_zone(lo: float, hi: float, e: float, tol: float) -> str | None:
+    """The one zone an interval (oriented: lo <= hi) lies in, else None. Direction only is two zones, a smaller
+    and a larger effect than the tolerance: an interval from one to the other reaches across supported."""
+    z_lo, z_hi = _zone(lo, e, tol), _zone(hi, e, tol)
+    if z_lo != z_hi or (z_lo == DIRECTION_ONLY and lo < e / tol < e * tol < hi):
+        return None
+    return z_lo
+
+
+def _across(lo: float, hi: float, e: float, tol: float) -> str:
+    """'from direction only to supported': the zones an interval reaches across, the smaller end first."""
+    z_lo, z_hi = _zone(lo, e, tol), _zone(hi, e, tol)
+    if z_lo == z_hi == DIRECTION_ONLY:
+        return "from direction only (smaller) across supported to direction only (larger)"
+    return f"from {z_lo} to {z_hi}"
+
+
 def verdict(
     claim: Claim, evidence: Evidence, noise_floor: float | None = None, tolerance: float = TOLERANCE
 ) -> Verdict:
@@ -262,10 +279,10 @@ def verdict(
             f"{ours}, but {study} is within this machine's noise floor {_pct(floor)}: no test here",
             "a quieter machine, or a larger effect",
         )
-    z_lo, z_hi = _zone(lo, e, tolerance), _zone(hi, e, tolerance)
+    z_lo = _same_zone(lo, hi, e, tolerance)
     edges = sorted((math.exp(sign * e / tolerance), math.exp(sign * e * tolerance)))
     band = f"{edges[0]:.2f}×–{edges[1]:.2f}×"
-    if z_lo == z_hi:
+    if z_lo is not None:
         size = "a larger" if lo > e else "a smaller"
         what = {
             SUPPORTED: f"lies within ×/÷{tolerance:g} of {study} ({band})",
@@ -276,7 +293,9 @@ def verdict(
         }[z_lo]
         return Verdict(z_lo, f"{ours} {what}")
     return Verdict(
-        UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})", "more rounds narrow it"
+        UNDETERMINED,
+        f"{ours} reaches {_across(lo, hi, e, tolerance)} against {study} ({band})",
+        "more rounds narrow it",
     )
 
 
@@ -354,10 +373,10 @@ def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
     and does not apply: the quantity's own interval carries its noise."""
     e, tol = claim.ratio, claim.tolerance or tolerance
     lo, hi = sorted((ev.low, ev.high))
-    z_lo, z_hi = _zone(lo, e, tol), _zone(hi, e, tol)
+    z_lo = _same_zone(lo, hi, e, tol)
     ours, study = f"our {ev.text()}", f"the study's {e:.3g} {claim.quantity}"
     band = f"{e / tol:.3g}–{e * tol:.3g}"
-    if z_lo == z_hi:
+    if z_lo is not None:
         what = {
             SUPPORTED: f"lies within ×/÷{tol:g} of {study} ({band})",
             DIRECTION_ONLY: f"is {'larger' if lo > e else 'smaller'} than ×/÷{tol:g} of {study} ({band})",
@@ -365,7 +384,7 @@ def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
         }[z_lo]
         return Verdict(z_lo, f"{ours} {what}")
     return Verdict(
-        UNDETERMINED, f"{ours} reaches from {z_lo} to {z_hi} against {study} ({band})", "more rounds narrow it"
+        UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tol)} against {study} ({band})", "more rounds narrow it"
     )
 
 
