@@ -2,6 +2,7 @@
 interval (per interval family), which claims can flip and how often they did, a run that reused a stage's data and
 a server whose build changed between runs."""
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -115,3 +116,25 @@ def test_priors_are_the_root_mean_variance_of_the_runs_own_estimates(tmp_path):
         ("ssb_paired", "pg16"): pytest.approx(0.02),
     }
     assert '("ssb_paired", "pg15"): 0.0424,  # 0.0%, 6.0%' in cal.priors_text(folders)
+
+
+def test_spreads_are_how_far_each_pooled_figure_moved_between_the_runs(tmp_path):
+    """make stability prints core.cluster_priors.SPREADS: per table the root mean over its comparisons (every
+    server, only those every run holds) of each one's variance of log ratio across the runs; rows of one cluster
+    (an external server) are not pooled figures and are left out."""
+    folders = {}
+    ratios = {"r1": (1.0, 2.0, 5.0), "r2": (1.1, 2.0, 9.0), "r3": (1.2, 2.2, None)}
+    for run, (a, b, c) in ratios.items():
+        f = tmp_path / run
+        f.mkdir()
+        rows = {"server": ["pg15", "pg16", "lab"], "query": ["q1", "q1", "q1"], "ratio": [a, b, c or 3.0]}
+        t = pl.DataFrame(rows | {"n_clusters": [2, 2, 1]})
+        if c is None:
+            t = t.filter(pl.col("server") != "lab")
+        t.write_csv(f / "ssb_paired.csv")
+        folders[run] = f
+    got = cal.spreads(folders).row(0, named=True)
+    va = np.var(np.log([1.0, 1.1, 1.2]), ddof=1)
+    vb = np.var(np.log([2.0, 2.0, 2.2]), ddof=1)
+    assert got == {"table": "ssb_paired", "spread": pytest.approx(((va + vb) / 2) ** 0.5), "df": 4}
+    assert '"ssb_paired": (' in cal.spreads_text(folders)

@@ -215,3 +215,87 @@ def test_moderate_weighs_the_run_as_one_draw_and_the_prior_as_its_runs():
     assert math.isclose(v, 3 * 0.04**2 / 4) and df == 4
     v, df = br.moderate(0.08**2, 3, br.Prior(0.04, 3))
     assert math.isclose(v, (2 * 0.08**2 + 3 * 0.04**2) / 5) and df == 5
+
+
+# -- the hour: a run's noise and a shift common to its clusters (`between_runs.floor_interval`) ---------------------
+
+RUN_SHIFT = 0.02  # the hour moves every cluster of a run alike by 2 % (sd, log scale): two clusters cannot see it
+QUIET, NOISY = 0.004, 0.06  # round noise in a quiet hour and a noisy one (sd of a round's log ratio)
+
+
+def hour_runs(rng, runs: int, items: int, rounds: int) -> tuple[pl.DataFrame, np.ndarray]:
+    """`round_runs` in hours of their own: a third of the runs quiet, the rest noisy (what three fresh runs
+    showed: JIT ratios ±2 % in one run, ±6-12 % in two), and every run shifted by its hour (RUN_SHIFT) on top of
+    each cluster's own effect (TAU)."""
+    true, frames = _truth(items), []
+    noise = np.where(rng.random(runs) < 1 / 3, QUIET, NOISY)[:, None, None]
+    shift = rng.normal(0, RUN_SHIFT, (runs, 1))
+    for k in (1, 2):
+        effect = shift + rng.normal(0, TAU / 3, (runs, items))
+        a = rng.normal(0, 1, (runs, items, rounds)) * noise / math.sqrt(2)
+        b = (true + effect)[:, :, None] + rng.normal(0, 1, (runs, items, rounds)) * noise / math.sqrt(2)
+        frames.append(_tidy(np.stack([a, b], -1), runs, k))
+    return paired.paired_compare(pl.concat(frames), ["server", "item"], "condition", "a", "round"), true
+
+
+def spread_prior(rng, items: int, rounds: int) -> br.Prior:
+    """The Prior three archived runs give, made as `calibration.spreads` and `cluster_priors` make it: the
+    between-cluster sd (root mean of the runs' variances) and the spread of each pooled figure's log over the
+    runs, its variances averaged over the comparisons (df: comparisons × 2)."""
+    keys = ["item", "condition", "baseline"]
+    archived, _ = hour_runs(rng, 3, items, rounds)
+    var = [v for v, _ in br.cluster_variances(archived, keys).values()]
+    pooled = br.pool_clusters(archived, keys)
+    logs = np.log(pooled.sort("item", "server")["ratio"].to_numpy()).reshape(items, 3)
+    spread = math.sqrt(float(np.mean(np.var(logs, axis=1, ddof=1))))
+    return br.Prior(math.sqrt(float(np.mean(var))), 3, spread, items * 2, 3)
+
+
+def test_a_floor_from_the_rerun_spread_keeps_a_quiet_runs_interval_true_and_its_verdicts_steady():
+    """A quiet hour's narrow interval misses where other runs put the figure (the hour's shift is common to both
+    clusters, so no within-run term sees it): pooled without the floor the quiet runs' intervals cover the long-run
+    ratio well under 90 %, and a claim whose zone edge lies 4 % from it is decided in quiet runs and not in noisy
+    ones. With the floor (`floor_interval`, the spread of three archived runs) every run covers 93 % or more, and
+    run pairs agree on that verdict more often."""
+    rng = np.random.default_rng(4242)
+    keys = ["item", "condition", "baseline"]
+    items, rounds, edge_gap = 6, 5, 0.04
+    hit = {"floor": [], "none": [], "quiet": []}
+    decided = {"floor": [], "none": []}
+    for _ in range(40):
+        prior = spread_prior(rng, items, rounds)
+        table, true = hour_runs(rng, 6, items, rounds)
+        bases = {s for s in table["server"].to_list() if "_c" not in s}
+        no_floor = br.Prior(prior.sd, prior.runs)
+        for name, p in (("floor", prior), ("none", no_floor)):
+            pooled = br.pool_clusters(table, keys, priors=dict.fromkeys(bases, p)).sort("server", "item")
+            lo, hi = np.log(pooled["low"].to_numpy()), np.log(pooled["high"].to_numpy())
+            t = true[pooled["item"].to_numpy()]
+            hit[name].append((lo <= t) & (t <= hi))
+            edge = t + edge_gap  # a zone edge 4 % above the long-run ratio: decided when the interval stays below
+            decided[name].append((hi < edge).reshape(-1, items))
+            if name == "none":
+                width = (hi - lo).reshape(-1, items).mean(axis=1)
+                quiet = np.repeat(width < np.median(width), items)
+                hit["quiet"].append(((lo <= t) & (t <= hi))[quiet])
+    cover = {k: float(np.mean(np.concatenate(v))) for k, v in hit.items()}
+
+    def agreement(runs):  # share of run pairs (within a history) with the same verdict on each comparison
+        same = [np.mean(r[i] == r[j]) for r in runs for i in range(len(r)) for j in range(i + 1, len(r))]
+        return float(np.mean(same))
+
+    agree = {k: agreement(v) for k, v in decided.items()}
+    print(f"\ncoverage {cover}, verdict agreement over run pairs {agree}")
+    assert cover["floor"] >= 0.93, cover
+    assert cover["quiet"] < 0.85, cover
+    assert agree["floor"] > agree["none"] + 0.05, agree
+
+
+def test_floor_interval_widens_to_the_spread_and_never_narrows():
+    prior = br.Prior(0.0, 3, 0.05, 40, 3)
+    t = 2.021  # t(0.975, 40)
+    lo, hi = br.floor_interval(0.0, 0.99, 1.01, prior)
+    assert math.isclose(lo, math.exp(-t * 0.05), rel_tol=1e-3) and math.isclose(hi, math.exp(t * 0.05), rel_tol=1e-3)
+    assert br.floor_interval(0.0, 0.5, 2.0, prior) == (0.5, 2.0)  # already wider: kept
+    assert br.floor_interval(0.0, 0.99, 1.01, br.Prior(0.03, 3)) == (0.99, 1.01)  # no spread declared
+    assert br.floor_interval(0.0, None, None, prior) == (None, None)

@@ -195,11 +195,30 @@ POOLED_COLUMNS = {
 
 @dataclass(frozen=True)
 class Prior:
-    """A between-cluster sd (log scale) declared before a run: the root mean of the variances that `runs` archived
-    fresh runs estimated for the same table and server (`cluster_priors`), each from one pair of clusters."""
+    """What archived fresh runs say about a table and server, declared before a run (`cluster_priors`). sd: the
+    between-cluster sd (log scale), the root mean of the variances that `runs` runs estimated, each from one pair
+    of clusters. spread: how far the same figure moved from run to run (sd of its log over spread_runs archived
+    runs, pooled over the table's comparisons, spread_df degrees of freedom): no pooled interval is narrower than
+    this spread allows (`floor_interval`), so that a quiet hour's narrow interval still holds across a re-run."""
 
     sd: float
     runs: int
+    spread: float = 0.0
+    spread_df: int = 0
+    spread_runs: int = 0
+
+
+def floor_interval(m: float, low: float, high: float, prior: Prior | None, confidence: float = 0.95):
+    """(low, high) widened where narrower than the prior's re-run spread: at least exp(m ± t·spread), t at
+    spread_df. Why: one run's interval measures its own hour's noise; over three fresh runs a quiet run's ±2 %
+    missed where the other two runs put the same figure, and verdicts near a zone's edge flipped with the hour
+    (docs/verdicts.md). Never narrows an interval; no prior or no spread: unchanged."""
+    if prior is None or prior.spread <= 0 or low is None or high is None:
+        return low, high
+    from scipy import stats
+
+    t = float(stats.t.ppf(1 - (1 - confidence) / 2, max(prior.spread_df, 1)))
+    return min(low, math.exp(m - t * prior.spread)), max(high, math.exp(m + t * prior.spread))
 
 
 def moderate(var: float, k: int, prior: Prior) -> tuple[float, int]:
@@ -355,7 +374,8 @@ def pool_clusters(
     keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only.
 
     priors ({base server: Prior}, `cluster_priors.priors`): each such server's variance is shrunk toward its prior
-    (`moderate`); cluster_sd is then the moderated sd the interval uses, cluster_sd_run the run's own estimate.
+    (`moderate`); cluster_sd is then the moderated sd the interval uses, cluster_sd_run the run's own estimate;
+    and its interval is at least as wide as the prior's re-run spread allows (`floor_interval`), said in its method.
 
     run_sd (log scale): what moves every cluster of one run alike (the hour's load on the host, which two
     clusters measured in the same hour share and so cannot show), declared by a study from its archived runs'
@@ -402,6 +422,7 @@ def pool_clusters(
         var_c, df_c = moderate(var_own, k, prior) if prior else (var_own, df_c)
         var_run = run_sd**2 if bool(g["_run"].any()) else 0.0
         p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence, var_run)
+        p["low"], p["high"] = floor_interval(math.log(p["ratio"]), p["low"], p["high"], prior, confidence)
         cover = pooled_coverage(g["method"].to_list(), n, g["coverage"].to_list(), confidence)
         sd_text = f"between-cluster sd {math.sqrt(var_c):.1%} (df {df_c}" + (
             f": this run's {math.sqrt(var_own):.1%} with the prior {prior.sd:.1%} of {prior.runs} archived runs)"
@@ -412,6 +433,11 @@ def pool_clusters(
         method = f"{first['method']}; pooled: " + (
             f"{cover:.0%} across {k} clusters × {_rounds_text(n)} rounds, {sd_text}"
             + (f", between-run sd {run_sd:.1%} (archived runs)" if var_run else "")
+            + (
+                f", no narrower than the figure's spread over {prior.spread_runs} archived runs (sd {prior.spread:.1%})"
+                if prior and prior.spread > 0
+                else ""
+            )
         ).replace("%", " %")
         sds = {"cluster_sd": math.sqrt(var_c), "cluster_sd_run": math.sqrt(var_own)}
         rows.append(head | row | p | sds | {"coverage": cover, "method": method})

@@ -313,3 +313,75 @@ def priors_text(folders: dict[str, Path]) -> str:
         runs = ", ".join(f"{x:.1%}" for x in r["sds"])
         lines.append(f'    ("{r["table"]}", "{r["server"]}"): {r["prior"]:.4f},  # {runs}')
     return "\n".join(lines)
+
+
+_QUANTITY_VALUE = re.compile(r"^Our ([0-9.e+-]+) ")
+
+
+def pooled_figures(folder: Path) -> pl.DataFrame:
+    """Every pooled figure of a derived folder (a row over two or more clusters): table (the prior's key, as in
+    `cluster_sds`), server ("*" where the table shares one variance), key (the row's other columns), log (of its
+    ratio). auto_explain's quantities are read from its findings' evidence, where alone they are written."""
+    frames = []
+    for path in sorted(folder.glob("*.csv")):
+        df = pl.read_csv(path, infer_schema_length=None)
+        if path.stem == "auto_explain_findings" and "evidence" in df.columns:
+            rows = []
+            for finding, server, ev in df.select("finding", "server", "evidence").drop_nulls().iter_rows():
+                if _QUANTITIES.search(ev) and (m := _QUANTITY_VALUE.match(ev)) and float(m[1]) > 0:
+                    rows.append(("auto_explain_quantities", server, finding, math.log(float(m[1]))))
+            if rows:
+                frames.append(pl.DataFrame(rows, schema=["table", "server", "key", "log"], orient="row"))
+            continue
+        if not {"ratio", "n_clusters", "server"} <= set(df.columns):
+            continue
+        df = df.filter(pl.col("n_clusters") > 1, pl.col("ratio").cast(pl.Float64) > 0)
+        keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
+        keys = [c for c in keys if c not in ("n_clusters",)]
+        key = pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|")
+        if path.stem in _SHARED:
+            by = _SHARED[path.stem]
+            table = (pl.lit(path.stem + ":") + pl.col(by).cast(pl.String)) if by else pl.lit(path.stem)
+            server = pl.lit("*")
+        else:
+            table, server = pl.lit(path.stem), pl.col("server").cast(pl.String)
+        frames.append(
+            df.select(
+                table.alias("table"), server.alias("server"), key.alias("key"), pl.col("ratio").cast(pl.Float64).log()
+            ).rename({"ratio": "log"})
+        )
+    schema = {"table": pl.String, "server": pl.String, "key": pl.String, "log": pl.Float64}
+    return pl.concat([f.cast(schema) for f in frames]) if frames else pl.DataFrame(schema=schema)
+
+
+def spreads(folders: dict[str, Path]) -> pl.DataFrame:
+    """Per table: how far the same pooled figure moved between the runs, for core.cluster_priors' SPREADS: spread
+    (the root mean over the table's comparisons, on every server, of each one's variance of its log across the
+    runs), df (comparisons × (runs − 1)). Only comparisons every run holds. One per table, not per server: a
+    server's own would rest on as few as 2 df (one comparison over three runs)."""
+    frames = [pooled_figures(f).with_columns(run=pl.lit(r)) for r, f in folders.items()]
+    every = pl.concat(frames) if frames else pl.DataFrame()
+    if every.is_empty() or len(folders) < 2:
+        return pl.DataFrame(schema={"table": pl.String, "spread": pl.Float64, "df": pl.Int64})
+    n = len(folders)
+    per_key = (
+        every.group_by("table", "server", "key")
+        .agg(pl.col("log").var(ddof=1).alias("var"), pl.col("run").n_unique().alias("runs"))
+        .filter(pl.col("runs") == n)
+    )
+    return (
+        per_key.group_by("table")
+        .agg(pl.col("var").mean().sqrt().alias("spread"), (pl.len() * (n - 1)).cast(pl.Int64).alias("df"))
+        .sort("table")
+    )
+
+
+def spreads_text(folders: dict[str, Path]) -> str:
+    """The re-run spreads these runs give, as core.cluster_priors' SPREADS literal: {table: (sd, df)}."""
+    t = spreads(folders)
+    if t.is_empty():
+        return "re-run spreads: no pooled figure that every run holds"
+    lines = [f"re-run spreads over {len(folders)} runs ({', '.join(folders)}), for core.cluster_priors.SPREADS:"]
+    for r in t.iter_rows(named=True):
+        lines.append(f'    "{r["table"]}": ({r["spread"]:.4f}, {r["df"]}),')
+    return "\n".join(lines)

@@ -129,8 +129,10 @@ def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]
         bases = replicas.base_names(pair["server"].unique(maintain_order=True).to_list())
         measured = pl.col("condition") != p.aa_condition
         var = br.cluster_variances(pair, ["metric", "operator", "condition"], variance_rows=measured)
+        # each table its own priors: the pooled summary's figure moves less between runs than one operator's
         prior = cluster_priors.priors("jit_operators_paired")
         pair = br.pool_clusters(pair, ["metric", "operator", "condition"], variances=var, priors=prior)
+        prior = cluster_priors.priors("jit_operators_overall")
         over = br.pool_clusters(over, ["metric", "condition"], variances=var, priors=prior)
     return {
         "jit_operators_paired": pair,

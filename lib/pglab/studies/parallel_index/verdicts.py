@@ -97,10 +97,12 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
         var = br.cluster_variances(
             per_key, ["key_columns", "condition"], variance_rows=pl.col("condition") != BASE + AA_SUFFIX
         )
-        prior = cluster_priors.priors("parallel_index_paired")
-        per_key = br.pool_clusters(per_key, ["key_columns", "condition"], variances=var, priors=prior)
-        suite = br.pool_clusters(suite, ["condition"], variances=var, priors=prior)
-        size = br.pool_clusters(size, ["key_columns"], variances=var, priors=prior)
+        prior = cluster_priors.priors  # each table its own: how far its figures move between runs differs
+        per_key = br.pool_clusters(
+            per_key, ["key_columns", "condition"], variances=var, priors=prior("parallel_index_paired")
+        )
+        suite = br.pool_clusters(suite, ["condition"], variances=var, priors=prior("parallel_index_paired_suite"))
+        size = br.pool_clusters(size, ["key_columns"], variances=var, priors=prior("parallel_index_size_paired"))
     rows = noise.server_rows(STUDY, aa, "seconds")
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),
