@@ -90,6 +90,22 @@ def _measurements(store: RunStore, study: str, experiments: list[str]) -> dict[s
     return {} if m is None else {f"{study}_measurements": m}
 
 
+def own_loads(store: RunStore, m: pl.DataFrame) -> pl.DataFrame:
+    """Measurements with only the loads notebook 10 made (server and dataset, as `record_load` names them): a
+    later study may load SSB at another scale into the same server or into another (its own set-up: the index
+    builds load SF 1 into pg15, which notebook 10 loaded at SF 10) after notebook 20 wrote ssb_measurements, and
+    `pglab derive` must give what the notebook wrote."""
+    loaded = sorted(
+        {
+            f"{row['server']}|sf={float(row['sf']):g},seed={row['seed']},{row['method']}"
+            for rows in _per_server(store, LOADS)
+            for row in rows
+        }
+    )
+    mine = (pl.col("server") + "|" + pl.col("condition")).is_in(loaded)
+    return m.filter((pl.col("experiment") != EXP_LOAD) | mine)
+
+
 def read_facts(store: RunStore) -> dict:
     return json.loads(store.artifact_path(FACTS).read_text()) if store.has_artifact(FACTS) else {}
 
@@ -336,10 +352,4 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
             readable(pl.col("verdict")).alias("verdict"),
         )
     out["ssb_sweep_summary"] = sweep_summary(sweep)
-    m = _measurements(store, "ssb", [EXP_LOAD, EXPERIMENT, SWEEP])
-    # the loads of notebook 10's servers only: a later study may load SSB into another server (its own set-up),
-    # after notebook 20 wrote this table, and `pglab derive` must give what the notebook wrote
-    loaded = sorted({row["server"] for rows in _per_server(store, LOADS) for row in rows})
-    return out | {
-        k: t.filter((pl.col("experiment") != EXP_LOAD) | pl.col("server").is_in(loaded)) for k, t in m.items()
-    }
+    return out | {k: own_loads(store, t) for k, t in _measurements(store, "ssb", [EXP_LOAD, EXPERIMENT, SWEEP]).items()}
