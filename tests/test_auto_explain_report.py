@@ -180,3 +180,14 @@ def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
     assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in auto_explain_report.charts("default", root)]
     assert auto_explain_report.method("default", root) == auto_explain_report.method("default", root)
     assert auto_explain_report.findings("default", root).equals(auto_explain_report.findings("default", root))
+
+
+def test_the_logging_sentence_gives_the_servers_range_not_the_largest_as_a_minimum():
+    """Two servers 0.79× and 0.98× are '2–21 % faster', not '21 % faster or more' (the reference said so)."""
+    from pglab.studies.auto_explain.report import _range
+
+    assert _range([0.79, 0.98]) == "2–21 % faster"
+    assert _range([1.2, 1.03]) == "3–20 % slower"
+    assert _range([0.9, 1.1]) == "between 10 % faster and 10 % slower"
+    assert _range([1.0, 0.79]) == "up to 21 % faster"
+    assert _range([0.79]) == "21 % faster"

@@ -260,6 +260,26 @@ def _quantities(f: pl.DataFrame, finding: str, unit: str) -> str | None:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+def _range(ratios: list[float]) -> str:
+    """Time ratios in words, from the least change to the most: '2–21 % faster', '3 % slower', 'up to 21 %
+    faster', 'between 4 % faster and 9 % slower'."""
+    from ...core import findings as fnd
+
+    lo, hi = min(ratios), max(ratios)
+    if lo < 1 < hi:
+        return f"between {fnd.change(lo)} and {fnd.change(hi)}"
+    near, far = (hi, lo) if hi <= 1 else (lo, hi)
+    a, b = fnd.change(near), fnd.change(far)
+    if a == b:
+        return a
+    if a == fnd.change(1.0):
+        return f"up to {b}"
+    if 0.5 < far < 2:  # both in percent: one unit
+        word = "faster" if far < 1 else "slower"
+        return f"{abs(near - 1) * 100:.0f}–{abs(far - 1) * 100:.0f} % {word}"
+    return f"{a} to {b}"
+
+
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """Plain sentences for the report's first screen: what loading, logging and timing cost."""
     from ...core import findings as fnd
@@ -276,8 +296,8 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
     log = fnd.measured(f, "logging_analyze")
     if log:
         out.append(
-            f"Logging every plan with log_analyze makes a tiny query {fnd.change(min(r['our_value'] for r in log))}"
-            f" or more ({fnd.servers_text(log)})."
+            f"Logging every plan with log_analyze makes a tiny query {_range([r['our_value'] for r in log])}"
+            f" ({fnd.servers_text(log)})."
         )
     # the scale-free quantities (ns per row, share removed) are in the evidence, not in the ratio columns
     per_row = _quantities(f, "analyze_count_serial", "ns per row")
