@@ -237,3 +237,12 @@ def test_the_first_screen_says_what_the_intervals_rest_on():
     assert resting(ours) == "Intervals are across runs: 2–3 fresh clusters × 3–5 rounds per server (2 of 4 figures)."
     assert resting(ours[:1]) == "Intervals are across runs: 2 fresh clusters × 5 rounds per server (1 of 1 figure)."
     assert resting(ours[2:]) == ""  # nothing pooled: nothing to say
+    floored = pooled.format(k=2, n=5) + ", no narrower than the figure's spread over 3 archived runs (sd 2.4 %)"
+    assert resting([{"interval": floored}, *ours[:1]]) == (
+        "Intervals are across runs: 2 fresh clusters × 5 rounds per server, 1 of them no narrower than its figure "
+        "moved over 3 archived runs (2 of 2 figures)."
+    )
+    assert resting([{"interval": floored}]) == (
+        "Intervals are across runs: 2 fresh clusters × 5 rounds per server, none narrower than its figure moved "
+        "over 3 archived runs (1 of 1 figure)."
+    )

@@ -134,7 +134,15 @@ def resting(ours: list[dict]) -> str:
     k = "–".join(map(str, dict.fromkeys([clusters[0], clusters[-1]])))
     n = "–".join(map(str, dict.fromkeys([rounds[0], rounds[-1]])))
     figures = f"{len(pooled)} of {len(ours)} figure{'s' if len(ours) > 1 else ''}"
-    return f"Intervals are across runs: {k} fresh clusters × {n} rounds per server ({figures})."
+    # the re-run floor (`between_runs.floor_interval`), as pool_clusters names it in the method
+    runs = [int(m[1]) for o in ours if (m := _FLOOR.search(o["interval"] or ""))]
+    floor = f"than its figure moved over {max(runs)} archived runs" if runs else ""
+    if floor:
+        floor = f", none narrower {floor}" if len(runs) == len(pooled) else f", {len(runs)} of them no narrower {floor}"
+    return f"Intervals are across runs: {k} fresh clusters × {n} rounds per server{floor} ({figures})."
+
+
+_FLOOR = re.compile(r"no narrower than the figure's spread over (\d+) archived runs")
 
 
 def headline(t: pl.DataFrame) -> str:
