@@ -27,9 +27,9 @@ def logged(install):
         for k, v in {"log_min_duration": "0", "log_analyze": "on", "log_timing": "on"}.items():
             conn.execute(f"SET auto_explain.{k} = {v}")
         conn.execute(QUERY)
+        _written(c, cursor)  # in the first file, before it is rotated away
         time.sleep(1.05)  # file names carry the second: a rotation within the same one reopens the file
-        with c.connect() as other:  # (in this session auto_explain would log the call too)
-            other.execute("SELECT pg_rotate_logfile()")
+        _rotate(c)
         conn.execute("SET auto_explain.log_format = json")
         conn.execute(QUERY)
         conn.execute("SET auto_explain.log_min_duration = -1")
@@ -38,6 +38,27 @@ def logged(install):
         conn.execute(f"DO $$BEGIN RAISE LOG '{marker}'; END$$")
     yield c, cursor, marker
     c.stop()
+
+
+def _written(c, cursor):
+    """Wait until the collector has written the session's plan so far."""
+    cur = LogCursor(c.log_files, fmt="jsonlog")
+    cur.start, cur.pos = dict(cursor.start), dict(cursor.start)
+    for _ in cur.follow(lambda e: e.auto_explain is not None, timeout_s=20):  # returns once it is in
+        pass
+
+
+def _rotate(c):
+    """Rotate and wait until the collector writes a new file. pg_rotate_logfile only signals the collector: until
+    it has rotated, what the session logs next still goes to the old file (a busy CI machine once put every
+    entry in one file)."""
+    before = c.current_log_files()["jsonlog"]
+    with c.connect() as other:  # (in this session auto_explain would log the call too)
+        other.execute("SELECT pg_rotate_logfile()")
+    deadline = time.monotonic() + 20
+    while c.current_log_files().get("jsonlog") in (before, None):
+        assert time.monotonic() < deadline, f"the collector did not rotate {before.name} in 20 s"
+        time.sleep(0.01)
 
 
 def _until_marker(c, cursor, marker, fmt):
