@@ -108,33 +108,57 @@ def test_priors_are_the_root_mean_variance_of_the_runs_own_estimates(tmp_path):
         pl.DataFrame({"server": ["pg15", "pg15", "pg16"], "cluster_sd": [a, a, b]}).write_csv(f / "ssb_paired.csv")
         t = pl.DataFrame({"what": ["load time"], "server": ["pg12"], "cluster_sd": [0.5], "cluster_sd_run": [shared]})
         t.write_csv(f / "pgbench_paired.csv")
+        # auto_explain's quantities: the run's own sd, not the one its prior moderated
+        own = {"r1": "9.0 % (df 4: this run's 0.0 % with the prior 10.4 % of 3 archived runs)", "r2": "12.0 % (df 1)"}
+        ev = f"Our 30 ns per row [17–51] (pooled: between-cluster sd of the quantities {own[run]})"
+        pl.DataFrame({"finding": ["analyze_count"], "server": ["pg15"], "evidence": [ev]}).write_csv(
+            f / "auto_explain_findings.csv"
+        )
         folders[run] = f
     got = {(r["table"], r["server"]): r["prior"] for r in cal.priors(folders).iter_rows(named=True)}
     assert got == {
         ("pgbench_paired:load time", "*"): pytest.approx((0.01**2 / 2 + 0.03**2 / 2) ** 0.5),
         ("ssb_paired", "pg15"): pytest.approx((0.06**2 / 2) ** 0.5),
         ("ssb_paired", "pg16"): pytest.approx(0.02),
+        ("auto_explain_quantities", "pg15"): pytest.approx((0.12**2 / 2) ** 0.5),
     }
     assert '("ssb_paired", "pg15"): 0.0424,  # 0.0%, 6.0%' in cal.priors_text(folders)
 
 
 def test_spreads_are_how_far_each_pooled_figure_moved_between_the_runs(tmp_path):
-    """make stability prints core.cluster_priors.SPREADS: per table the root mean over its comparisons (every
-    server, only those every run holds) of each one's variance of log ratio across the runs; rows of one cluster
-    (an external server) are not pooled figures and are left out."""
+    """make stability prints core.cluster_priors.SPREADS: per table the pooled variance of each comparison's log
+    ratio across the runs that hold it (every server; a comparison two runs hold counts with 1 df, one that a
+    single run holds not at all); rows of one cluster (an external server) and A/A copies are left out; auto_explain's
+    quantities are its findings' own figures, whatever their unit ("1.40×" too)."""
     folders = {}
-    ratios = {"r1": (1.0, 2.0, 5.0), "r2": (1.1, 2.0, 9.0), "r3": (1.2, 2.2, None)}
-    for run, (a, b, c) in ratios.items():
+    ratios = {"r1": (1.0, 2.0, 5.0, 1.5), "r2": (1.1, 2.0, 9.0, 1.8), "r3": (1.2, 2.2, None, None)}
+    for run, (a, b, c, d) in ratios.items():
         f = tmp_path / run
         f.mkdir()
-        rows = {"server": ["pg15", "pg16", "lab"], "query": ["q1", "q1", "q1"], "ratio": [a, b, c or 3.0]}
-        t = pl.DataFrame(rows | {"n_clusters": [2, 2, 1]})
-        if c is None:
-            t = t.filter(pl.col("server") != "lab")
-        t.write_csv(f / "ssb_paired.csv")
+        rows = {
+            "server": ["pg15", "pg16", "lab", "pg17", "pg15", "pg18"],
+            "mode": ["parallel", "parallel", "parallel", "parallel", "parallel_aa", "parallel"],
+            "ratio": [a, b, c or 3.0, d or 1.0, {"r1": 0.5, "r2": 2.0, "r3": 1.0}[run], 1.3],
+            "n_clusters": [2, 2, 1, 2 if d else 1, 2, 2 if run == "r1" else 1],
+        }
+        pl.DataFrame(rows).write_csv(f / "ssb_paired.csv")
+        evidence = "Our {} [0.4–4.6] (min–max, n=5; pooled: between-cluster sd of the quantities 9.0 % (df 4))"
+        pl.DataFrame(
+            {
+                "finding": ["analyze_serial_vs_parallel", "analyze_count", "logging_analyze"],
+                "server": ["pg15", "pg15", "pg15"],
+                "evidence": [evidence.format(f"{a * 1.4:.2f}×"), evidence.format(f"{b * 30:g} ns per row"), "Our 0.9×"],
+                "our_value": [a * 1.4, None, 0.9],  # a quantity's own figure only in its evidence
+            }
+        ).write_csv(f / "auto_explain_findings.csv")
         folders[run] = f
-    got = cal.spreads(folders).row(0, named=True)
+    got = {r["table"]: r for r in cal.spreads(folders).iter_rows(named=True)}
     va = np.var(np.log([1.0, 1.1, 1.2]), ddof=1)
     vb = np.var(np.log([2.0, 2.0, 2.2]), ddof=1)
-    assert got == {"table": "ssb_paired", "spread": pytest.approx(((va + vb) / 2) ** 0.5), "df": 4}
+    vd = np.var(np.log([1.5, 1.8]), ddof=1)  # pg17: two runs, one df
+    expect = ((2 * va + 2 * vb + vd) / 5) ** 0.5
+    assert got["ssb_paired"] == {"table": "ssb_paired", "spread": pytest.approx(expect), "df": 5}
+    quantities = ((2 * va + 2 * vb) / 4) ** 0.5  # log(1.4 a) and log(30 b) move as log a and log b
+    assert got["auto_explain_quantities"]["spread"] == pytest.approx(quantities)
+    assert got["auto_explain_quantities"]["df"] == 4
     assert '"ssb_paired": (' in cal.spreads_text(folders)

@@ -255,8 +255,9 @@ def test_a_floor_from_the_rerun_spread_keeps_a_quiet_runs_interval_true_and_its_
     """A quiet hour's narrow interval misses where other runs put the figure (the hour's shift is common to both
     clusters, so no within-run term sees it): pooled without the floor the quiet runs' intervals cover the long-run
     ratio well under 90 %, and a claim whose zone edge lies 4 % from it is decided in quiet runs and not in noisy
-    ones. With the floor (`floor_interval`, the spread of three archived runs) every run covers 93 % or more, and
-    run pairs agree on that verdict more often."""
+    ones. With the floor (`floor_interval`, the spread of three archived runs) every run covers 93-99 %, and run
+    pairs agree on that verdict more often. (Any wider interval would agree more: the upper bound on coverage is
+    what makes the agreement mean something.)"""
     rng = np.random.default_rng(4242)
     keys = ["item", "condition", "baseline"]
     items, rounds, edge_gap = 6, 5, 0.04
@@ -286,7 +287,7 @@ def test_a_floor_from_the_rerun_spread_keeps_a_quiet_runs_interval_true_and_its_
 
     agree = {k: agreement(v) for k, v in decided.items()}
     print(f"\ncoverage {cover}, verdict agreement over run pairs {agree}")
-    assert cover["floor"] >= 0.93, cover
+    assert 0.93 <= cover["floor"] <= 0.99, cover
     assert cover["quiet"] < 0.85, cover
     assert agree["floor"] > agree["none"] + 0.05, agree
 
@@ -299,3 +300,34 @@ def test_floor_interval_widens_to_the_spread_and_never_narrows():
     assert br.floor_interval(0.0, 0.5, 2.0, prior) == (0.5, 2.0)  # already wider: kept
     assert br.floor_interval(0.0, 0.99, 1.01, br.Prior(0.03, 3)) == (0.99, 1.01)  # no spread declared
     assert br.floor_interval(0.0, None, None, prior) == (None, None)
+
+
+def test_the_floor_leaves_aa_copies_single_clusters_and_rows_without_an_interval_alone():
+    """Only a pooled comparison takes the re-run floor: an A/A copy's row (its two sides share the cluster and the
+    hour: "b_aa", "workers=0_aa", an experiment's "x~aa"), a server measured on one cluster (an external server)
+    and a row with no interval keep what they had without it, and their method does not claim it."""
+    rng = np.random.default_rng(7)
+    keys = ["item", "condition", "baseline"]
+    table, _ = hour_runs(rng, 1, 4, 5)
+    aa = {1: "b_aa", 2: "workers=0_aa", 3: "x~aa"}
+    table = table.with_columns(
+        pl.col("item").replace_strict(aa, default="b", return_dtype=pl.String).alias("condition")
+    )
+    lone = table.filter(pl.col("server") == "r0").with_columns(server=pl.lit("lab"))  # one cluster only
+    gap = table.filter(pl.col("server") == "r0_c2", pl.col("item") == 0).with_columns(low=None, high=None)
+    table = pl.concat([table.filter(~((pl.col("server") == "r0_c2") & (pl.col("item") == 0))), gap, lone])
+    wide, none = br.Prior(0.02, 3, 0.5, 40, 3), br.Prior(0.02, 3)
+    floored = br.pool_clusters(table, keys, priors={"r0": wide, "lab": wide}).sort("server", "item")
+    plain = br.pool_clusters(table, keys, priors={"r0": none, "lab": none}).sort("server", "item")
+    for f, p in zip(floored.iter_rows(named=True), plain.iter_rows(named=True), strict=True):
+        assert (f["server"], f["item"]) == (p["server"], p["item"])
+        pooled_comparison = f["server"] == "r0" and f["condition"] == "b" and f["low"] is not None
+        if pooled_comparison:  # none here: item 0 lost its interval on cluster 2
+            raise AssertionError(f)
+        assert (f["low"], f["high"]) == (p["low"], p["high"]), f
+        assert "no narrower than" not in (f["method"] or ""), f
+    assert floored.filter(pl.col("server") == "r0", pl.col("condition") != "b")["low"].is_not_null().all()
+    # and the comparison itself, with its interval on both clusters, is floored
+    whole, _ = hour_runs(rng, 1, 1, 5)
+    got = br.pool_clusters(whole, keys, priors={"r0": wide}).row(0, named=True)
+    assert got["high"] / got["low"] > math.exp(2 * 1.96 * 0.5) and "no narrower than" in got["method"]

@@ -208,6 +208,17 @@ class Prior:
     spread_runs: int = 0
 
 
+# An A/A copy of a condition, by the kit's naming: "parallel_aa", "workers=0_aa", "loaded_disabled_aa2" (a
+# second copy), an experiment's "<label>~aa". Its two sides share the cluster and the hour, so its figure does not
+# move between runs as a comparison's does: it takes no re-run floor and feeds no re-run spread.
+AA_COPY = re.compile(r"[_~]aa\d*$")
+
+
+def is_aa_copy(*values) -> bool:
+    """True when any of `values` (a row's key columns) names an A/A copy of a condition (`AA_COPY`)."""
+    return any(isinstance(v, str) and AA_COPY.search(v) for v in values)
+
+
 def floor_interval(m: float, low: float, high: float, prior: Prior | None, confidence: float = 0.95):
     """(low, high) widened where narrower than the prior's re-run spread: at least exp(m ± t·spread), t at
     spread_df. Why: one run's interval measures its own hour's noise; over three fresh runs a quiet run's ±2 %
@@ -375,7 +386,8 @@ def pool_clusters(
 
     priors ({base server: Prior}, `cluster_priors.priors`): each such server's variance is shrunk toward its prior
     (`moderate`); cluster_sd is then the moderated sd the interval uses, cluster_sd_run the run's own estimate;
-    and its interval is at least as wide as the prior's re-run spread allows (`floor_interval`), said in its method.
+    and its interval is at least as wide as the prior's re-run spread allows (`floor_interval`), said in its method
+    (not an A/A copy's row, `is_aa_copy`: its figure does not move between runs as a comparison's does).
 
     run_sd (log scale): what moves every cluster of one run alike (the hour's load on the host, which two
     clusters measured in the same hour share and so cannot show), declared by a study from its archived runs'
@@ -422,7 +434,8 @@ def pool_clusters(
         var_c, df_c = moderate(var_own, k, prior) if prior else (var_own, df_c)
         var_run = run_sd**2 if bool(g["_run"].any()) else 0.0
         p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence, var_run)
-        p["low"], p["high"] = floor_interval(math.log(p["ratio"]), p["low"], p["high"], prior, confidence)
+        floor = None if is_aa_copy(*(first[c] for c in keys)) else prior  # an A/A copy: no re-run floor
+        p["low"], p["high"] = floor_interval(math.log(p["ratio"]), p["low"], p["high"], floor, confidence)
         cover = pooled_coverage(g["method"].to_list(), n, g["coverage"].to_list(), confidence)
         sd_text = f"between-cluster sd {math.sqrt(var_c):.1%} (df {df_c}" + (
             f": this run's {math.sqrt(var_own):.1%} with the prior {prior.sd:.1%} of {prior.runs} archived runs)"
@@ -434,8 +447,8 @@ def pool_clusters(
             f"{cover:.0%} across {k} clusters × {_rounds_text(n)} rounds, {sd_text}"
             + (f", between-run sd {run_sd:.1%} (archived runs)" if var_run else "")
             + (
-                f", no narrower than the figure's spread over {prior.spread_runs} archived runs (sd {prior.spread:.1%})"
-                if prior and prior.spread > 0
+                f", no narrower than the figure's spread over {floor.spread_runs} archived runs (sd {floor.spread:.1%})"
+                if floor and floor.spread > 0
                 else ""
             )
         ).replace("%", " %")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..core import between_runs
 from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
 
 # verdict pairs that reverse a reader's conclusion
@@ -252,7 +253,8 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
 # per experiment: `between_runs.pool_shared`); the prior's key in core.cluster_priors is "<table>" or
 # "<table>:<what>"
 _SHARED = {"pgbench_paired": "what", "pgbench_no_vacuum": None}
-_QUANTITIES = re.compile(r"between-cluster sd of the quantities ([0-9.]+) %")
+# the quantities' between-cluster sd in a finding's evidence, and the run's own estimate where a prior moderated it
+_QUANTITIES = re.compile(r"between-cluster sd of the quantities ([0-9.]+) %(?: \(df \d+: this run's ([0-9.]+) %)?")
 
 
 def cluster_sds(folder: Path) -> pl.DataFrame:
@@ -266,8 +268,9 @@ def cluster_sds(folder: Path) -> pl.DataFrame:
         if col not in t.columns:
             if path.stem == "auto_explain_findings" and "evidence" in t.columns:
                 for server, ev in t.select("server", "evidence").drop_nulls().unique().iter_rows():
-                    if m := _QUANTITIES.search(ev):
-                        rows.append({"table": "auto_explain_quantities", "server": server, "sd": float(m[1]) / 100})
+                    if m := _QUANTITIES.search(ev):  # the run's own, not the moderated one (which holds the prior)
+                        sd = float(m[2] or m[1]) / 100
+                        rows.append({"table": "auto_explain_quantities", "server": server, "sd": sd})
             continue
         t = t.filter(pl.col(col).is_not_null()).with_columns(pl.col(col).cast(pl.Float64))
         if path.stem in _SHARED:
@@ -315,29 +318,41 @@ def priors_text(folders: dict[str, Path]) -> str:
     return "\n".join(lines)
 
 
-_QUANTITY_VALUE = re.compile(r"^Our ([0-9.e+-]+) ")
+_OUR = r"^Our ([0-9.]+(?:e[+-]?[0-9]+)?)"  # our figure in a finding's evidence: "Our 30 ns per row", "Our 1.40×"
 
 
 def pooled_figures(folder: Path) -> pl.DataFrame:
     """Every pooled figure of a derived folder (a row over two or more clusters): table (the prior's key, as in
     `cluster_sds`), server ("*" where the table shares one variance), key (the row's other columns), log (of its
-    ratio). auto_explain's quantities are read from its findings' evidence, where alone they are written."""
+    ratio). auto_explain's quantities are its findings' own figures (our_value, else the evidence's), where alone
+    they are written.
+    An A/A copy's row is left out (`between_runs.is_aa_copy`): it does not move between runs as a comparison does."""
     frames = []
     for path in sorted(folder.glob("*.csv")):
         df = pl.read_csv(path, infer_schema_length=None)
         if path.stem == "auto_explain_findings" and "evidence" in df.columns:
-            rows = []
-            for finding, server, ev in df.select("finding", "server", "evidence").drop_nulls().iter_rows():
-                if _QUANTITIES.search(ev) and (m := _QUANTITY_VALUE.match(ev)) and float(m[1]) > 0:
-                    rows.append(("auto_explain_quantities", server, finding, math.log(float(m[1]))))
-            if rows:
-                frames.append(pl.DataFrame(rows, schema=["table", "server", "key", "log"], orient="row"))
+            # our_value where the findings keep it (a ratio: "1.40×"), else the evidence's ("Our 30 ns per row")
+            value = pl.coalesce(
+                pl.col("our_value").cast(pl.Float64), pl.col("evidence").str.extract(_OUR, 1).cast(pl.Float64)
+            )
+            quantities = df.filter(pl.col("evidence").str.contains(_QUANTITIES.pattern), value > 0)
+            frames.append(
+                quantities.select(
+                    table=pl.lit("auto_explain_quantities"),
+                    server=pl.col("server").cast(pl.String),
+                    key=pl.col("finding").cast(pl.String),
+                    log=value.log(),
+                )
+            )
             continue
         if not {"ratio", "n_clusters", "server"} <= set(df.columns):
             continue
         df = df.filter(pl.col("n_clusters") > 1, pl.col("ratio").cast(pl.Float64) > 0)
         keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
         keys = [c for c in keys if c not in ("n_clusters",)]
+        strings = [k for k in keys if df.schema[k] == pl.String]
+        if strings:
+            df = df.filter(~pl.any_horizontal(pl.col(k).str.contains(between_runs.AA_COPY.pattern) for k in strings))
         key = pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|")
         if path.stem in _SHARED:
             by = _SHARED[path.stem]
@@ -356,22 +371,27 @@ def pooled_figures(folder: Path) -> pl.DataFrame:
 
 def spreads(folders: dict[str, Path]) -> pl.DataFrame:
     """Per table: how far the same pooled figure moved between the runs, for core.cluster_priors' SPREADS: spread
-    (the root mean over the table's comparisons, on every server, of each one's variance of its log across the
-    runs), df (comparisons × (runs − 1)). Only comparisons every run holds. One per table, not per server: a
-    server's own would rest on as few as 2 df (one comparison over three runs)."""
+    (the pooled sd of each comparison's log across the runs that hold it, on every server: Σ (runs − 1)·variance
+    over Σ (runs − 1)), df (that Σ (runs − 1)). A comparison two or more runs hold counts, not only those every
+    run holds: one that a run could not estimate (no interval, a non-positive round) is often the one that moves
+    most. One per table, not per server: a server's own would rest on as few as 2 df (one comparison over three
+    runs). The df treats the comparisons as independent, which a shift common to a run's comparisons is not: it
+    sets only the t quantile of the floor (`between_runs.floor_interval`), 1.96–2.8 for every table here."""
     frames = [pooled_figures(f).with_columns(run=pl.lit(r)) for r, f in folders.items()]
     every = pl.concat(frames) if frames else pl.DataFrame()
     if every.is_empty() or len(folders) < 2:
         return pl.DataFrame(schema={"table": pl.String, "spread": pl.Float64, "df": pl.Int64})
-    n = len(folders)
     per_key = (
         every.group_by("table", "server", "key")
-        .agg(pl.col("log").var(ddof=1).alias("var"), pl.col("run").n_unique().alias("runs"))
-        .filter(pl.col("runs") == n)
+        .agg(pl.col("log").var(ddof=1).alias("var"), (pl.col("run").n_unique() - 1).alias("dof"))
+        .filter(pl.col("dof") >= 1)
     )
     return (
         per_key.group_by("table")
-        .agg(pl.col("var").mean().sqrt().alias("spread"), (pl.len() * (n - 1)).cast(pl.Int64).alias("df"))
+        .agg(
+            ((pl.col("var") * pl.col("dof")).sum() / pl.col("dof").sum()).sqrt().alias("spread"),
+            pl.col("dof").sum().cast(pl.Int64).alias("df"),
+        )
         .sort("table")
     )
 
