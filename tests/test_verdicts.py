@@ -73,7 +73,7 @@ def test_verdict_on_known_truth(effect, claim, expected):
 
 def test_bimodal_noise_leaves_a_small_effect_undetermined():
     v = vd.verdict(FASTER_10, evidence(rounds_table(1.0, bimodal=0.5, seed=3)))
-    assert v.label == vd.UNDETERMINED and "reaches from contradicted to" in v.reason
+    assert v.label == vd.UNDETERMINED and "reaches from contradicted across" in v.reason
 
 
 def test_a_claim_specific_tolerance_widens_the_declared_one():
@@ -380,7 +380,10 @@ def test_declared_tolerance_on_cases_with_a_known_truth(claim, ours, floor, want
 def test_the_tolerance_text_names_the_band_and_both_zones():
     claim = vd.Claim("JIT: a quarter less time", vd.LOWER, 0.75)
     assert "within ×/÷1.5 of the study's 0.75× (0.65×–0.83×)" in vd.verdict(claim, _ev(0.74, 0.73, 0.75), 0.01).reason
-    assert "reaches from direction only to supported" in vd.verdict(claim, _ev(0.85, 0.8, 0.9), 0.01).reason
+    assert "reaches from direction only (smaller) to supported" in vd.verdict(claim, _ev(0.85, 0.8, 0.9), 0.01).reason
+    # an interval over three zones names the one it passes through
+    wide = vd.verdict(claim, _ev(0.8, 0.6, 0.97), 0.01).reason
+    assert "reaches from contradicted across direction only (smaller) and supported to direction only (larger)" in wide
 
 
 def test_an_interval_from_a_smaller_to_a_larger_effect_reaches_across_supported():

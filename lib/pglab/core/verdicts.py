@@ -195,7 +195,8 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
 #   supported       e / TOLERANCE <= ours <= e * TOLERANCE   (×/÷ 1.5: 0.75× claimed, 0.65×-0.83× supported)
 #   direction only  e * THIRD <= ours < e / TOLERANCE, or ours > e * TOLERANCE   (right way, other size)
 #   contradicted    ours < e * THIRD   (less than a third of the effect: none, or the opposite)
-# A verdict needs the whole interval in one zone; an interval across a boundary is undetermined, naming both.
+# Direction only is two zones, a smaller effect and a larger one, with supported between them. A verdict needs the
+# whole interval in one zone; an interval across a boundary is undetermined, naming the zones it reaches across.
 # A claim without a size ("JIT helps") needs a noticeable effect: supported when the whole interval is beyond
 # UNSIZED_MIN (and the noise floor); direction only when it is past the floor but wholly below UNSIZED_MIN;
 # contradicted when it is wholly below UNSIZED_MIN and not past the floor (no noticeable effect, or the opposite);
@@ -224,12 +225,20 @@ def _same_zone(lo: float, hi: float, e: float, tol: float) -> str | None:
     return z_lo
 
 
+_ZONES = (CONTRADICTED, f"{DIRECTION_ONLY} (smaller)", SUPPORTED, f"{DIRECTION_ONLY} (larger)")  # in effect order
+
+
+def _zone_index(x: float, e: float, tol: float) -> int:
+    z = _zone(x, e, tol)
+    return _ZONES.index(z) if z != DIRECTION_ONLY else (1 if x < e / tol else 3)
+
+
 def _across(lo: float, hi: float, e: float, tol: float) -> str:
-    """'from direction only to supported': the zones an interval reaches across, the smaller end first."""
-    z_lo, z_hi = _zone(lo, e, tol), _zone(hi, e, tol)
-    if z_lo == z_hi == DIRECTION_ONLY:
-        return "from direction only (smaller) across supported to direction only (larger)"
-    return f"from {z_lo} to {z_hi}"
+    """'from direction only (smaller) to supported', 'from contradicted across direction only (smaller) and
+    supported to direction only (larger)': the zones an interval reaches across, the smaller end first."""
+    a, b = _zone_index(lo, e, tol), _zone_index(hi, e, tol)
+    inner = _ZONES[a + 1 : b]
+    return f"from {_ZONES[a]}" + (f" across {' and '.join(inner)}" if inner else "") + f" to {_ZONES[b]}"
 
 
 def verdict(
