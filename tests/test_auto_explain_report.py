@@ -191,3 +191,37 @@ def test_the_logging_sentence_gives_the_servers_range_not_the_largest_as_a_minim
     assert _range([0.9, 1.1]) == "between 10 % faster and 10 % slower"
     assert _range([1.0, 0.79]) == "up to 21 % faster"
     assert _range([0.79]) == "21 % faster"
+    assert _range([0.997, 1.1]) == "up to 10 % slower"  # not 'between no different and 10 % slower'
+    assert _range([0.9, 1.003]) == "up to 10 % faster"
+
+
+def test_the_logging_sentence_claims_no_change_the_intervals_do_not_show():
+    """When every server's interval holds 1, the first screen says so instead of reading the point figures as a
+    gain (the reference: pg15 0.79× [0.58–1.08], pg18 0.98× [0.75–1.30] once read '2–21 % faster')."""
+    import polars as pl
+
+    from pglab.studies.auto_explain.report import answers
+
+    def f(rows):
+        cols = ["server", "our_value", "our_low", "our_high"]
+        return pl.DataFrame(
+            [dict(zip(cols, r, strict=True)) | {"finding": "logging_analyze", "evidence": ""} for r in rows]
+        )
+
+    held = [s for s in answers(None, f([("pg15", 0.79, 0.58, 1.08), ("pg18", 0.98, 0.75, 1.30)])) if "log_analyze" in s]
+    assert held == [
+        "Logging every plan with log_analyze leaves a tiny query within noise of unchanged "
+        "(pg15 0.79×, pg18 0.98×; every interval holds 1, together 0.58–1.30×)."
+    ]
+    shown = [s for s in answers(None, f([("pg15", 0.79, 0.6, 0.9), ("pg18", 0.98, 0.75, 1.3)])) if "log_analyze" in s]
+    assert shown == ["Logging every plan with log_analyze makes a tiny query 2–21 % faster (pg15 0.79×, pg18 0.98×)."]
+
+
+def test_a_first_screen_figure_whose_interval_holds_1_reads_as_no_clear_change():
+    """core.findings.shown, which every study's first-screen sentence uses: the index builds' pg15 0.92× [0.77–1.08]
+    once read '8 % faster'."""
+    from pglab.core import findings as fnd
+
+    assert fnd.shown({"our_value": 0.916, "our_low": 0.775, "our_high": 1.083}) == "no clear change (0.92× [0.78–1.08])"
+    assert fnd.shown({"our_value": 0.827, "our_low": 0.707, "our_high": 0.967}) == "17 % faster"
+    assert fnd.shown({"our_value": 1.2, "our_low": None, "our_high": None}) == "20 % slower"  # no interval: the figure

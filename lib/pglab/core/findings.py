@@ -75,6 +75,15 @@ def change(ratio: float, up: str = "slower", down: str = "faster", same: str = "
     return f"{abs(ratio - 1):.0%} {up if ratio > 1 else down}".replace("%", " %")
 
 
+def shown(r: dict, up: str = "slower", down: str = "faster") -> str:
+    """A finding's figure in words where its interval shows a change ('17 % faster'); where the interval holds 1,
+    'no clear change (0.92× [0.77–1.08])': a first-screen sentence must not read a point figure as an effect."""
+    lo, hi = r.get("our_low"), r.get("our_high")
+    if lo is not None and hi is not None and lo <= 1 <= hi:
+        return f"no clear change ({r['our_value']:.2f}× [{lo:.2f}–{hi:.2f}])"
+    return change(r["our_value"], up, down)
+
+
 def servers_text(rows: list[dict]) -> str:
     return ", ".join(f"{r['server']} {r['our_value']:.2f}×" for r in rows)
 

@@ -266,13 +266,14 @@ def _range(ratios: list[float]) -> str:
     from ...core import findings as fnd
 
     lo, hi = min(ratios), max(ratios)
-    if lo < 1 < hi:
+    same = fnd.change(1.0)
+    if lo < 1 < hi and same not in (fnd.change(lo), fnd.change(hi)):
         return f"between {fnd.change(lo)} and {fnd.change(hi)}"
-    near, far = (hi, lo) if hi <= 1 else (lo, hi)
+    near, far = (hi, lo) if fnd.change(hi) == same or hi <= 1 else (lo, hi)
     a, b = fnd.change(near), fnd.change(far)
     if a == b:
         return a
-    if a == fnd.change(1.0):
+    if a == same:
         return f"up to {b}"
     if 0.5 < far < 2:  # both in percent: one unit
         word = "faster" if far < 1 else "slower"
@@ -295,10 +296,18 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
         )
     log = fnd.measured(f, "logging_analyze")
     if log:
-        out.append(
-            f"Logging every plan with log_analyze makes a tiny query {_range([r['our_value'] for r in log])}"
-            f" ({fnd.servers_text(log)})."
-        )
+        lows, highs = [r["our_low"] for r in log], [r["our_high"] for r in log]
+        if all(lo is not None and hi is not None and lo <= 1 <= hi for lo, hi in zip(lows, highs, strict=True)):
+            # every interval holds no change: the figures alone would read as an effect that is not shown
+            out.append(
+                f"Logging every plan with log_analyze leaves a tiny query within noise of unchanged "
+                f"({fnd.servers_text(log)}; every interval holds 1, together {min(lows):.2f}–{max(highs):.2f}×)."
+            )
+        else:
+            out.append(
+                f"Logging every plan with log_analyze makes a tiny query {_range([r['our_value'] for r in log])}"
+                f" ({fnd.servers_text(log)})."
+            )
     # the scale-free quantities (ns per row, share removed) are in the evidence, not in the ratio columns
     per_row = _quantities(f, "analyze_count_serial", "ns per row")
     removed = _quantities(f, "timing_count_serial", "of the overhead removed")

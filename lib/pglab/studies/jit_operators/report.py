@@ -163,6 +163,6 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
     n = tables["jit_operators_setup"]["rows"].max() if "jit_operators_setup" in tables else None
     at = f" over {n:,.0f} rows" if n else ""
     return [
-        f"JIT makes simple aggregates{at} {', '.join(fnd.change(r['our_value']) + ' on ' + r['server'] for r in rows)}"
+        f"JIT on simple aggregates{at}: {', '.join(fnd.shown(r) + ' on ' + r['server'] for r in rows)}"
         " (the study: 16–32 % faster)."
     ]

@@ -158,5 +158,5 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
     rows = fnd.measured(f, "time_falls")
     if not rows:
         return []
-    each = ", ".join(f"{fnd.change(r['our_value'])} on {r['server']}" for r in rows)
-    return [f"A B-tree build on lineorder with parallel workers is {each} than serial."]
+    each = ", ".join(f"{fnd.shown(r)} on {r['server']}" for r in rows)
+    return [f"A B-tree build on lineorder with parallel workers, against serial: {each}."]

@@ -314,12 +314,8 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
     ser, par = fnd.measured(f, "newer_version_serial"), fnd.measured(f, "newer_version_parallel")
     if ser or par:
         b, a = (ser or par)[0]["server"].split(" vs ")
-        ways = [
-            f"{fnd.change(r['our_value'])} {how}"
-            for rows, how in ((ser, "serially"), (par, "in parallel"))
-            for r in rows
-        ]
-        out.append(f"{b} runs the 13 SSB queries {' and '.join(ways)} than {a} here ({at}).")
+        ways = [f"{fnd.shown(r)} {how}" for rows, how in ((ser, "serially"), (par, "in parallel")) for r in rows]
+        out.append(f"{b} against {a} on the 13 SSB queries: {' and '.join(ways)} here ({at}).")
     pa = fnd.measured(f, "parallel_a")
     if pa:
         x = [1 / r["our_value"] for r in pa]
@@ -329,11 +325,11 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
         )
     jpq = fnd.measured(f, "jit_per_query")
     if jpq:  # one sentence for every JIT server, so the first screen stays short
-        on = " and ".join(f"{fnd.change(r['our_value'])} on {r['server']}" for r in jpq)
+        on = " and ".join(f"{fnd.shown(r)} on {r['server']}" for r in jpq)
         sfs = sorted({sf_of[r["server"]] for r in jpq if r["server"] in sf_of})
         where = f"SSB SF {'/'.join(f'{x:g}' for x in sfs)}" if sfs else "SSB"
         out.append(
-            f"JIT at the default thresholds makes the 13 SSB queries {on} than parallel without it "
+            f"JIT at the default thresholds, against parallel without it, on the 13 SSB queries: {on} "
             f"({where}, where the plans inline and optimise; S4 saw 4–32 % less time)."
         )
     jit = f.filter(pl.col("finding").str.starts_with("jit_"), pl.col("verdict") == fnd.NOT_TESTABLE)
