@@ -75,12 +75,17 @@ def change(ratio: float, up: str = "slower", down: str = "faster", same: str = "
     return f"{abs(ratio - 1):.0%} {up if ratio > 1 else down}".replace("%", " %")
 
 
+def holds_one(r: dict) -> bool:
+    """Whether a finding's interval holds 1 (no change); False without an interval."""
+    lo, hi = r.get("our_low"), r.get("our_high")
+    return lo is not None and hi is not None and lo <= 1 <= hi
+
+
 def shown(r: dict, up: str = "slower", down: str = "faster") -> str:
     """A finding's figure in words where its interval shows a change ('17 % faster'); where the interval holds 1,
     'no clear change (0.92× [0.77–1.08])': a first-screen sentence must not read a point figure as an effect."""
-    lo, hi = r.get("our_low"), r.get("our_high")
-    if lo is not None and hi is not None and lo <= 1 <= hi:
-        return f"no clear change ({r['our_value']:.2f}× [{lo:.2f}–{hi:.2f}])"
+    if holds_one(r):
+        return f"no clear change ({r['our_value']:.2f}× [{r['our_low']:.2f}–{r['our_high']:.2f}])"
     return change(r["our_value"], up, down)
 
 

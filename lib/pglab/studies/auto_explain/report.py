@@ -296,12 +296,12 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
         )
     log = fnd.measured(f, "logging_analyze")
     if log:
-        lows, highs = [r["our_low"] for r in log], [r["our_high"] for r in log]
-        if all(lo is not None and hi is not None and lo <= 1 <= hi for lo, hi in zip(lows, highs, strict=True)):
+        if all(fnd.holds_one(r) for r in log):
             # every interval holds no change: the figures alone would read as an effect that is not shown
             out.append(
                 f"Logging every plan with log_analyze leaves a tiny query within noise of unchanged "
-                f"({fnd.servers_text(log)}; every interval holds 1, together {min(lows):.2f}–{max(highs):.2f}×)."
+                f"({fnd.servers_text(log)}; every interval holds 1, together "
+                f"{min(r['our_low'] for r in log):.2f}–{max(r['our_high'] for r in log):.2f}×)."
             )
         else:
             out.append(
