@@ -316,7 +316,8 @@ def latency(lat: pl.DataFrame):
         alt.Chart(data)
         .mark_point(filled=True, size=60)
         .encode(
-            x=alt.X("tps_median:Q", title="tps (median of rounds)"),
+            # 200 px cannot hold "10,000 … 60,000" side by side: SI labels (10k), four ticks
+            x=alt.X("tps_median:Q", title="tps (median of rounds)", axis=alt.Axis(format="~s", tickCount=4)),
             y=y,
             color=alt.Color(
                 "flag:N",
