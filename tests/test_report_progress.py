@@ -46,20 +46,21 @@ def test_the_time_left_follows_how_the_finished_notebooks_went():
     assert p.line().startswith("[1/3]")
 
 
-# Measured on the reference machine (2 cores; the wheel's 18, Debian's 15 with JIT, downloads 10 … 17 without, two
-# clusters of each): seconds per notebook of two default runs (low, high), and of two whole quick runs (2026-11-24).
-MEASURED_DEFAULT = {  # default-20261126-152142 and default-20261126-162545, clean clones at 5c8d70f and b2ad499
-    "00": (29, 29),
-    "10": (235, 236),
-    "20": (1286, 1343),
-    "30": (775, 778),
-    "40": (572, 595),
-    "50": (213, 222),
-    "60": (138, 142),
-    "70": (44, 46),
+# Measured on the reference machine (2 cores, a host whose clock reads cost ~21 ns; the wheel's 18, Debian's 15 and a
+# source-built 18 with JIT, downloads 10 … 17 without, two clusters of each): seconds per notebook of the three
+# fresh default runs of design v4 (low, high), and of two whole quick runs (2026-11-24).
+MEASURED_DEFAULT = {  # default-20261128-092635, -115426 and -144556, clean clones of e2f158e, 3baec91 and 2a0ba30
+    "00": (43, 52),
+    "10": (540, 575),
+    "20": (3580, 3957),
+    "30": (780, 792),
+    "40": (814, 927),
+    "50": (269, 287),
+    "60": (176, 194),
+    "70": (48, 53),
     "99": (7, 9),
 }
-MEASURED_DEFAULT_TOTAL = (3342, 3364)
+MEASURED_DEFAULT_TOTAL = (6265, 6791)
 MEASURED_QUICK_TOTAL = (153, 166)
 NOTEBOOKS = [
     "00_environment.ipynb",
@@ -71,7 +72,7 @@ NOTEBOOKS = [
     "60_parallel_index.ipynb",
     "70_partitioning.ipynb",
     "99_report.ipynb",
-]
+]  # 80_experiments runs nothing by default (~3 s): a notebook's fixed cost
 
 
 @pytest.fixture
@@ -96,7 +97,11 @@ def machine(monkeypatch):
             jit=jit,
         )
 
-    installs = [install("pg18", 18, False, "embedded"), install("pg15", 15, True, "debian")]
+    installs = [
+        install("pg18", 18, False, "embedded"),
+        install("pg15", 15, True, "debian"),
+        install("pg18llvm", 18, True, "build"),
+    ]
     return lambda p: servers.select(p, installs)
 
 
@@ -113,7 +118,7 @@ def _measured_params():
 
     from pglab.params import Params
 
-    run = "default-20261126-162545"  # the tests' data folder is their own: the committed archive by its path
+    run = "default-20261128-115426"  # the tests' data folder is their own: the committed archive by its path
     with tarfile.open(Path(__file__).parent.parent / "data" / "raw-archive" / f"{run}.tar.xz") as tar:
         doc = json.loads(tar.extractfile(f"{run}/params.json").read())
     doc.pop("file", None)
@@ -128,7 +133,7 @@ def test_the_studies_servers_are_counted_as_the_studies_choose_them(machine):
         base = machine(p)
         assert len(for_study(p, "pgbench", base, fetch=stand_in)) == 2 * len(p.pgbench.versions)
         ssb = sorted(s.name for s in for_study(p, "ssb", base, fetch=stand_in))
-        assert ssb == ["pg15", "pg15_c2", "pg16", "pg16_c2", "pg17", "pg17_c2"], ssb
+        assert ssb == ["pg15", "pg15_c2", "pg16", "pg16_c2", "pg17", "pg17_c2", "pg18llvm", "pg18llvm_c2"], ssb
 
 
 def test_the_default_estimate_is_near_the_measured_runs(machine):

@@ -1,10 +1,12 @@
 """The per-unit costs of make report's time estimate and the servers a study would run on, for the studies' own
 models (`Study.estimate_s`, each study's estimate.py; `pglab.report.estimate` adds them up).
 
-The costs (`COST`) are fitted to measured runs on the reference machine (2 cores; installs: the wheel's 18,
-Debian's 15 with JIT; downloads 10 … 17 without; two clusters of each): the default profile took 00 29 s, 10 235-236 s,
-20 1286-1343 s, 30 775-778 s, 40 572-595 s, 50 213-222 s, 60 138-142 s, 70 44-46 s, 99 7 s (3364 and 3342 s in all,
-default-20261126-152142 and default-20261126-162545); the quick profile 153-166 s in all (two runs of 2026-11-24)."""
+The costs (`COST`) are fitted to the three fresh default runs of 28 Nov 2026 on the reference machine (2 cores, a
+host whose clock reads cost ~21 ns; installs: the wheel's 18, Debian's 15 and a source-built 18 with JIT; downloads
+10 … 17 without; two clusters of each): 00 44-52 s, 10 540-575 s, 20 3580-3957 s, 30 780-792 s, 40 814-927 s,
+50 269-287 s, 60 176-194 s, 70 48-53 s, 99 8-9 s (6265, 6615 and 6791 s in all: default-20261128-092635, -115426
+and -144556); the quick profile 153-166 s in all (two runs of 2026-11-24). A host whose clock reads cost ~30 ns
+took about 1.3 times as long."""
 
 from __future__ import annotations
 
@@ -19,13 +21,15 @@ from .servers import Server, for_study
 COST = {
     "notebook": 6.0,  # a notebook's kernel, imports, session, derived tables and charts
     "report": 9.0,  # 99_report: renders data/derived/ (no server)
-    "server": 0.6,  # start and stop of one kit server
+    "server": 1.0,  # start and stop of one kit server
     # SSB (10, 20, 60): times per unit of SF
-    "ssb_load": 9.5,  # generate + COPY FREEZE, VACUUM ANALYZE, prewarm and the selectivity check, per server
-    "ssb_serial": 0.47,  # one query, serial (mean over the 13)
-    "ssb_parallel": 0.28,  # one query with parallel workers (JIT at S1's thresholds adds next to nothing)
+    "ssb_load": 12.2,  # generate + COPY FREEZE, VACUUM ANALYZE, prewarm and the selectivity check, per server
+    "ssb_serial": 0.63,  # one query at SF 1, serial (mean over the 13)
+    "ssb_parallel": 0.38,  # one query at SF 1 with parallel workers (JIT adds little: inlining is ~0.1 s a query)
+    # a query's time grows as SF ** this: past shared_buffers (SF 10) its pages come from the OS cache
+    "ssb_sf_power": 1.11,
     "ssb_jit_forced": 0.28,  # + seconds of forced inlining and optimisation per query, whatever the SF
-    "ssb_plans": 1.3,  # EXPLAIN ANALYZE of every (server, mode, query) once plus the plan-only captures, in rounds
+    "ssb_plans": 1.15,  # EXPLAIN ANALYZE of every (server, mode, query) once plus the plan-only captures, in rounds
     # pgbench (30)
     "pgbench_load": 0.15,  # pgbench -i, per unit of scale (recreate, load, vacuum, keys)
     "pgbench_load_fixed": 0.18,  # pgbench -i, whatever the scale (CHECKPOINT, sizes)
@@ -34,21 +38,21 @@ COST = {
     # 0.27-0.75 s on the reference machine (pg18, 256kB … 2GB)
     "pgbench_restart": 0.5,
     # auto_explain (40): pgbench -c 1 runs of one-statement scripts on tab1
-    "ae_txn": 0.049e-3,  # a transaction of a statement that reads one row (LIMIT 1)
-    "ae_row": 6.2e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
-    "ae_logged_plan": 26e-6,  # a plan logged by auto_explain, written and then checked in the log
-    "ae_run": 0.026,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
-    "ae_restart": 0.26,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
-    "ae_setup": 0.9,  # per server: database, tab1, plans and timer capture
+    "ae_txn": 6.47e-05,  # a transaction of a statement that reads one row (LIMIT 1)
+    "ae_row": 8.18e-08,  # + per row of tab1, for a statement that reads them all (COUNT)
+    "ae_logged_plan": 3.43e-05,  # a plan logged by auto_explain, written and then checked in the log
+    "ae_run": 0.0343,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
+    "ae_restart": 0.343,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
+    "ae_setup": 1.19,  # per server: database, tab1, plans and timer capture
     # JIT per operator (50), serial aggregates over jit_ops
-    "jit_row": 2.8e-8,  # one execution, per row (6 passes a round at 3e6 rows)
-    "jit_compile": 0.012,  # + one execution with jit on: generation and emission
-    "jit_table_row": 0.87e-6,  # creating, analysing and prewarming jit_ops, per row
+    "jit_row": 3.5e-08,  # one execution, per row (6 passes a round at 3e6 rows)
+    "jit_compile": 0.015,  # + one execution with jit on: generation and emission
+    "jit_table_row": 1.09e-06,  # creating, analysing and prewarming jit_ops, per row
     # parallel index build (60), on SSB lineorder
-    "index_build": 1.5,  # one CREATE INDEX, per unit of SF (mean over key widths and worker counts on 2 cores)
+    "index_build": 1.83,  # one CREATE INDEX, per unit of SF (mean over key widths and worker counts on 2 cores)
     # partitioning (70)
-    "part_row": 0.69e-7,  # one count over the partitioned table, per row (mean over worker counts)
-    "part_load_row": 0.69e-6,  # loading, checksumming and prewarming the table, per row
+    "part_row": 7.59e-08,  # one count over the partitioned table, per row (mean over worker counts)
+    "part_load_row": 7.59e-07,  # loading, checksumming and prewarming the table, per row
 }
 
 

@@ -36,20 +36,24 @@ def sweep_counts(q: SsbParams) -> Iterable[int]:
     return q.worker_sweep if q.worker_sweep is not None else range(workers(q) + 1)
 
 
+def _query_s(kind: str, sf: float) -> float:
+    return COST[kind] * sf ** COST["ssb_sf_power"]
+
+
 def estimate_s(p, base: list[Server]) -> float:
     q, servers = p.ssb, servers_for(p, "ssb", base)
     total = COST["server"] * len(servers)
     at_sf: list[Server] = []
     # each scale's rounds of run_modes, as run.availability decides
     for i, (sf, reps, warm, group) in enumerate(scale_groups(servers, q)):
-        serial, parallel = COST["ssb_serial"] * sf, COST["ssb_parallel"] * sf
+        serial, parallel = _query_s("ssb_serial", sf), _query_s("ssb_parallel", sf)
         round_s = 0.0
         for m, n_queries in round_cells(group, q, jit, aa_first=i == 0):
             extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
             round_s += (serial if m == "serial" else parallel + extra) * n_queries
         total += round_s * (reps + warm + COST["ssb_plans"])
         at_sf = group if sf == q.sf else at_sf
-    serial, parallel = COST["ssb_serial"] * q.sf, COST["ssb_parallel"] * q.sf
+    serial, parallel = _query_s("ssb_serial", q.sf), _query_s("ssb_parallel", q.sf)
     sweep = sum(serial if k == 0 else parallel for k in sweep_counts(q)) * len(q.sweep_query_ids()) * len(at_sf)
     return total + sweep * (q.sweep_repetitions + q.warmups)
 
