@@ -25,7 +25,7 @@ COST = {
     # SSB (10, 20, 60): times per unit of SF
     "ssb_load": 12.2,  # generate + COPY FREEZE, VACUUM ANALYZE, prewarm and the selectivity check, per server
     "ssb_serial": 0.63,  # one query at SF 1, serial (mean over the 13)
-    "ssb_parallel": 0.38,  # one query at SF 1 with parallel workers (JIT adds little: inlining is ~0.1 s a query)
+    "ssb_parallel": 0.38,  # one query at SF 1 with parallel workers (JIT adds 0.1-0.2 s a query at SF 10)
     # a query's time grows as SF ** this: past shared_buffers (SF 10) its pages come from the OS cache
     "ssb_sf_power": 1.11,
     "ssb_jit_forced": 0.28,  # + seconds of forced inlining and optimisation per query, whatever the SF
@@ -38,21 +38,21 @@ COST = {
     # 0.27-0.75 s on the reference machine (pg18, 256kB … 2GB)
     "pgbench_restart": 0.5,
     # auto_explain (40): pgbench -c 1 runs of one-statement scripts on tab1
-    "ae_txn": 6.47e-05,  # a transaction of a statement that reads one row (LIMIT 1)
-    "ae_row": 8.18e-08,  # + per row of tab1, for a statement that reads them all (COUNT)
-    "ae_logged_plan": 3.43e-05,  # a plan logged by auto_explain, written and then checked in the log
+    "ae_txn": 64.7e-6,  # a transaction of a statement that reads one row (LIMIT 1)
+    "ae_row": 8.18e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
+    "ae_logged_plan": 34.3e-6,  # a plan logged by auto_explain, written and then checked in the log
     "ae_run": 0.0343,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
     "ae_restart": 0.343,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
     "ae_setup": 1.19,  # per server: database, tab1, plans and timer capture
     # JIT per operator (50), serial aggregates over jit_ops
-    "jit_row": 3.5e-08,  # one execution, per row (6 passes a round at 3e6 rows)
+    "jit_row": 3.5e-8,  # one execution, per row (6 passes a round at 3e6 rows)
     "jit_compile": 0.015,  # + one execution with jit on: generation and emission
-    "jit_table_row": 1.09e-06,  # creating, analysing and prewarming jit_ops, per row
+    "jit_table_row": 1.09e-6,  # creating, analysing and prewarming jit_ops, per row
     # parallel index build (60), on SSB lineorder
     "index_build": 1.83,  # one CREATE INDEX, per unit of SF (mean over key widths and worker counts on 2 cores)
     # partitioning (70)
-    "part_row": 7.59e-08,  # one count over the partitioned table, per row (mean over worker counts)
-    "part_load_row": 7.59e-07,  # loading, checksumming and prewarming the table, per row
+    "part_row": 7.59e-8,  # one count over the partitioned table, per row (mean over worker counts)
+    "part_load_row": 7.59e-7,  # loading, checksumming and prewarming the table, per row
 }
 
 
