@@ -69,6 +69,52 @@ def test_flip_probability_counts_only_claims_that_can_flip():
     assert "flippable claims: 1 of 3" in text and "1 of 3 the same (33.3%)" in text and "severe flips" in text
 
 
+def test_agreement_is_printed_per_pair_with_each_runs_host(tmp_path):
+    """Issue 30's mark is per pair, so each pair's agreement over the claims that can flip is printed, with whether
+    the two runs shared a boot (the machine's start time each run recorded) and each run's clock read cost."""
+
+    def found(v1: str, v2: str) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"study": ["S4"] * 2, "finding": ["avg", "count"], "server": ["pg15"] * 2, "verdict": [v1, v2]}
+        )
+
+    runs = {"a": found("undetermined", "contradicted"), "b": found("contradicted", "contradicted")}
+    runs["c"] = found("undetermined", "contradicted")
+    folders = {}
+    for name, ns, booted in (
+        ("a", 30.4, "2026-11-27 01:00 UTC"),
+        ("b", 21.2, None),
+        ("c", 29.8, "2026-11-27 01:00 UTC"),
+    ):
+        d = tmp_path / name
+        d.mkdir()
+        pl.DataFrame({"server": ["pg15", "pg18"], "per_loop_ns": [ns, ns + 1.0]}).write_csv(
+            d / "environment_timing.csv"
+        )
+        keys = ["cpu_model"] + (["booted_utc"] if booted else [])
+        pl.DataFrame({"key": keys, "value": ["AMD EPYC"] + ([booted] if booted else [])}).write_csv(
+            d / "environment_machine.csv"
+        )
+        folders[name] = d
+    t = cal.pair_agreement(runs)
+    assert t.rows() == [("a", "b", 1, 2), ("a", "c", 2, 2), ("b", "c", 1, 2)]
+    assert cal.host(folders["a"]) == {"clock_ns": 30.9, "booted_utc": "2026-11-27 01:00 UTC"}
+    text = cal.summary_text(runs, folders)
+    assert "  a: clock read 31 ns, booted 2026-11-27 01:00 UTC" in text
+    assert "  b: clock read 22 ns, booted when: not recorded" in text
+    assert "  a vs b: 1 of 2 (50.0%); boots not recorded" in text
+    assert "  a vs c: 2 of 2 (100.0%); one boot" in text
+
+
+def test_the_machine_record_says_when_it_last_started():
+    """The run's machine row carries the boot time (/proc/stat's btime), before the run began."""
+    from pglab.pgtools import environment
+
+    m = environment.machine()
+    assert m["booted_utc"] is not None and m["booted_utc"].endswith(" UTC")
+    assert m["booted_utc"] <= m["captured_utc"]
+
+
 def test_a_server_built_otherwise_between_runs_is_named(tmp_path):
     """The same name on another build (a new Debian upload of 18 between runs) is named with what differed; a
     server whose version, toolchain and source repeat is not."""

@@ -43,6 +43,14 @@ def _memory_gib() -> float | None:
     return None
 
 
+def _booted_utc() -> str | None:
+    """The machine's last start from /proc/stat's btime (Linux), None elsewhere."""
+    for line in _read("/proc/stat").splitlines():
+        if line.startswith("btime "):
+            return datetime.fromtimestamp(int(line.split()[1]), UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return None
+
+
 def machine() -> dict:
     uname = platform.uname()
     rec = {
@@ -64,6 +72,8 @@ def machine() -> dict:
         "python": platform.python_version(),
         "pglab_revision": git_revision(),
         "captured_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),  # when the run began, for the report
+        # when the machine last started: runs of one boot share its host and its neighbours (make stability)
+        "booted_utc": _booted_utc(),
     }
     for pkg in PACKAGES:
         try:

@@ -128,16 +128,15 @@ def calibration(runs: dict[str, Path], confidence: float = 0.95) -> pl.DataFrame
     )
 
 
-def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """Per claim (study, finding): the verdict in each run, how many run pairs disagree, the flip probability, whether
-    it can flip at all, and its severe flips (pairs that reverse a reader's conclusion)."""
+def _by_claim(found: dict[str, pl.DataFrame]) -> list[tuple[str, str, dict[str, str], bool]]:
+    """Per claim (study, finding): its verdict in each run and whether it can flip at all (not when every run has it
+    not comparable, not testable or not run, or every run checks an exact figure)."""
     from ..core.verdicts import claim_verdicts
 
     per = {name: claim_verdicts(df.select("study", "finding", "server", "verdict")) for name, df in found.items()}
     exact = {name: _exact_claims(df) for name, df in found.items()}
     claims = sorted({(r["study"], r["finding"]) for df in per.values() for r in df.iter_rows(named=True)})
-    pairs = list(itertools.combinations(per, 2))
-    rows = []
+    out = []
     for study, finding in claims:
         vs = {}
         for name, df in per.items():
@@ -145,13 +144,23 @@ def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
             vs[name] = hit["verdict"][0] if hit.height else "(missing)"
         untestable = all(v in UNTESTED for v in vs.values())
         fixed = all((study, finding) in exact[n] for n in vs)
+        out.append((study, finding, vs, not (untestable or fixed)))
+    return out
+
+
+def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per claim (study, finding): the verdict in each run, how many run pairs disagree, the flip probability, whether
+    it can flip at all, and its severe flips (pairs that reverse a reader's conclusion)."""
+    pairs = list(itertools.combinations(found, 2))
+    rows = []
+    for study, finding, vs, flippable in _by_claim(found):
         flips = sum(vs[a] != vs[b] for a, b in pairs)
         severe = sum({vs[a], vs[b]} in SEVERE for a, b in pairs)
         rows.append(
             {
                 "study": study,
                 "finding": finding,
-                "flippable": not (untestable or fixed),
+                "flippable": flippable,
                 "pairs": len(pairs),
                 "flips": flips,
                 "flip_probability": flips / len(pairs) if pairs else 0.0,
@@ -160,6 +169,39 @@ def flip_table(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
             }
         )
     return pl.from_dicts(rows) if rows else pl.DataFrame()
+
+
+def pair_agreement(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per pair of runs (a, b): how many of the claims that can flip (over all the runs) got the same verdict in
+    both (same, of flippable): issue 30's mark is ≥ 95 % in every pair, not over the pairs pooled."""
+    claims = [vs for _, _, vs, flippable in _by_claim(found) if flippable]
+    rows = [
+        {"a": a, "b": b, "same": sum(vs[a] == vs[b] for vs in claims), "flippable": len(claims)}
+        for a, b in itertools.combinations(found, 2)
+    ]
+    return pl.from_dicts(rows) if rows else pl.DataFrame()
+
+
+def host(folder: Path) -> dict:
+    """What a run's derived folder says of its host: the median clock read cost over its servers (pg_test_timing,
+    ns: this VM lands on ~21 ns and ~30 ns hosts, whose figures differ) and when the machine last started (runs
+    before the kit recorded it: None)."""
+    clock = booted = None
+    timing = folder / "environment_timing.csv"
+    if timing.is_file():
+        t = pl.read_csv(timing, infer_schema_length=None)
+        if "per_loop_ns" in t.columns and t["per_loop_ns"].drop_nulls().len():
+            clock = float(t["per_loop_ns"].drop_nulls().cast(pl.Float64).median())
+    machine = folder / "environment_machine.csv"
+    if machine.is_file():
+        m = pl.read_csv(machine, infer_schema_length=0).filter(pl.col("key") == "booted_utc")
+        booted = m["value"][0] if m.height else None
+    return {"clock_ns": clock, "booted_utc": booted}
+
+
+def _host_text(h: dict) -> str:
+    clock = f"clock read {h['clock_ns']:.0f} ns" if h["clock_ns"] is not None else "clock read not recorded"
+    return f"{clock}, booted {h['booted_utc'] or 'when: not recorded'}"
 
 
 def _exact_claims(df: pl.DataFrame) -> set[tuple[str, str]]:
@@ -235,6 +277,21 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
         moving = f.filter(pl.col("flips") > 0).sort("flip_probability", descending=True)
         for r in moving.iter_rows(named=True):
             lines.append(f"  {r['flip_probability']:.0%} {r['study']} {r['finding']}: {r['verdicts']}")
+        hosts = {name: host(folder) for name, folder in folders.items()}
+        lines.append("\neach run's host (runs of one boot share its host and its neighbours):")
+        lines += [f"  {name}: {_host_text(h)}" for name, h in hosts.items()]
+        lines.append("flippable claims the same, per pair (the mark: ≥ 95 % in every pair):")
+        for r in pair_agreement(found).iter_rows(named=True):
+            a, b = hosts.get(r["a"]), hosts.get(r["b"])
+            boot = (
+                "one boot"
+                if a and b and a["booted_utc"] and a["booted_utc"] == b["booted_utc"]
+                else "different boots"
+                if a and b and a["booted_utc"] and b["booted_utc"]
+                else "boots not recorded"
+            )
+            share = f" ({r['same'] / r['flippable']:.1%})" if r["flippable"] else ""
+            lines.append(f"  {r['a']} vs {r['b']}: {r['same']} of {r['flippable']}{share}; {boot}")
     cal = calibration(folders)
     lines.append("\ncalibration: run pairs beyond their joint 95 % interval, per interval family (5 % expected)")
     for r in cal.iter_rows(named=True):

@@ -23,6 +23,7 @@ MACHINE_KEYS = (
     "python",
     "pglab_revision",
     "captured_utc",
+    "booted_utc",
 )
 REFERENCE = "default"
 

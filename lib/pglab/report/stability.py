@@ -16,8 +16,9 @@ only, is severe (either reverses a reader's conclusion).
 `--archives`: no measuring; runs already recorded (data/raw-archive/<id>.tar.xz or data/raw/<id>/) are derived
 anew by this checkout (`python -m pglab derive`, no server) into `<out>/<id>/`, and every pair of them is
 compared, then the pairs pooled: the figure of several runs of one design scored by one revision; then
-(`calibration.summary_text`) the agreement over the claims that can flip, each claim's flip probability, and the
-share of run pairs beyond their joint 95 % interval per interval family."""
+(`calibration.summary_text`) the agreement over the claims that can flip, each claim's flip probability, each
+run's host (clock read cost, boot) and each pair's agreement, and the share of run pairs beyond their joint 95 %
+interval per interval family."""
 
 from __future__ import annotations
 
