@@ -211,7 +211,7 @@ def test_the_logging_sentence_claims_no_change_the_intervals_do_not_show():
 
     held = [s for s in answers(None, f([("pg15", 0.79, 0.58, 1.08), ("pg18", 0.98, 0.75, 1.30)])) if "log_analyze" in s]
     assert held == [
-        "Logging every plan with log_analyze: no clear change for a tiny query, too noisy here to tell "
+        "Logging every plan with log_analyze: no clear change for a tiny query "
         "(pg15 0.79×, pg18 0.98×; every interval holds 1, together 0.58–1.30×)."
     ]
     shown = [s for s in answers(None, f([("pg15", 0.79, 0.6, 0.9), ("pg18", 0.98, 0.75, 1.3)])) if "log_analyze" in s]

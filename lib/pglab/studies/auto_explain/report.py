@@ -299,7 +299,7 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
         if all(fnd.holds_one(r) for r in log):
             # every interval holds no change: the figures alone would read as an effect that is not shown
             out.append(
-                f"Logging every plan with log_analyze: no clear change for a tiny query, too noisy here to tell "
+                f"Logging every plan with log_analyze: no clear change for a tiny query "
                 f"({fnd.servers_text(log)}; every interval holds 1, together "
                 f"{min(r['our_low'] for r in log):.2f}–{max(r['our_high'] for r in log):.2f}×)."
             )
