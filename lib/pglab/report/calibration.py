@@ -204,6 +204,14 @@ def _host_text(h: dict) -> str:
     return f"{clock}, booted {h['booted_utc'] or 'when: not recorded'}"
 
 
+def _boots(a: dict | None, b: dict | None) -> str:
+    """Whether two runs' hosts (`host`) shared a boot, as far as both recorded it."""
+    boots = [h["booted_utc"] if h else None for h in (a, b)]
+    if not all(boots):
+        return "boots not recorded"
+    return "one boot" if boots[0] == boots[1] else "different boots"
+
+
 def _exact_claims(df: pl.DataFrame) -> set[tuple[str, str]]:
     """Claims every server of which checks an exact figure (interval of no width: answers right, plan shapes)."""
     if not {"our_low", "our_high"} <= set(df.columns):
@@ -282,15 +290,8 @@ def summary_text(found: dict[str, pl.DataFrame], folders: dict[str, Path]) -> st
         lines += [f"  {name}: {_host_text(h)}" for name, h in hosts.items()]
         lines.append("flippable claims the same, per pair (the mark: ≥ 95 % in every pair):")
         for r in pair_agreement(found).iter_rows(named=True):
-            a, b = hosts.get(r["a"]), hosts.get(r["b"])
-            boot = (
-                "one boot"
-                if a and b and a["booted_utc"] and a["booted_utc"] == b["booted_utc"]
-                else "different boots"
-                if a and b and a["booted_utc"] and b["booted_utc"]
-                else "boots not recorded"
-            )
             share = f" ({r['same'] / r['flippable']:.1%})" if r["flippable"] else ""
+            boot = _boots(hosts.get(r["a"]), hosts.get(r["b"]))
             lines.append(f"  {r['a']} vs {r['b']}: {r['same']} of {r['flippable']}{share}; {boot}")
     cal = calibration(folders)
     lines.append("\ncalibration: run pairs beyond their joint 95 % interval, per interval family (5 % expected)")
