@@ -248,3 +248,31 @@ def test_the_store_refuses_a_bad_run_id_read_back_from_its_marker(tmp_path):
     with pytest.raises(StoreError, match="'../../elsewhere': expected"):
         begin_run("quick", None, root=raw)
     assert begin_run("quick", "quick-1", root=raw) == "quick-1"
+
+
+def test_a_full_disk_names_other_checkouts_clusters_and_frees_a_deleted_ones_first(tmp_path):
+    """As root every checkout's clusters share /var/lib/pglab; one that is finished keeps its clusters until it is
+    cleaned, and a deleted one's would only be swept once a server is placed, after the disk check."""
+    home = TEST_HOME / "full-disk"
+    shutil.rmtree(home, ignore_errors=True)
+    # the other checkout outside this one (its own clusters are not "other"); its stand-ins beside ours
+    machine, other_checkout = home / "machine", tmp_path / "other" / "pglab" / ".pglab" / "clusters"
+    other_checkout.mkdir(parents=True)
+    kept, orphan = machine / "0123456789abcdef", machine / "fedcba9876543210"
+    for d, origin, size in ((kept, other_checkout, 3_000_000), (orphan, tmp_path / "deleted" / "clusters", 2_000_000)):
+        (d / "pg18" / "data").mkdir(parents=True)
+        (d / "ORIGIN").write_text(f"{origin}\n")
+        (d / "pg18" / "data" / "base").write_bytes(os.urandom(size))
+    env = os.environ | {
+        "PGLAB_STATE_DIR": str(home / "state"),
+        "PGLAB_DATA_DIR": str(home / "data"),
+        "PGLAB_MACHINE_STATE_DIR": str(machine),
+    }
+    res, _ = _run_report(CORPUS / "ssb_sf_1000.yaml", env, home / "report")
+    assert res.returncode == 2, res.stderr[-600:]
+    first = res.stderr.strip().splitlines()[0]
+    assert re.search(rf"ssb\.sf: {FITS}; other checkouts' clusters hold 3\.\d+ MB of that disk: ", first), first
+    assert f"{kept} for {other_checkout} (3." in first
+    assert "make clean` in a checkout frees its clusters" in first
+    assert str(orphan) not in first
+    assert kept.is_dir() and not orphan.exists()  # the deleted checkout's were freed, the living one's kept

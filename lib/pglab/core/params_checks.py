@@ -328,6 +328,11 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
     while not folder.exists():
         folder = folder.parent
     free = shutil.disk_usage(folder).free
+    if need > free:
+        from . import reach
+
+        reach.sweep_orphans()
+        free = shutil.disk_usage(folder).free
     if need <= free:
         return
     n = len(servers)
@@ -337,7 +342,29 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
     raise ParamsError(
         f"{shown}: {biggest}: expected a run that fits on disk; these params would write about {human_size(need)} "
         f"({n} kit server{'s' if n != 1 else ''} x {human_size(per_server)}: {detail}) but "
-        f"{folder} has {human_size(free)} free"
+        f"{folder} has {human_size(free)} free{_others_on(folder)}"
+    )
+
+
+def _others_on(folder: Path) -> str:
+    """The part of a full disk's message naming other checkouts' clusters on the same file system (as root they
+    share /var/lib/pglab, and a finished checkout's clusters stay until it is cleaned or deleted)."""
+    from . import reach
+
+    dev, others = folder.stat().st_dev, []
+    for d, origin in reach.stand_ins_elsewhere(paths.ROOT, paths.state_dir()):
+        try:
+            if d.stat().st_dev == dev and (size := _folder_bytes(d)) >= MB:
+                others.append((d, origin, size))
+        except OSError:
+            continue  # removed meanwhile by another run's sweep
+    if not others:
+        return ""
+    total = sum(b for _, _, b in others)
+    each = ", ".join(f"{d} for {o} ({human_size(b)})" for d, o, b in others)
+    return (
+        f"; other checkouts' clusters hold {human_size(total)} of that disk: {each}; `make clean` in a checkout "
+        "frees its clusters, and deleting a checkout frees them at the next run"
     )
 
 

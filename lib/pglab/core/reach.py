@@ -122,6 +122,32 @@ def stand_ins_for(project_root: Path) -> list[Path]:
     return out
 
 
+def sweep_orphans() -> None:
+    """Remove the stand-ins of deleted checkouts now, as placing a server would: the disk check runs before any
+    server is placed, and must not count space the run would free."""
+    machine = paths.machine_state_dir()
+    if not machine.is_dir() or not os.access(machine, os.W_OK):
+        return  # none made yet, or not ours to sweep (a non-root run)
+    with open(machine / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _remove_orphans(machine)
+
+
+def stand_ins_elsewhere(*ours: Path) -> list[tuple[Path, Path]]:
+    """(folder, the folder it stands in for) for every kit-owned folder serving another checkout: what a full
+    disk's message names, as the kit removes one only when its checkout is gone."""
+    out = []
+    machine = paths.machine_state_dir()
+    for d in sorted(machine.glob("*")) if machine.is_dir() else []:
+        try:
+            origin = Path((d / ORIGIN).read_text().strip())
+        except OSError:
+            continue
+        if not any(origin.is_relative_to(p) for p in ours):
+            out.append((d, origin))
+    return out
+
+
 def _remove_orphans(machine: Path) -> None:
     """Remove the stand-ins whose wanted folder is gone (a deleted clone, a test's temporary folder) and in which
     no server runs: nothing else would, and they pile up (a test run leaves ~1 GB). One without an ORIGIN yet is
