@@ -108,18 +108,21 @@ def stand_in(wanted: Path) -> Path | None:
         return None
 
 
-def stand_ins_for(project_root: Path) -> list[Path]:
-    """Every kit-owned folder standing in for a folder inside `project_root` (for `make clean`)."""
+def _stand_ins() -> list[tuple[Path, Path]]:
+    """(folder, the folder it stands in for) for every kit-owned folder with an ORIGIN."""
     out = []
     machine = paths.machine_state_dir()
     for d in sorted(machine.glob("*")) if machine.is_dir() else []:
         try:
-            origin = Path((d / ORIGIN).read_text().strip())
+            out.append((d, Path((d / ORIGIN).read_text().strip())))
         except OSError:
             continue
-        if origin.is_relative_to(project_root):
-            out.append(d)
     return out
+
+
+def stand_ins_for(project_root: Path) -> list[Path]:
+    """Every kit-owned folder standing in for a folder inside `project_root` (for `make clean`)."""
+    return [d for d, origin in _stand_ins() if origin.is_relative_to(project_root)]
 
 
 def sweep_orphans() -> None:
@@ -136,16 +139,7 @@ def sweep_orphans() -> None:
 def stand_ins_elsewhere(*ours: Path) -> list[tuple[Path, Path]]:
     """(folder, the folder it stands in for) for every kit-owned folder serving another checkout: what a full
     disk's message names, as the kit removes one only when its checkout is gone."""
-    out = []
-    machine = paths.machine_state_dir()
-    for d in sorted(machine.glob("*")) if machine.is_dir() else []:
-        try:
-            origin = Path((d / ORIGIN).read_text().strip())
-        except OSError:
-            continue
-        if not any(origin.is_relative_to(p) for p in ours):
-            out.append((d, origin))
-    return out
+    return [(d, origin) for d, origin in _stand_ins() if not any(origin.is_relative_to(p) for p in ours)]
 
 
 def _remove_orphans(machine: Path) -> None:
