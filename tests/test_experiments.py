@@ -183,7 +183,7 @@ BAD = {
         r"experiments\[0\] \(e1\)\.rounds: Input should be a valid integer",
     ),
     "too big": (
-        "data: {ssb: {sf: 100}}\n    workload: {sql: ok.sql}\n    settings: {work_mem: 4MB}",
+        "data: {pgbench: {scale: 10000}}\n    workload: {sql: ok.sql}\n    settings: {work_mem: 4MB}",
         r"experiments\[0\] \(e1\)\.data: expected data that fits on disk",
     ),
 }
@@ -199,8 +199,8 @@ def test_bad_input_before_any_server(case, tmp_path):
         f"profile: xbad\nexperiments:\n  - name: e1\n    question: q?\n    {body}\n",
         {"ok.sql": "SELECT 1\n", "empty.sql": "-- nothing\n"},
     )
-    if case == "too big" and shutil.disk_usage(tmp_path).free > 100 * 671.2e6:
-        pytest.skip("this machine has room for SSB SF 100")
+    if case == "too big" and shutil.disk_usage(tmp_path).free > 10_000 * 15.7e6:  # the largest data params allow
+        pytest.skip("this machine has room for pgbench at scale 10000")
     if case == "missing":  # once through the command: exit 2, the message on stderr, no run begun
         out = subprocess.run(
             [sys.executable, "-m", "pglab.report.experiment", "--params", str(path)],
