@@ -51,7 +51,7 @@ lock: $(STAMP) ##dev [30 s] regenerate requirements.lock from pyproject.toml (de
 	  '# `make venv` installs exactly these into .venv; environment.yml points pip here too.'; \
 	  cat requirements.lock; } > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
 
-report: $(STAMP) ## [1 h 50 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] run the notebooks, write the report
+report: $(STAMP) ## [1 h 40 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] run the notebooks, write the report
 	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) $(foreach o,$(ONLY),--only $(o))
 
 experiment: $(STAMP) ## [1-3 min per example] PARAMS=<file>: only its experiments -> build/experiment-<profile>/report.html
