@@ -121,7 +121,7 @@ bench-sampler: $(STAMP) ##dev [10 s] the /proc sampler's own cost per sample and
 bench-build: $(STAMP) ##dev [4 min] Debian's PostgreSQL 15 built from source, default flags: cold, then cached
 	$(BIN)/python -m pglab.core.pg_build --bench --debian postgresql-15
 
-stability: $(STAMP) ##dev [1 h 40 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
+stability: $(STAMP) ##dev [3 h 20 min; FIRST=<run> 1 h 40 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
 	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \
 	  $(if $(ARCHIVES),--archives $(ARCHIVES))
 
