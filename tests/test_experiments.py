@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT
 
 from pglab import params
-from pglab.core import derived, session
+from pglab.core import derived, params_checks, session
 from pglab.core.config import ParamsError
 from pglab.core.store import RunStore, finish_run
 from pglab.studies.experiments import derive as xderive
@@ -199,7 +199,8 @@ def test_bad_input_before_any_server(case, tmp_path):
         f"profile: xbad\nexperiments:\n  - name: e1\n    question: q?\n    {body}\n",
         {"ok.sql": "SELECT 1\n", "empty.sql": "-- nothing\n"},
     )
-    if case == "too big" and shutil.disk_usage(tmp_path).free > 10_000 * 15.7e6:  # the largest data params allow
+    # pgbench at scale 10000 is the largest data params allow: a disk with room for it cannot refuse it
+    if case == "too big" and shutil.disk_usage(tmp_path).free > 10_000 * params_checks.PGBENCH_PER_SCALE:
         pytest.skip("this machine has room for pgbench at scale 10000")
     if case == "missing":  # once through the command: exit 2, the message on stderr, no run begun
         out = subprocess.run(
