@@ -15,8 +15,8 @@ from pglab.core import derived, session
 from pglab.core.servers import NO_SERVERS_ENV
 from pglab.core.store import RunStore
 from pglab.pgtools import pgbench
+from pglab.pgtools import pgbench_telemetry as telemetry_tables
 from pglab.studies.pgbench import derive as pgbench_tables
-from pglab.studies.pgbench import telemetry_tables
 from pglab.studies.pgbench.run import EXP_SELECT, EXP_SERIES, Stage
 
 # checkpoint_timeout at its maximum: no timed checkpoint can fall into a run by chance, so a flag is ours

@@ -14,7 +14,7 @@ Written by `build` to `data/derived/<profile>/pgbench_*.csv`:
 * `pgbench_buffers`: S3's mechanism, per server, scale, shared_buffers and round: the measured select-only tps
   (`pgbench_buffers_paired` in paired_tables: each smaller shared_buffers over the largest, within rounds).
 * `pgbench_timeseries` (aggregate logs, when params ask for them), `pgbench_settings`.
-* with telemetry (`telemetry_tables`): `pgbench_timeline` (per second of every measured run, checkpoints
+* with telemetry (`pgtools.pgbench_telemetry`): `pgbench_timeline` (per second of every measured run, checkpoints
   marked), `pgbench_latency` (p50 / p95 / p99 / max per cell), `pgbench_server_counters`, `pgbench_system` and
   `pgbench_telemetry` (per run: the checkpoint flag and the sampler's steal / iowait flag beside tps)."""
 
@@ -26,9 +26,9 @@ import polars as pl
 
 from ...core import derived, measurements, outcomes, stats
 from ...core.store import RunStore
+from ...pgtools import pgbench_telemetry
 from ...pgtools.pgbench_output import parse_aggregate_log
 from . import paired_tables as pgbench_paired
-from . import telemetry_tables
 from .run import FACTS
 
 ITEM_AA = "select-only-aa"  # pgbench_stage.ITEM_AA (not imported: the stage needs servers)
@@ -505,7 +505,7 @@ def build(
     if (m := measurements.table(store, "pgbench", EXPERIMENTS)) is not None:
         t["pgbench_measurements"] = m
     # what explains each measured run's figure (issue 32): none for a run recorded without telemetry
-    t |= telemetry_tables.tables(store, EXPERIMENTS)
+    t |= pgbench_telemetry.tables(store, EXPERIMENTS)
     if write:
         derived.write(t, profile)
     return t

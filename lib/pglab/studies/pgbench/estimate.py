@@ -43,7 +43,7 @@ def estimate_s(p, base: list[Server]) -> float:
     per_run = COST["pgbench_run"]
     if g.telemetry and n:
         # the log read and counted (fitted with the runs above), counters and sampler; before 15 a wait for
-        # the statistics collector's file (measure._Watch): warm-ups counted too, an upper bound
+        # the statistics collector's file (pgtools.pgbench_telemetry.Watch): warm-ups counted too, an upper bound
         old = sum(1 for s in servers if s.install is not None and s.install.major < 15) / n
         per_run += TELEMETRY_RUN_S + TELEMETRY_BEFORE_15_S * old
     return COST["server"] * n + load_s + seconds + per_run * runs + buffers_s(p, servers)

@@ -66,8 +66,7 @@ from ...core.servers import Server, matches_version
 from ...core.session import Session
 from ...core.stage import StageResult
 from ...core.store import RunStore
-from ...core.system_sampler import SystemSampler
-from ...pgtools import environment, pgbench, server_counters
+from ...pgtools import environment, pgbench, pgbench_telemetry
 from ...pgtools.pgbench_output import PgbenchOutputError, parse_aggregate_log
 from . import prepare
 from .params import size_bytes
@@ -171,7 +170,7 @@ class Bench:
                 logdir = Path(tempfile.mkdtemp(prefix="pglab-pgbench-log-"))
                 args += ["-l", f"--aggregate-interval={self.aggregate_log_s}", f"--log-prefix={logdir}/agg"]
         if log and self.telemetry and not init:
-            watch = _Watch(server, dbname)
+            watch = pgbench_telemetry.Watch(server, dbname)
             if logdir is None:  # the aggregate log, when asked for, takes -l: pgbench writes one kind of log
                 logdir = Path(tempfile.mkdtemp(prefix="pglab-pgbench-log-"))
                 args += ["-l", f"--log-prefix={logdir}/tx"]
@@ -245,83 +244,7 @@ class Bench:
         return out
 
     def _keep_txlog(self, logdir: Path, base: str, t_start: float) -> dict:
-        # seconds counted from the whole second the run began in: pgbench's epoch seconds and pg_control's
-        # checkpoint time are on the same clock (this machine's), so both land on the same second
-        epoch0 = int(t_start)
-        rows = pgbench.transaction_log_counts(logdir)
-        lines = ["second,latency_us,outcome,transactions"]
-        lines += [f"{e - epoch0},{'' if lat is None else lat},{outcome},{n}" for e, lat, outcome, n in rows]
-        self.store.save_text(f"{base}.txlog.csv", "\n".join(lines) + "\n")
-        return {
-            "txlog_file": f"{base}.txlog.csv",
-            "txlog_epoch0": epoch0,
-            "txlog_transactions": sum(r[3] for r in rows),
-        }
-
-
-class _Watch:
-    """Server counters and the /proc sampler around one measured run, on a connection of its own to the run's
-    database (the database counters are per database). Whatever fails here is noted, never the run's error."""
-
-    def __init__(self, server: Server, dbname: str):
-        self.server, self.dbname = server, dbname
-        self.sampler = SystemSampler(interval_s=1.0)
-        self.conn = None
-        self.errors: list[str] = []
-        self.rec: dict = {}
-
-    def _try(self, what: str, fn):
-        try:
-            return fn()
-        except Exception as e:
-            self.errors.append(scrub(f"{what}: {type(e).__name__}: {e}"))
-            return None
-
-    def before(self) -> None:
-        self.conn = self._try("connect", lambda: self.server.connect(self.dbname))
-        if self.conn is not None:
-            self.rec["before"] = self._try("counters before", lambda: server_counters.snapshot(self.conn))
-            self.rec["checkpoint_time_before"] = server_counters.checkpoint_time(self.conn)
-            self.rec["server_version_num"] = self.conn.info.server_version
-
-    def after(self) -> None:
-        if self.conn is None:
-            return
-        self._try("waiting for pgbench's sessions to end", self._settle)
-        self.rec["after"] = self._try("counters after", lambda: server_counters.snapshot(self.conn))
-        self.rec["checkpoint_time_after"] = server_counters.checkpoint_time(self.conn)
-
-    def _settle(self) -> None:
-        # a backend hands in its statistics as its session ends: read once pgbench's are gone (at most 5 s)
-        deadline = time.monotonic() + 5
-        sql = (
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
-        )
-        while self.conn.execute(sql).fetchone()[0] and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if self.conn.info.server_version < 150000:
-            # before 15 the statistics collector's file may be half a second old when read
-            time.sleep(0.6)
-
-    def keep(self, store: RunStore, base: str) -> dict:
-        out = {}
-        if self.rec.get("before") is not None and self.rec.get("after") is not None:
-            store.save_json(f"{base}.counters.json", self.rec)
-            out["counters_file"] = f"{base}.counters.json"
-        if len(self.sampler.snapshots) >= 2:
-            store.save_json(
-                f"{base}.system.json", {"interval_s": self.sampler.interval_s, "snapshots": self.sampler.snapshots}
-            )
-            out["system_file"] = f"{base}.system.json"
-        if self.errors:
-            out["telemetry_error"] = "; ".join(self.errors)
-        return out
-
-    def close(self) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(Exception):
-                self.conn.close()
+        return pgbench_telemetry.keep_txlog(self.store, logdir, base, t_start)
 
 
 def _run_fields(parsed: dict | None) -> dict:

@@ -1,5 +1,10 @@
-"""What explains a pgbench figure (issue 32): tables from the telemetry every measured run keeps (run.Bench), from
-the raw store alone.
+"""What explains a pgbench figure (issue 32): the telemetry kept around a measured pgbench run, and the tables made
+from it, from the raw store alone. Shared by the pgbench study (run.Bench) and the experiments' pgbench workloads.
+
+Kept around a run: `Watch` (server counters before and after, when the latest checkpoint began, and the /proc
+sampler, on a connection of its own) and `keep_txlog` (pgbench's per-transaction log as counts per second). A
+record that names these files (`txlog_file`, `txlog_epoch0`, `counters_file`, `system_file`, `started_epoch`,
+`ended_epoch`, `telemetry_error`) gives, through `tables`:
 
 * `pgbench_timeline`: per second of every run: transactions, tps, latency mean / p95 / max, and `checkpoint` on the
   second the run's last checkpoint began (pg_control's time, whole seconds, on the clock pgbench logs with).
@@ -15,13 +20,19 @@ A run of an older kit (no telemetry recorded) gives none of these tables."""
 
 from __future__ import annotations
 
+import contextlib
+import time
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
-from ...core.store import RunStore
-from ...core.system_sampler import SCHEMA as SYSTEM_SCHEMA
-from ...core.system_sampler import SystemSampler
-from ...pgtools import pgbench, server_counters
+from ..core.db import scrub
+from ..core.servers import Server
+from ..core.store import RunStore
+from ..core.system_sampler import SCHEMA as SYSTEM_SCHEMA
+from ..core.system_sampler import SystemSampler
+from . import pgbench, server_counters
 
 _F, _I, _S, _B = pl.Float64, pl.Int64, pl.String, pl.Boolean
 KEYS = {
@@ -276,3 +287,85 @@ def latency(logs: list[tuple[dict, np.ndarray]]) -> pl.DataFrame:
             | {k: p[k] for k in LATENCY if k in p}
         )
     return _frame(rows, LATENCY).sort(CELL)
+
+
+class Watch:
+    """Server counters and the /proc sampler around one measured run, on a connection of its own to the run's
+    database (the database counters are per database). Whatever fails here is noted, never the run's error."""
+
+    def __init__(self, server: Server, dbname: str):
+        self.server, self.dbname = server, dbname
+        self.sampler = SystemSampler(interval_s=1.0)
+        self.conn = None
+        self.errors: list[str] = []
+        self.rec: dict = {}
+
+    def _try(self, what: str, fn):
+        try:
+            return fn()
+        except Exception as e:
+            self.errors.append(scrub(f"{what}: {type(e).__name__}: {e}"))
+            return None
+
+    def before(self) -> None:
+        self.conn = self._try("connect", lambda: self.server.connect(self.dbname))
+        if self.conn is not None:
+            self.rec["before"] = self._try("counters before", lambda: server_counters.snapshot(self.conn))
+            self.rec["checkpoint_time_before"] = server_counters.checkpoint_time(self.conn)
+            self.rec["server_version_num"] = self.conn.info.server_version
+
+    def after(self) -> None:
+        if self.conn is None:
+            return
+        self._try("waiting for pgbench's sessions to end", self._settle)
+        self.rec["after"] = self._try("counters after", lambda: server_counters.snapshot(self.conn))
+        self.rec["checkpoint_time_after"] = server_counters.checkpoint_time(self.conn)
+
+    def _settle(self) -> None:
+        # a backend hands in its statistics as its session ends: read once pgbench's are gone (at most 5 s)
+        deadline = time.monotonic() + 5
+        sql = (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        while self.conn.execute(sql).fetchone()[0] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self.conn.info.server_version < 150000:
+            # before 15 the statistics collector's file may be half a second old when read
+            time.sleep(0.6)
+
+    def keep(self, store: RunStore, base: str) -> dict:
+        out = {}
+        if self.rec.get("before") is not None and self.rec.get("after") is not None:
+            store.save_json(f"{base}.counters.json", self.rec)
+            out["counters_file"] = f"{base}.counters.json"
+        if len(self.sampler.snapshots) >= 2:
+            store.save_json(
+                f"{base}.system.json", {"interval_s": self.sampler.interval_s, "snapshots": self.sampler.snapshots}
+            )
+            out["system_file"] = f"{base}.system.json"
+        if self.errors:
+            out["telemetry_error"] = "; ".join(self.errors)
+        return out
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+
+
+def keep_txlog(store: RunStore, logdir: Path, base: str, t_start: float) -> dict:
+    """pgbench's per-transaction log in `logdir` (`-l`, no aggregate interval) kept as `<base>.txlog.csv`: counts per
+    (second into the run, latency µs, outcome); the record's fields that name it."""
+    # seconds counted from the whole second the run began in: pgbench's epoch seconds and pg_control's
+    # checkpoint time are on the same clock (this machine's), so both land on the same second
+    epoch0 = int(t_start)
+    rows = pgbench.transaction_log_counts(logdir)
+    lines = ["second,latency_us,outcome,transactions"]
+    lines += [f"{e - epoch0},{'' if lat is None else lat},{outcome},{n}" for e, lat, outcome, n in rows]
+    store.save_text(f"{base}.txlog.csv", "\n".join(lines) + "\n")
+    return {
+        "txlog_file": f"{base}.txlog.csv",
+        "txlog_epoch0": epoch0,
+        "txlog_transactions": sum(r[3] for r in rows),
+    }
