@@ -7,7 +7,7 @@ import json
 
 from .errors import ExplainParseError
 from .jit import jit_from_json
-from .model import BUFFER_COLUMNS, ParsedPlan, new_node, node_frame, worker_jit_frame
+from .model import BUFFER_COLUMNS, ParsedPlan, memory_frame, new_node, node_frame, worker_jit_frame
 from .source import Source
 
 # JSON key -> node-table column, for plain copies
@@ -38,6 +38,17 @@ _NUMBER_KEYS = {
     "Workers Planned": "workers_planned",
     "Workers Launched": "workers_launched",
 }
+_MEMORY_KEYS = {
+    "Sort Method": "sort_method",
+    "Sort Space Type": "sort_space_type",
+    "Sort Space Used": "sort_space_kb",
+    "Hash Buckets": "hash_buckets",
+    "Hash Batches": "hash_batches",
+    "Original Hash Batches": "original_hash_batches",
+    "HashAgg Batches": "hashagg_batches",
+    "Disk Usage": "disk_usage_kb",
+    "Peak Memory Usage": "peak_memory_kb",
+}
 BUFFER_KEYS = {column: column.replace("_", " ").title() for column in BUFFER_COLUMNS}  # "Shared Hit Blocks"
 
 
@@ -60,7 +71,8 @@ def parse_json_object(doc, duration_ms: float | None = None) -> ParsedPlan:
         raise ExplainParseError(f"JSON plan has no 'Plan' object (found {keys})")
     nodes: list[dict] = []
     worker_jit: list[dict] = []
-    _walk(doc["Plan"], "Plan", None, 0, nodes, worker_jit)
+    memory: list[dict] = []
+    _walk(doc["Plan"], "Plan", None, 0, nodes, worker_jit, memory)
     planning = doc.get("Planning")
     return ParsedPlan(
         nodes=node_frame(nodes),
@@ -69,6 +81,7 @@ def parse_json_object(doc, duration_ms: float | None = None) -> ParsedPlan:
         execution_ms=_number(doc, "Execution Time", "plan"),
         jit=jit_from_json(doc["JIT"]) if "JIT" in doc else None,
         worker_jit=worker_jit_frame(worker_jit),
+        memory=memory_frame(memory),
         planning_buffers=_buffers(planning, "Planning") if isinstance(planning, dict) else None,
         query_text=doc.get("Query Text"),
         duration_ms=duration_ms,
@@ -92,7 +105,9 @@ def _qualified(name: str | None, schema: str | None) -> str | None:
     return f"{schema}.{name}" if name is not None and schema is not None else name
 
 
-def _walk(obj, path: str, parent: dict | None, depth: int, nodes: list[dict], worker_jit: list[dict]) -> None:
+def _walk(
+    obj, path: str, parent: dict | None, depth: int, nodes: list[dict], worker_jit: list[dict], memory: list[dict]
+) -> None:
     if not isinstance(obj, dict) or not isinstance(obj.get("Node Type"), str):
         raise ExplainParseError(f"{path}: a plan node needs a 'Node Type' string, got {str(obj)[:80]!r}")
     node = new_node()
@@ -113,6 +128,15 @@ def _walk(obj, path: str, parent: dict | None, depth: int, nodes: list[dict], wo
     node["function_name"] = _qualified(obj.get("Function Name"), node["schema"])
     node["sort_key"], node["group_key"] = _keys(obj, path)
     nodes.append(node)
+    used = {column: obj[key] for key, column in _MEMORY_KEYS.items() if key in obj}
+    if used:
+        for column in ("sort_method", "sort_space_type"):
+            if column in used and not isinstance(used[column], str):
+                raise ExplainParseError(f"{path}: {column} should be a string, got {used[column]!r}")
+        for key, column in _MEMORY_KEYS.items():
+            if column in used and column not in ("sort_method", "sort_space_type"):
+                _number(obj, key, path)
+        memory.append({"node_id": node["node_id"], "node_type": node["node_type"], **used})
 
     workers = obj.get("Workers", [])
     for worker in workers if isinstance(workers, list) else []:
@@ -134,7 +158,7 @@ def _walk(obj, path: str, parent: dict | None, depth: int, nodes: list[dict], wo
     if not isinstance(children, list):
         raise ExplainParseError(f"{path}.Plans: expected a list, got {type(children).__name__}")
     for i, child in enumerate(children):
-        _walk(child, f"{path}.Plans[{i}]", node, depth + 1, nodes, worker_jit)
+        _walk(child, f"{path}.Plans[{i}]", node, depth + 1, nodes, worker_jit, memory)
 
 
 def _join(keys, where: str) -> str:

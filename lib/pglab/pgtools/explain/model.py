@@ -84,6 +84,24 @@ WORKER_JIT_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
+# what a node did with memory, from ANALYZE (JSON only; the text parser leaves the frame empty): a Sort's method
+# ("quicksort", "top-N heapsort", "external merge") and space (Memory / Disk, kB), a Hash's buckets and batches
+# (batches > 1, or more than planned: it spilled), a HashAggregate's batches and disk use (13+), peak memory (kB)
+MEMORY_COLUMNS: dict[str, pl.DataType] = {
+    "node_id": pl.Int64,
+    "node_type": pl.String,
+    "sort_method": pl.String,
+    "sort_space_type": pl.String,
+    "sort_space_kb": pl.Int64,
+    "hash_buckets": pl.Int64,
+    "hash_batches": pl.Int64,
+    "original_hash_batches": pl.Int64,
+    "hashagg_batches": pl.Int64,
+    "disk_usage_kb": pl.Int64,
+    "peak_memory_kb": pl.Int64,
+}
+
+
 def new_node() -> dict:
     return dict.fromkeys(COLUMNS)
 
@@ -118,6 +136,11 @@ def worker_jit_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=WORKER_JIT_COLUMNS)
 
 
+def memory_frame(rows: list[dict]) -> pl.DataFrame:
+    rows = [{name: _coerce(row.get(name), dtype) for name, dtype in MEMORY_COLUMNS.items()} for row in rows]
+    return pl.DataFrame(rows, schema=MEMORY_COLUMNS)
+
+
 @dataclass(frozen=True, eq=False)  # eq would compare DataFrames, which has no truth value
 class ParsedPlan:
     """A parsed EXPLAIN: the node table plus plan-level figures.
@@ -126,6 +149,7 @@ class ParsedPlan:
     shows no JIT block. worker_jit: per-worker JIT blocks (VERBOSE), one row per (node_id, worker).
     planning_buffers: buffers used by planning (13+, BUFFERS), keyed like the node table's buffer columns.
     query_text / duration_ms: from auto_explain's header or JSON "Query Text" when present.
+    memory: per node that reports it (sorts, hashes, hash aggregates; JSON with ANALYZE), MEMORY_COLUMNS.
     """
 
     nodes: pl.DataFrame
@@ -134,6 +158,7 @@ class ParsedPlan:
     execution_ms: float | None = None
     jit: dict | None = None
     worker_jit: pl.DataFrame = field(default_factory=lambda: worker_jit_frame([]))
+    memory: pl.DataFrame = field(default_factory=lambda: memory_frame([]))
     planning_buffers: dict | None = None
     query_text: str | None = None
     duration_ms: float | None = None
