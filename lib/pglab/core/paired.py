@@ -16,6 +16,8 @@ the interval. The choices, and why:
   ("min–max, n=5"), with its coverage: min–max of n values covers the median with probability 1 − 2^(1−n)
   (75 % at n = 3, 94 % at n = 5). Never called a 95 % interval.
 * Values must be positive (times, rates): zero, negative or missing values drop their round from the comparison.
+* **Artefact rounds** (`core.artefacts`: under half or over twice the cell's other rounds) are left out of every
+  comparison, here and in the fast mode, unless the caller says the rounds are not exchangeable (`artefacts=False`).
 * **Drift** between blocks: the baseline's second half of rounds over its first half (geometric means), with a
   Welch t interval on the logs. Pairing removes drift shared by both conditions; this tells how much there was.
 """
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from . import artefacts as _artefacts
 from .stats import percentile_interval, resample
 
 MIN_BOOTSTRAP = 10  # rounds (or values) below which the interval is min–max, labelled so
@@ -104,22 +107,32 @@ def log_ratio_interval(logs, n_boot: int = N_BOOT, seed: int = 0, confidence: fl
     }
 
 
-def round_values(df: pl.DataFrame, keys: Sequence[str], round_col: str = "round", value: str = "value") -> pl.DataFrame:
-    """One value per (keys, round): the median of the round's positive, finite values (others dropped)."""
+def round_values(
+    df: pl.DataFrame, keys: Sequence[str], round_col: str = "round", value: str = "value", artefacts: bool = True
+) -> pl.DataFrame:
+    """One value per (keys, round): the median of the round's positive, finite values (others dropped); a cell's
+    artefact rounds (`core.artefacts`) left out unless `artefacts` is False."""
     missing = [c for c in [*keys, round_col, value] if c not in df.columns]
     if missing:
         raise ValueError(f"columns {missing} not in frame (columns: {df.columns})")
     v = pl.col(value).cast(pl.Float64)
-    return (
+    rv = (
         df.filter(v.is_finite() & (v > 0))
         .group_by([*keys, round_col])
         .agg(v.median().alias(value))
         .sort([*keys, round_col])
     )
+    return _artefacts.drop(rv, keys, round_col, value) if artefacts else rv
 
 
 def paired_ratios(
-    df: pl.DataFrame, by: Sequence[str], condition_col: str, baseline, round_col: str = "round", value: str = "value"
+    df: pl.DataFrame,
+    by: Sequence[str],
+    condition_col: str,
+    baseline,
+    round_col: str = "round",
+    value: str = "value",
+    artefacts: bool = True,
 ) -> pl.DataFrame:
     """Per group, condition (other than the baseline) and round: ratio = value / baseline's value that round.
 
@@ -127,7 +140,7 @@ def paired_ratios(
     by = list(by)
     if condition_col in by:
         raise ValueError(f"condition column {condition_col!r} must not also be in by")
-    rv = round_values(df, [*by, condition_col], round_col, value)
+    rv = round_values(df, [*by, condition_col], round_col, value, artefacts)
     base = rv.filter(pl.col(condition_col) == baseline).drop(condition_col).rename({value: "_base"})
     other = rv.filter(pl.col(condition_col) != baseline)
     return (
@@ -147,6 +160,7 @@ def paired_compare(
     n_boot: int = N_BOOT,
     seed: int = 0,
     confidence: float = CONFIDENCE,
+    artefacts: bool = True,
 ) -> pl.DataFrame:
     """Every condition against the baseline within rounds, one row per (group, condition).
 
@@ -154,7 +168,7 @@ def paired_compare(
     baseline), low, high (interval; min–max below 10 rounds), coverage (nominal), method (label for the reader).
     Rows sorted by by, condition."""
     by = list(by)
-    pr = paired_ratios(df, by, condition_col, baseline, round_col, value)
+    pr = paired_ratios(df, by, condition_col, baseline, round_col, value, artefacts)
     rows = []
     groups = pr.group_by([*by, condition_col], maintain_order=True).agg(pl.col("ratio").log().alias("_logs"))
     for g in groups.to_dicts():
@@ -260,6 +274,7 @@ def fast_compare(
     seed: int = 0,
     confidence: float = CONFIDENCE,
     item_col: str | None = None,
+    artefacts: bool = True,
 ) -> pl.DataFrame:
     """Every condition against the baseline in the machine's fast mode, one row per (group, condition), with the
     columns of `paired_compare`.
@@ -280,6 +295,15 @@ def fast_compare(
     keys = by or ["_all"]
     items = [item_col] if item_col else ["_item"]
     d = df.filter(v.is_finite() & (v > 0)).with_columns(_all=pl.lit(0), _item=pl.lit(0))
+    if artefacts:  # a round whose median is far outside its cell's others loses all its executions
+        rv = round_values(d, [*keys, condition_col, *items], round_col, value, artefacts=False)
+        bad = _artefacts.flagged(rv, [*keys, condition_col, *items], round_col, value)
+        d = d.join(
+            bad.select(*keys, condition_col, *items, round_col),
+            on=[*keys, condition_col, *items, round_col],
+            how="anti",
+            nulls_equal=True,
+        )
     cells = d.group_by([*keys, condition_col, *items, round_col]).agg(v.alias("_v"))
     rows = []
     for _, g in cells.sort([*keys, condition_col, *items, round_col]).group_by(keys, maintain_order=True):
@@ -376,6 +400,7 @@ def drift(
     round_col: str = "round",
     value: str = "value",
     confidence: float = CONFIDENCE,
+    artefacts: bool = True,
 ) -> pl.DataFrame:
     """How much the baseline moved between the first and the second half of its rounds, per group.
 
@@ -386,7 +411,7 @@ def drift(
     by = list(by)
     keys = by or ["_all"]  # no grouping keys: the whole frame is one group
     base = df.filter(pl.col(condition_col) == baseline).with_columns(_all=pl.lit(0))
-    rv = round_values(base, keys, round_col, value)
+    rv = round_values(base, keys, round_col, value, artefacts)
     rows = []
     for g in rv.group_by(keys, maintain_order=True).agg(pl.col(value).log().alias("_logs")).to_dicts():
         logs = np.asarray(g.pop("_logs"), dtype=float)  # rounds in order

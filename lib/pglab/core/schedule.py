@@ -13,15 +13,23 @@ execution of one condition but none of the other's (the round's value of a cell 
 execution, which the study chooses).
 
 `run_steps` executes a plan against the raw store: steps already recorded (an interrupted run started
-again) are skipped, the rest run under a progress bar and are recorded as they finish."""
+again) are skipped, the rest run under a progress bar and are recorded as they finish. With `remeasure`, a plan's
+artefact rounds (`core.artefacts`: a cell's round under half or over twice its other rounds) are measured again
+once: one extra round of every cell of the items concerned (all servers and conditions, so it pairs like any
+round), after the plan; the artefact stays in raw, derive leaves it out and the run lists it
+(`artefact_rounds/<experiment>.round<n>.json`)."""
 
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+import polars as pl
+
+from . import artefacts
 from .progress import bar as tqdm
 from .store import RunStore
 
@@ -114,10 +122,78 @@ def run_steps(
     experiment: str,
     measure: Callable[[Step], dict],
     desc: str | None = None,
+    remeasure: bool = False,
 ) -> int:
     """Run every step not yet recorded. `measure(step)` returns the record's fields: at least `value` and
-    `unit` (value None plus `error=` for a failure, which is recorded, never retried). Returns how many
-    steps ran now."""
+    `unit` (value None plus `error=` for a failure, which is recorded, never retried). With `remeasure`, then the
+    plan's artefact rounds once more (`remeasure_steps`). Returns how many steps ran now."""
+    ran = _run(steps, store, experiment, measure, desc)
+    if remeasure:
+        ran += _run(
+            remeasure_steps(steps, store, experiment), store, experiment, measure, f"{desc or experiment} (re-measured)"
+        )
+    return ran
+
+
+def _timed_rounds(steps: list[Step], store: RunStore, experiment: str) -> pl.DataFrame:
+    """One value per (server, condition, item, round) of the plan's timed steps: the median of the round's positive
+    values as recorded."""
+    keys = ["server", "condition", "item", "round"]
+    plan_rounds = pl.DataFrame(
+        [(s.server, s.condition, s.item, s.round) for s in steps if not s.warmup], schema=keys, orient="row"
+    ).unique()
+    rec = store.records(experiment)
+    if rec.is_empty() or "round" not in rec.columns:
+        return plan_rounds.with_columns(value=pl.lit(None, pl.Float64)).clear()
+    v = pl.col("value").cast(pl.Float64, strict=False)
+    return (
+        rec.filter(~pl.col("warmup").cast(pl.Boolean) & v.is_finite() & (v > 0))
+        .with_columns(pl.col("server", "condition", "item").cast(pl.String), pl.col("round").cast(pl.Int64))
+        .join(plan_rounds, on=keys, how="semi")
+        .group_by(keys)
+        .agg(v.median().alias("value"))
+        .sort(keys)
+    )
+
+
+def remeasure_steps(steps: list[Step], store: RunStore, experiment: str) -> list[Step]:
+    """The steps that measure a plan's artefact rounds again: one extra round (after the plan's last) of every
+    timed cell whose item had an artefact round, each cell as many executions as it had in a round, cells in an
+    order shuffled by a seed of the experiment's name. Computed from the plan's own rounds only, so a resumed run
+    asks for the same steps (those already recorded are skipped). Also saves what was flagged, once."""
+    timed = [s for s in steps if not s.warmup]
+    if not timed:
+        return []
+    bad = artefacts.flagged(_timed_rounds(steps, store, experiment), ["server", "condition", "item"], "round")
+    if bad.is_empty():
+        return []
+    items = set(bad["item"])
+    extra_round = max(s.round for s in steps) + 1
+    store.save_json(
+        f"artefact_rounds/{experiment}.round{extra_round}.json",
+        {"rule": artefacts.RULE, "rounds": bad.to_dicts(), "remeasured_items": sorted(items)},
+    )
+    per_round: dict[tuple, int] = {}
+    for s in timed:
+        per_round[(s.server, s.condition, s.item, s.round)] = (
+            per_round.get((s.server, s.condition, s.item, s.round), 0) + 1
+        )
+    executions = max(per_round.values())
+    cells = sorted({(s.server, s.condition, s.item) for s in timed if s.item in items})
+    first_rep = max(s.repetition for s in timed) + 1
+    shuffled = _shuffler(zlib.crc32(experiment.encode()))
+    return [
+        Step(srv, cond, item, first_rep + k, False, extra_round)
+        for k in range(executions)
+        for srv, cond, item in shuffled(cells)
+    ]
+
+
+def _run(steps: list[Step], store: RunStore, experiment: str, measure: Callable[[Step], dict], desc: str | None) -> int:
+    todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
+    if not todo:
+        return 0
+    bar = tqdm(todo, desc=desc or experiment, unit="run", leave=True)
     todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
     if not todo:
         return 0

@@ -226,7 +226,7 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
         measure = functools.partial(
             _measure_with_client, states=states, watches=watches, params=params, clients=clients, store=session.store
         )
-        ran = schedule.run_steps(steps, session.store, EXPERIMENT, measure, desc="auto_explain")
+        ran = schedule.run_steps(steps, session.store, EXPERIMENT, measure, desc="auto_explain", remeasure=True)
     finally:
         for st in states.values():
             st.reset()

@@ -198,7 +198,7 @@ def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Ses
         return measure_statement(conns[key], p.sql(step.item), local=servers[step.server].cluster is not None)
 
     try:
-        return run_steps(steps, session.store, EXPERIMENT, measure, desc="JIT per operator")
+        return run_steps(steps, session.store, EXPERIMENT, measure, desc="JIT per operator", remeasure=True)
     finally:
         for c in conns.values():
             c.close()

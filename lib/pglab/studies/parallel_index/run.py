@@ -140,7 +140,7 @@ def run(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams, store: R
         return rec
 
     try:
-        ran = run_steps(steps(servers, p), store, EXPERIMENT, measure, desc="CREATE INDEX")
+        ran = run_steps(steps(servers, p), store, EXPERIMENT, measure, desc="CREATE INDEX", remeasure=True)
     finally:
         drop_all(servers, dbname)
     outcomes.require_measured(store, [EXPERIMENT], [s.name for s in servers])

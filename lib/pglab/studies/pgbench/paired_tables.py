@@ -149,7 +149,9 @@ def paired_versions(t: dict, baseline: str | None, majors: dict[str, int], cores
             sub = df.filter(pl.col("server").is_in(names))
             if base_k not in names or sub["server"].n_unique() < 2:
                 continue
-            c = paired.paired_compare(sub, [by], "server", base_k, "round", value)
+            # a series run or a client count is a position in a trend, not an exchangeable round: no artefact rule
+            trend = what in ("series tps", "scale-up tps")
+            c = paired.paired_compare(sub, [by], "server", base_k, "round", value, artefacts=not trend)
             c = c.with_columns(
                 flag=pl.struct("server", by).map_elements(
                     lambda r, by=by, base=base_k: flags.get((r["server"], r[by])) or flags.get((base, r[by])),
@@ -201,7 +203,7 @@ def drift_table(t: dict) -> pl.DataFrame:
     for what, df, value in specs:
         for server in sorted(set(df["server"])):
             g = df.filter(pl.col("server") == server)
-            d = paired.drift(g, ["scale"], "server", server, "round", value)
+            d = paired.drift(g, ["scale"], "server", server, "round", value, artefacts=what != "series tps")
             med = g.group_by("scale").agg(pl.col(value).median().alias("_m"))
             for r in d.iter_rows(named=True):
                 m = med.filter(pl.col("scale") == r["scale"])["_m"][0]

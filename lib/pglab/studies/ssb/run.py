@@ -145,7 +145,7 @@ def _timed_runs(
         return {"value": t.elapsed_s, "unit": "s", "rows": t.rowcount, "checksum": result_checksum(t.rows)}
 
     try:
-        return run_steps(steps, store, experiment, measure, desc=desc)
+        return run_steps(steps, store, experiment, measure, desc=desc, remeasure=True)
     finally:
         conns.close()
 
