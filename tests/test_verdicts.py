@@ -430,3 +430,41 @@ def test_a_quantity_claim_is_judged_in_proportion_to_the_study():
         v.Claim("x", v.LOWER, 0.5, quantity="ns per row")
     row = v.finding_row("S2", "x", c, "pg18", v.verdict(c, ev(48, 53)), ev(48, 53))
     assert row["our_value"] is None and row["study_value"] is None  # kept off the ratio strip
+
+
+# -- an effect the other way (issue 57): decided before the floor's "no test here" -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("claim", "ours", "floor"),
+    [
+        # unsized, a floor (6 %) wider than a noticeable 5 %: a small effect the claimed way cannot be told from
+        # noise, but one the other way beyond the floor can (S3's small shared_buffers ran 0.89× [0.86-0.91])
+        (vd.Claim("small shared_buffers is faster", vd.HIGHER), (0.89, 0.86, 0.91), 0.06),
+        (vd.Claim("JIT helps", vd.LOWER), (1.12, 1.08, 1.16), 0.06),
+        # sized, the claim's own 3 % within the floor (4 %): no test of its size, but the opposite is decisive
+        (vd.Claim("3 % faster", vd.LOWER, 0.97), (1.10, 1.07, 1.13), 0.04),
+        # "no change within ±5 %" on a floor of ±8 %: an interval wholly beyond both is a change
+        (vd.Claim("B changes nothing", vd.SAME, margin=0.05), (0.80, 0.77, 0.83), 0.08),
+    ],
+)
+def test_an_effect_the_other_way_beyond_the_floor_is_contradicted(claim, ours, floor):
+    got = vd.verdict(claim, _ev(*ours), noise_floor=floor)
+    assert got.label == vd.CONTRADICTED, got.text()
+
+
+@pytest.mark.parametrize(
+    ("claim", "ours", "floor"),
+    [
+        # the other way, but within the floor: noise could put it there
+        (vd.Claim("small shared_buffers is faster", vd.HIGHER), (0.96, 0.95, 0.97), 0.06),
+        (vd.Claim("3 % faster", vd.LOWER, 0.97), (1.02, 1.01, 1.03), 0.04),
+        # the other way, one end within the floor
+        (vd.Claim("small shared_buffers is faster", vd.HIGHER), (0.93, 0.90, 0.96), 0.06),
+        # no change: outside ±5 % but within the ±8 % floor
+        (vd.Claim("B changes nothing", vd.SAME, margin=0.05), (0.93, 0.93, 0.94), 0.08),
+    ],
+)
+def test_an_effect_the_other_way_within_the_floor_still_decides_nothing(claim, ours, floor):
+    got = vd.verdict(claim, _ev(*ours), noise_floor=floor)
+    assert got.label == vd.UNDETERMINED, got.text()

@@ -13,7 +13,10 @@ the effect, oriented so that the claimed direction is positive (e: the study's e
 * **direction only** — the whole interval shows at least a third of the study's effect but lies outside the
   tolerance (smaller, or larger); unsized: past the noise floor but not beyond 5 % (too small to notice).
 * **contradicted** — the whole interval shows less than a third of the effect: none, or the opposite (0.7 %
-  against a claimed 31 % is no reproduction). "No change": the interval lies wholly outside ±x %.
+  against a claimed 31 % is no reproduction). "No change": the interval lies wholly outside ±x %. An interval
+  wholly the other way beyond the noise floor (or, for "no change", wholly outside ±x % and the floor) is
+  contradicted before any of the floor's reasons below can make it undetermined: a floor hides a small effect
+  the claimed way, not a clear one the other way.
 * **undetermined** — the interval reaches across two of those zones (it names both); or it covers less than 90 %
   (too few rounds, see paired.FAST_COVERAGE); or the claim's own effect is within this machine's noise floor;
   or the evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
@@ -173,6 +176,9 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
     lo, hi = sorted((math.log(ev.low), math.log(ev.high)))
     small = abs(math.log(ev.ratio)) < floor
     ours, m = f"our {ev.text()}", math.log1p(claim.margin)
+    if hi < -max(m, floor) or lo > max(m, floor):  # a change beyond the floor too: decided before the floor's gate
+        beyond = f" and the noise floor {_pct(floor)}" if floor > m else ""
+        return Verdict(CONTRADICTED, f"{ours} lies wholly outside {_pct(m)}{beyond}")
     if floor > m:
         return Verdict(
             UNDETERMINED,
@@ -181,8 +187,6 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
         )
     if -m <= lo and hi <= m:
         return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
-    if (hi < -m or lo > m) and not small:
-        return Verdict(CONTRADICTED, f"{ours} lies wholly outside {_pct(m)}")
     if small:
         return Verdict(UNDETERMINED, f"{ours}: the effect is below the noise floor {_pct(floor)}")
     return Verdict(UNDETERMINED, f"{ours} reaches beyond {_pct(m)}", "more rounds narrow it")
@@ -203,6 +207,8 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
 # undetermined where the floor itself is wider than UNSIZED_MIN (a noticeable effect would drown in it). A sized
 # claim whose own effect is within the noise floor cannot be told from noise here: undetermined. "No change within
 # ±x %" (only where the source says there is none): inside ±x % with a floor no wider, or wholly outside it.
+# Checked first, before any of the floor's gates: an interval wholly the other way beyond the floor (no change:
+# wholly outside ±x % and the floor) is contradicted, since the floor hides small effects, not clear opposite ones.
 TOLERANCE = 1.5
 THIRD = 1 / 3
 UNSIZED_MIN = 0.05  # 5 %: below it a DBA would not notice the effect a study only says exists
@@ -256,6 +262,10 @@ def verdict(
     sign = -1.0 if claim.direction == LOWER else 1.0
     lo, hi = sorted((sign * math.log(ev.low), sign * math.log(ev.high)))
     ours = f"our {ev.text()}"
+    if hi < -floor:  # the other way, beyond the floor: decisive before the floor's "no test here" (issue 57)
+        study = f" of the study's {claim.ratio:.2f}×" if claim.ratio is not None else f": not {claim.direction}"
+        beyond = f", beyond the noise floor {_pct(floor)}" if floor else ""
+        return Verdict(CONTRADICTED, f"{ours} shows the opposite{study}{beyond}")
     if claim.ratio is None:
         need = math.log1p(UNSIZED_MIN)
         if lo > max(need, floor):
