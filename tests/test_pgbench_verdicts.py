@@ -2,9 +2,13 @@
 verdict path of the pgbench findings (supported, contradicted, direction only, undetermined below the noise
 floor or for a flagged ceiling, not testable, not run), derived by `pgbench_paired` exactly as from a run."""
 
+import math
+
 import polars as pl
 
+from pglab.core import derived
 from pglab.core import findings as fs
+from pglab.core import verdicts as vd
 from pglab.studies.pgbench import paired_tables as pgbench_paired
 from pglab.studies.pgbench import verdicts as pgbench_verdicts
 
@@ -20,9 +24,11 @@ def _tables(
     series_fall=1.0,
     majors=(10, 11),
     scaling_gain=1.0,
+    baseline: int = 0,
 ) -> dict:
     """Two servers (majors), ROUNDS rounds; the newer one's values are the older's times the given ratios, with
-    a small alternating wobble so intervals have width; A/A runs differ by aa_wobble."""
+    a small alternating wobble so intervals have width; A/A runs differ by aa_wobble. baseline: the index in
+    majors of the server the others are compared with (0: the older, as S3's first design; 1: the newer)."""
     a, b = (f"pg{m}" for m in majors)
     w = [1 + 0.004 * (-1) ** r for r in range(ROUNDS)]
     sel, init, series, scaling = [], [], [], []
@@ -76,7 +82,7 @@ def _tables(
         "pgbench_scaling": pl.from_dicts(scaling),
         "pgbench_servers": servers,
     }
-    return t | pgbench_paired.tables(t, a, cores=2)
+    return t | pgbench_paired.tables(t, (a, b)[baseline], cores=2)
 
 
 def _verdicts(t: dict) -> dict[str, str]:
@@ -134,3 +140,59 @@ def test_a_collapsed_run_shows_in_the_drift_table():
     assert d["collapsed_runs"][0] == 1 and d["lowest_over_median"][0] < 1 / 3
     aa = pgbench_paired.noise_table(t).filter(pl.col("server") == "pg11")
     assert aa["floor"][0] > 0.5  # the collapsed round is in the A/A numbers, not averaged away
+
+
+def test_scaleup_is_scored_whichever_version_is_the_baseline():
+    """S3's baseline moved to 11 (params pgbench.baseline): the scale-up rows are then 10 over 11, and S4's claim
+    (11 over 10) must read them inverted, not call itself not testable."""
+    for baseline in (0, 1):
+        t = _tables(tpcb_11=1.10, baseline=baseline)
+        f = pgbench_verdicts.findings(t).filter(pl.col("finding") == "scaleup_tpcb").row(0, named=True)
+        assert f["verdict"] == fs.SUPPORTED, (baseline, f["evidence"])
+        assert (
+            f["server"] == "pg11" and 1.09 < f["our_value"] < 1.11 and f["our_low"] <= f["our_value"] <= f["our_high"]
+        )
+    v = _verdicts(_tables(tpcb_11=1.40, baseline=1))
+    assert v["scaleup_tpcb"] == fs.DIRECTION_ONLY and v["scaleup_select-only"] == fs.NOT_RUN
+
+
+def test_the_reference_scores_s4_scaleup_from_its_data(committed_copy):
+    """The reference (default-20261129-001216) compared 10 and 11 against S3's baseline 11: its scale-up rows
+    are 10 over 11, and S4's claims are scored from them (tpcb) or say why pgbench -S cannot test the claim."""
+    t = derived.Tables("default", committed_copy)
+    rows = t["pgbench_paired"].filter(pl.col("what") == "scale-up tps")
+    tpcb = rows.filter(pl.col("group") == "mode=tpcb").row(0, named=True)
+    assert (tpcb["server"], tpcb["baseline"]) == ("pg10", "pg11")  # what the lookup has to turn around
+    f = {r["finding"]: r for r in pgbench_verdicts.findings(t).iter_rows(named=True)}
+    got = f["scaleup_tpcb"]
+    assert got["verdict"] != fs.NOT_TESTABLE and got["server"] == "pg11", got["evidence"]
+    assert math.isclose(got["our_value"], 1 / tpcb["ratio"]) and math.isclose(got["our_low"], 1 / tpcb["high"])
+    want = vd.verdict(
+        pgbench_verdicts.CLAIMS["scaleup_tpcb"],
+        vd.Evidence(
+            1 / tpcb["ratio"],
+            1 / tpcb["high"],
+            1 / tpcb["low"],
+            tpcb["n_rounds"],
+            tpcb["coverage"],
+            tpcb["method"],
+            tuple(x for x in [tpcb["flag"]] if x),
+        ),
+        pgbench_verdicts.floor_of(t["pgbench_noise"]),
+    )
+    assert got["verdict"] == want.label
+    sel = f["scaleup_select-only"]
+    assert sel["verdict"] == fs.NOT_TESTABLE and "aggregat" in sel["evidence"] and sel["our_value"] is not None
+
+
+def test_the_reference_reads_an_opposite_effect_beyond_the_floor_as_contradicted(committed_copy):
+    """S3's small-buffers claim at scale 1 on the reference: select-only with 2MB of shared_buffers ran slower than
+    with 2GB, the whole interval beyond the A/A floor. The floor (6 %) is wider than a noticeable 5 %, which
+    leaves a *small* effect in the claimed direction undecidable, but not a clear effect the other way."""
+    t = derived.Tables("default", committed_copy)
+    floor = pgbench_verdicts.floor_of(t["pgbench_noise"])
+    bp = t["pgbench_buffers_paired"].filter(pl.col("scale") == 1).sort("shared_buffers_bytes").row(0, named=True)
+    assert floor > vd.UNSIZED_MIN and bp["high"] < 1 / (1 + floor)  # the case: opposite, beyond the floor
+    f = pgbench_verdicts.findings(t).filter(pl.col("finding") == "select_only_small_buffers_scale_1")
+    assert f["verdict"].to_list() == [fs.CONTRADICTED], f["evidence"].to_list()
+    assert "opposite" in f["evidence"][0]

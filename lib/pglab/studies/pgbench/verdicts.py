@@ -171,12 +171,33 @@ def version_rows(paired: pl.DataFrame, floor: float | None, scales: list[int]) -
     return out
 
 
+def _turned(r: dict) -> dict:
+    """A paired row read the other way round (baseline over server): the ratio and both ends inverted, the ends
+    swapped. Exact for these intervals, which are symmetric on the log scale (geometric means, min–max, t)."""
+    inv = {k: (1 / r[k] if r.get(k) else r.get(k)) for k in ("ratio", "low", "high", "within_low", "within_high")}
+    swap = {"low": inv["high"], "high": inv["low"], "within_low": inv["within_high"], "within_high": inv["within_low"]}
+    return r | inv | swap | {"server": r["baseline"], "baseline": r["server"]}
+
+
+def eleven_over_ten(rows: list[dict], majors: dict[str, int]) -> list[dict]:
+    """S4's comparison, 11 over 10, from the scale-up rows whichever of the two was the baseline: S3's baseline
+    (params pgbench.baseline, 11 in the default profile) makes them 10 over 11, to be read the other way round."""
+    out = []
+    for r in rows:
+        pair = (majors.get(r["server"]), majors.get(r["baseline"]))
+        if pair == (11, 10):
+            out.append(r)
+        elif pair == (10, 11):
+            out.append(_turned(r))
+    return out
+
+
 def scaleup_rows(paired: pl.DataFrame, majors: dict[str, int], floor: float | None) -> list[dict]:
     out = []
     for mode in ("select-only", "tpcb"):
         key = f"scaleup_{mode}"
         rows = _paired(paired, "scale-up tps", f"mode={mode}")
-        pair = [r for r in rows if majors.get(r["server"]) == 11 and majors.get(r["baseline"]) == 10]
+        pair = eleven_over_ten(rows, majors)
         if not rows:
             out.append(
                 _row(key, key, "all", V.not_run(f"no {mode} scale-up of two versions in this profile"), None, "S4")
