@@ -195,6 +195,8 @@ class ExternalServer(Strict):
     name: SafeName
     dsn: str = Field(repr=False)  # may hold a password: never printed or stored
     allow_destructive: bool = False
+    # databases the kit creates there (allow_destructive) are dropped when the run ends, unless this keeps them
+    keep_created: bool = False
 
     @field_validator("dsn")
     @classmethod
@@ -211,6 +213,14 @@ class ExternalServer(Strict):
                 "quotes) or a postgresql:// URI; it does not parse (not shown: it may hold a password)"
             ) from None
         return v
+
+    @model_validator(mode="after")
+    def _keeps_only_what_it_may_create(self):
+        if self.keep_created and not self.allow_destructive:
+            raise ValueError(
+                "keep_created: true needs allow_destructive: true (without it the kit creates nothing there to keep)"
+            )
+        return self
 
 
 class Servers(Strict):

@@ -41,6 +41,7 @@ def ensure_database(server, dbname: str) -> None:
     """CREATE DATABASE `dbname` on `server` (a `servers.Server`) unless it exists."""
     with server.connect() as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            server.announce_created(dbname)  # an external server's: named now, dropped when the run ends
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
 
 

@@ -2,14 +2,18 @@
 
 Both answer the same calls (connect, configure, describe). The kit never starts, stops, restarts or
 reconfigures an external server, and refuses destructive steps on it unless params say
-`allow_destructive: true`."""
+`allow_destructive: true`. A database it creates on an external server is named as it is created and noted in the
+run's folder (`CREATED_FILE`, where `make report`/`make experiment` point `CREATED_ENV`); when the run ends
+`drop_created` drops each one, or keeps it where params say `keep_created: true`, and says which."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import polars as pl
 import psycopg
@@ -18,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from .cluster import Cluster, InitdbOptions
 from .config import CommonParams, ExternalServer
-from .db import connect, redact, register_secret
+from .db import connect, redact, register_secret, scrub
 from .installs import Install, discover, downloaded, from_params
 from .replicas import base_names, replica_name, split_name
 
@@ -30,6 +34,9 @@ class DestructiveStepRefused(Exception):
 
 
 NO_SERVERS_ENV = "PGLAB_NO_SERVERS"  # set (to the reason) where no server may be started or connected to
+# where a kernel of `make report`/`make experiment` notes the databases it creates on external servers
+CREATED_ENV = "PGLAB_CREATED_LOG"
+CREATED_FILE = "external-created.jsonl"  # in the run's raw folder: a resumed run drops what the first one made
 
 
 class ServersForbidden(RuntimeError):
@@ -83,10 +90,29 @@ class Server:
         external server without allow_destructive."""
         self.require_destructive(f"drop and re-create database {dbname}")
         with self.connect() as conn:
-            # WITH (FORCE) ends sessions still connected to it; PostgreSQL 13+ only
-            force = sql.SQL(" WITH (FORCE)") if conn.info.server_version >= 130000 else sql.SQL("")
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(dbname)) + force)
+            there = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone() is not None
+            self.announce_created(dbname, replaced=there)
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(dbname)) + _force(conn))
             conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(dbname)))
+
+    def announce_created(self, dbname: str, replaced: bool = False) -> None:
+        """On an external server, before creating `dbname` there: say so and what becomes of it, and note it for the
+        run's end (`drop_created`). Nothing on a kit cluster: it is the kit's own."""
+        if self.external is None:
+            return
+        noted = os.environ.get(CREATED_ENV)
+        if self.external.keep_created:
+            fate = "it is kept after the run (keep_created: true)"
+        elif noted:
+            fate = "it will be dropped when the run ends (keep_created: true keeps it)"
+        else:  # a notebook run by hand: no run end to drop it at
+            fate = f"it stays there (run outside make report/experiment): DROP DATABASE {dbname} removes it"
+        what = "re-creating database (its contents replaced)" if replaced else "creating database"
+        print(f"pglab: {what} {dbname} on external server {self.name}; {fate}", flush=True)
+        log.info("%s %s on external server %s; %s", what, dbname, self.name, fate)
+        if noted:
+            with open(noted, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"server": self.name, "database": dbname}) + "\n")
 
     # -- lifecycle (no-ops on external servers) --------------------------------------------------------------
 
@@ -266,6 +292,75 @@ def _chosen(
         chosen |= {s.name: s for s in kit if s.install.jit and s.name not in chosen}
     chosen |= {s.name: s for s in base if s.external}
     return list(chosen.values())
+
+
+def _force(conn: psycopg.Connection) -> sql.Composable:
+    # WITH (FORCE) ends sessions still connected to the database; PostgreSQL 13+ only
+    return sql.SQL(" WITH (FORCE)") if conn.info.server_version >= 130000 else sql.SQL("")
+
+
+def external_notice(params: CommonParams) -> list[str]:
+    """What a run may create on each external server it uses, said before it starts."""
+    out = []
+    for e in params.servers.external:
+        if params.servers.use != "all" and e.name not in params.servers.use:
+            continue
+        if not e.allow_destructive:
+            out.append(f"external server {e.name}: nothing is created or dropped there (allow_destructive: false)")
+        elif e.keep_created:
+            out.append(
+                f"external server {e.name}: the databases the run creates there are named as they are created "
+                "and kept after the run (keep_created: true)"
+            )
+        else:
+            out.append(
+                f"external server {e.name}: the databases the run creates there are named as they are created "
+                "and dropped when the run ends (keep_created: true keeps them)"
+            )
+    return out
+
+
+def drop_created(external: list[ExternalServer], noted: Path) -> list[str]:
+    """At the end of a run: each database noted in `noted` (`announce_created`) dropped, or kept where its server
+    says keep_created; one line each, with its size. The file is then removed, or keeps the ones a drop failed for
+    (a resumed run tries them again)."""
+    try:
+        lines = noted.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    created = list(dict.fromkeys((r["server"], r["database"]) for r in map(json.loads, filter(None, lines))))
+    by_name = {e.name: e for e in external}
+    said, failed = [], []
+    for name, dbname in created:
+        ext = by_name.get(name)
+        if ext is None:  # params changed between runs: the server is not known any more
+            said.append(f"database {dbname} on external server {name} is left: the params no longer name {name}")
+            continue
+        try:
+            with Server(name=name, external=ext).connect() as conn:
+                row = conn.execute("SELECT pg_database_size(%s)", (dbname,)).fetchone()
+                if row is None or row[0] is None:
+                    continue  # gone already (dropped by hand)
+                size = f"{row[0] / 1e6:.0f} MB" if row[0] >= 1e6 else f"{row[0] / 1e3:.0f} kB"
+                if ext.keep_created:
+                    said.append(
+                        f"kept database {dbname} ({size}) on external server {name} (keep_created: true); "
+                        f"DROP DATABASE {dbname} removes it"
+                    )
+                    continue
+                conn.execute(sql.SQL("DROP DATABASE {}").format(sql.Identifier(dbname)) + _force(conn))
+                said.append(f"dropped database {dbname} ({size}) on external server {name}: this run created it")
+        except Exception as ex:  # the server gone or the database in use: said, and tried again by a resume
+            failed.append(json.dumps({"server": name, "database": dbname}))
+            said.append(
+                f"could not drop database {dbname} on external server {name} ({scrub(str(ex)).strip()}); "
+                f"DROP DATABASE {dbname} removes it"
+            )
+    if failed:
+        noted.write_text("\n".join(failed) + "\n", encoding="utf-8")
+    else:
+        noted.unlink()
+    return said
 
 
 def start_all(servers: list[Server]) -> list[Server]:

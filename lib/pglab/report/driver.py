@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from .. import params as params_mod
-from ..core import derived, paths
+from ..core import derived, paths, servers
 from ..core.config import check_reference
 from ..core.paramtypes import run_id_arg
 from ..core.session import check_resume
@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         os.environ["PGLAB_DERIVED_DIR"] = str(staged)  # the kernels inherit it
+        # what the kernels create on external servers is noted there and dropped (or kept) when the run ends
+        os.environ[servers.CREATED_ENV] = str(paths.raw_dir() / run_id / servers.CREATED_FILE)
+        for line in servers.external_notice(p):
+            print(f"  {line}", flush=True)
     t_all = time.monotonic()
     names = [nb.name for nb in todo]
     estimates = estimate_all(names, p, stages=stages)  # servers counted as the studies choose them
@@ -168,6 +172,10 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
             code = _execute(todo, out, params_path, run_id, estimates, progress, staged, p.profile, final_root, learn)
     except KeyboardInterrupt:
         return 130  # the one line was printed the moment Ctrl-C came; the kernel stopped its servers
+    finally:
+        if measuring:  # also after a failure or Ctrl-C: nothing the run made is left unannounced
+            for line in servers.drop_created(p.servers.external, Path(os.environ.pop(servers.CREATED_ENV))):
+                print(f"pglab report: {line}", flush=True)
     if code:
         return code
     if staged and all(nb.name != REPORT_NOTEBOOK for nb in todo):  # else published before the report notebook
