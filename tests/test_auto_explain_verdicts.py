@@ -309,3 +309,20 @@ def test_several_aa_conditions_each_give_pairs_and_each_must_be_the_baseline_aga
         AutoExplainParams(conditions=bad, aa_condition=["loaded_disabled_aa", "loaded_disabled_aa2"])
     with pytest.raises(ValidationError, match="aa_condition"):
         AutoExplainParams(conditions=conds, aa_condition=["loaded_disabled_aa", "loaded_disabled"])
+
+
+def test_each_claims_text_states_the_band_its_rule_uses():
+    """A claim's words say what the rule does with it (issue 57): the logging claims' "≈ 30 %" once read "±5 %"
+    while the rule took ×/÷ 1.5. Now the band in the text is the one the verdict reports, and only a "no change"
+    claim, whose rule is its margin, speaks of ±x %."""
+    for s in av.specs(P):
+        c = s.claim
+        if c.direction == v.SAME:
+            assert f"±{c.margin:.0%}".replace("%", " %") in c.statement, c.statement
+            continue
+        assert "±" not in c.statement and c.margin is None, c.statement
+        if "×/÷" in c.statement:
+            ev = v.Evidence(c.ratio, c.ratio, c.ratio, 10, 0.95, "exact")
+            reason = v.verdict(c, ev).reason  # "... within ×/÷1.5 of the study's 1.30× (1.19×–1.49×)"
+            band = reason[reason.rindex("(") + 1 : reason.rindex(")")]
+            assert f"×/÷ {v.TOLERANCE:g}" in c.statement and band in c.statement, (c.statement, reason)
