@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...core import derived
+from ...core import derived, replicas
 from . import charts as pgbench_charts
 from . import paired_tables as pgbench_paired
 from . import verdicts as pgbench_verdicts
@@ -227,6 +227,41 @@ def versions(t: dict) -> dict[str, str]:
     return {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
 
 
+def builds_markdown(t: dict) -> str | None:
+    """How the versions compared were built (environment_servers: source, compiler, optimisation), beside how S3's
+    were, and how to compare source builds at -O2 instead; None where the run recorded no build."""
+    env = t["environment_servers"]
+    names = set(_servers(t))
+    if env.is_empty() or "build_opt" not in env.columns:
+        return None
+    bases = replicas.base_names(sorted(names))  # one line per server, not per replica cluster
+    env = env.filter(pl.col("server").is_in([n for n in names if bases[n] == n]))
+    if env.is_empty():
+        return None
+    groups: dict[tuple, list[str]] = {}
+    for r in env.sort("major", "server").iter_rows(named=True):
+        how = (r["source"], r["build_compiler"] or "compiler not recorded", r["build_opt"] or "flags not recorded")
+        groups.setdefault(how, []).append(r["server"])
+    said = {"download": "downloaded (npm packages)", "build": "built here from source", "debian": "Debian's package"}
+    parts = [f"{', '.join(ss)}: {said.get(src, src)}, {cc} {opt}" for (src, cc, opt), ss in groups.items()]
+    os_builds = any(opt == "-Os" for _, _, opt in groups)
+    size = (
+        " -Os optimises for size, so tps here may sit below an -O2 build's of the same version, and a ratio holds "
+        "for these builds."
+        if os_builds
+        else ""
+    )
+    return (
+        "- **Builds**: the versions compared are " + "; ".join(parts) + ". S3 compared each version's own build, "
+        "compiled from source on its machine (PostgreSQL's default -O2), with its own pgbench; here every server "
+        "is judged against one built the same way (a pair built otherwise reads *not comparable*)." + size + " To "
+        "compare -O2 source builds instead, list each version as a source install, e.g. `servers.installs: "
+        "- {name: pg16, source: {tarball: <release URL>, sha256: <its sha256>}, studies: [pgbench]}`, built alike "
+        "by `servers.build: {cflags: -O2}` (about 4 minutes each on 2 cores, once, into the install cache), and "
+        "set `pgbench.builds: any`, which takes the run's install of a version where there is one."
+    )
+
+
 def _list(values) -> str:
     return ", ".join(str(v) for v in sorted(set(values)))
 
@@ -333,6 +368,8 @@ def method(profile: str, root: Path | None = None) -> str:
             f"{_list(se['scale'])}, {series_per} series per server and scale; database and data-directory "
             "sizes after the load and after every run."
         )
+    if (builds := builds_markdown(t)) is not None:
+        lines.append(builds)
     if (buffers := buffers_method(t)) is not None:
         lines.append(buffers)
     lines.append(_paired_method(t))
