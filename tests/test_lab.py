@@ -303,30 +303,103 @@ def _open_and_save(browser, base: str, token: str, rel: str) -> str:
     browser.get(f"{base}/lab/tree/{rel}?token={token}")
     _wait(
         browser,
-        "return window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell') !== null",
+        "return window.jupyterapp && [...window.jupyterapp.shell.widgets('main')].some(x => x.context && "
+        f"x.context.path === '{rel}') && document.querySelector('.jp-Notebook .jp-Cell') !== null",
         90,
         f"{rel} in lab",
     )
     browser.set_script_timeout(240)
-    return browser.execute_async_script("""const done = arguments[arguments.length - 1];
-        const w = window.jupyterapp.shell.currentWidget;
+    # the tab of `rel`, not whichever is current: lab restores the tabs opened before beside it
+    return browser.execute_async_script(
+        """const done = arguments[arguments.length - 1], rel = arguments[0], app = window.jupyterapp;
+        const w = [...app.shell.widgets('main')].find(x => x.context && x.context.path === rel);
+        app.shell.activateById(w.id);
         Promise.all([w.context.ready, w.sessionContext.ready])
-            .then(() => window.jupyterapp.commands.execute('notebook:run-all-cells'))
+            .then(() => app.commands.execute('notebook:run-all-cells'))
             .then(() => w.context.save())
-            .then(() => done('saved, dirty=' + w.context.model.dirty), e => done('failed: ' + e));""")
+            .then(() => done('saved, dirty=' + w.context.model.dirty), e => done('failed: ' + e));""",
+        rel,
+    )
+
+
+def _api(base: str, token: str, path: str, method: str = "GET", body: dict | None = None) -> tuple[int, dict]:
+    """The contents API's status and answer for `path` (its model without content, or its error)."""
+    import json
+    import urllib.error
+
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        f"{base}/api/contents/{path}?content=0&token={token}",
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_the_committed_report_is_read_only_in_lab(lab):
+    """JupyterLab's own read-only mode: the contents API reports the committed report as not writable (so lab
+    disables Save and offers Save As), and a save that comes anyway is refused with the reason, never dropped
+    silently; the stage notebooks stay writable."""
+    base, token = lab
+    status, model = _api(base, token, "report/99_report.ipynb")
+    assert status == 200 and model["writable"] is False, model
+    status, model = _api(base, token, "notebooks/99_report.ipynb")
+    assert status == 200 and model["writable"] is True, model
+    before = (ROOT / "report" / "99_report.ipynb").read_bytes()
+    nb = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    status, err = _api(base, token, "report/99_report.ipynb", "PUT", {"type": "notebook", "content": nb})
+    assert status == 403 and "read-only" in err.get("message", ""), (status, err)
+    status, err = _api(base, token, "report/99_report.ipynb", "DELETE")
+    assert status == 403, (status, err)
+    status, err = _api(base, token, "report/99_report.ipynb", "PATCH", {"path": "report/renamed.ipynb"})
+    assert status == 403, (status, err)
+    assert (ROOT / "report" / "99_report.ipynb").read_bytes() == before
+
+
+def _open_and_run(browser, base: str, token: str, rel: str) -> dict:
+    """Open a notebook in lab and let its kernel run every cell; what lab then offers for saving it."""
+    browser.get(f"{base}/lab/tree/{rel}?token={token}")
+    _wait(
+        browser,
+        "return window.jupyterapp && [...window.jupyterapp.shell.widgets('main')].some(x => x.context && "
+        f"x.context.path === '{rel}') && document.querySelector('.jp-Notebook .jp-Cell') !== null",
+        90,
+        f"{rel} in lab",
+    )
+    browser.set_script_timeout(240)
+    return browser.execute_async_script(
+        """const done = arguments[arguments.length - 1], rel = arguments[0], app = window.jupyterapp;
+        const w = [...app.shell.widgets('main')].find(x => x.context && x.context.path === rel);
+        app.shell.activateById(w.id);
+        Promise.all([w.context.ready, w.sessionContext.ready])
+            .then(() => app.commands.execute('notebook:run-all-cells'))
+            .then(() => done({writable: w.context.contentsModel.writable, canSave: w.context.canSave,
+                              saveEnabled: app.commands.isEnabled('docmanager:save'),
+                              caption: app.commands.caption('docmanager:save'), dirty: w.context.model.dirty}),
+                  e => done({failed: String(e)}));""",
+        rel,
+    )
 
 
 def test_opening_running_and_saving_in_lab_changes_no_tracked_file(lab, browser):
     """The committed report (nbval checks it byte for byte) and the stage notebooks (sources, kept without outputs)
-    come out of a lab session as they went in: run every cell of each, save (as autosave does), save everything
-    open once more at the end, compare the bytes."""
+    come out of a lab session as they went in: run every cell of each; the report opens read-only (Save disabled,
+    its caption pointing to Save As), the stage notebook saves (as autosave does); save everything open once more
+    at the end, compare the bytes."""
     base, token = lab
     before = _git_status("report", "notebooks")
     files = ["report/99_report.ipynb", "notebooks/99_report.ipynb", "notebooks/99_report.py"]
     want = {f: (ROOT / f).read_bytes() for f in files}
-    for rel in files[:2]:
-        said = _open_and_save(browser, base, token, rel)
-        assert said.startswith("saved"), said
+    shown = _open_and_run(browser, base, token, files[0])
+    assert shown.get("writable") is False and shown["canSave"] is False, shown
+    assert shown["saveEnabled"] is False and "Save as" in shown["caption"], shown
+    said = _open_and_save(browser, base, token, files[1])
+    assert said.startswith("saved"), said
     browser.execute_async_script("""const done = arguments[arguments.length - 1];
         window.jupyterapp.commands.execute('docmanager:save-all').then(() => done('ok'), e => done('failed: ' + e));""")
     time.sleep(2)

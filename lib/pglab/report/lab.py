@@ -1,9 +1,11 @@
-"""What `make lab` serves: the project, with the committed report protected from JupyterLab's saves.
+"""What `make lab` serves: the project, with the committed report read-only in JupyterLab.
 
 Opening a committed report notebook (`report/*.ipynb`) in JupyterLab marks it changed (lab re-serialises its
 outputs, adds PNG fallbacks, writes 1.0 as 1) and autosave would rewrite the file nbval checks byte for byte.
-So lab never writes there: a save answers with the file as it is on disk (run it, explore it, nothing tracked
-moves; to keep a variant, "Save As" anywhere else). The stage notebooks (`notebooks/*.ipynb`, paired with their
+So the contents API reports every file under `report/` as not writable: JupyterLab opens it in its own read-only
+mode (autosave skips it, "Save" is disabled and says to use "Save As…"; run it, explore it, nothing tracked
+moves), and a save that comes anyway (another client, the API) is refused with a 403 that says why, never
+dropped silently. The stage notebooks (`notebooks/*.ipynb`, paired with their
 .py sources) are sources: saved with their edits but without outputs or run metadata, so running one in lab does
 not turn its source into an executed copy."""
 
@@ -13,6 +15,8 @@ import json
 from pathlib import PurePosixPath
 
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+from jupytext.async_contentsmanager import build_async_jupytext_contents_manager_class
+from tornado import web
 
 PROTECTED = ("report",)  # folders of the project whose notebooks lab never writes
 SOURCES = ("notebooks",)  # folders whose notebooks are saved as sources: no outputs, the metadata on disk
@@ -23,12 +27,13 @@ def _top(path: str) -> str:
     return parts[0] if len(parts) > 1 else ""
 
 
-class KeepCommitted(AsyncLargeFileManager):
+def _protected(path: str) -> bool:
+    return _top(path) in PROTECTED
+
+
+class _SavesSources(AsyncLargeFileManager):
     async def save(self, model, path=""):
         path = path.strip("/")
-        if _top(path) in PROTECTED and await self.file_exists(path):
-            self.log.info("pglab: %s is the committed report; not saved (Save As elsewhere to keep a copy)", path)
-            return await self.get(path, content=False)
         if _top(path) in SOURCES and model.get("type") == "notebook" and model.get("content"):
             model = dict(model, content=self._as_source(model["content"], path))
         return await super().save(model, path)
@@ -46,3 +51,32 @@ class KeepCommitted(AsyncLargeFileManager):
         except (OSError, ValueError):
             pass
         return nb
+
+
+class KeepCommitted(build_async_jupytext_contents_manager_class(_SavesSources)):
+    """Jupytext's contents manager (its server extension leaves one that is already its own as it is) with the
+    committed report read-only on top: a refusal here reaches the client as the 403 it is, where jupytext's save
+    would turn an error beneath it into a 500."""
+
+    def is_writable(self, path):
+        # what the contents API reports as "writable": JupyterLab's read-only mode follows it
+        return not _protected(path) and super().is_writable(path)
+
+    async def save(self, model, path=""):
+        if _protected(path):
+            raise web.HTTPError(
+                403,
+                f"{path.strip('/')} is the committed report and read-only in lab; "
+                "use File > Save As… to keep a copy elsewhere",
+            )
+        return await super().save(model, path)
+
+    async def delete_file(self, path):
+        if _protected(path):
+            raise web.HTTPError(403, f"{path.strip('/')} is the committed report and read-only in lab")
+        return await super().delete_file(path)
+
+    async def rename_file(self, old_path, new_path):
+        if _protected(old_path) or _protected(new_path):
+            raise web.HTTPError(403, f"{old_path.strip('/')}: report/ holds the committed report, read-only in lab")
+        return await super().rename_file(old_path, new_path)
