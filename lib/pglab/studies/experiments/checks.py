@@ -220,6 +220,9 @@ def check(params, shown, installs: list | None = None) -> None:
     if not experiments:
         return
     check_files(experiments, shown)
+    from .pgbench_checks import check_files as check_scripts  # pgbench's weighted scripts
+
+    check_scripts(experiments, shown)
     if installs is None:
         installs = pc.selected_installs(params, shown)
     check_servers(experiments, shown, installs, [x.name for x in params.servers.external])

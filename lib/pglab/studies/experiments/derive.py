@@ -22,6 +22,7 @@ from ...core import between_runs, noise, paired, replicas, stats
 from ...core import verdicts as v
 from ...core.store import RunStore
 from ...pgtools.explain import parse_plan
+from . import pgbench_params, pgbench_tables
 from .params import AA_SUFFIX, SERVER, Experiment
 from .run import PGBENCH_ITEM, plan_path, setup_path, store_name
 
@@ -228,7 +229,7 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
     sense = dict(METRICS[e.workload.kind])[metric]
     item = SUITE if e.workload.kind == "sql" and cmp.filter(item=SUITE).height else None
     # the hypothesis is about the setting factors; about the servers when they are the only factor
-    hypothesis_kind = "setting" if e.setting_factors else "server"
+    hypothesis_kind = "setting" if e.condition_factors else "server"  # settings or pgbench options
     rows = []
     for r in cmp.filter(pl.col("metric") == metric, pl.col("kind") != "A/A").iter_rows(named=True):
         if item is not None and r["item"] != item:
@@ -321,8 +322,7 @@ def setup_row(e: Experiment, setup: dict) -> dict:
 
     w = e.workload
     work = (
-        f"pgbench {w.pgbench.builtin or 'script ' + w.pgbench.script.rsplit('/', 1)[-1]}, {w.pgbench.clients} "
-        f"client(s), {w.pgbench.duration_s} s a run"
+        pgbench_params.describe(e)  # scripts with weights, clients, rate, protocol
         if w.kind == "pgbench"
         else f"{len(setup['items'])} SQL quer{'y' if len(setup['items']) == 1 else 'ies'}: " + ", ".join(setup["items"])
     )
@@ -336,6 +336,7 @@ def setup_row(e: Experiment, setup: dict) -> dict:
         if d.sql
         else "none"
     )
+    data = pgbench_params.describe_data(e) or data  # a scale factor: a database per scale
     return {
         "experiment": e.name,
         "question": e.question,
@@ -450,7 +451,7 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
         "experiments_errors": r.filter(pl.col("error").is_not_null()).select(
             "experiment", "server", "condition", "item", "repetition", "warmup", "error", "sqlstate"
         ),
-    }
+    } | pgbench_tables.tables(store, done)  # pgbench's latency, timeline, server counters (empty without pgbench)
 
 
 TABLES = (
@@ -463,5 +464,6 @@ TABLES = (
     "experiments_verdicts",
     "experiments_plans",
     "experiments_errors",
+    *pgbench_tables.TABLES,
 )
 __all__ = ["AA_SUFFIX", "PGBENCH_ITEM", "SERVER", "TABLES", "derive"]

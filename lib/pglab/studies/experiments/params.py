@@ -6,8 +6,11 @@ with the studies' machinery (interleaved rounds, warm-ups, an A/A control, paire
         question: Does work_mem 64MB speed up my reporting queries?
         data: {ssb: {sf: 0.05}}            # or {pgbench: {scale: 10}}, or {sql: setup.sql}: once per cluster
         workload: {sql: queries/*.sql}     # or {pgbench: {builtin: select-only, clients: 2, duration_s: 5}}
+                                           # or {pgbench: {scripts: [tpcb-like@9, my.sql@1], rate: 200,
+                                           #               protocol: prepared}}
         servers: all                       # or [pg18, pg15]
-        factors: {work_mem: [4MB, 64MB]}   # settings, and/or {server: all | [pg15, pg18]}
+        factors: {work_mem: [4MB, 64MB]}   # settings, and/or {server: all | [pg15, pg18]}; pgbench workloads
+                                           # also clients, threads, scale, rate (-R) and protocol (-M)
         baseline: {work_mem: 4MB}          # a value per factor; server: oldest | newest | <name>
         expect: {ratio: 0.8}               # optional: B / A of the measured value (time, or tps for pgbench)
         rounds: 10
@@ -26,6 +29,12 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from ...core.paramtypes import SafeName, SettingName, Settings, SettingValue, Strict
 
 SERVER = "server"  # the factor that compares servers rather than settings
+# pgbench's own options as factors of a pgbench workload: they go on pgbench's command line, never into a server's
+# configuration (scale: the data, one database per value)
+CLIENTS, THREADS, SCALE, RATE, PROTOCOL = "clients", "threads", "scale", "rate", "protocol"
+PGBENCH_FACTORS = (CLIENTS, THREADS, SCALE, RATE, PROTOCOL)
+PROTOCOLS = ("simple", "extended", "prepared")  # pgbench -M
+BUILTINS = ("select-only", "tpcb-like", "simple-update")  # pgbench -b
 AA_SUFFIX = "~aa"  # the A/A copy of the baseline condition: same settings, its own label
 
 
@@ -65,20 +74,54 @@ class Data(Strict):
 class PgbenchWorkload(Strict):
     builtin: Literal["select-only", "tpcb-like", "simple-update"] | None = None
     script: str | None = None  # a custom script, made absolute when loaded
+    # several scripts, each `name@weight` (pgbench -b builtin@weight / -f file@weight; no @: weight 1); a name
+    # that is not a builtin is a file, made absolute when loaded
+    scripts: list[str] | None = Field(default=None, min_length=1)
     clients: int = Field(default=1, ge=1, le=1000)
     threads: int = Field(default=1, ge=1, le=1000)
     duration_s: int = Field(default=5, ge=1, le=3600)  # pgbench -T takes whole seconds
+    rate: float | None = Field(default=None, gt=0)  # -R: transactions per second, all clients together
+    protocol: Literal["simple", "extended", "prepared"] = "simple"  # -M
 
     @model_validator(mode="after")
     def _one(self):
-        if (self.builtin is None) == (self.script is None):
-            raise ValueError("expected exactly one of builtin or script")
-        return self
+        if sum(x is not None for x in (self.builtin, self.script, self.scripts)) != 1:
+            raise ValueError("expected exactly one of builtin, script or scripts")
+        return self  # threads against clients: with the factors (pgbench_params.check_factors)
 
     @field_validator("script")
     @classmethod
     def _absolute(cls, v: str | None, info: ValidationInfo) -> str | None:
         return _absolute(v, info)
+
+    @field_validator("scripts")
+    @classmethod
+    def _weighted(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if v is None:
+            return v
+        out = []
+        for i, spec in enumerate(v):
+            name, weight = split_weight(spec, f"scripts[{i}]")
+            out.append(f"{name if name in BUILTINS else _absolute(name, info)}@{weight}")
+        return out
+
+    def weighted(self) -> list[tuple[str, int]]:
+        """(builtin name or script path, weight) of every script the workload runs."""
+        if self.scripts is not None:
+            return [split_weight(x, "scripts") for x in self.scripts]
+        return [(self.builtin or self.script, 1)]
+
+
+def split_weight(spec: str, key: str) -> tuple[str, int]:
+    """'name@weight' -> (name, weight); no @: weight 1. A weight must be a whole number from 1 (pgbench's -f/-b)."""
+    name, at, weight = str(spec).rpartition("@")
+    if not at:
+        name, weight = str(spec), "1"
+    if not name.strip():
+        raise ValueError(f"{key}: expected script@weight (a builtin or a file); got {spec!r}")
+    if not weight.isdigit() or int(weight) < 1:
+        raise ValueError(f"{key}: expected a weight that is a positive whole number; got {weight!r} in {spec!r}")
+    return name, int(weight)
 
 
 class Workload(Strict):
@@ -150,14 +193,27 @@ class Experiment(Strict):
                 raise ValueError(f"baseline.{k}: expected one of the factor's values {values}; got {v!r}")
         return self
 
+    @model_validator(mode="after")
+    def _pgbench_factors(self):
+        from .pgbench_params import check_factors
+
+        check_factors(self)
+        return self
+
     @property
     def setting_factors(self) -> dict[str, list]:
+        """The factors that are server settings (not the server, not pgbench's own options)."""
+        return {k: v for k, v in self.factors.items() if k != SERVER and k not in PGBENCH_FACTORS}
+
+    @property
+    def condition_factors(self) -> dict[str, list]:
+        """The factors a condition is made of: settings and pgbench's options (the server is not a condition)."""
         return {k: v for k, v in self.factors.items() if k != SERVER}
 
     def conditions(self) -> dict[str, dict]:
-        """Every combination of the setting factors' values: label -> settings, the baseline first, then its A/A
+        """Every combination of the condition factors' values: label -> settings, the baseline first, then its A/A
         copy (the baseline's settings under a label of its own), then the others in the factors' order."""
-        f = self.setting_factors
+        f = self.condition_factors
         combos = [dict(zip(f, vs, strict=True)) for vs in itertools.product(*f.values())] if f else [{}]
         base = self.baseline_settings()
         out = {label(base): base, label(base) + AA_SUFFIX: base}
@@ -165,7 +221,7 @@ class Experiment(Strict):
         return out
 
     def baseline_settings(self) -> dict:
-        return {k: self.baseline.get(k, v[0]) for k, v in self.setting_factors.items()}
+        return {k: self.baseline.get(k, v[0]) for k, v in self.condition_factors.items()}
 
     def baseline_condition(self) -> str:
         return label(self.baseline_settings())

@@ -8,6 +8,7 @@ import altair as alt
 import polars as pl
 
 from ...core import builds
+from . import pgbench_report
 
 METRIC_WORDS = {
     "time_s": "time (B / A: below 1 is faster)",
@@ -166,4 +167,6 @@ def show_all(t, env: pl.DataFrame | None = None, level: str = "###") -> int:
         if ch is not None:
             display(ch)
         display(charts.table(table))
+        for x in pgbench_report.section(name, t):  # a pgbench experiment's latency, timeline, counters
+            display(x)
     return len(names)

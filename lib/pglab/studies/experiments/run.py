@@ -14,7 +14,6 @@ JSON)) is kept once, taken right after its first timed execution under the same 
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -25,8 +24,8 @@ from ...core.servers import Server
 from ...core.session import Session
 from ...core.store import RunStore
 from ...pgtools import pgbench
-from . import checks
-from .params import AA_SUFFIX, SERVER, Experiment
+from . import checks, pgbench_run
+from .params import AA_SUFFIX, PGBENCH_FACTORS, SCALE, SERVER, Experiment
 
 SESSION_CONTEXTS = frozenset({"user", "superuser"})  # what a connection may set for itself once connected
 PGBENCH_ITEM = "pgbench"
@@ -47,6 +46,8 @@ def plan_path(e: Experiment, server: str, cond_index: int, item: str) -> str:
 
 def database(e: Experiment) -> str:
     d = e.data
+    if SCALE in e.factors:  # pgbench's data per condition: a database per scale (pgbench_run)
+        return pgbench_run.databases(e)
     if d.ssb is not None:
         from ...datasets.ssb.load import database_name
 
@@ -108,6 +109,8 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
     """The experiment's data in `dbname` on `server`: loaded now, or kept when it is there already."""
     d = e.data
     t0 = time.monotonic()
+    if SCALE in e.factors:  # every scale of the factor, each its own database (pgbench_run)
+        return pgbench_run.prepare_data(e, server)
     if d.ssb is not None:
         from ...datasets.ssb.load import load
 
@@ -239,6 +242,7 @@ class Runner:
 
     def levels(self, server: str, condition: str) -> tuple[dict, dict]:
         settings = dict(self.e.settings) | self.conds[condition]["settings"]
+        settings = {k: v for k, v in settings.items() if k not in PGBENCH_FACTORS}  # pgbench's options: its argv
         contexts = {k: self.setup["prepared"][server]["contexts"].get(k) for k in settings}
         return _split(settings, contexts)
 
@@ -303,45 +307,8 @@ class Runner:
         return out
 
     def pgbench_step(self, step: Step, session_level: dict) -> dict:
-        w = self.e.workload.pgbench
-        if self.client is None:
-            kit = [x.install for x in self.s.servers if x.install]
-            self.client = pgbench.newest_client(kit)
-        with tempfile.TemporaryDirectory(prefix="pglab-xlog-") as logdir:
-            args = [
-                "-n",
-                "-c",
-                w.clients,
-                "-j",
-                w.threads,
-                "-T",
-                f"{w.duration_s}",
-                "-l",
-                "--log-prefix",
-                f"{logdir}/tx",
-            ]
-            scripts = None
-            if w.builtin:
-                args += ["-b", w.builtin]
-            else:
-                scripts = {"workload.sql": open(w.script).read()}
-                args += ["-f", "workload.sql"]
-            res = pgbench.run(
-                self.servers[step.server],
-                args,
-                self.client,
-                dbname=self.setup["database"],
-                scripts=scripts,
-                settings=session_level or None,
-                timeout_s=w.duration_s + 120,
-            )
-            lat = pgbench.timed(pgbench.transaction_latencies_us(logdir)) if res.ok else []
-        tps = res.parsed.get("tps") if res.ok and res.parsed else None
-        out = {"value": tps, "unit": "tps", "error": res.error, "command": res.command}
-        if lat:
-            p = pgbench.latency_percentiles(lat)
-            out |= {k: p[k] for k in ("n", "p50_ms", "p95_ms", "p99_ms", "max_ms")}
-        return out
+        # the condition's pgbench options and scripts, with the pgbench study's telemetry (pgbench_run)
+        return pgbench_run.measure(self, step, session_level)
 
 
 def steps_for(e: Experiment, setup: dict) -> tuple[list[Step], list[dict]]:
