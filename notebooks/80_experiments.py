@@ -19,7 +19,10 @@
 # studies: the data once per server, every combination of the factors' values as a condition, the baseline
 # measured twice (an A/A control: the noise floor), warm-up rounds then interleaved rounds over servers,
 # conditions and queries, every execution kept, each SQL cell's plan kept, and each condition compared with the
-# baseline within rounds (B / A with its interval). A params file without experiments runs nothing here.
+# baseline within rounds (B / A with its interval). An SQL experiment answers per query too: both medians in ms,
+# the query's verdict beside the suite's, and why (plan change, spill, buffers, from one untimed EXPLAIN ANALYZE
+# per query and condition). A setup or query that fails is an error named in full. A params file without
+# experiments runs nothing here.
 
 # %% tags=["parameters"]
 # Parameters (papermill injects its own values after this cell)
@@ -63,4 +66,4 @@ try:
     env = derived.read_table("environment_servers", s.profile)
 except (OSError, KeyError, ValueError):
     env = None  # the environment notebook did not run for this profile: no builds to set side by side
-xreport.show_all(tables, env)
+_ = xreport.show_all(tables, env)  # the count it returns is not the reader's business (no stray "1")

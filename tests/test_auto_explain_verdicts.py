@@ -326,3 +326,45 @@ def test_each_claims_text_states_the_band_its_rule_uses():
             reason = v.verdict(c, ev).reason  # "... within ×/÷1.5 of the study's 1.30× (1.19×–1.49×)"
             band = reason[reason.rindex("(") + 1 : reason.rindex(")")]
             assert f"×/÷ {v.TOLERANCE:g}" in c.statement and band in c.statement, (c.statement, reason)
+
+
+def _studies_s2_table() -> dict[tuple[str, str], float]:
+    """docs/studies.md's S2 figures (latency average, ms): (row label, column) → value, read from the digest."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "studies.md").read_text()
+    block = text[text.index("| condition | limit | count, parallel | count, serial |") :]
+    rows = block.split("\n\n")[0].splitlines()[2:]  # the table's rows, up to the blank line after it
+    out = {}
+    for ln in rows:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        for col, x in zip(("limit", "count", "count_serial"), cells[1:], strict=True):
+            if x:
+                out[(cells[0], col)] = float(x)
+    return out
+
+
+def test_the_ns_per_row_claims_carry_the_studys_value_from_its_figures():
+    """The summary's "theirs" of S2's ns-per-row claims was blank (issue 57): the study's value is the overhead
+    in its own figures (docs/studies.md's S2 table), ANALYZE's latency less the baseline's over its 1e6 rows, shown
+    in its unit and kept off the ratio strip (a quantity is no ratio)."""
+    from pglab.core import findings as fnd
+    from pglab.report import summary
+
+    docs = _studies_s2_table()
+    base, analyze = "loaded, disabled (`log_min_duration = -1`)", "EXPLAIN ANALYZE (`log_analyze = on`), nothing logged"
+    want = {i: (docs[(analyze, i)] - docs[(base, i)]) / av.STUDY_ROWS * 1e6 for i in ("count", "count_serial")}
+    assert 15 < want["count"] < 16 and 45 < want["count_serial"] < 46  # 15.7 and 45.5 ns per row
+    runs = _runs(_small())
+    f = av.findings(runs, PLANS, av.noise_table(av.measured(runs), SMALL), SMALL)
+    for item, ns in want.items():
+        row = f.filter(pl.col("finding") == f"analyze_{item}").row(0, named=True)
+        assert row["study_value"] == pytest.approx(ns) and row["unit"] == "ns per row", row
+        assert row["our_value"] is None  # ours in the evidence's words: not a ratio for the strip
+    share = f.filter(pl.col("finding") == "timing_count").row(0, named=True)
+    assert share["unit"] == "of the overhead removed" and 0.8 < share["study_value"] < 0.9
+    ratio = f.filter(pl.col("finding") == "analyze_serial_vs_parallel").row(0, named=True)
+    assert ratio["unit"] == "×" and fnd.on_ratio_scale(ratio["unit"])
+    html = summary.summary_html(f)
+    assert f"{want['count']:.3g} ns per row" in html and f"{want['count_serial']:.3g} ns per row" in html
+    assert "15.7×" not in html and "45.5×" not in html  # never read as a ratio

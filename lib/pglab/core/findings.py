@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from . import verdicts as _v
+from .stats import ratio_with_interval
 
 # the one vocabulary of pglab.core.verdicts (docs/verdicts.md)
 SUPPORTED, CONTRADICTED, DIRECTION_ONLY = _v.SUPPORTED, _v.CONTRADICTED, _v.DIRECTION_ONLY
@@ -22,14 +23,32 @@ SCHEMA = {
     "evidence": pl.String,  # our sentence, computed from the data, with its uncertainty
 }
 # the numbers behind a verdict, for the report's summary chart (the study's figure beside ours); null where
-# the claim has no magnitude, or nothing was measured. Same scale for both: the claim's ratio B / A.
+# the claim has no magnitude, or nothing was measured. Same scale for both: the claim's ratio B / A, or where the
+# claim is on a scale-free quantity (`Claim.quantity`) the study's value of it in `unit`, ours then in the
+# evidence's words only (a quantity is no ratio: it stays off the summary's ratio strip).
 NUMBERS = {
     "study_value": pl.Float64,  # the study's figure (Claim.ratio)
     "our_value": pl.Float64,  # our estimate (Evidence.ratio)
     "our_low": pl.Float64,  # our interval
     "our_high": pl.Float64,
     "interval": pl.String,  # what the interval is: "95 % bootstrap over 12 rounds", "min–max, n=5"
+    "unit": pl.String,  # study_value's: "×" (null: the same, a row written before this column) or "ns per row"
 }
+
+
+def value_text(value: float | None, unit: str | None) -> str | None:
+    """A figure of the findings in its unit: "0.75×" for a ratio (also where unit is null), "15.7 ns per row" for a
+    quantity; None where there is no figure."""
+    if value is None:
+        return None
+    if unit in (None, "×"):
+        return ratio_with_interval(value)
+    return f"{value:.3g} {unit}"
+
+
+def on_ratio_scale(unit: str | None) -> bool:
+    """Whether a row's figures belong on the summary's ratio strip (a ratio, not a quantity such as ns per row)."""
+    return unit in (None, "×")
 
 
 def table(rows: list[dict]) -> pl.DataFrame:

@@ -473,7 +473,8 @@ def finding_row(
     study: str, finding: str, claim: Claim, server: str, v: Verdict, evidence: Evidence | None = None
 ) -> dict:
     """A row in `pglab.core.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
-    and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart."""
+    and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart; on a
+    claim's quantity the study's value in its unit, ours in the evidence's words (off the ratio strip)."""
     e = evidence or Evidence(None, None, None)
     if claim.quantity is not None:  # not a ratio: kept out of the summary's ratio strip, given in the evidence text
         e = Evidence(None, None, None, method=e.method)
@@ -484,9 +485,10 @@ def finding_row(
         "server": server,
         "verdict": v.label,
         "evidence": v.text()[:1].upper() + v.text()[1:],
-        "study_value": claim.ratio if claim.quantity is None else None,
+        "study_value": claim.ratio,  # a quantity's in its unit (the summary's "theirs": "15.7 ns per row")
         "our_value": e.ratio,
         "our_low": e.low,
         "our_high": e.high,
         "interval": e.method or None,
+        "unit": claim.quantity or ("×" if claim.ratio is not None else None),
     }

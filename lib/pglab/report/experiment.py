@@ -25,6 +25,39 @@ def default_out(profile: str):
     return paths.ROOT / "build" / f"experiment-{profile}"
 
 
+def unmeasured(p, run_id: str) -> list[str]:
+    """The experiments of which no cell could be measured, each with every error named (file, statement, server,
+    the server's message) on stderr; their run teaches the time estimate nothing (`pace.forget`)."""
+    from ..core.store import RunStore
+    from ..studies.experiments import derive as xderive
+    from . import pace
+
+    t = xderive.derive(RunStore(run_id), p)
+    if not t:
+        return []
+    cells, errors = t["experiments_cells"], t["experiments_errors"]
+    failed = [
+        name
+        for name in t["experiments_setup"]["experiment"]
+        if cells.filter(experiment=name, status="measured").is_empty()
+    ]
+    for r in errors.unique(
+        ["experiment", "stage", "server", "file", "statement", "item"], maintain_order=True
+    ).iter_rows(named=True):
+        at = f"{r['file']}: statement {r['statement']} ({r['first_line']})" if r["file"] else r["item"] or "setup"
+        print(
+            f"error: experiment {r['experiment']}: {r['stage']} {at} failed on {r['server']}: {r['error']}",
+            file=sys.stderr,
+        )
+    for name in failed:
+        mine = cells.filter(experiment=name)
+        why = "every cell failed" if mine.filter(status="error").height else "no cell is testable on these servers"
+        print(f"error: experiment {name}: nothing measured ({why}; {mine.height} cell(s))", file=sys.stderr)
+    if failed:
+        pace.forget(p.profile, NOTEBOOKS[-1], run_id)
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report.experiment", description=__doc__.splitlines()[0])
     ap.add_argument("--params", required=True)
@@ -62,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     html = write_html(out / f"{NOTEBOOKS[-1]}.ipynb", out / driver.HTML)
     print(f"pglab experiment: run {run_id} -> {html}", flush=True)
-    return 0
+    return 1 if unmeasured(p, run_id) else 0
 
 
 if __name__ == "__main__":

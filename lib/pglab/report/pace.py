@@ -7,7 +7,8 @@ that kept no earlier measurements, the driver records its estimate and how long 
 (`<state>/pace/<profile>.json`, one file per profile so that two profiles' runs never overwrite each other's;
 machine-local, removed by `make clean`); the next run of that profile starts from those paces. Like the model, a
 pace includes what that run did once (downloads, initdb, SSB loads): a run that finds its clusters loaded goes
-faster than it says at first, and the progress line corrects it as its notebooks finish."""
+faster than it says at first, and the progress line corrects it as its notebooks finish. A run that measured
+nothing (`make experiment` whose every cell failed) teaches nothing: `forget` puts the record it replaced back."""
 
 from __future__ import annotations
 
@@ -49,7 +50,29 @@ def record(profile: str, notebook: str, estimate_s: float, took_s: float, run_id
     """Keep how long `notebook` of `profile` took against its estimate (replacing the previous run's). Never
     raises: a state folder that cannot be written costs the next run its prior, not this run its measurements."""
     data = _read(profile)
+    before = data.get(notebook)
     data[notebook] = {"estimate_s": round(estimate_s, 1), "took_s": round(took_s, 1), "run_id": run_id}
+    if before is not None:  # kept for `forget`: one level, not a history
+        data[notebook]["previous"] = {k: x for k, x in before.items() if k != "previous"}
+    _write(profile, data)
+
+
+def forget(profile: str, notebook: str, run_id: str | None) -> bool:
+    """Undo what run `run_id` taught about `notebook` (its record replaced by the one before it, or removed): a
+    failed run's time says nothing about the next one's. Whether there was such a record."""
+    data = _read(profile)
+    mine = data.get(notebook)
+    if mine is None or mine.get("run_id") != run_id:
+        return False
+    if _valid(mine.get("previous")):
+        data[notebook] = mine["previous"]
+    else:
+        data.pop(notebook)
+    _write(profile, data)
+    return True
+
+
+def _write(profile: str, data: dict) -> None:
     target = _file(profile)
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
     try:

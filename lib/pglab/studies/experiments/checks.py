@@ -1,7 +1,8 @@
 """The checks of `experiments:` that need the machine, before any server starts (`pglab.params.load` runs them;
 each failure is a ParamsError naming the file, the experiment and the key, and `make experiment` exits 2):
 
-- every SQL file (workload, data setup) and pgbench script exists and holds a statement;
+- every SQL file (workload, data setup) and pgbench script exists and holds a statement (all the files' problems
+  of the params file named at once, one a line: a missing setup *and* a missing workload);
 - every server an experiment names is one of the run's;
 - every setting (factor values, fixed settings) is one that a server of the experiment accepts, with its value, by
   the install's own `postgres -C`. A setting some servers lack (io_method before 18) is no error: those cells are
@@ -48,17 +49,20 @@ def _statement(path: Path) -> str | None:
 
 
 def check_files(experiments: list[Experiment], shown) -> None:
+    """Every file problem of every experiment, raised once together (a fix-one-rerun-find-the-next loop is slow)."""
+    problems = []
     for i, e in enumerate(experiments):
         files = []
         if e.workload.sql is not None:
             for pattern in e.workload.sql:
                 if not glob.glob(pattern):
-                    raise ParamsError(f"{shown}: {where(i, e, 'workload.sql')}: no file matches {pattern!r}")
-            files += [("workload.sql", p) for p in sql_files(e)]
-            stems = [p.stem for p in sql_files(e)]
+                    problems.append(f"{shown}: {where(i, e, 'workload.sql')}: no file matches {pattern!r}")
+            found = [p for p in sql_files(e) if p.exists() or glob.glob(str(p))]
+            files += [("workload.sql", p) for p in found]
+            stems = [p.stem for p in found]
             twice = sorted({s for s in stems if stems.count(s) > 1})
             if twice:
-                raise ParamsError(
+                problems.append(
                     f"{shown}: {where(i, e, 'workload.sql')}: expected one file per query name; {twice} more than once"
                 )
         if e.workload.pgbench is not None and e.workload.pgbench.script:
@@ -67,9 +71,13 @@ def check_files(experiments: list[Experiment], shown) -> None:
             files.append(("data.sql", Path(e.data.sql)))
         for key, p in files:
             if not p.is_file():
-                raise ParamsError(f"{shown}: {where(i, e, key)}: no such file {str(p)!r}")
-            if _statement(p) is None:
-                raise ParamsError(f"{shown}: {where(i, e, key)}: {str(p)!r} is empty (no SQL statement)")
+                problems.append(f"{shown}: {where(i, e, key)}: no such file {str(p)!r}")
+            elif _statement(p) is None:
+                problems.append(f"{shown}: {where(i, e, key)}: {str(p)!r} is empty (no SQL statement)")
+    if len(problems) == 1:
+        raise ParamsError(problems[0])
+    if problems:
+        raise ParamsError(f"{len(problems)} problems:\n" + "\n".join(f"  {x}" for x in problems))
 
 
 def experiment_installs(e: Experiment, installs: list) -> list:

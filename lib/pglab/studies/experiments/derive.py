@@ -11,17 +11,26 @@
 - experiments_verdicts: one row per comparison of the experiment's main metric: with `expect`, the one rule's
   verdict on the hypothesis (`core.verdicts.verdict`, the declared tolerance); without, B / A beyond the A/A
   floor or not.
-- experiments_plans: per SQL cell its plan's root node, shape fingerprint and execution time (the JSON is raw).
-- experiments_errors: every failed measurement, with its cell and server."""
+- experiments_plans: per SQL cell its plan's root node, shape fingerprint and execution time (the JSON is raw), and
+  what it did with memory and disk (`plan_evidence`): sorts' method and space, hash and HashAgg batches, temp
+  blocks read and written, shared buffers hit and read; from the run's sample (one untimed EXPLAIN per cell).
+- experiments_queries: per query and comparison of an SQL experiment, A's and B's medians in ms with their
+  intervals, B / A, the query's own verdict beside the suite's (`against_suite`: it went the other way), whether
+  the plan changed (root and the nodes that differ) and each side's spill and buffers. Sorted so that a query going
+  against the suite comes first.
+- experiments_errors: every failed measurement and every failed setup, with its cell, server, file, statement
+  number and first line, and the server's error."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import polars as pl
 
 from ...core import between_runs, noise, paired, replicas, stats
 from ...core import verdicts as v
 from ...core.store import RunStore
-from ...pgtools.explain import parse_plan
+from ...pgtools.explain import ParsedPlan, parse_plan
 from . import pgbench_params, pgbench_tables
 from .params import AA_SUFFIX, SERVER, Experiment
 from .run import PGBENCH_ITEM, plan_path, setup_path, store_name
@@ -47,6 +56,9 @@ RUN_TYPES = {
     "p95_ms": pl.Float64,
     "p99_ms": pl.Float64,
     "max_ms": pl.Float64,
+    "file": pl.String,
+    "statement": pl.Int64,
+    "first_line": pl.String,
 }
 
 
@@ -259,21 +271,28 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
                 "floor": floor,
                 "expected": e.expect.ratio if e.expect and r["kind"] == hypothesis_kind else None,
                 "verdict": label,
-                "reason": reason + (f" (on {r['n_clusters']} clusters)" if (r.get("n_clusters") or 1) > 1 else ""),
+                "reason": reason.replace("the study's", "your expected")  # the hypothesis is the user's own
+                + (f" (on {r['n_clusters']} clusters)" if (r.get("n_clusters") or 1) > 1 else ""),
             }
         )
     return rows
 
 
 def cells_table(e: Experiment, setup: dict, r: pl.DataFrame) -> list[dict]:
-    from .run import testable
+    """Every cell with its status: measured (at least once), error (its setup failed, or every measurement did) or
+    not testable here (the server lacks a setting or value the condition needs)."""
+    from .run import setup_error, testable
 
     rows = []
     for server in setup["servers"]:
+        broken = setup_error(setup, server)
         for c in setup["conditions"]:
             why = testable(setup, server, c["settings"])
             for item in setup["items"]:
                 got = r.filter(server=server, condition=c["condition"], item=item, warmup=False)
+                measured, failed = got["value"].is_not_null().sum(), got["value"].is_null().sum()
+                status = "not testable here" if why else "error" if broken or (failed and not measured) else "measured"
+                error = broken or (got.filter(pl.col("error").is_not_null())["error"][0] if failed else None)
                 rows.append(
                     {
                         "experiment": e.name,
@@ -281,15 +300,127 @@ def cells_table(e: Experiment, setup: dict, r: pl.DataFrame) -> list[dict]:
                         "condition": c["condition"],
                         "item": item,
                         "testable": why is None,
-                        "reason": why,
-                        "measured": got["value"].is_not_null().sum(),
-                        "failed": got["value"].is_null().sum(),
+                        "status": status,
+                        "reason": why or (error if status == "error" else None),
+                        "measured": measured,
+                        "failed": failed,
                     }
                 )
     return rows
 
 
-def plan_rows(store: RunStore, e: Experiment, setup: dict) -> list[dict]:
+def setup_errors(e: Experiment, setup: dict) -> list[dict]:
+    """A row per server whose setup failed (experiments_errors' columns; no condition or item: all of them)."""
+    rows = []
+    for server in setup["servers"]:
+        prep = setup["prepared"][server]
+        if not prep.get("skipped"):
+            continue
+        where = prep.get("error") or {}
+        rows.append(
+            {
+                "experiment": e.name,
+                "stage": "setup",
+                "server": server,
+                "file": where.get("file"),
+                "statement": where.get("statement"),
+                "first_line": where.get("first_line"),
+                "error": where.get("error") or prep["skipped"],
+            }
+        )
+    return rows
+
+
+def plan_evidence(p: ParsedPlan) -> dict:
+    """What the plan did with memory and disk, from its ANALYZE figures: the sorts' methods and space, the largest
+    Hash and HashAggregate batch counts, temp blocks read and written, shared buffers hit and read (the root's
+    counts include every node below it), and a line that says it."""
+    mem, root = p.memory, p.root
+    sorts = mem.filter(pl.col("sort_method").is_not_null())
+    methods = sorted(set(sorts["sort_method"].to_list()))
+    disk_sort = sorts.filter(pl.col("sort_space_type") == "Disk")
+    batches = mem["hash_batches"].drop_nulls()
+    agg = mem["hashagg_batches"].drop_nulls()
+    row = {
+        "sort_method": ", ".join(methods) or None,
+        "sort_disk_kb": int(disk_sort["sort_space_kb"].sum()) if disk_sort.height else None,
+        "sort_memory_kb": int(sorts.filter(pl.col("sort_space_type") == "Memory")["sort_space_kb"].max() or 0)
+        if sorts.height
+        else None,
+        "hash_batches": int(batches.max()) if batches.len() else None,
+        "hashagg_batches": int(agg.max()) if agg.len() else None,
+        "hashagg_disk_kb": int(mem["disk_usage_kb"].drop_nulls().sum())
+        if mem["disk_usage_kb"].drop_nulls().len()
+        else None,
+        "temp_read_blocks": root["temp_read_blocks"],
+        "temp_written_blocks": root["temp_written_blocks"],
+        "shared_hit_blocks": root["shared_hit_blocks"],
+        "shared_read_blocks": root["shared_read_blocks"],
+    }
+    return row | {"spill": spill_text(row)}
+
+
+def _mb(kb: int) -> str:
+    return f"{kb / 1024:.1f} MB" if kb >= 1024 else f"{kb} kB"
+
+
+def spill_text(r: dict) -> str:
+    """'sort external merge, Disk 23.4 MB; hash 8 batches; temp 2900 read / 2900 written blocks' or 'in memory'."""
+    parts = []
+    if r["sort_disk_kb"]:
+        parts.append(f"sort {r['sort_method']}, Disk {_mb(r['sort_disk_kb'])}")
+    if (r["hash_batches"] or 0) > 1:
+        parts.append(f"hash {r['hash_batches']} batches")
+    if (r["hashagg_batches"] or 0) > 1:
+        parts.append(f"HashAgg {r['hashagg_batches']} batches, Disk {_mb(r['hashagg_disk_kb'] or 0)}")
+    if r["temp_read_blocks"] or r["temp_written_blocks"]:
+        parts.append(f"temp {r['temp_read_blocks'] or 0} read / {r['temp_written_blocks'] or 0} written blocks")
+    if parts:
+        return "; ".join(parts)
+    return "in memory" + (f" (sort {r['sort_method']})" if r["sort_method"] else "")
+
+
+def node_label(n: dict) -> str:
+    """A node as EXPLAIN's text names it: HashAggregate / GroupAggregate, 'Seq Scan on t'."""
+    kind = n["node_type"]
+    if kind == "Aggregate":
+        kind = {"Hashed": "HashAggregate", "Sorted": "GroupAggregate", "Mixed": "MixedAggregate"}.get(
+            n["strategy"], kind
+        )
+    rel = (n["relation"] or "").rsplit(".", 1)[-1] or n["index_name"]
+    return f"{kind} on {rel}" if rel else kind
+
+
+def _labels(p: ParsedPlan) -> list[str]:
+    """Every node's label; a Hash names what it hashes ('Hash of orders'), so a join whose sides swap reads so."""
+    nodes = p.nodes.to_dicts()
+    out = []
+    for n in nodes:
+        label = node_label(n)
+        if n["node_type"] == "Hash":
+            below = [c for c in nodes if c["parent_id"] == n["node_id"]]
+            what = node_label(below[0]).split(" on ", 1)[-1] if below else None
+            label = f"Hash of {what}" if what else label
+        out.append(label)
+    return out
+
+
+def plan_change(a: ParsedPlan | None, b: ParsedPlan | None) -> tuple[bool | None, str | None]:
+    """(changed, what changed): the roots and the nodes one plan has and the other lacks; None without both plans."""
+    if a is None or b is None:
+        return None, None
+    if a.fingerprint == b.fingerprint:
+        return False, f"same plan ({node_label(a.root)} at the root)"
+    na, nb = Counter(_labels(a)), Counter(_labels(b))
+    gone, new = sorted((na - nb).elements()), sorted((nb - na).elements())
+    root = node_label(a.root) + (f" → {node_label(b.root)}" if node_label(a.root) != node_label(b.root) else "")
+    if not gone and not new:
+        return True, f"same nodes, another shape (root {root})"
+    return True, f"root {root}; " + (", ".join(gone) or "nothing") + " → " + (", ".join(new) or "nothing")
+
+
+def plan_rows(store: RunStore, e: Experiment, setup: dict, parsed: dict | None = None) -> list[dict]:
+    """experiments_plans' rows; `parsed` collects each plan by (server, condition, item) for the queries table."""
     rows = []
     if e.workload.kind != "sql":
         return rows
@@ -304,6 +435,8 @@ def plan_rows(store: RunStore, e: Experiment, setup: dict) -> list[dict]:
                     rows.append(base | {"error": doc["plan"]["error"]})
                     continue
                 p = parse_plan(doc["plan"])
+                if parsed is not None:
+                    parsed[(server, c["condition"], item)] = p
                 rows.append(
                     base
                     | {
@@ -311,9 +444,94 @@ def plan_rows(store: RunStore, e: Experiment, setup: dict) -> list[dict]:
                         "fingerprint": p.fingerprint,
                         "execution_ms": p.execution_ms,
                         "error": None,
+                        "round": doc.get("round"),
                     }
+                    | plan_evidence(p)
                 )
     return rows
+
+
+def query_rows(
+    e: Experiment, cmp: pl.DataFrame, summary: pl.DataFrame, verdicts: list[dict], floors: pl.DataFrame, plans: dict
+) -> list[dict]:
+    """experiments_queries: each query's comparisons with both medians (ms), its verdict beside the suite's, and
+    the why (plan change, spill, buffers) from the plans sampled; a query going against the suite first."""
+    if e.workload.kind != "sql":
+        return []
+    sense = dict(METRICS["sql"])["time_s"]
+    med = {
+        (r["server"], r["condition"], r["item"]): r
+        for r in summary.filter(experiment=e.name, metric="time_s").iter_rows(named=True)
+    }
+    suite = {(r["kind"], r["server"], r["condition"], r["a"], r["b"]): r for r in verdicts}
+    rows = []
+    for r in cmp.filter(pl.col("metric") == "time_s", pl.col("kind") != "A/A", pl.col("item") != SUITE).iter_rows(
+        named=True
+    ):
+        if r["kind"] == "server":
+            sides = ((r["a"], r["condition"]), (r["b"], r["condition"]))
+        else:
+            sides = ((r["server"], r["a"]), (r["server"], r["b"]))
+        servers = [r["server"]] if r["kind"] != "server" else [r["a"], r["b"]]
+        verdict, reason = plain(r, _floor(floors, e.name, servers, "time_s"), sense)
+        whole = suite.get((r["kind"], r["server"], r["condition"], r["a"], r["b"]), {})
+        pa, pb = (plans.get((srv, cond, r["item"])) for srv, cond in sides)
+        changed, what = plan_change(pa, pb)
+        ev = [plan_evidence(p) if p is not None else {} for p in (pa, pb)]
+        row = {
+            "experiment": e.name,
+            "kind": r["kind"],
+            "server": r["server"],
+            "condition": r["condition"],
+            "item": r["item"],
+            "a": r["a"],
+            "b": r["b"],
+        }
+        for side, key in zip("ab", sides, strict=True):
+            m = med.get((*key, r["item"])) or {}
+            row |= {
+                f"{side}_ms": _ms(m.get("median")),
+                f"{side}_low_ms": _ms(m.get("ci_low")),
+                f"{side}_high_ms": _ms(m.get("ci_high")),
+            }
+        row |= {
+            "ratio": r["ratio"],
+            "low": r["low"],
+            "high": r["high"],
+            "verdict": verdict,
+            "reason": reason,
+            "suite_ratio": whole.get("ratio"),
+            "suite_verdict": whole.get("verdict"),
+            "against_suite": _against(verdict, whole.get("ratio"), whole.get("low"), whole.get("high")),
+            "plan_changed": changed,
+            "plan": what,
+        }
+        for side, x in zip("ab", ev, strict=True):
+            row |= {f"{side}_{k}": x.get(k) for k in EVIDENCE}
+        rows.append(row)
+    rows.sort(key=lambda x: (not x["against_suite"], -abs(_log(x["ratio"]))))
+    return rows
+
+
+EVIDENCE = ("spill", "temp_read_blocks", "temp_written_blocks", "shared_hit_blocks", "shared_read_blocks")
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)
+
+
+def _log(x: float | None) -> float:
+    import math
+
+    return math.log(x) if x else 0.0
+
+
+def _against(verdict: str, suite_ratio, low, high) -> bool:
+    """The query went the other way from the suite: slower while the suite's interval lies below 1, or faster
+    while it lies above."""
+    if suite_ratio is None or low is None or high is None:
+        return False
+    return (verdict == "slower" and high < 1) or (verdict == "faster" and low > 1)
 
 
 def setup_row(e: Experiment, setup: dict) -> dict:
@@ -379,6 +597,7 @@ SCHEMAS = {
         "condition": S,
         "item": S,
         "testable": B,
+        "status": S,
         "reason": S,
         "measured": N,
         "failed": N,
@@ -410,6 +629,53 @@ SCHEMAS = {
         "fingerprint": S,
         "execution_ms": F,
         "error": S,
+        "round": N,
+        "sort_method": S,
+        "sort_disk_kb": N,
+        "sort_memory_kb": N,
+        "hash_batches": N,
+        "hashagg_batches": N,
+        "hashagg_disk_kb": N,
+        "temp_read_blocks": N,
+        "temp_written_blocks": N,
+        "shared_hit_blocks": N,
+        "shared_read_blocks": N,
+        "spill": S,
+    },
+    "experiments_queries": {
+        "experiment": S,
+        "kind": S,
+        "server": S,
+        "condition": S,
+        "item": S,
+        "a": S,
+        "b": S,
+        **{f"{side}_{x}": F for side in "ab" for x in ("ms", "low_ms", "high_ms")},
+        "ratio": F,
+        "low": F,
+        "high": F,
+        "verdict": S,
+        "reason": S,
+        "suite_ratio": F,
+        "suite_verdict": S,
+        "against_suite": B,
+        "plan_changed": B,
+        "plan": S,
+        **{f"{side}_{k}": S if k == "spill" else N for side in "ab" for k in EVIDENCE},
+    },
+    "experiments_errors": {
+        "experiment": S,
+        "stage": S,
+        "server": S,
+        "condition": S,
+        "item": S,
+        "repetition": N,
+        "warmup": B,
+        "file": S,
+        "statement": N,
+        "first_line": S,
+        "error": S,
+        "sqlstate": S,
     },
 }
 
@@ -420,6 +686,8 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     if not done:
         return {}
     setups, cells, verdicts, plans, all_runs, all_cmp, values, own = [], [], [], [], [], [], [], []
+    parsed: dict[str, dict] = {}  # experiment -> (server, condition, item) -> its sampled plan
+    errors: list[dict] = []
     for e in done:
         setup = store.load_json(setup_path(e))
         r = runs(store, e)
@@ -428,17 +696,26 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
         own.append(comparisons(e, vals, setup, pool=False) if between_runs.has_replicas(setup["servers"]) else cmp)
         setups.append(setup_row(e, setup))
         cells += cells_table(e, setup, r)
-        plans += plan_rows(store, e, setup)
+        plans += plan_rows(store, e, setup, parsed.setdefault(e.name, {}))
+        errors += setup_errors(e, setup)
         all_runs.append(r)
         all_cmp.append(cmp)
         values.append(vals)
     cmp = pl.concat(all_cmp, how="diagonal_relaxed")
     nz = noise_table(pl.concat(own, how="diagonal_relaxed"))
-    for e, c in zip(done, all_cmp, strict=True):
-        verdicts += verdict_rows(e, c, nz)
+    queries = []
     r = pl.concat(all_runs)
     vals = pl.concat(values)
     summary = stats.summarize(vals, by=["experiment", "server", "condition", "item", "metric"], value="value")
+    for e, c in zip(done, all_cmp, strict=True):
+        mine = verdict_rows(e, c, nz)
+        verdicts += mine
+        queries += query_rows(e, c, summary, mine, nz, parsed[e.name])
+    failed = r.filter(pl.col("error").is_not_null()).with_columns(stage=pl.lit("workload"))
+    errors_df = pl.concat(
+        [_frame(errors, SCHEMAS["experiments_errors"]), failed.select(*SCHEMAS["experiments_errors"])],
+        how="vertical_relaxed",
+    )
     return {
         "experiments_setup": _frame(setups, SCHEMAS["experiments_setup"]),
         "experiments_cells": _frame(cells, SCHEMAS["experiments_cells"]),
@@ -448,9 +725,8 @@ def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
         "experiments_noise": nz,
         "experiments_verdicts": _frame(verdicts, SCHEMAS["experiments_verdicts"]),
         "experiments_plans": _frame(plans, SCHEMAS["experiments_plans"]),
-        "experiments_errors": r.filter(pl.col("error").is_not_null()).select(
-            "experiment", "server", "condition", "item", "repetition", "warmup", "error", "sqlstate"
-        ),
+        "experiments_queries": _frame(queries, SCHEMAS["experiments_queries"]),
+        "experiments_errors": errors_df,
     } | pgbench_tables.tables(store, done)  # pgbench's latency, timeline, server counters (empty without pgbench)
 
 
@@ -463,6 +739,7 @@ TABLES = (
     "experiments_noise",
     "experiments_verdicts",
     "experiments_plans",
+    "experiments_queries",
     "experiments_errors",
     *pgbench_tables.TABLES,
 )

@@ -1,6 +1,9 @@
 """An experiment's section of the report, from its derived tables alone: its question, the setup, a chart of every
-comparison (B / A with its interval, the A/A floor shaded), the table, the verdicts, the cells not testable here
-and what differs between the servers' builds (`core.builds.difference`)."""
+comparison (B / A with its interval, the A/A floor shaded; an SQL experiment's queries each a row beside the
+suite's), the table, the verdicts, the per-query answers (both medians in ms, the query's verdict beside the
+suite's, the plan change and the spill behind it; a query going against the suite first), the errors (file,
+statement, server), the cells not testable here and what differs between the servers' builds
+(`core.builds.difference`)."""
 
 from __future__ import annotations
 
@@ -22,11 +25,32 @@ def comparison_label(r: dict) -> str:
     return f"{r['b']} vs {r['a']} ({where})"
 
 
-def chart(verdicts: pl.DataFrame, title: str) -> alt.Chart:
-    """B / A with its interval per comparison, on a log axis around 1; colour: the verdict; grey band: A/A floor."""
-    df = verdicts.with_columns(
-        comparison=pl.struct("kind", "server", "condition", "a", "b").map_elements(
-            comparison_label, return_dtype=pl.String
+def row_label(r: dict) -> str:
+    """A chart row in full: where (server, or the condition of a server comparison), what (the suite or a query),
+    B vs A: 'pg15 · q1_sort: work_mem=64MB vs work_mem=4MB'."""
+    where = r["server"] if r["kind"] != "server" else r["condition"]
+    what = r.get("item") or "suite"
+    return f"{where} · {what}: {r['b']} vs {r['a']}"
+
+
+def chart_rows(verdicts: pl.DataFrame, queries: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The chart's rows: each verdict (the suite's, for an SQL experiment) then its queries'."""
+    cols = ["kind", "server", "condition", "item", "a", "b", "metric", "ratio", "low", "high", "floor", "verdict"]
+    df = verdicts.with_columns(reason=pl.col("reason")).select(*cols, "reason")
+    if queries is not None and queries.height:
+        floors = verdicts.select("kind", "server", "condition", "a", "b", "floor").unique()
+        q = queries.join(floors, on=["kind", "server", "condition", "a", "b"], how="left", nulls_equal=True)
+        q = q.with_columns(metric=pl.lit(df["metric"][0] if df.height else "time_s")).select(*cols, "reason")
+        df = pl.concat([df, q], how="vertical_relaxed")
+    return df
+
+
+def chart(verdicts: pl.DataFrame, title: str, queries: pl.DataFrame | None = None) -> alt.Chart:
+    """B / A with its interval per comparison (and per query), on a log axis around 1; colour: the verdict; grey
+    band: A/A floor. Every row labelled in full (server, query, B vs A), never cut."""
+    df = chart_rows(verdicts, queries).with_columns(
+        comparison=pl.struct("kind", "server", "condition", "item", "a", "b").map_elements(
+            row_label, return_dtype=pl.String
         ),
         floor_low=1 / (1 + pl.col("floor").fill_null(0)),
         floor_high=1 + pl.col("floor").fill_null(0),
@@ -34,7 +58,7 @@ def chart(verdicts: pl.DataFrame, title: str) -> alt.Chart:
     lo = min([*df["low"].drop_nulls(), *df["floor_low"], 0.9]) * 0.9
     hi = max([*df["high"].drop_nulls(), *df["floor_high"], 1.1]) * 1.1
     x = alt.X("ratio:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title=METRIC_WORDS.get(df["metric"][0], "B / A"))
-    y = alt.Y("comparison:N", title=None, sort=None)
+    y = alt.Y("comparison:N", title=None, sort=None, axis=alt.Axis(labelLimit=0))  # never "work_mem=…"
     base = alt.Chart(df)
     band = base.mark_bar(color="#dddddd", height=14).encode(x="floor_low:Q", x2="floor_high:Q", y=y)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
@@ -102,7 +126,7 @@ def section(
     noise_df = t["experiments_noise"].filter(experiment=name)
     errors = t["experiments_errors"].filter(experiment=name)
     hyp = (
-        f" Hypothesis: B / A = {setup['expect']:g}, scored with the declared tolerance (×/÷ 1.5)."
+        f" Hypothesis (yours): B / A = {setup['expect']:g}, scored with the declared tolerance (×/÷ 1.5)."
         if setup["expect"] is not None
         else " No hypothesis: each comparison says whether B / A goes beyond the A/A floor."
     )
@@ -125,15 +149,12 @@ def section(
     md.append("")
     for r in ver.iter_rows(named=True):
         md.append(f"- **{r['verdict']}** — {comparison_label(r)}: {r['reason']}")
+    queries = t["experiments_queries"].filter(experiment=name) if "experiments_queries" in t else None
+    md += query_lines(queries)
     nt = cells.filter(~pl.col("testable")).unique(["server", "reason"]).sort("server")
     for r in nt.iter_rows(named=True):
         md.append(f"- *not testable here* on {r['server']}: {r['reason']}")
-    if errors.height:
-        first = errors.row(0, named=True)
-        md.append(
-            f"- {errors.height} measurement(s) failed, e.g. {first['server']} {first['condition']} "
-            f"{first['item']}: {first['error']}"
-        )
+    md += error_lines(errors, cells)
     b = _builds([s.strip() for s in setup["servers"].split(",")], env)
     if b:
         md += ["", b]
@@ -148,7 +169,93 @@ def section(
         pl.col("floor").round(3),
         "verdict",
     )
-    return "\n".join(md), (chart(ver, f"{name}: {setup['metric']}, B / A") if ver.height else None), table
+    title = f"{name}: {setup['metric']}, B / A" + (
+        " (the suite, then each query)" if queries is not None and queries.height else ""
+    )
+    return "\n".join(md), (chart(ver, title, queries) if ver.height else None), table
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def median_text(r: dict, side: str) -> str:
+    """'574 ms [561–590]'."""
+    if r[f"{side}_ms"] is None:
+        return "—"
+    ends = f" [{_ms(r[f'{side}_low_ms'])}–{_ms(r[f'{side}_high_ms'])}]" if r[f"{side}_low_ms"] is not None else ""
+    return f"{_ms(r[f'{side}_ms'])} ms{ends}"
+
+
+def query_lines(queries: pl.DataFrame | None) -> list[str]:
+    """A line per query going against the suite (slower while the suite got faster, or the reverse), first."""
+    if queries is None or queries.is_empty():
+        return []
+    out = []
+    for r in queries.filter(pl.col("against_suite")).iter_rows(named=True):
+        where = r["server"] or r["condition"]
+        out.append(
+            f"- **{r['item']} got {r['verdict']}** on {where} while the suite got {r['suite_verdict']}: "
+            f"{median_text(r, 'a')} → {median_text(r, 'b')} ({r['ratio']:.2f}×)"
+            + (f"; plan: {r['plan']}" if r["plan_changed"] else "")
+        )
+    changed = queries.filter(pl.col("plan_changed").fill_null(False) & ~pl.col("against_suite"))
+    for r in changed.iter_rows(named=True):
+        out.append(f"- {r['item']} on {r['server'] or r['condition']}: the plan changed with {r['b']}: {r['plan']}")
+    return out
+
+
+def queries_table(queries: pl.DataFrame) -> pl.DataFrame:
+    """The per-query answers as read: both medians in ms, B / A, the query's verdict and the suite's, the plan and
+    what each side spilled (a query going against the suite first, as experiments_queries sorts them)."""
+    rows = []
+    for r in queries.iter_rows(named=True):
+        rows.append(
+            {
+                "where": r["server"] or r["condition"],
+                "query": r["item"],
+                "B vs A": f"{r['b']} vs {r['a']}",
+                "A": median_text(r, "a"),
+                "B": median_text(r, "b"),
+                "B / A": "—"
+                if r["ratio"] is None
+                else f"{r['ratio']:.2f}×" + (f" [{r['low']:.2f}–{r['high']:.2f}]" if r["low"] is not None else ""),
+                "verdict": r["verdict"] + (" (against the suite)" if r["against_suite"] else ""),
+                "suite": r["suite_verdict"] or "—",
+                "plan": "changed: " + r["plan"] if r["plan_changed"] else "same" if r["plan_changed"] is False else "—",
+                "A spill": r["a_spill"] or "—",
+                "B spill": r["b_spill"] or "—",
+                "buffers hit / read (A → B)": f"{r['a_shared_hit_blocks']} / {r['a_shared_read_blocks']} → "
+                f"{r['b_shared_hit_blocks']} / {r['b_shared_read_blocks']}"
+                if r["a_shared_hit_blocks"] is not None and r["b_shared_hit_blocks"] is not None
+                else "—",
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def error_lines(errors: pl.DataFrame, cells: pl.DataFrame) -> list[str]:
+    """Every failure named: setup (file, statement, first line, the server's error) and workload (per file and
+    server, how many measurements failed), and the cells that read *error* because of them."""
+    out = []
+    if errors.is_empty():
+        return out
+    stage = errors["stage"] if "stage" in errors.columns else pl.Series(["workload"] * errors.height)
+    errors = errors.with_columns(stage=stage)
+    for r in errors.filter(stage="setup").iter_rows(named=True):
+        at = f"{r['file']}: statement {r['statement']} ({r['first_line']})" if r.get("file") else "setup"
+        out.append(f"- **error** on {r['server']}: {at}: {r['error']}")
+    work = errors.filter(stage="workload")
+    if work.height:
+        keys = [c for c in ("server", "item", "file", "statement", "first_line") if c in work.columns]
+        for g in work.group_by(keys, maintain_order=True).agg(pl.len(), pl.col("error").first()).iter_rows(named=True):
+            at = f"{g['file']}: statement {g['statement']} ({g['first_line']})" if g.get("file") else g["item"]
+            out.append(f"- **error** on {g['server']}: {at} failed {g['len']} time(s): {g['error']}")
+    if "status" in cells.columns:
+        n = cells.filter(status="error").height
+        if n:
+            out.append(f"- {n} of {cells.height} cell(s) read *error*: nothing measured there")
+    return out
 
 
 def show_all(t, env: pl.DataFrame | None = None, level: str = "###") -> int:
@@ -167,6 +274,10 @@ def show_all(t, env: pl.DataFrame | None = None, level: str = "###") -> int:
         if ch is not None:
             display(ch)
         display(charts.table(table))
+        queries = t["experiments_queries"].filter(experiment=name) if "experiments_queries" in t else None
+        if queries is not None and queries.height:
+            display(Markdown("**Per-query answers** (a query that went against the suite first):"))
+            display(charts.table(queries_table(queries)))
         for x in pgbench_report.section(name, t):  # a pgbench experiment's latency, timeline, counters
             display(x)
     return len(names)

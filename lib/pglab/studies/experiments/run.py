@@ -7,18 +7,23 @@ what is recorded). Session-level settings go with the condition's connection; se
 server's configuration (reload, or restart where PostgreSQL needs one). Within a round the steps are grouped by
 server configuration, the groups' order rotating from round to round, so that a round costs one restart per
 configuration, not one per step; after a restart each item runs once untimed before it is timed (a restart
-empties shared_buffers). A cell whose setting the server lacks is *not testable here*; a failing statement is
-recorded with its error and the other cells go on. Every SQL cell's plan (EXPLAIN (ANALYZE, BUFFERS, FORMAT
-JSON)) is kept once, taken right after its first timed execution under the same configuration."""
+empties shared_buffers). A cell whose setting the server lacks is *not testable here*; a setup script that fails
+is an *error* on that server (file, statement number and first line, the server's message: printed and kept in
+setup.json), and a failing workload statement is recorded with its error (printed once per cell) while the other
+cells go on. The evidence beside the times: every SQL cell's plan, spills and buffers from one untimed EXPLAIN
+(ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) taken right after its first timed execution under the same
+configuration (rule 6: never timed; TIMING OFF: no clock reads per row, the sample costs about one execution)."""
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ...core import outcomes, replicas
-from ...core.db import explain_json, timed_statement
+from ...core.db import scrub, timed_statement
 from ...core.schedule import Step, plan, run_steps
 from ...core.servers import Server
 from ...core.session import Session
@@ -27,6 +32,7 @@ from ...pgtools import pgbench
 from . import checks, pgbench_run
 from .params import AA_SUFFIX, PGBENCH_FACTORS, SCALE, SERVER, Experiment
 
+EXPLAIN_OPTIONS = "ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON"  # the evidence sample's EXPLAIN (docstring above)
 SESSION_CONTEXTS = frozenset({"user", "superuser"})  # what a connection may set for itself once connected
 PGBENCH_ITEM = "pgbench"
 
@@ -62,6 +68,80 @@ def items(e: Experiment) -> dict[str, str]:
     if e.workload.kind == "pgbench":
         return {PGBENCH_ITEM: ""}
     return {p.stem: p.read_text() for p in checks.sql_files(e)}
+
+
+def statements(sql: str) -> list[str]:
+    """The script's statements, split at the semicolons outside quotes, dollar quotes and comments (each with its
+    comments; empty ones dropped): what a failing statement's number counts."""
+    out, start, i, n = [], 0, 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c == "-" and sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif c == "/" and sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c in "'\"":
+            j = i + 1
+            while j < n and not (sql[j] == c and not sql.startswith(c * 2, j)):
+                j += 2 if sql.startswith(c * 2, j) else 1
+            i = j + 1
+        elif c == "$" and (m := re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$", sql[i:])):
+            j = sql.find(m.group(0), i + len(m.group(0)))
+            i = n if j < 0 else j + len(m.group(0))
+        elif c == ";":
+            out.append(sql[start : i + 1])
+            start = i = i + 1
+        else:
+            i += 1
+    out.append(sql[start:])
+    return [x for x in out if _code(x)]
+
+
+def _code(statement: str) -> str:
+    """The statement without comments and blank lines."""
+    text = re.sub(r"/\*.*?\*/", " ", statement, flags=re.S)
+    lines = [ln.split("--", 1)[0].rstrip() for ln in text.splitlines()]
+    return "\n".join(ln for ln in lines if ln.strip()).strip("; \n")
+
+
+def first_line(statement: str) -> str:
+    code = _code(statement)
+    line = code.splitlines()[0].strip() if code else ""
+    return line if len(line) <= 80 else line[:77] + "..."
+
+
+def shown_path(path: str) -> str:
+    """A file as the user would name it: relative to the working folder when under it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+class ScriptError(RuntimeError):
+    """A statement of the user's SQL failed: the file, the statement's number and first line, the server, the error."""
+
+    def __init__(self, file: str, number: int, total: int, statement: str, server: str, error: str):
+        self.file, self.number, self.statement = file, number, first_line(statement)
+        self.server, self.error = server, error
+        super().__init__(f"{file}: statement {number} of {total} ({self.statement}) failed on {server}: {error}")
+
+
+def run_script(conn, sql: str, file: str, server: str) -> None:
+    """Each statement of a setup script in turn (autocommit: VACUUM and CREATE INDEX CONCURRENTLY are allowed);
+    the first that fails raises ScriptError."""
+    import psycopg
+
+    parts = statements(sql)
+    conn.autocommit = True
+    for k, stmt in enumerate(parts, 1):
+        try:
+            conn.execute(stmt)
+        except psycopg.Error as ex:
+            raise ScriptError(file, k, len(parts), stmt, server, scrub(str(ex).strip())) from None
 
 
 def _ordered(servers: list[Server]) -> list[Server]:
@@ -102,7 +182,8 @@ class Prepared:
     contexts: dict[str, str] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     data: dict = field(default_factory=dict)
-    skipped: str | None = None
+    skipped: str | None = None  # why the server cannot take part: an error (the data's script failed, no connection)
+    error: dict | None = None  # a failing setup statement: file, statement, first line, error (ScriptError)
 
 
 def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) -> dict:
@@ -144,7 +225,7 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
             raise RuntimeError(f"pgbench -i failed: {res.error}")
     elif d.sql:
         with server.connect(dbname) as conn:
-            conn.execute(marker["sql"])  # the whole script in one go: several statements are allowed here
+            run_script(conn, marker["sql"], shown_path(d.sql), server.name)
     with server.connect(dbname) as conn:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CREATE TABLE pglab_experiment_data (spec text)")
@@ -163,9 +244,15 @@ def prepare(e: Experiment, servers: list[Server], store: RunStore) -> dict[str, 
             if s.install is not None:
                 p.unavailable |= checks.refused_values(e, s.install)
             p.data = prepare_data(e, s, dbname, store)
+        except ScriptError as ex:  # the user's SQL failed: an error named in full, not "not testable here"
+            p.skipped = f"setup {ex}"
+            p.error = {"file": ex.file, "statement": ex.number, "first_line": ex.statement, "error": ex.error}
+            outcomes.skip(store, store_name(e), s.name, p.skipped)
+            print(f"ERROR experiment {e.name}: {p.skipped}", flush=True)
         except Exception as ex:  # this server cannot take part: recorded, the others go on
             p.skipped = f"{type(ex).__name__}: {ex}"
             outcomes.skip(store, store_name(e), s.name, p.skipped)
+            print(f"ERROR experiment {e.name}: {s.name} cannot take part: {p.skipped}", flush=True)
         out[s.name] = p
     return out
 
@@ -194,6 +281,7 @@ def save_setup(
                 "unavailable": p.unavailable,
                 "data": p.data,
                 "skipped": p.skipped,
+                "error": p.error,
                 "contexts": {k: p.contexts.get(k) for k in sorted({*e.settings, *e.setting_factors})},
             }
             for n, p in preps.items()
@@ -204,11 +292,15 @@ def save_setup(
     return doc
 
 
+def setup_error(setup: dict, server: str) -> str | None:
+    """Why the server could not take part (its data's setup failed, or it could not be reached), else None."""
+    return setup["prepared"][server]["skipped"]
+
+
 def testable(setup: dict, server: str, settings: dict) -> str | None:
-    """None when the server can run a condition with these settings, else why not."""
+    """None when the server has what a condition with these settings needs, else what it lacks (*not testable
+    here*). A server whose setup failed is an error (`setup_error`), not this."""
     prep = setup["prepared"][server]
-    if prep["skipped"]:
-        return prep["skipped"]
     gone = prep["unavailable"]
     missing = [gone[x] for k, v in settings.items() for x in (k, f"{k}={_value_text(v)}") if x in gone]
     return "; ".join(missing) or None
@@ -229,8 +321,11 @@ def _split(settings: dict, contexts: dict[str, str]) -> tuple[dict, dict]:
 class Runner:
     """Measures one experiment's steps, configuring each server as the step's condition needs."""
 
-    def __init__(self, e: Experiment, s: Session, servers: list[Server], setup: dict):
+    def __init__(self, e: Experiment, s: Session, servers: list[Server], setup: dict, evidence: bool = True):
         self.e, self.s, self.setup = e, s, setup
+        self.evidence = evidence  # the EXPLAIN sample per cell (off only to measure its cost: make bench-experiment)
+        self.files = {p.stem: shown_path(str(p)) for p in checks.sql_files(e)} if e.workload.kind == "sql" else {}
+        self.told: set[tuple[str, str, str]] = set()  # cells whose failure was printed
         self.servers = {x.name: x for x in servers}
         self.conds = {c["condition"]: c for c in setup["conditions"]}
         self.items = items(e)
@@ -299,11 +394,29 @@ class Runner:
             "error": t.error,
             "sqlstate": t.sqlstate,
         }
+        if not t.ok:
+            out |= self.failed_statement(step, sql, t.error)
         idx = self.conds[step.condition]["index"]
         path = plan_path(self.e, step.server, idx, step.item)
-        if t.ok and not step.warmup and not self.s.store.has_artifact(path):
-            doc = explain_json(conn, sql, record_error=True)
-            self.s.store.save_json(path, {"condition": step.condition, "plan": doc})
+        if self.evidence and t.ok and not step.warmup and not self.s.store.has_artifact(path):
+            doc = {"condition": step.condition, "plan": sample_plan(conn, sql), "round": step.round}
+            self.s.store.save_json(path, doc)
+        return out
+
+    def failed_statement(self, step: Step, sql: str, error: str | None) -> dict:
+        """Where a workload file failed (file, statement, its first line), printed once per cell."""
+        parts = statements(sql) or [sql]
+        # a query a file is the rule; with several statements the server's error does not say which: the first named
+        out = {"file": self.files.get(step.item, step.item), "statement": 1, "first_line": first_line(parts[0])}
+        key = (step.server, step.condition, step.item)
+        if key not in self.told:
+            self.told.add(key)
+            of = f" of {len(parts)}" if len(parts) > 1 else ""
+            print(
+                f"ERROR experiment {self.e.name}: workload {out['file']}: statement 1{of} ({out['first_line']}) "
+                f"failed on {step.server} ({step.condition}): {error}",
+                flush=True,
+            )
         return out
 
     def pgbench_step(self, step: Step, session_level: dict) -> dict:
@@ -311,12 +424,25 @@ class Runner:
         return pgbench_run.measure(self, step, session_level)
 
 
+def sample_plan(conn, sql: str):
+    """The evidence sample: EXPLAIN (EXPLAIN_OPTIONS) of `sql`, untimed; a statement that fails gives {"error": ...}."""
+    import psycopg
+
+    try:
+        return conn.execute(f"EXPLAIN ({EXPLAIN_OPTIONS}) {sql.rstrip().rstrip(';')}").fetchone()[0]
+    except psycopg.Error as ex:
+        if not conn.autocommit:
+            conn.rollback()
+        return {"error": scrub(str(ex).strip())}
+
+
 def steps_for(e: Experiment, setup: dict) -> tuple[list[Step], list[dict]]:
-    """The schedule of the testable cells, and the cells that are not testable (with why)."""
+    """The schedule of the measurable cells, and the cells that are not (with why: not testable here, or the
+    server's setup error)."""
     cells, not_testable = [], []
     for server in setup["servers"]:
         for c in setup["conditions"]:
-            why = testable(setup, server, c["settings"])
+            why = setup_error(setup, server) or testable(setup, server, c["settings"])
             for item in setup["items"]:
                 if why is None:
                     cells.append((server, c["condition"], item))
@@ -350,7 +476,7 @@ class Result:
     wall_s: float
 
 
-def run_experiment(s: Session, e: Experiment) -> Result:
+def run_experiment(s: Session, e: Experiment, evidence: bool = True) -> Result:
     t0 = time.monotonic()
     servers, base_server = resolve_servers(e, s.servers)
     first = s.store.load_json(setup_path(e))
@@ -359,7 +485,7 @@ def run_experiment(s: Session, e: Experiment) -> Result:
     preps = prepare(e, servers, s.store)
     setup = save_setup(e, s.store, servers, base_server, preps)
     steps, not_testable = steps_for(e, setup)
-    runner = Runner(e, s, servers, setup)
+    runner = Runner(e, s, servers, setup, evidence=evidence)
     steps = grouped(steps, runner.config_key)
     try:
         n = run_steps(steps, s.store, store_name(e), runner.measure, desc=e.name)
