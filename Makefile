@@ -17,7 +17,7 @@ TEST_DIR := build/test
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; [ $$n -lt 2 ] && n=0; echo $$n)
 
 .DEFAULT_GOAL := help
-.PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler bench-build stability
+.PHONY: help report test lint lab clean venv bench bench-ssb bench-download bench-sampler bench-build bench-experiment stability
 .PHONY: compare lock notebooks derive archive export results publish experiment
 
 help: ## list the targets with their time on a 2-core machine
@@ -107,7 +107,7 @@ test: lint ##dev [20 min] lint, tests on real servers, a quick report pass, nbva
 	for s in $(TEST_DIR)/pytest/*/state; do \
 	  PGLAB_STATE_DIR=$(CURDIR)/$$s $(BIN)/python -m pglab.core.clean --check-orphans || exit 1; done
 
-bench: bench-ssb bench-download bench-sampler bench-build ##dev [9 min] every benchmark, printed
+bench: bench-ssb bench-download bench-sampler bench-build bench-experiment ##dev [12 min] every benchmark, printed
 
 bench-ssb: $(STAMP) ##dev [3 min] SSB generation vs C dbgen (PGLAB_DBGEN=path), load speed at SF 1, memory
 	$(BIN)/python -m pglab.datasets.ssb.bench --sf 1
@@ -120,6 +120,9 @@ bench-sampler: $(STAMP) ##dev [10 s] the /proc sampler's own cost per sample and
 
 bench-build: $(STAMP) ##dev [4 min] Debian's PostgreSQL 15 built from source, default flags: cold, then cached
 	$(BIN)/python -m pglab.core.pg_build --bench --debian postgresql-15
+
+bench-experiment: $(STAMP) ##dev [3 min] an SQL experiment (3 queries x 2 conditions x 10 rounds) without and with its plans/spills sample: the overhead
+	$(BIN)/python -m pglab.report.experiment_bench
 
 stability: $(STAMP) ##dev [3 h 20 min; FIRST=<run> 1 h 40 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
 	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \

@@ -39,7 +39,9 @@ def chart_rows(verdicts: pl.DataFrame, queries: pl.DataFrame | None = None) -> p
     df = verdicts.with_columns(reason=pl.col("reason")).select(*cols, "reason")
     if queries is not None and queries.height:
         floors = verdicts.select("kind", "server", "condition", "a", "b", "floor").unique()
-        q = queries.join(floors, on=["kind", "server", "condition", "a", "b"], how="left", nulls_equal=True)
+        q = ordered(queries).join(
+            floors, on=["kind", "server", "condition", "a", "b"], how="left", nulls_equal=True, maintain_order="left"
+        )
         q = q.with_columns(metric=pl.lit(df["metric"][0] if df.height else "time_s")).select(*cols, "reason")
         df = pl.concat([df, q], how="vertical_relaxed")
     return df
@@ -187,10 +189,22 @@ def median_text(r: dict, side: str) -> str:
     return f"{_ms(r[f'{side}_ms'])} ms{ends}"
 
 
+def ordered(queries: pl.DataFrame) -> pl.DataFrame:
+    """A query going against the suite first, then per server the largest effects (the derived CSV keeps its own
+    sort)."""
+    return queries.sort(
+        pl.col("against_suite").fill_null(False),
+        pl.coalesce("server", "condition"),
+        pl.col("ratio").log().abs().fill_null(0),
+        descending=[True, False, True],
+    )
+
+
 def query_lines(queries: pl.DataFrame | None) -> list[str]:
     """A line per query going against the suite (slower while the suite got faster, or the reverse), first."""
     if queries is None or queries.is_empty():
         return []
+    queries = ordered(queries)
     out = []
     for r in queries.filter(pl.col("against_suite")).iter_rows(named=True):
         where = r["server"] or r["condition"]
@@ -209,7 +223,7 @@ def queries_table(queries: pl.DataFrame) -> pl.DataFrame:
     """The per-query answers as read: both medians in ms, B / A, the query's verdict and the suite's, the plan and
     what each side spilled (a query going against the suite first, as experiments_queries sorts them)."""
     rows = []
-    for r in queries.iter_rows(named=True):
+    for r in ordered(queries).iter_rows(named=True):
         rows.append(
             {
                 "where": r["server"] or r["condition"],
