@@ -61,6 +61,7 @@ def forget(profile: str, notebook: str, run_id: str | None) -> bool:
     """Undo what run `run_id` taught about `notebook` (its record replaced by the one before it, or removed): a
     failed run's time says nothing about the next one's. Whether there was such a record."""
     data = _read(profile)
+    notebook = notebook if notebook in data else f"{notebook}.ipynb"  # the driver's records name the .ipynb
     mine = data.get(notebook)
     if mine is None or mine.get("run_id") != run_id:
         return False
