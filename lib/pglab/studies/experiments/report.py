@@ -59,12 +59,16 @@ def chart(verdicts: pl.DataFrame, title: str, queries: pl.DataFrame | None = Non
     )
     lo = min([*df["low"].drop_nulls(), *df["floor_low"], 0.9]) * 0.9
     hi = max([*df["high"].drop_nulls(), *df["floor_high"], 1.1]) * 1.1
-    x = alt.X("ratio:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title=METRIC_WORDS.get(df["metric"][0], "B / A"))
+    x = alt.X(
+        "ratio:Q",
+        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+        title=METRIC_WORDS.get(df["metric"][0], "B / A"),
+    )
     y = alt.Y("comparison:N", title=None, sort=None, axis=alt.Axis(labelLimit=0))  # never "work_mem=…"
     base = alt.Chart(df)
     band = base.mark_bar(color="#dddddd", height=14).encode(x="floor_low:Q", x2="floor_high:Q", y=y)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
-    x_low = alt.X("low:Q", scale=alt.Scale(type="log", domain=[lo, hi]))
+    x_low = alt.X("low:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
     points = base.mark_point(filled=True, size=70).encode(
         x=x,
         y=y,
