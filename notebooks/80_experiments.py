@@ -54,7 +54,7 @@ try:
     for r in xrun.run_all(s):
         print(
             f"{r.experiment}: {r.steps_run} measurements now on {r.servers}, {r.wall_s:.0f} s; "
-            f"{len(r.not_testable)} cell(s) not testable here"
+            f"{r.count('error')} cell(s) in error, {r.count('not testable here')} not testable here"
         )
 finally:
     s.close()

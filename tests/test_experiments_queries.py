@@ -135,6 +135,8 @@ experiments:
     err = res.stderr
     assert "setup.sql: statement 2 (INSERT INTO t)" in err and "integer out of range" in err, err
     assert f"failed on {embedded.name}" in err and "nothing measured" in err, err
+    nb = (tmp_path / "out" / "80_experiments.ipynb").read_text()  # the notebook's own line says error, too
+    assert "3 cell(s) in error, 0 not testable here" in nb
     run_id = next(ln.split()[3] for ln in res.stdout.splitlines() if ln.startswith("pglab experiment: run "))
     t = xderive.derive(RunStore(run_id), params.load(path))
     e = t["experiments_errors"].filter(stage="setup").row(0, named=True)

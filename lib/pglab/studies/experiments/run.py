@@ -442,12 +442,16 @@ def steps_for(e: Experiment, setup: dict) -> tuple[list[Step], list[dict]]:
     cells, not_testable = [], []
     for server in setup["servers"]:
         for c in setup["conditions"]:
-            why = setup_error(setup, server) or testable(setup, server, c["settings"])
+            broken = setup_error(setup, server)
+            why = broken or testable(setup, server, c["settings"])
+            status = "error" if broken else "not testable here"
             for item in setup["items"]:
                 if why is None:
                     cells.append((server, c["condition"], item))
                 else:
-                    not_testable.append({"server": server, "condition": c["condition"], "item": item, "reason": why})
+                    not_testable.append(
+                        {"server": server, "condition": c["condition"], "item": item, "reason": why, "status": status}
+                    )
     return plan(cells, e.rounds, e.warmups, e.shuffle_seed), not_testable
 
 
@@ -472,7 +476,11 @@ class Result:
     experiment: str
     servers: list[str]
     steps_run: int
-    not_testable: list[dict]
+    not_testable: list[dict]  # the cells not measured, each with its status: error, or not testable here
+
+    def count(self, status: str) -> int:
+        return sum(c["status"] == status for c in self.not_testable)
+
     wall_s: float
 
 
