@@ -96,15 +96,17 @@ notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired 
 	$(BIN)/jupytext --sync notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 
-test: lint ##dev [20 min] lint, tests on real servers, a quick report pass, nbval on it and the committed report
+test: lint ##dev [15 min] lint, tests on real servers, one quick report pass they share, nbval on the committed report
 	rm -rf $(TEST_DIR)
 	# spread over the cores, each file whole on one worker (tests/conftest.py); then, with nothing beside them,
-	# the tests whose assertions rest on timings they measure (marked alone)
-	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=12
-	$(BIN)/python -m pytest tests -m alone --durations=5
+	# the tests whose assertions rest on timings they measure (marked alone), reading the quick pass the first
+	# session made (tests/conftest.py, quick_pass). The slowest tests printed: where the next minutes are
+	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=25
+	PGLAB_TEST_QUICK_PASS=keep $(BIN)/python -m pytest tests -m alone --durations=5
 	$(BIN)/python -m pglab.core.clean --check-orphans
-	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/<worker>/state)
-	for s in $(TEST_DIR)/pytest/*/state; do \
+	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/<worker>/state,
+	# the quick pass's in build/test/quick/<session>/state)
+	for s in $(TEST_DIR)/quick/*/state $(TEST_DIR)/pytest/*/state; do \
 	  PGLAB_STATE_DIR=$(CURDIR)/$$s $(BIN)/python -m pglab.core.clean --check-orphans || exit 1; done
 
 bench: bench-ssb bench-download bench-sampler bench-build bench-experiment ##dev [12 min] every benchmark, printed

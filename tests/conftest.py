@@ -4,7 +4,15 @@ The tests keep their clusters and data under build/test/pytest (not the user's .
 inside the checkout, so that the unprivileged server user can reach it when the tests run as root."""
 
 import contextlib
+import fcntl
+import json
 import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -95,12 +103,132 @@ def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
             s.stop()
 
 
-# test_derive_run re-derives test_report's quick pass when one exists (else it measures its own, ~4 minutes),
-# test_stability compares a second quick run with it and test_report_nbval re-executes its notebooks: all run after
-# test_report, on the same make test worker.
-_QUICK_PASS = ("test_report.py", "test_stability.py", "test_derive_run.py", "test_report_nbval.py")
+# -- the quick pass: `make report PARAMS=params/quick.yaml` once per test session, read by every test that needs one --
+
+# build/test/quick/<session>/: the pass's report/, data/ and state/, and done.json, the done-marker saying how it
+# went. One folder per session: several sessions may share a checkout, and one must not remove a pass another is
+# still reading (each session holds a shared lock on <session>.inuse while it lives; make test removes build/test)
+QUICK_ROOT = ROOT / "build" / "test" / "quick"
+# the same on every pytest-xdist worker of a session, and short (the clusters' socket paths have a length limit)
+_SESSION = (os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex)[:12]
+# make test's second session (the tests marked alone) reads the first one's pass: PGLAB_TEST_QUICK_PASS=keep takes
+# the newest complete pass there is instead of making one (a pass of an earlier session may be of older code)
+QUICK_PASS_KEEP = "PGLAB_TEST_QUICK_PASS"
+_IN_USE: list = []  # the open lock files: closed (the locks let go) when the worker exits
+
+
+@dataclass(frozen=True)
+class QuickPass:
+    """How the session's quick pass went. Read it, never change it: a test that must alter a run copies it."""
+
+    home: Path  # build/test/quick/<session>: a test may put its own folders beside report/, data/ and state/
+    returncode: int
+    output: str  # the end of the driver's stdout and stderr
+    elapsed_s: float
+    run_id: str | None  # the complete raw run it made
+    left_running: list[str]  # the kit's clusters with a live postmaster right after the driver exited
+
+    @property
+    def report(self) -> Path:
+        return self.home / "report"
+
+    @property
+    def data(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def state(self) -> Path:
+        return self.home / "state"
+
+    def require(self) -> "QuickPass":
+        """Itself, or the test fails here with the driver's output when the pass did not complete."""
+        if self.returncode != 0 or self.run_id is None:
+            pytest.fail(f"the session's quick pass failed (exit {self.returncode}):\n{self.output}")
+        return self
+
+
+def _complete_run(data: Path) -> str | None:
+    raw = data / "raw"
+    done = [p.name for p in raw.iterdir() if (p / "COMPLETE").is_file()] if raw.is_dir() else []
+    return done[0] if len(done) == 1 else None
+
+
+def _make_quick_pass(home: Path) -> dict:
+    shutil.rmtree(home, ignore_errors=True)
+    # relative, as a user may give them: from the project root, for the driver and the kernels (in notebooks/) alike
+    rel = home.relative_to(ROOT)
+    env = os.environ | {"PGLAB_DATA_DIR": str(rel / "data"), "PGLAB_STATE_DIR": str(rel / "state")}
+    cmd = [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(home / "report")]
+    t0 = time.monotonic()
+    try:
+        run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+        code, output = run.returncode, run.stdout[-6000:] + run.stderr[-6000:]
+    except subprocess.TimeoutExpired as e:
+        code, output = -1, f"timed out after {e.timeout} s"
+    elapsed = time.monotonic() - t0
+    clusters = home / "state" / "clusters"
+    left = [c.name for c in clusters.iterdir() if postmasters(c / "data")] if clusters.is_dir() else []
+    done = {"returncode": code, "output": output, "elapsed_s": round(elapsed, 1), "left_running": left}
+    return done | {"run_id": _complete_run(home / "data")}
+
+
+def _hold(session: str) -> None:
+    """This worker reads session's pass: a shared lock that no one removing a pass gets past."""
+    f = open(QUICK_ROOT / f"{session}.inuse", "a")  # noqa: SIM115 - open for the worker's life
+    fcntl.flock(f, fcntl.LOCK_SH)
+    _IN_USE.append(f)
+
+
+def _remove_unused_passes(keep: str) -> None:
+    for inuse in QUICK_ROOT.glob("*.inuse"):
+        session = inuse.name.removesuffix(".inuse")
+        if session == keep:
+            continue
+        with open(inuse, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live session reads it
+            shutil.rmtree(QUICK_ROOT / session, ignore_errors=True)
+            inuse.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def quick_pass() -> QuickPass:
+    """The session's one quick pass. Each pytest-xdist worker has its own session fixtures, so the first worker to
+    ask makes it under a file lock and leaves the done-marker; the others wait on the lock, then read the marker."""
+    QUICK_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(QUICK_ROOT / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file closes, or the worker dies
+        session = _SESSION
+        if os.environ.get(QUICK_PASS_KEEP) == "keep":
+            made = sorted(QUICK_ROOT.glob("*/done.json"), key=lambda p: p.stat().st_mtime)
+            session = made[-1].parent.name if made else session
+        _hold(session)
+        marker = QUICK_ROOT / session / "done.json"
+        if not marker.is_file():
+            _remove_unused_passes(keep=session)  # earlier sessions' (about 0.5 GB each)
+            done = _make_quick_pass(QUICK_ROOT / session)
+            tmp = marker.with_suffix(".tmp")
+            tmp.write_text(json.dumps(done, indent=1))
+            tmp.replace(marker)
+        done = json.loads(marker.read_text())
+    return QuickPass(home=QUICK_ROOT / session, **done)
+
+
+# The files whose tests read the quick pass (test_stability's one is marked alone: make test runs it in its second
+# session), kept on one worker: the lock makes any schedule correct, this one keeps a second worker from waiting
+# idle on it while the first makes the pass.
+_QUICK_PASS = ("test_report.py", "test_derive_run.py", "test_stability.py")
 # make test's workers take the longest files first (their CI durations), so that they finish together
-_LONGEST = (*_QUICK_PASS, "test_pg_build.py", "test_resume_kill.py", "test_external_servers.py", "test_lab.py")
+_LONGEST = (
+    *_QUICK_PASS,
+    "test_pg_build.py",
+    "test_resume_kill.py",
+    "test_external_servers.py",
+    "test_lab.py",
+    "test_report_nbval.py",
+)
 
 
 def pytest_collection_modifyitems(session, config, items):

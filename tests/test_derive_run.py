@@ -2,8 +2,7 @@
 byte for byte what the notebooks wrote, with no PostgreSQL started; the run's raw archive round trip
 (archive -> raw folder removed -> `make derive` unpacks it -> the same tables); clear errors.
 
-The run is test_report's quick pass when build/test/data holds one made by this kit (its raw store has the
-records derive reads), else a quick pass of its own under build/test/derive-run (5-8 minutes)."""
+The run is the session's quick pass (the quick_pass fixture of tests/conftest.py, which test_report checks)."""
 
 import json
 import os
@@ -25,45 +24,18 @@ from pglab.core import derived, raw_archive, raw_frames
 from pglab.core.servers import NO_SERVERS_ENV, Server, ServersForbidden
 from pglab.studies.base import Study
 
-REUSE = ROOT / "build" / "test" / "data"  # test_report's quick pass
-OWN = ROOT / "build" / "test" / "derive-run"
 PROFILE = "quick"
 
 
-def _run_of(data: Path) -> str | None:
-    """The run the profile's tables came from, when its raw folder is complete and has derive's records."""
-    manifest = data / "derived" / PROFILE / "MANIFEST.json"
-    if not manifest.is_file():
-        return None
-    ids = {e.get("run_id") for e in json.loads(manifest.read_text()).values()}
-    if len(ids) != 1:
-        return None
-    run = data / "raw" / ids.pop()
-    ok = (run / "COMPLETE").is_file() and (run / "environment" / "environment_servers.json").is_file()
-    return run.name if ok else None
-
-
 @pytest.fixture(scope="module")
-def quick():
-    """(data folder, run id) of a complete quick run."""
-    if (run := _run_of(REUSE)) is not None:
-        return REUSE, run
-    if (run := _run_of(OWN / "data")) is None:
-        shutil.rmtree(OWN, ignore_errors=True)
-        env = os.environ | {"PGLAB_DATA_DIR": str(OWN / "data"), "PGLAB_STATE_DIR": str(OWN / "state")}
-        done = subprocess.run(
-            [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(OWN / "report")],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        subprocess.run([sys.executable, "-m", "pglab.core.clean", "--check-orphans"], cwd=ROOT, env=env, timeout=300)
-        run = _run_of(OWN / "data")
-    assert run is not None
-    return OWN / "data", run
+def quick(quick_pass):
+    """(data folder, run id) of a complete quick run, its tables all of that run and its raw folder holding the
+    records derive reads."""
+    data, run = quick_pass.require().data, quick_pass.run_id
+    manifest = json.loads((data / "derived" / PROFILE / "MANIFEST.json").read_text())
+    assert {e.get("run_id") for e in manifest.values()} == {run}
+    assert (data / "raw" / run / "environment" / "environment_servers.json").is_file()
+    return data, run
 
 
 def _postgres() -> dict[int, bytes]:
@@ -184,15 +156,17 @@ def test_every_table_is_registered_and_each_stage_writes_its_own(quick):
             assert set(m["study"]) == {study.name} and set(m["run"]) == {run} and m.height > 0
 
 
-def test_archive_round_trip_through_make_derive(quick, tmp_path):
+@pytest.fixture(scope="module")
+def archived(quick, tmp_path_factory):
+    """(data folder, archive path, archive bytes): the quick run's raw folder copied and archived by
+    `pglab derive --archive`, once for the tests below."""
     data, run = quick
-    mine = tmp_path / "data"
+    mine = tmp_path_factory.mktemp("archived") / "data"
     shutil.copytree(data / "raw" / run, mine / "raw" / run, ignore=shutil.ignore_patterns("derived-work"))
-    env = os.environ | {"PGLAB_DATA_DIR": str(mine)}
     arch = subprocess.run(
         [sys.executable, "-m", "pglab", "derive", "--archive", run],
         cwd=ROOT,
-        env=env,
+        env=os.environ | {"PGLAB_DATA_DIR": str(mine)},
         capture_output=True,
         text=True,
         timeout=600,
@@ -200,21 +174,16 @@ def test_archive_round_trip_through_make_derive(quick, tmp_path):
     assert arch.returncode == 0, arch.stdout + arch.stderr
     path = mine / "raw-archive" / f"{run}.tar.xz"
     assert path.is_file() and f"{path.stat().st_size:,} bytes" in arch.stdout
-    first = path.read_bytes()
-    path.unlink()
-    again = subprocess.run(
-        [sys.executable, "-m", "pglab", "derive", "--archive", run],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert again.returncode == 0 and path.read_bytes() == first, "the archive is not deterministic"
+    return mine, path, path.read_bytes()
+
+
+def test_archive_round_trip_through_make_derive(quick, archived):
+    data, run = quick
+    mine, path, first = archived
     print(f"archive of {run}: {len(first):,} bytes ({len(first) / 2**20:.2f} MiB)")
     original = {p.relative_to(mine / "raw" / run): p.read_bytes() for p in raw_archive.members(mine / "raw" / run)}
     shutil.rmtree(mine / "raw" / run)
-    out = tmp_path / "from-archive"
+    out = mine.parent / "from-archive"
     res, _, started = _derive(
         [], mine, uuid.uuid4().hex, cmd=["make", "--no-print-directory", "derive", f"RUN_ID={run}", f"OUT={out}"]
     )
@@ -226,7 +195,7 @@ def test_archive_round_trip_through_make_derive(quick, tmp_path):
     assert got["identical"] and not (got["different"] or got["missing"] or got["extra"]), got
 
 
-def test_archive_over_the_limit_is_refused_unless_forced(quick, tmp_path, monkeypatch):
+def test_archive_over_the_limit_is_refused_unless_forced_and_is_deterministic(quick, archived, tmp_path, monkeypatch):
     data, run = quick
     monkeypatch.setattr(raw_archive, "LIMIT_BYTES", 1000)
     target = tmp_path / "a.tar.xz"
@@ -235,6 +204,8 @@ def test_archive_over_the_limit_is_refused_unless_forced(quick, tmp_path, monkey
     assert not target.exists() and list(tmp_path.iterdir()) == []
     raw_archive.create(run, force=True, raw_root=data / "raw", out=target)
     assert target.stat().st_size > 1000
+    # a second archive of the same run, from another folder: the same bytes as the first (`derive --archive`)
+    assert target.read_bytes() == archived[2], "the archive is not deterministic"
 
 
 def test_clear_errors(tmp_path):

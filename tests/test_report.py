@@ -1,65 +1,55 @@
 """`make report PARAMS=params/quick.yaml` end to end: every notebook executed through papermill on the
-real servers, environment data derived, nothing left running. Leaves the executed notebooks in
-build/test/report for the nbval step of `make test`."""
+real servers, environment data derived, nothing left running. The pass is the session's one (the quick_pass
+fixture of tests/conftest.py, in build/test/quick/<session>): every test that needs a quick run reads that one."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 
 import polars as pl
-import pytest
 from conftest import ROOT, postmasters
 
 from pglab.core import derived
 from pglab.core.installs import discover
 
-OUT = ROOT / "build" / "test"
 
+def test_quick_report_end_to_end(quick_pass):
+    assert quick_pass.returncode == 0, quick_pass.output
+    print(
+        f"quick report: {quick_pass.elapsed_s:.1f} s"
+    )  # a figure for the notes, not a timed assertion (busy machines)
 
-def test_quick_report_end_to_end():
-    shutil.rmtree(OUT / "report", ignore_errors=True)
-    # relative, as a user may give them: from the project root, for the driver and the kernels (in notebooks/) alike
-    env = os.environ | {"PGLAB_DATA_DIR": "build/test/data", "PGLAB_STATE_DIR": "build/test/state"}
-    t0 = time.monotonic()
-    run = subprocess.run(
-        [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(OUT / "report")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    elapsed = time.monotonic() - t0
-    assert run.returncode == 0, run.stdout + run.stderr
-    print(f"quick report: {elapsed:.1f} s")  # a figure for the notes, not a timed assertion (busy machines)
-
+    # every cell of every notebook ran, none with an error (the check nbval-lax made on a second execution)
     notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for nb in notebooks:
-        executed = json.loads((OUT / "report" / nb.name).read_text())
-        errors = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        executed = json.loads((quick_pass.report / nb.name).read_text())
+        code = [c for c in executed["cells"] if c["cell_type"] == "code"]
+        assert code and all(c.get("execution_count") for c in code), f"{nb.name}: a cell did not run"
+        errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{nb.name}: {errors}"
 
-    servers = derived.read_table("environment_servers", "quick", root=OUT / "data" / "derived")
+    servers = derived.read_table("environment_servers", "quick", root=quick_pass.data / "derived")
     assert sorted(servers["server"]) == sorted(i.name for i in discover())
     assert set(servers["data_checksums"]) == {"off"}
-    timing = derived.read_table("environment_timing", "quick", root=OUT / "data" / "derived")
+    timing = derived.read_table("environment_timing", "quick", root=quick_pass.data / "derived")
     assert timing.height == servers.height and (timing["per_loop_ns"] > 0).all()
-    settings = derived.read_table("environment_settings", "quick", root=OUT / "data" / "derived")
+    settings = derived.read_table("environment_settings", "quick", root=quick_pass.data / "derived")
     sb = settings.filter(pl.col("name") == "shared_buffers")
     assert sb.height == servers.height
-    assert derived.verify("quick", root=OUT / "data" / "derived") == []
+    assert derived.verify("quick", root=quick_pass.data / "derived") == []
     # the run is complete and recorded its environment in the raw store
-    runs = [p for p in (OUT / "data" / "raw").iterdir() if p.is_dir()]
+    runs = [p for p in (quick_pass.data / "raw").iterdir() if p.is_dir()]
     assert any((r / "COMPLETE").exists() and (r / "environment.json").exists() for r in runs)
     # and how long each notebook took, for the next run's time left
-    learnt = json.loads((OUT / "state" / "pace" / "quick.json").read_text())
+    learnt = json.loads((quick_pass.state / "pace" / "quick.json").read_text())
     assert sorted(learnt) == [nb.name for nb in notebooks]
-    assert all(r["took_s"] > 0 and (OUT / "data" / "raw" / r["run_id"] / "COMPLETE").exists() for r in learnt.values())
-    # nothing of the kit is left running
-    for cdir in (OUT / "state" / "clusters").iterdir():
+    raw = quick_pass.data / "raw"
+    assert all(r["took_s"] > 0 and (raw / r["run_id"] / "COMPLETE").exists() for r in learnt.values())
+    # nothing of the kit was left running when the driver exited (looked at then: other tests start these
+    # clusters again later), nor is now
+    assert quick_pass.left_running == []
+    for cdir in (quick_pass.state / "clusters").iterdir():
         assert postmasters(cdir / "data") == [], cdir
 
 
@@ -67,18 +57,19 @@ def _outputs(nb_path):
     return [c.get("outputs", []) for c in json.loads(nb_path.read_text())["cells"]]
 
 
-def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
+def test_report_notebook_alone_reproduces_and_writes_self_contained_html(quick_pass):
     """After the quick pass: the report notebook re-rendered alone (no server, no new run) gives the same
-    outputs byte for byte, and its HTML opens without the network."""
+    outputs byte for byte, and its HTML opens without the network. (This is the check of the quick pass's report
+    notebook re-run; nbval re-runs only the measuring notebooks, tests/test_report_nbval.py.)"""
     from pglab.report.html_export import external_references
 
-    first = OUT / "report" / "99_report.ipynb"
-    if not first.exists():
-        pytest.skip("needs the quick report of test_quick_report_end_to_end")
+    quick_pass.require()
+    first = quick_pass.report / "99_report.ipynb"
     # relative, as a user may give them: from the project root, for the driver and the kernels (in notebooks/) alike
-    env = os.environ | {"PGLAB_DATA_DIR": "build/test/data", "PGLAB_STATE_DIR": "build/test/state"}
-    raw_before = sorted(p.name for p in (OUT / "data" / "raw").iterdir())
-    again = OUT / "report-again"
+    rel = quick_pass.home.relative_to(ROOT)
+    env = os.environ | {"PGLAB_DATA_DIR": str(rel / "data"), "PGLAB_STATE_DIR": str(rel / "state")}
+    raw_before = sorted(p.name for p in (quick_pass.data / "raw").iterdir())
+    again = quick_pass.home / "report-again"
     run = subprocess.run(
         [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(again), "--only", "99"],
         cwd=ROOT,
@@ -88,12 +79,12 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html():
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert sorted(p.name for p in (OUT / "data" / "raw").iterdir()) == raw_before, "the report started a run"
+    assert sorted(p.name for p in (quick_pass.data / "raw").iterdir()) == raw_before, "the report started a run"
     assert _outputs(again / "99_report.ipynb") == _outputs(first)
     html = (again / "report.html").read_text()
     assert external_references(html) == []
     assert html.count('data-mime-type="image/svg+xml"') >= 2 and "Findings at a glance" in html
-    assert (again / "report.html").read_bytes() == (OUT / "report" / "report.html").read_bytes()
+    assert (again / "report.html").read_bytes() == (quick_pass.report / "report.html").read_bytes()
 
 
 # -- the report's summary, evidence and appendix, on small tables (no server) ----------------------------------------

@@ -120,20 +120,15 @@ def test_findings_csvs_name_a_table_without_study_column(tmp_path):
 
 
 @pytest.mark.alone  # its no-severe-flip assertion rests on the two runs' timings
-def test_quick_profile_twice_agrees_and_prints_its_agreement(capsys):
+def test_quick_profile_twice_agrees_and_prints_its_agreement(quick_pass, capsys):
     """Issue 16's acceptance for the quick profile: two independent quick runs on this machine, their verdicts
-    compared claim by claim. Run a is the quick pass of tests/test_report.py when it is there (same params,
-    same machine; `make test` runs it first), else one is made; run b is always fresh. Printed for the notes:
+    compared claim by claim. Run a is the session's quick pass (tests/conftest.py; make test's alone session keeps
+    the one its first session made: same params, same machine); run b is always fresh. Printed for the notes:
     the agreement and every flip. Asserted: both runs score claims and no claim flips between supported and
     contradicted (the severe flip the issue forbids); the agreement itself is a figure, not a threshold, at
     quick's 2 rounds."""
-    from conftest import ROOT
-
-    first = ROOT / "build" / "test"
-    if not (first / "data" / "derived" / "quick" / "MANIFEST.json").exists():
-        first = ROOT / "build" / "test" / "stability-a"
-        assert stability.run_profile("params/quick.yaml", first) == 0
-    second = ROOT / "build" / "test" / "stability-b"
+    first = quick_pass.require().home
+    second = first / "stability-b"  # beside the pass: removed with it
     assert stability.run_profile("params/quick.yaml", second) == 0
     a = stability.report_findings(first / "data", "quick")
     b = stability.report_findings(second / "data", "quick")
