@@ -12,6 +12,7 @@ from html import escape
 import mistune
 import polars as pl
 
+from ..core import findings as fnd
 from ..core import verdicts as v
 from ..core.stats import ratio_with_interval
 from .summary import anchor, claims, verdict_html
@@ -58,7 +59,7 @@ def findings_html(f: pl.DataFrame) -> str:
     for c in claims(f).iter_rows(named=True):
         rows = f.filter((pl.col("study") == c["study"]) & (pl.col("finding") == c["finding"]))
         theirs = (
-            f"<p>The study’s figure: {ratio_with_interval(c['study_value'])}.</p>"
+            f"<p>The study’s figure: {escape(fnd.value_text(c['study_value'], c['unit']))}.</p>"
             if c["study_value"] is not None
             else ""
         )

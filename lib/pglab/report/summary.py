@@ -13,6 +13,7 @@ from html import escape
 import polars as pl
 
 from ..core import charts
+from ..core import findings as fnd
 from ..core import verdicts as v
 from ..core.between_runs import pooled_basis
 from ..core.stats import ratio_with_interval
@@ -59,9 +60,11 @@ def claims(findings: pl.DataFrame) -> pl.DataFrame:
     """One row per claim: claim_verdicts' columns plus the claim's words, the study's figure and ours per server
     (a list of dicts server, value, low, high, interval; only servers with a number)."""
     cv = v.claim_verdicts(findings)
+    unit = pl.col("unit") if "unit" in findings.columns else pl.lit(None, pl.String).alias("unit")
     words = findings.group_by("study", "finding", maintain_order=True).agg(
         pl.col("claim").first(),
         pl.col("study_value").drop_nulls().first(),
+        unit.drop_nulls().first(),
         pl.struct(server="server", value="our_value", low="our_low", high="our_high", interval="interval")
         .filter(pl.col("our_value").is_not_null())
         .alias("ours"),
@@ -91,7 +94,10 @@ def summary_html(findings: pl.DataFrame) -> str:
     """The summary table: study, claim (one line, the full text on hover, a link to its evidence), the study's
     figure, ours, the verdict and the ratio strip (the study's figure beside ours, log scale)."""
     rows = claims(findings)
-    numbers = [*rows["study_value"].drop_nulls()]
+    # a claim's quantity (ns per row) is shown in its unit, kept off the ratio strip and its domain
+    numbers = [
+        x for x, u in zip(rows["study_value"], rows["unit"], strict=True) if x is not None and fnd.on_ratio_scale(u)
+    ]
     for ours in rows["ours"]:
         numbers += [x for o in ours for x in (o["value"], o["low"], o["high"])]
     domain = charts.ratio_domain(numbers)
@@ -103,14 +109,14 @@ def summary_html(findings: pl.DataFrame) -> str:
     body = []
     for r in rows.iter_rows(named=True):
         ours = [(o["value"], o["low"], o["high"]) for o in r["ours"]]
-        tip = f"study {ratio_with_interval(r['study_value'])}; ours " + ", ".join(ratio_with_interval(*o) for o in ours)
-        strip = (
-            charts.ratio_strip_svg(r["study_value"], ours, domain, tip) if r["study_value"] is not None or ours else ""
-        )
+        theirs = r["study_value"] if fnd.on_ratio_scale(r["unit"]) else None
+        theirs_text = escape(fnd.value_text(r["study_value"], r["unit"]) or "—")
+        tip = f"study {ratio_with_interval(theirs)}; ours " + ", ".join(ratio_with_interval(*o) for o in ours)
+        strip = charts.ratio_strip_svg(theirs, ours, domain, tip) if theirs is not None or ours else ""
         body.append(
             f"<tr><td>{escape(r['study'])}</td>"
             f'<td class="claim" title="{escape(r["claim"])}"><a href="#{anchor(r["study"], r["finding"])}">'
-            f'{escape(r["claim"])}</a></td><td class="num">{ratio_with_interval(r["study_value"])}</td>'
+            f'{escape(r["claim"])}</a></td><td class="num">{theirs_text}</td>'
             f'<td class="num">{_ours_cell(r["ours"])}</td><td>{_verdict_cell(r)}</td><td>{strip}</td></tr>'
         )
     legend = (
