@@ -429,7 +429,8 @@ def test_a_quantity_claim_is_judged_in_proportion_to_the_study():
     with pytest.raises(ValueError):
         v.Claim("x", v.LOWER, 0.5, quantity="ns per row")
     row = v.finding_row("S2", "x", c, "pg18", v.verdict(c, ev(48, 53)), ev(48, 53))
-    assert row["our_value"] is None and row["study_value"] is None  # kept off the ratio strip
+    assert row["our_value"] is None  # ours kept off the ratio strip, in the evidence's words
+    assert row["study_value"] == 45.5 and row["unit"] == "ns per row"  # the study's, in its unit (the summary's)
 
 
 # -- an effect the other way (issue 57): decided before the floor's "no test here" -----------------------------------
