@@ -57,9 +57,8 @@ report: $(STAMP) ## [1 h 40 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] r
 experiment: $(STAMP) ## [1-3 min per example] PARAMS=<file>: only its experiments -> build/experiment-<profile>/report.html
 	$(BIN)/python -m pglab.report.experiment --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID))
 
-derive: $(STAMP) ## [10 s] RUN_ID=<id>: every derived table again from data/raw/<id>/ alone, no server
-	@test -n "$(RUN_ID)" || { echo "make derive: RUN_ID=<run id> is required (a folder of data/raw/ or data/raw-archive/)" >&2; exit 2; }
-	$(BIN)/python -m pglab derive --run-id "$(RUN_ID)" $(if $(OUT),--out "$(OUT)")
+derive: $(STAMP) ## [10 s] RUN_ID=<id>: every derived table again from data/raw/<id>/ alone, no server (no RUN_ID: the runs)
+	$(BIN)/python -m pglab derive $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(OUT),--out "$(OUT)")
 
 archive: $(STAMP) ## [10 s] RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/raw/<id>/, to commit
 	@test -n "$(RUN_ID)" || { echo "make archive: RUN_ID=<run id> is required (a folder of data/raw/)" >&2; exit 2; }
@@ -69,8 +68,7 @@ archive: $(STAMP) ## [10 s] RUN_ID=<id>: data/raw-archive/<id>.tar.xz from data/
 shq = '$(subst ','\'',$(1))'
 
 export: $(STAMP) ## [5 s; from an archive 15 s] RUN_ID=<id|profile>: Parquet tables + manifest.json -> data/export/<id>/
-	@test -n "$(RUN_ID)" || { echo "make export: RUN_ID=<run id or profile> is required" >&2; exit 2; }
-	$(BIN)/python -m pglab.results export --run-id "$(RUN_ID)" $(if $(OUT),--out "$(OUT)")
+	$(BIN)/python -m pglab.results export $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(OUT),--out "$(OUT)")
 
 results: $(STAMP) ## [3 s] SQL="...": DuckDB over every run in data/export/ (FROM="dirs" adds more); no SQL: what is there
 	$(BIN)/python -m pglab.results query $(if $(SQL),$(call shq,$(value SQL))) $(foreach f,$(FROM),--from "$(f)")
@@ -78,11 +76,10 @@ results: $(STAMP) ## [3 s] SQL="...": DuckDB over every run in data/export/ (FRO
 # The DSN reaches the command through its environment: a recipe line is echoed, and ps shows every argument.
 publish: export PGLAB_RESULTS_DSN = $(value DSN)
 publish: $(STAMP) ## [5 s; + make export when missing] DSN="..." RUN_ID=<id>: the run's export into PostgreSQL, schema pglab_results (SCHEMA=...)
-	@test -n "$(RUN_ID)" || { echo "make publish: RUN_ID=<run id, profile or export folder> is required" >&2; exit 2; }
-	@test -n "$$PGLAB_RESULTS_DSN" || { echo "make publish: DSN=\"host=... dbname=... user=...\" is required" >&2; exit 2; }
-	$(BIN)/python -m pglab.results publish --run-id "$(RUN_ID)" $(if $(SCHEMA),--schema "$(SCHEMA)")
+	@test -z "$(RUN_ID)" || test -n "$$PGLAB_RESULTS_DSN" || { echo "make publish: DSN=\"host=... dbname=... user=...\" is required" >&2; exit 2; }
+	$(BIN)/python -m pglab.results publish $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(SCHEMA),--schema "$(SCHEMA)")
 
-compare: $(STAMP) ## [20 s] A=<profile|run id|folder> B=<...>: two runs side by side -> build/compare/
+compare: $(STAMP) ## [20 s] A=<profile|run id|folder> B=<...>: two runs side by side, any run by id -> build/compare/
 	$(BIN)/python -m pglab.report.compare --a "$(A)" --b "$(B)" $(if $(FORCE),--force)
 
 lint: $(STAMP) ##dev [20 s] ruff check and format, every notebook in step with its .py, the import layers

@@ -225,7 +225,7 @@ def test_a_bad_run_id_is_a_clear_error_and_exit_2(data, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert (
         "no run no-such-run" in err
-        and f"archived runs: {', '.join(sorted([REFERENCE, SECOND]))}" in err
+        and f"  default: {', '.join(sorted([REFERENCE, SECOND]))}" in err  # derived.runs_listing, oldest first
         and "profiles: default" in err
     )
     assert main(["export", "--run-id", "../etc"]) == 2 and "not a run id" in capsys.readouterr().err

@@ -47,7 +47,10 @@ def open_run(run_id: str, raw_root: Path | None = None) -> RunStore:
     if not d.is_dir():
         archive = raw_archive.archive_path(run_id)
         if not archive.is_file():
-            raise DeriveError(f"no run {run_id}: {paths.shown(d)} does not exist, nor {paths.shown(archive)}")
+            raise DeriveError(
+                f"no run {run_id}: {paths.shown(d)} does not exist, nor {paths.shown(archive)}; the runs there are:\n"
+                + derived.runs_listing()
+            )
         print(f"unpacking {paths.shown(archive)} -> {paths.shown(raw_archive.unpack(run_id, root, archive))}")
     missing = [f for f in ("params.json", "COMPLETE") if not (d / f).is_file()]
     if missing:
@@ -130,7 +133,7 @@ def compare(got: Path, want: Path, run_id: str) -> dict[str, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab derive", description=__doc__.splitlines()[0])
-    what = ap.add_mutually_exclusive_group(required=True)
+    what = ap.add_mutually_exclusive_group()  # neither: the runs there are, exit 2
     what.add_argument("--run-id", type=run_id_arg, help="derive every table of this run from data/raw/<run-id>/")
     what.add_argument(
         "--archive",
@@ -141,7 +144,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="the folder to write the tables into (default: data/derived/<profile>/)")
     ap.add_argument("--check", help="compare with the run's tables in this folder (what the notebooks wrote)")
     ap.add_argument("--force", action="store_true", help="--archive: write it even over the size limit")
+    ap.add_argument(
+        "--unpack-into",
+        metavar="DIR",
+        help="a run only archived is unpacked here (default: data/raw/, where it stays for the next derive)",
+    )
     args = ap.parse_args(argv)
+    if not (args.run_id or args.archive):
+        print(
+            "make derive: RUN_ID=<run id> is required, one of these (data/raw/, data/raw-archive/):\n"
+            + derived.runs_listing(),
+            file=sys.stderr,
+        )
+        return 2
     try:
         if args.archive:
             path = raw_archive.create(args.archive, force=args.force)
@@ -149,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         os.environ[NO_SERVERS_ENV] = "derive reads the raw store only"  # and so do processes it starts
         t0 = time.monotonic()
-        store = open_run(args.run_id)
+        here = (paths.raw_dir() / args.run_id).is_dir() or not args.unpack_into
+        store = open_run(args.run_id, None if here else paths.resolve(args.unpack_into))
         params = run_params(store)
         tables = derive_all(store, params)
         out = paths.resolve(args.out) if args.out else derived.profile_dir(params.profile)

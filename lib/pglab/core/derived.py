@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,6 +34,7 @@ RUN_ID_ENV = "PGLAB_RUN_ID"  # set by session.begin: the run whose tables are be
 # this pglab would misread an older folder. 0 (an entry without the key): derived before the number existed,
 # possibly before the paired analysis; 1: the paired analysis, every study with its A/A noise table.
 FORMAT = 1
+REFERENCE_PROFILE = "default"  # committed with every table's columns (config.REFERENCE_PROFILE)
 
 
 class FormatError(Exception):
@@ -59,7 +61,8 @@ def write(
         return []
     d = profile_dir(profile, root)
     d.mkdir(parents=True, exist_ok=True)
-    frames = {name: _rows_sorted(tables[name], name) for name in written}  # a table that cannot be: before any file
+    # a table that cannot be: before any file
+    frames = {name: _rows_sorted(_with_columns(tables[name], name, d), name) for name in written}
     staged, origins = {}, {}
     try:
         for name, df in frames.items():
@@ -108,6 +111,26 @@ def _rows_sorted(df: pl.DataFrame, name: str) -> pl.DataFrame:
         ]
         df = df.with_columns(finite)
     return df.sort(df.columns, nulls_last=True, maintain_order=True)
+
+
+def _with_columns(df: pl.DataFrame, name: str, folder: Path) -> pl.DataFrame:
+    """`df`, or for a table a stage left without any column (nothing measured: one server, a skipped mode) an
+    empty frame with the columns and types recorded for it before, in this folder or else in the committed
+    reference: an empty table still says what it holds (a header-only CSV), which a reader, `make export` and
+    `make publish` can type, where a 1-byte file was a `NoDataError`. A table never written with columns stays
+    as it is."""
+    if df.width:
+        return df
+    # the committed reference is the clone's own, also where PGLAB_DATA_DIR points elsewhere (the tests)
+    for where in (folder, paths.derived_dir() / REFERENCE_PROFILE, paths.ROOT / "data" / "derived" / REFERENCE_PROFILE):
+        entry = manifest(where).get(f"{name}.csv", {})
+        types = entry.get("types") or {}
+        if types:  # in the table's own column order (the manifest's keys are sorted)
+            order = [c for c in entry.get("columns", []) if c in types] or sorted(types)
+            return pl.DataFrame(
+                schema={c: _TYPES.get(types[c], pl.Null if types[c] == "Null" else pl.String) for c in order}
+            )
+    return df
 
 
 def as_written(df: pl.DataFrame, name: str = "table") -> pl.DataFrame:
@@ -166,10 +189,14 @@ def column_types(name: str, profile: str, root: Path | None = None) -> dict[str,
 
 def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:
     """Table `name` with the types the manifest recorded; FormatError when the folder holds tables of another
-    format than this pglab's."""
+    format than this pglab's. An empty table is an empty frame with its typed columns (no column at all for one
+    written by an older pglab without any)."""
     path = profile_dir(profile, root) / f"{name}.csv"
     types = column_types(name, profile, root)
-    header = path.open().readline().rstrip("\n").split(",")
+    line = path.open().readline().rstrip("\n")
+    if not line:  # a table written without columns (before empty tables kept theirs)
+        return pl.DataFrame()
+    header = line.split(",")
     overrides = {c: t for c, t in types.items() if c in header}
     return pl.read_csv(path, infer_schema_length=None, schema_overrides=overrides or None)
 
@@ -179,10 +206,7 @@ def read_optional(name: str, profile: str, root: Path | None = None) -> pl.DataF
     a report section can do without."""
     if not (profile_dir(profile, root) / f"{name}.csv").exists():
         return pl.DataFrame()
-    try:
-        return read_table(name, profile, root)
-    except pl.exceptions.NoDataError:  # a table written without columns
-        return pl.DataFrame()
+    return read_table(name, profile, root)
 
 
 class Tables(Mapping[str, pl.DataFrame]):
@@ -314,3 +338,51 @@ def inventory(root: Path | None = None) -> pl.DataFrame:
             )
     schema = {"profile": pl.String, "table": pl.String, "rows": pl.Int64, "columns": pl.Int64, "sha256": pl.String}
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+# a run id as begin_run makes it: <profile>-YYYYMMDD-HHMMSS (a run id given by hand may have any other form)
+_STAMPED = re.compile(r"(?P<profile>.+)-(?P<stamp>\d{8}-\d{6})")
+
+
+def runs(raw_root: Path | None = None) -> pl.DataFrame:
+    """Every run whose tables can be derived again: the complete folders of data/raw/ and the archives of
+    data/raw-archive/, one row per run (run_id, profile, where: raw, archive or both), oldest first (by the
+    time in its id, else its name). A folder without COMPLETE (a run cut short or still going) is left out."""
+    from .raw_archive import archive_dir
+
+    root = raw_root or paths.raw_dir()
+    found: dict[str, dict] = {}
+    for done in root.glob("*/COMPLETE"):
+        run, profile = done.parent.name, None
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            profile = json.loads((done.parent / "params.json").read_text()).get("profile")
+        found[run] = {"run_id": run, "profile": profile, "where": "raw"}
+    for arch in archive_dir().glob("*.tar.xz"):
+        run = arch.name.removesuffix(".tar.xz")
+        if run in found:
+            found[run]["where"] = "raw + archive"
+        else:
+            found[run] = {"run_id": run, "profile": None, "where": "archive"}
+    for r in found.values():
+        m = _STAMPED.fullmatch(r["run_id"])
+        r["profile"] = r["profile"] or (m["profile"] if m else None)
+        r["_order"] = m["stamp"] if m else r["run_id"]
+    schema = {"run_id": pl.String, "profile": pl.String, "where": pl.String, "_order": pl.String}
+    df = pl.from_dicts(list(found.values()), schema=schema) if found else pl.DataFrame(schema=schema)
+    return df.sort("_order", "run_id").drop("_order")
+
+
+def runs_listing(raw_root: Path | None = None, latest: int = 12) -> str:
+    """The runs there are, for a message: per profile its runs, the `latest` newest, oldest first."""
+    df = runs(raw_root)
+    if not df.height:
+        return (
+            f"  no run in {paths.shown(raw_root or paths.raw_dir())} nor in data/raw-archive/ "
+            "(make report or make experiment records one)"
+        )
+    lines = []
+    for (profile,), g in df.group_by("profile", maintain_order=False):
+        ids = g["run_id"].to_list()
+        more = f"… {len(ids) - latest} older, then " if len(ids) > latest else ""
+        lines.append(f"  {profile or '(no profile)'}: {more}{', '.join(ids[-latest:])}")
+    return "\n".join(sorted(lines))

@@ -17,11 +17,24 @@ import time
 
 import psycopg
 
-from ..core import paths
+from ..core import derived, paths
 from . import export, index, publish
 
 
+def _runs_missing(command: str, what: str) -> int:
+    """No run named: the runs there are (as make compare lists them), exit 2."""
+    print(
+        f"make {command}: RUN_ID=<{what}> is required; the profiles of {paths.shown(paths.derived_dir())}: "
+        f"{', '.join(p.name for p in export.profiles()) or 'none'}; the runs (data/raw/, data/raw-archive/):\n"
+        + derived.runs_listing(),
+        file=sys.stderr,
+    )
+    return 2
+
+
 def _export(args) -> int:
+    if not args.run_id:
+        return _runs_missing("export", "run id or profile")
     t0 = time.monotonic()
     out = export.export(args.run_id, paths.resolve(args.out) if args.out else None)
     n = len(list(out.glob("*.parquet")))
@@ -49,6 +62,8 @@ def _query(args) -> int:
 
 
 def _publish(args) -> int:
+    if not args.run_id:
+        return _runs_missing("publish", "run id, profile or export folder")
     dsn = args.dsn or os.environ.get(publish.DSN_ENV, "")
     if not dsn:
         print(f"error: no DSN: set {publish.DSN_ENV} (make publish DSN=...) or pass --dsn", file=sys.stderr)
@@ -73,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.results", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="a run's derived tables as Parquet + manifest.json")
-    e.add_argument("--run-id", required=True, help="a run id or a profile name (its run)")
+    e.add_argument("--run-id", help="a run id or a profile name (its run); without: the runs there are, exit 2")
     e.add_argument("--out", help="the folder to export into (default: data/export/)")
     q = sub.add_parser("query", help="SQL (DuckDB) over every exported run")
     q.add_argument("sql", nargs="?", help="the query; without it: the runs and tables there are")
@@ -87,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--only-from", action="store_true", help="the --from folders only, not data/export/")
     q.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p = sub.add_parser("publish", help="a run into a PostgreSQL results schema")
-    p.add_argument("--run-id", required=True, help="a run id, a profile name or an export folder")
+    p.add_argument("--run-id", help="a run id, a profile name or an export folder; without: the runs, exit 2")
     p.add_argument("--schema", default=publish.SCHEMA, help=f"the results schema (default {publish.SCHEMA})")
     p.add_argument("--dsn", help=f"the results database (better: {publish.DSN_ENV}, which ps does not show)")
     args = ap.parse_args(argv)

@@ -66,7 +66,7 @@ def _manifest_runs(folder: Path) -> dict[str, str | None]:
     return {n.removesuffix(".csv"): e.get("run_id") for n, e in doc.items() if isinstance(e, dict)}
 
 
-def _profiles() -> list[Path]:
+def profiles() -> list[Path]:
     return sorted(m.parent for m in paths.derived_dir().glob(f"*/{derived.MANIFEST}"))
 
 
@@ -91,14 +91,13 @@ def run_of(spec: str) -> str:
 
 
 def _not_found(run_id: str) -> ExportError:
-    runs = sorted({r for f in _profiles() for r in _manifest_runs(f).values() if r})
-    archived = sorted(p.name.removesuffix(".tar.xz") for p in raw_archive.archive_dir().glob("*.tar.xz"))
+    runs = sorted({r for f in profiles() for r in _manifest_runs(f).values() if r})
     return ExportError(
         f"no run {run_id}: no profile folder of {paths.shown(paths.derived_dir())} names it, and neither "
         f"{paths.shown(paths.raw_dir() / run_id)} nor {paths.shown(raw_archive.archive_path(run_id))} exists\n"
-        f"  profiles: {', '.join(f.name for f in _profiles()) or 'none'}\n"
+        f"  profiles: {', '.join(f.name for f in profiles()) or 'none'}\n"
         f"  runs with derived tables: {', '.join(runs) or 'none'}\n"
-        f"  archived runs: {', '.join(archived) or 'none'}"
+        f"  runs to derive (data/raw/, data/raw-archive/):\n{derived.runs_listing()}"
     )
 
 
@@ -134,7 +133,7 @@ def locate(spec: str) -> Iterator[Source]:
     """The run's derived tables (see the module's docstring); a run derived from raw data lives in a temporary
     folder for the duration of the block."""
     run_id = run_of(spec)
-    homes = [f for f in _profiles() if run_id in _manifest_runs(f).values()]
+    homes = [f for f in profiles() if run_id in _manifest_runs(f).values()]
     whole = [f for f in homes if set(_manifest_runs(f).values()) == {run_id}]
     if whole or (homes and not _has_raw(run_id)):
         home = (whole or homes)[0]
@@ -164,12 +163,13 @@ def _derived_from_raw(run_id: str, tmp: Path) -> Source:
     )
 
 
-def table(src: Source, name: str) -> pl.DataFrame | None:
-    """One derived table as exported: typed as MANIFEST.json recorded, `run_id` first; None for a table with no
-    column (a stage that had nothing to write)."""
-    if not (src.folder / f"{name}.csv").stat().st_size:
-        return None
+def table(src: Source, name: str) -> pl.DataFrame:
+    """One derived table as exported: typed as MANIFEST.json recorded, `run_id` first. An empty table is exported
+    too, with its columns (a run id column only, for one an older pglab wrote without any): a query over it
+    answers "no rows", not "no such table"."""
     df = derived.read_table(name, src.profile, src.folder.parent)
+    if not df.width:
+        return pl.DataFrame(schema={"run_id": pl.String})
     try:
         recorded = json.loads((src.folder / derived.MANIFEST).read_text())[f"{name}.csv"].get("types", {})
     except (OSError, ValueError, KeyError):
@@ -257,8 +257,6 @@ def write(src: Source, root: Path) -> Path:
         written = {}
         for name in src.tables:
             df = table(src, name)
-            if df is None:
-                continue
             df.write_parquet(work / f"{name}.parquet")
             written[name] = {"file": f"{name}.parquet", "rows": df.height, "columns": df.width}
         (work / MANIFEST).write_text(json.dumps(manifest(src, written), indent=1) + "\n")
