@@ -15,9 +15,9 @@
 # %% [markdown]
 # # pglab compare: run B against run A
 #
-# Two derived datasets side by side — two machines, two settings, two versions. A and B are each a profile
-# (`data/derived/<profile>/`), a run id (the tables that run wrote) or a folder of derived tables; only the
-# derived tables are read, no server is needed.
+# Two derived datasets side by side — two runs of one experiment, two machines, two settings, two versions. A and
+# B are each a profile (`data/derived/<profile>/`), a run id (any run in `data/raw/` or `data/raw-archive/`, derived
+# on the fly when its tables are not in a profile folder) or a folder of derived tables; no server is needed.
 #
 # **How to read it.** For every table of medians both runs hold (the `*_summary` tables), B / A is the ratio
 # of the two medians. Its interval is the *ratio of bounds*, low B / high A … high B / low A, from each run's
@@ -35,6 +35,8 @@ b = "default"
 force = False  # true: compare runs of other workloads too (make compare with FORCE set)
 
 # %%
+from IPython.display import Markdown, display
+
 from pglab.core import charts
 from pglab.core.charts import table
 from pglab.report import compare
@@ -52,6 +54,27 @@ if force and params_diff.filter(kind="workload").height:
     print("FORCED: these runs measured other workloads (below); their medians are not comparable as measurements")
 
 # %% [markdown]
+# ## Did each effect hold?
+#
+# Two runs of one experiment (or study) are first compared by their *effects*: each condition against its baseline,
+# measured within the same rounds of one run (an experiment's work_mem=64MB / work_mem=1MB, a study's parallel /
+# serial), from the `*_paired` tables. Pairing takes out what the machine did during the run, so an effect can hold
+# while every median moved with the host's load. An effect **held** when its intervals in A and in B lie on the same
+# side of 1 and overlap (*held, other size*: same side, no overlap); *not reproduced*: A's interval excludes 1, B's
+# holds it; *appeared*: the other way round; *reversed*: opposite sides; *no effect in either*: both hold 1. The A/A
+# controls are the noise floor, not effects, and are left out.
+
+# %%
+effects = compare.effects(A, B)
+display(Markdown(compare.effects_markdown(effects)))
+
+# %%
+table(compare.effects_held(effects)) if effects.height else print("no effect both runs measured")
+
+# %%
+compare.effect_chart(effects, k=30) if effects.height else print("no effect both runs measured")
+
+# %% [markdown]
 # ## Params
 #
 # Every key of the two runs' params files that differs: *workload* keys (a study's sizes and rounds) change what is
@@ -64,7 +87,9 @@ table(params_diff) if params_diff.height else print("no params difference (or a 
 # %% [markdown]
 # ## What changed
 #
-# How many differences of each kind, then the largest changes of a median beyond its interval.
+# How many differences of each kind, then the largest changes of a median beyond its interval: B's medians against
+# A's, measured at other times. For two runs on one machine this is mostly the machine's drift (another load on the
+# host, another cache state); for two machines or versions it is the comparison itself.
 
 # %%
 table(compare.what_changed(env, verdicts, plans, ratios, params_diff))
@@ -111,6 +136,15 @@ table(verdicts) if verdicts.height else print("no verdict changed")
 
 # %%
 table(plans) if plans.height else print("no plan changed")
+
+# %% [markdown]
+# ## Every effect
+#
+# Each effect in A and in B (condition / baseline within rounds, with its interval), B's effect over A's, and
+# whether it held.
+
+# %%
+table(effects.drop("headline")) if effects.height else print("no effect both runs measured")
 
 # %% [markdown]
 # ## Every ratio

@@ -12,7 +12,12 @@ returns a tidy polars table; notebooks/compare.ipynb only calls them and shows t
   A change counts only when that interval excludes 1.
 - `verdict_changes`: the same study / finding / server with a different verdict in the `*_findings` tables.
 - `plan_changes`: plan fingerprint and shape columns that differ per server / query / condition (`*_plans*`).
-- `environment_differences`: machine, server versions and settings (the `environment_*` tables)."""
+- `environment_differences`: machine, server versions and settings (the `environment_*` tables).
+- `effects`: whether each effect held. Every table of paired ratios both hold (the `*_paired` tables: a condition
+  against its baseline within the same rounds, e.g. an experiment's work_mem=64MB / work_mem=1MB) gives the
+  effect in A and in B, each with its own interval; the effect *held* when both intervals lie on the same side
+  of 1 and overlap. Two runs of one experiment on a busy machine differ in their medians (the host's load moved),
+  while the effect, measured within rounds, is what the experiment asks about: the notebook leads with it."""
 
 from __future__ import annotations
 
@@ -439,6 +444,260 @@ def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
     one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
     return alt.layer(interval, point, one).properties(
         width=420, title=f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)"
+    )
+
+
+# -- did each effect hold? ------------------------------------------------------------------------------------
+
+# the statistics of a table of paired ratios (core.paired, between_runs.pool_clusters); every column before
+# `n_rounds` is a key, and of those after it only these
+PAIRED_AFTER_KEYS = ("workers",)
+NOT_CONTEXT = ("kind", "better", "baseline", "a", "b")
+HELD = {  # the outcome of an effect in A and B, in the order the notebook lists them (the news first)
+    "reversed": "reversed: the intervals lie on opposite sides of 1",
+    "not reproduced": "A's effect is not in B (B's interval holds 1)",
+    "appeared": "an effect in B only (A's interval holds 1)",
+    "held, other size": "held: same direction, but the intervals do not overlap",
+    "held": "held: same direction, the intervals overlap",
+    "no effect in either": "both intervals hold 1",
+    "no interval": "a side has no interval",
+}
+HELD_COLOURS = {"A": "#4c78a8", "B": "#f58518"}
+EFFECT_SCHEMA = {
+    "study": pl.String,
+    "table": pl.String,
+    "effect": pl.String,
+    "context": pl.String,
+    "a_ratio": pl.Float64,
+    "a_low": pl.Float64,
+    "a_high": pl.Float64,
+    "b_ratio": pl.Float64,
+    "b_low": pl.Float64,
+    "b_high": pl.Float64,
+    "b_over_a": pl.Float64,
+    "held": pl.String,
+    "headline": pl.String,
+}
+
+
+def paired_keys(columns: list[str]) -> list[str] | None:
+    """The key columns of a table of paired ratios (condition, baseline and what they were measured on), None
+    for any other table. Read from the table's shape, not its name: a study or experiment that adds rows or key
+    columns is compared as it is."""
+    if not {"n_rounds", "ratio", "low", "high"} <= set(columns):
+        return None
+    if "baseline" not in columns and not {"a", "b"} <= set(columns):
+        return None
+    first = columns.index("n_rounds")
+    return columns[:first] + [c for c in columns[first:] if c in PAIRED_AFTER_KEYS]
+
+
+SELF_NAMED = ("condition", "b")  # condition columns whose values say what they are ("work_mem=64MB")
+AA = ("_aa", "~aa")  # the suffixes of the A/A copies of a baseline (a study's, an experiment's)
+
+
+def _condition_column(keys: list[str]) -> str | None:
+    """The column of the condition an effect is of: `b` (against `a`) in an experiment's table, else the key
+    column just before `baseline` (a mode, a server, a setting's value)."""
+    if {"a", "b"} <= set(keys):
+        return "b"
+    before = keys[: keys.index("baseline")]
+    return before[-1] if before else None
+
+
+def _effect_label(keys: list[str]) -> pl.Expr:
+    """'work_mem=64MB vs work_mem=1MB', 'mode parallel vs serial': the condition against its baseline."""
+    cond = _condition_column(keys)
+    base = "a" if cond == "b" else "baseline"
+    if cond is None:
+        return pl.col(base).cast(pl.String)
+    named = pl.lit("") if cond in SELF_NAMED else pl.lit(f"{cond} ")
+    return pl.concat_str([named, pl.col(cond).cast(pl.String), pl.lit(" vs "), pl.col(base).cast(pl.String)])
+
+
+# context columns whose values say what they are (pg18, q1.1, time_s); any other goes with its name (workers 1)
+SELF_NAMED_CONTEXT = (
+    "experiment",
+    "server",
+    "query",
+    "item",
+    "metric",
+    "mode",
+    "operator",
+    "what",
+    "group",
+    "condition",
+)
+
+
+def _context(keys: list[str], cond: str | None) -> pl.Expr:
+    parts = [
+        pl.col(k).cast(pl.String) if k in SELF_NAMED_CONTEXT else pl.lit(f"{k} ") + pl.col(k).cast(pl.String)
+        for k in keys
+        if k not in NOT_CONTEXT and k != cond
+    ]
+    if not parts:
+        return pl.lit("")
+    return pl.concat_str(parts, separator=" · ", ignore_nulls=True)
+
+
+def _side(prefix: str) -> pl.Expr:
+    """-1, 0 or 1: the side of 1 an interval lies on (0: it holds 1); null without an interval."""
+    lo, hi = pl.col(f"{prefix}_low"), pl.col(f"{prefix}_high")
+    return pl.when(lo.is_null() | hi.is_null()).then(None).when(hi < 1).then(-1).when(lo > 1).then(1).otherwise(0)
+
+
+def _ratio_text(prefix: str) -> pl.Expr:
+    def num(c: str) -> pl.Expr:  # two decimals: an interval's end at 0.998 must not read "1.0"
+        return pl.col(c).map_elements(lambda x: f"{x:.2f}", return_dtype=pl.String)
+
+    return pl.concat_str(
+        [num(f"{prefix}_ratio"), pl.lit("× ["), num(f"{prefix}_low"), pl.lit("–"), num(f"{prefix}_high"), pl.lit("]")]
+    ).fill_null(pl.concat_str([num(f"{prefix}_ratio"), pl.lit("× (no interval)")]))
+
+
+def _table_effects(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    cond = _condition_column(keys)
+
+    def side(df: pl.DataFrame, s: str) -> pl.DataFrame:
+        # an A/A control (the baseline against its own copy) is the noise floor, not an effect
+        if "kind" in df.columns:
+            df = df.filter(pl.col("kind").cast(pl.String).ne_missing("A/A"))
+        if cond is not None:
+            df = df.filter(~pl.col(cond).cast(pl.String).str.ends_with(AA[0]).fill_null(False))
+            df = df.filter(~pl.col(cond).cast(pl.String).str.ends_with(AA[1]).fill_null(False))
+        return df.select(
+            *[pl.col(k).cast(pl.String) for k in keys],
+            pl.col("ratio").cast(pl.Float64).alias(f"{s}_ratio"),
+            pl.col("low").cast(pl.Float64).alias(f"{s}_low"),
+            pl.col("high").cast(pl.Float64).alias(f"{s}_high"),
+        )
+
+    j = side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
+    sa, sb = _side("a"), _side("b")
+    overlap = (pl.col("a_low") <= pl.col("b_high")) & (pl.col("b_low") <= pl.col("a_high"))
+    held = (
+        pl.when(sa.is_null() | sb.is_null())
+        .then(pl.lit("no interval"))
+        .when((sa == 0) & (sb == 0))
+        .then(pl.lit("no effect in either"))
+        .when(sa == 0)
+        .then(pl.lit("appeared"))
+        .when(sb == 0)
+        .then(pl.lit("not reproduced"))
+        .when(sa != sb)
+        .then(pl.lit("reversed"))
+        .when(overlap)
+        .then(pl.lit("held"))
+        .otherwise(pl.lit("held, other size"))
+    )
+    out = j.with_columns(
+        effect=_effect_label(keys),
+        context=_context(keys, cond),
+        b_over_a=pl.col("b_ratio") / pl.col("a_ratio"),
+        held=held,
+    )
+    headline = pl.concat_str(
+        [
+            pl.lit("the effect of "),
+            pl.col("effect"),
+            pl.when(pl.col("context") != "").then(pl.lit(" (") + pl.col("context") + pl.lit(")")).otherwise(pl.lit("")),
+            pl.lit(" was "),
+            _ratio_text("a"),
+            pl.lit(" in A and "),
+            _ratio_text("b"),
+            pl.lit(" in B: "),
+            pl.col("held"),
+        ]
+    )
+    return out.select(
+        pl.lit(study_of(table)).alias("study"),
+        pl.lit(table).alias("table"),
+        *list(EFFECT_SCHEMA)[2:-1],
+        headline.alias("headline"),
+    ).cast(EFFECT_SCHEMA)
+
+
+def effects(a: Dataset, b: Dataset) -> pl.DataFrame:
+    """Every effect both runs measured (a row of a `*_paired` table in both, the A/A control left out): its B / A
+    within rounds in A and in B with their intervals, and whether it held (HELD). The experiments first, the
+    news (reversed, not reproduced, appeared) first within each study."""
+    frames = [pl.DataFrame(schema=EFFECT_SCHEMA)]
+    for table in sorted(set(a.tables) & set(b.tables)):
+        keys = paired_keys(a.columns(table))
+        if keys is not None and keys == paired_keys(b.columns(table)):
+            frames.append(_table_effects(table, a.read(table), b.read(table), keys))
+    order = pl.col("held").replace_strict({h: i for i, h in enumerate(HELD)}, default=len(HELD), return_dtype=pl.Int8)
+    return pl.concat(frames).sort(pl.col("study") != "experiments", "study", order, "table", "effect", "context")
+
+
+def effects_held(e: pl.DataFrame) -> pl.DataFrame:
+    """Per study, how many effects came out each way (HELD's order), with what each outcome means."""
+    counts = e.group_by("study", "held").agg(effects=pl.len())
+    order = pl.col("held").replace_strict({h: i for i, h in enumerate(HELD)}, default=len(HELD), return_dtype=pl.Int8)
+    return (
+        counts.with_columns(meaning=pl.col("held").replace_strict(HELD, default=""))
+        .sort(pl.col("study") != "experiments", "study", order)
+        .select("study", "held", "effects", "meaning")
+    )
+
+
+def effects_markdown(e: pl.DataFrame, k: int = 12) -> str:
+    """The headline: how many effects held, then one line per effect in words, the experiments' all (up to 3 K),
+    the studies' news (reversed, not reproduced, appeared) up to K."""
+    if not e.height:
+        return "No effect both runs measured: they share no table of paired ratios (`*_paired`)."
+    n = dict(e.group_by("held").len().iter_rows())
+    counts = ", ".join(f"{n[h]} {h}" for h in HELD if n.get(h))
+    lines = [f"**Of {e.height} effects both runs measured: {counts}.**", ""]
+    mine = e.filter(pl.col("study") == "experiments")
+    news = e.filter((pl.col("study") != "experiments") & pl.col("held").is_in(list(HELD)[:3]))
+    for rows, limit in ((mine, 3 * k), (news, k)):
+        lines += [f"- {h}" for h in rows["headline"].head(limit)]
+        if rows.height > limit:
+            lines.append(f"- … and {rows.height - limit} more in the table below")
+    if not (mine.height or news.height):
+        lines.append("Every effect held or was absent in both runs.")
+    return "\n".join(lines)
+
+
+def effect_chart(e: pl.DataFrame, k: int = 30) -> alt.Chart:
+    """Each effect's B / A in run A and in run B, with their intervals, side by side on a log scale about 1: an
+    effect that held has two bars on the same side of the dashed rule. The experiments' effects first, at most K."""
+    rows = e.drop_nulls(["a_ratio", "b_ratio"]).filter((pl.col("a_ratio") > 0) & (pl.col("b_ratio") > 0)).head(k)
+    label = pl.concat_str(
+        [pl.col("effect"), pl.when(pl.col("context") != "").then(pl.lit(" · ") + pl.col("context"))],
+        ignore_nulls=True,
+    )
+    rows = rows.with_columns(label=pl.concat_str([label, pl.lit(" — "), pl.col("held")]))
+    long = pl.concat(
+        [
+            rows.select(
+                "label",
+                "held",
+                pl.lit(run).alias("run"),
+                pl.col(f"{s}_ratio").alias("ratio"),
+                pl.coalesce(f"{s}_low", f"{s}_ratio").alias("lo"),
+                pl.coalesce(f"{s}_high", f"{s}_ratio").alias("hi"),
+            )
+            for run, s in (("A", "a"), ("B", "b"))
+        ]
+    )
+    values = [v for v in long["ratio"].to_list() + long["lo"].to_list() + long["hi"].to_list() if v and v > 0]
+    reach = min(max([1.1, *(max(v, 1 / v) for v in values)]) * 1.1, 10.0)
+    scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)
+    y = alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelLimit=520))
+    color = alt.Color("run:N", title="run", scale=alt.Scale(domain=["A", "B"], range=list(HELD_COLOURS.values())))
+    base = alt.Chart(long).encode(y=y, yOffset=alt.YOffset("run:N"), color=color)
+    bars = base.mark_rule(strokeWidth=2).encode(
+        x=alt.X("lo:Q", scale=scale, title="the effect: condition / baseline within rounds (log scale)"), x2="hi:Q"
+    )
+    point = base.mark_point(filled=True, size=45).encode(
+        x="ratio:Q", tooltip=["label", "run", "ratio", "lo", "hi", "held"]
+    )
+    one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
+    return alt.layer(bars, point, one).properties(
+        width=420, title=f"Did each effect hold? A's and B's ratio with its interval ({rows.height} effects)"
     )
 
 

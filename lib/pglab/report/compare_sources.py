@@ -1,9 +1,11 @@
 """The two sides of `make compare`: each a derived dataset named by a profile, a run id or a folder.
 
 - a profile: `data/derived/<profile>/`, every table in it;
-- a run id: the run's working copy `data/raw/<run-id>/derived-work/<profile>/` (a run cut short, or one still
-  going) or else the profile folder whose MANIFEST.json says the run wrote its tables; only the tables that
-  run wrote, so older tables carried over from another run are never passed off as this run's;
+- a run id, any run there is: the run's working copy `data/raw/<run-id>/derived-work/<profile>/` (a run cut
+  short, or one still going), else the profile folder whose tables that run wrote, all of them (its latest run),
+  else derived on the fly from `data/raw/<run-id>/` or `data/raw-archive/<run-id>.tar.xz` into
+  `build/derived-runs/<run-id>/` (`python -m pglab derive`, no server; kept for the next comparison, derived
+  again when the kit's revision changed), else the tables a profile folder says the run wrote (a part re-run);
 - a folder path (absolute, or relative to the current folder or to the project root) holding the CSVs.
 
 `resolve` refuses (CompareError, exit 2) a dataset of another format than this pglab reads (`derived.FORMAT`);
@@ -14,7 +16,12 @@ pgbench's scales, …) unless forced; `params_differences` lists every key."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from ..core import derived, paths
+from ..core.provenance import git_revision
 from ..studies import STUDIES as STAGES
 
 ENVIRONMENT = "environment"
@@ -73,7 +81,13 @@ class Dataset:
 
     @property
     def studies(self) -> list[str]:
-        return sorted({study_of(t) for t in self.tables} - {ENVIRONMENT})
+        """The studies with a table of rows here (a run derives every study's tables, empty ones for those it
+        did not measure: an experiment run has no SSB)."""
+        return sorted({study_of(t) for t in self.tables if self.has_rows(t)} - {ENVIRONMENT})
+
+    def has_rows(self, table: str) -> bool:
+        with (self.path / f"{table}.csv").open() as f:
+            return bool(f.readline()) and bool(f.readline())
 
     def columns(self, table: str) -> list[str]:
         header = (self.path / f"{table}.csv").open().readline().rstrip("\n")
@@ -106,16 +120,21 @@ def _run_tables(folder: Path, run_id: str) -> tuple[str, ...] | None:
 
 
 def available() -> tuple[list[str], list[str]]:
-    """Profiles in data/derived/ and run ids with derived tables (a working copy or a manifest entry)."""
+    """Profiles in data/derived/ and every run id there is: with derived tables (a working copy or a manifest
+    entry), or to derive (a complete folder of data/raw/, an archive)."""
     profiles = sorted(p.parent.name for p in paths.derived_dir().glob(f"*/{derived.MANIFEST}"))
     runs = {p.parents[2].name for p in paths.raw_dir().glob("*/derived-work/*/*.csv")}
     for profile in profiles:
         runs |= {r for r in _manifest_runs(paths.derived_dir() / profile).values() if r}
+    runs |= set(derived.runs()["run_id"])
     return profiles, sorted(runs)
 
 
 def _not_found(spec: str) -> CompareError:
-    profiles, runs = available()
+    profiles = sorted(p.parent.name for p in paths.derived_dir().glob(f"*/{derived.MANIFEST}"))
+    derived_runs = {p.parents[2].name for p in paths.raw_dir().glob("*/derived-work/*/*.csv")}
+    for profile in profiles:
+        derived_runs |= {r for r in _manifest_runs(paths.derived_dir() / profile).values() if r}
     what = (
         f"{spec!r} is neither a profile, a run id nor a folder of derived tables."
         if spec
@@ -124,7 +143,8 @@ def _not_found(spec: str) -> CompareError:
     return CompareError(
         f"{what}\n"
         f"  profiles ({paths.shown(paths.derived_dir())}): {', '.join(profiles) or 'none'}\n"
-        f"  run ids: {', '.join(runs) or 'none'}"
+        f"  run ids with derived tables: {', '.join(sorted(derived_runs)) or 'none'}\n"
+        f"  run ids to derive (data/raw/, data/raw-archive/):\n{derived.runs_listing()}"
     )
 
 
@@ -156,11 +176,44 @@ def _find(spec: str) -> Dataset:
     work = sorted(p for p in (paths.raw_dir() / spec / "derived-work").glob("*") if _has_csv(p))
     if work:  # one profile per run; the working copy is there until the run publishes it
         return Dataset(spec, "run", work[0], _run_tables(work[0], spec))
+    partial = None
     for folder in sorted(paths.derived_dir().glob(f"*/{derived.MANIFEST}")):
-        mine = _run_tables(folder.parent, spec)
-        if mine:
-            return Dataset(spec, "run", folder.parent, mine)
+        runs = _manifest_runs(folder.parent)
+        if runs and set(runs.values()) == {spec}:  # the profile's latest run, every table of it
+            return Dataset(spec, "run", folder.parent, _run_tables(folder.parent, spec))
+        partial = partial or ((folder.parent, mine) if (mine := _run_tables(folder.parent, spec)) else None)
+    if spec in set(derived.runs()["run_id"]):
+        return Dataset(spec, "run", derive_run(spec))
+    if partial:  # a part re-run's tables, its raw data not here
+        return Dataset(spec, "run", *partial)
     raise _not_found(spec)
+
+
+DERIVED_RUNS_ENV = "PGLAB_DERIVED_RUNS_DIR"  # where runs derived for a comparison go (the tests: their own folder)
+
+
+def derived_runs_dir() -> Path:
+    return paths.resolve(os.environ.get(DERIVED_RUNS_ENV) or "build/derived-runs")
+
+
+def derive_run(run_id: str) -> Path:
+    """build/derived-runs/<run id>/: the run's tables derived from its raw data or archive by `python -m pglab
+    derive` (a process of its own: the report does not derive), an archive unpacked into a temporary folder,
+    not data/raw/. Derived once per kit revision: the next comparison of the run reads them as they are."""
+    out = derived_runs_dir() / run_id
+    entries = derived.manifest(out)
+    if entries and {e.get("derived_by") for e in entries.values()} == {git_revision()}:
+        return out
+    print(f"deriving run {run_id} from its raw data (no server) -> {paths.shown(out)}", file=sys.stderr, flush=True)
+    unpack = Path(tempfile.mkdtemp(prefix="pglab-compare-raw-"))
+    try:
+        cmd = [sys.executable, "-m", "pglab", "derive", "--run-id", run_id, "--out", str(out)]
+        done = subprocess.run([*cmd, "--unpack-into", str(unpack)], capture_output=True, text=True)
+    finally:
+        shutil.rmtree(unpack, ignore_errors=True)
+    if done.returncode:
+        raise CompareError(f"run {run_id} could not be derived from its raw data:\n{done.stderr.strip()}")
+    return out
 
 
 def _unit_values(ds: Dataset, table: str, column: str) -> set:

@@ -1,5 +1,6 @@
 """`make experiment PARAMS=<file>`: only the `experiments:` of a params file (and the environment capture), their
-notebooks and report.html under build/experiment-<profile>/.
+notebooks and report.html under build/experiment-<profile>/<run id>/, `latest` (and report.html beside it) pointing at
+the last complete run's: a re-run never overwrites an earlier run's report.
 
     python -m pglab.report.experiment --params params/examples/work_mem_ssb.yaml [--out DIR] [--run-id ID]
 
@@ -23,6 +24,23 @@ NOTEBOOKS = ("00_environment", "80_experiments")
 
 def default_out(profile: str):
     return paths.ROOT / "build" / f"experiment-{profile}"
+
+
+def _point(link, target: str) -> None:
+    """`link` -> `target` (relative), replacing what was there at once (an older kit's report.html file too)."""
+    import os
+
+    tmp = link.with_name(f".{link.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    os.replace(tmp, link)
+
+
+def mark_latest(run_dir) -> None:
+    """build/experiment-<profile>/latest -> <run id>/ and report.html -> <run id>/report.html: where the last
+    complete run's report is, under a name that does not change."""
+    _point(run_dir.parent / "latest", run_dir.name)
+    _point(run_dir.parent / driver.HTML, f"{run_dir.name}/{driver.HTML}")
 
 
 def unmeasured(p, run_id: str) -> list[str]:
@@ -61,7 +79,7 @@ def unmeasured(p, run_id: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pglab.report.experiment", description=__doc__.splitlines()[0])
     ap.add_argument("--params", required=True)
-    ap.add_argument("--out", default=None, help="default: build/experiment-<profile>/")
+    ap.add_argument("--out", default=None, help="default: build/experiment-<profile>/<run id>/")
     ap.add_argument("--run-id", default=None, type=run_id_arg)
     args = ap.parse_args(argv)
     try:
@@ -75,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    out = paths.resolve(args.out) if args.out else default_out(p.profile)
     run_id = begin_run(p.profile, args.run_id or p.run_id)
+    out = paths.resolve(args.out) if args.out else default_out(p.profile) / run_id
     code = driver.main(
         [
             "--params",
@@ -94,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     from .html_export import write_html
 
     html = write_html(out / f"{NOTEBOOKS[-1]}.ipynb", out / driver.HTML)
+    if not args.out:
+        mark_latest(out)
     print(f"pglab experiment: run {run_id} -> {html}", flush=True)
     return 1 if unmeasured(p, run_id) else 0
 
