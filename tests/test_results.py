@@ -241,3 +241,67 @@ def test_a_bad_run_id_is_a_clear_error_and_exit_2(data, monkeypatch, capsys):
     assert f"holds tables of 2 runs ({', '.join(sorted([REFERENCE, SECOND]))})" in capsys.readouterr().err
     shutil.rmtree(mixed)
     assert not (data / "raw").exists()
+
+
+def test_an_empty_table_keeps_its_typed_columns_through_write_read_export_and_query(tmp_path, monkeypatch):
+    """A run with one server version has no version comparison: the SSB stage returns ssb_versions_paired without
+    any column (the 1-byte file of issue 60). Written, it keeps the columns the reference records for it; read, it
+    is an empty frame of the reference's types; exported and queried, it answers no rows rather than an error."""
+    ref = ROOT / "data" / "derived"
+    root = tmp_path / "data" / "derived"
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv(derived.RUN_ID_ENV, "quick-20990101-000000")
+    summary = derived.read_table("ssb_summary", "default", ref)
+    derived.write({"ssb_versions_paired": pl.DataFrame(), "ssb_summary": summary}, "quick", root=root)
+    columns = derived.manifest(ref / "default")["ssb_versions_paired.csv"]["columns"]
+    assert (root / "quick" / "ssb_versions_paired.csv").read_text() == ",".join(columns) + "\n"
+    empty = derived.read_table("ssb_versions_paired", "quick", root)
+    assert empty.height == 0 and empty.schema == derived.read_table("ssb_versions_paired", "default", ref).schema
+    assert derived.read_optional("ssb_versions_paired", "quick", root).columns == columns
+
+    assert main(["export", "--run-id", "quick"]) == 0
+    out = tmp_path / "data" / "export" / "quick-20990101-000000"
+    parquet = pl.read_parquet(out / "ssb_versions_paired.parquet")
+    assert parquet.height == 0 and parquet.columns == ["run_id", *columns]
+    assert parquet.schema["ratio"] == pl.Float64 and parquet.schema["n_rounds"] == pl.Int64
+    assert json.loads((out / export.MANIFEST).read_text())["tables"]["ssb_versions_paired"]["rows"] == 0
+    answer = index.query("SELECT count(*) AS n, count(ratio) AS ratios FROM ssb_versions_paired")
+    assert answer.rows() == [(0, 0)]
+
+
+def test_an_empty_table_written_without_columns_by_an_older_pglab_still_reads_and_exports(tmp_path, monkeypatch):
+    """A 1-byte table already on disk (derived before empty tables kept their columns) reads as a frame without
+    columns and exports as a run_id column without rows: `make export` of an older quick run does not crash."""
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv(derived.RUN_ID_ENV, "quick-20990101-000001")
+    root = tmp_path / "data" / "derived"
+    derived.write({"ssb_summary": derived.read_table("ssb_summary", "default", ROOT / "data" / "derived")}, "q", root)
+    (root / "q" / "odd_table.csv").write_text("\n")  # as derived.write left such a table before
+    m = derived.manifest(root / "q")
+    m["odd_table.csv"] = m["ssb_summary.csv"] | {"columns": [], "types": {}, "rows": 0}
+    (root / "q" / derived.MANIFEST).write_text(json.dumps(m))
+    assert derived.read_table("odd_table", "q", root).shape == (0, 0)
+    assert main(["export", "--run-id", "q"]) == 0
+    got = pl.read_parquet(tmp_path / "data" / "export" / "quick-20990101-000001" / "odd_table.parquet")
+    assert got.columns == ["run_id"] and got.height == 0
+
+
+def test_every_table_of_the_quick_pass_reads_and_exports(quick_pass, tmp_path, monkeypatch):
+    """The first run a newcomer makes: every derived table of the session's quick pass reads (an empty one with
+    its typed columns, no table without a header) and `make export RUN_ID=quick` exports every one of them."""
+    qp = quick_pass.require()
+    shutil.copytree(qp.data / "derived" / "quick", tmp_path / "data" / "derived" / "quick")
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(tmp_path / "data"))
+    folder = tmp_path / "data" / "derived" / "quick"
+    tables = sorted(p.stem for p in folder.glob("*.csv"))
+    headerless = [t for t in tables if not (folder / f"{t}.csv").read_text().strip()]
+    assert headerless == [], f"tables written without columns: {headerless}"
+    frames = {t: derived.read_table(t, "quick", folder.parent) for t in tables}
+    empty = sorted(t for t, df in frames.items() if df.height == 0)
+    assert all(frames[t].width for t in empty)
+    assert main(["export", "--run-id", "quick"]) == 0
+    out = tmp_path / "data" / "export" / qp.run_id
+    assert sorted(p.stem for p in out.glob("*.parquet")) == tables
+    for t in empty:
+        assert pl.read_parquet(out / f"{t}.parquet").columns == ["run_id", *frames[t].columns]
+    print(f"quick pass: {len(tables)} tables read and exported, {len(empty)} empty with their columns: {empty}")
