@@ -38,7 +38,10 @@ SSB_LOAD = Stage(
 EXPERIMENTS = Stage(
     "experiments",
     "80_experiments",
-    prefixed("experiments", "setup cells runs summary paired noise verdicts plans errors"),
+    prefixed(
+        "experiments",
+        "setup cells runs summary paired noise verdicts plans errors latency timeline server_counters telemetry",
+    ),
     "pglab.studies.experiments.derive:derive",
     "pglab.studies.experiments.run:estimate_s",
 )
