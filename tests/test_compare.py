@@ -2,12 +2,13 @@
 each kind (a median 20 % higher, a verdict, a plan fingerprint, a setting) and nothing else."""
 
 import json
+import os
 
 import polars as pl
 import pytest
 
-from pglab.core import derived
-from pglab.report import compare
+from pglab.core import derived, paths
+from pglab.report import compare, compare_sources
 from pglab.report.html_export import external_references
 
 SERVERS, QUERIES = ("pg15", "pg18"), ("q1.1", "q4.3")
@@ -285,3 +286,102 @@ def test_the_chart_is_symmetric_about_one_and_coloured_by_better_or_worse(data):
     assert low == pytest.approx(1 / high) and high == pytest.approx(1.2 * 1.25)
     colours = spec["layer"][0]["encoding"]["color"]["scale"]
     assert dict(zip(colours["domain"], colours["range"], strict=True))["B worse"] == "#d73027"
+
+
+# -- two real runs of the reference's design: the committed one and an earlier one, only in data/raw-archive/ ------
+
+ROOT = paths.ROOT
+
+
+def _reference_run() -> str:
+    runs = {e.get("run_id") for e in derived.manifest(ROOT / "data" / "derived" / "default").values()}
+    return runs.pop()
+
+
+EARLIER = "default-20261127-105829"  # not the latest of its profile: no profile folder holds its tables
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """A data folder of the test's own: the reference run derived as profile `default` (its latest run, by this
+    pglab: the committed tables may predate a column), and both runs' archives; A = the earlier run by id (derived
+    on the fly, once, into the test's build folder), B = the profile."""
+    import shutil
+    import subprocess
+    import sys
+
+    home = tmp_path_factory.mktemp("compare-runs")
+    data = home / "data"
+    (data / "raw-archive").mkdir(parents=True)
+    for run in (EARLIER, _reference_run()):
+        shutil.copy(ROOT / "data" / "raw-archive" / f"{run}.tar.xz", data / "raw-archive")
+    derive = [sys.executable, "-m", "pglab", "derive", "--run-id", _reference_run(), "--unpack-into", str(home / "u")]
+    env = os.environ | {"PGLAB_DATA_DIR": str(data), "PGLAB_DERIVED_DIR": ""}
+    subprocess.run([*derive, "--out", str(data / "derived" / "default")], env=env, check=True, capture_output=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PGLAB_DATA_DIR", str(data))
+        mp.delenv("PGLAB_DERIVED_DIR", raising=False)
+        mp.setenv(compare_sources.DERIVED_RUNS_ENV, str(home / "build" / "derived-runs"))
+        a, b = compare.resolve(EARLIER), compare.resolve("default")
+        yield home, a, b
+    assert not (data / "raw").exists()  # the archive was unpacked elsewhere, not into data/raw/
+
+
+def test_an_earlier_run_is_found_by_id_and_derived_from_its_archive(two_runs, capsys):
+    home, a, b = two_runs
+    assert a.kind == "run" and a.path == home / "build" / "derived-runs" / EARLIER
+    assert {e.get("run_id") for e in derived.manifest(a.path).values()} == {EARLIER}
+    assert b.kind == "profile" and compare.check_comparable(a, b) == b.studies
+    assert EARLIER in compare.available()[1]
+    # the second time the derived tables are read as they are: no derive (it would print)
+    capsys.readouterr()
+    assert compare.resolve(EARLIER).path == a.path and "deriving" not in capsys.readouterr().err
+
+
+def test_each_effect_is_judged_held_or_not_from_its_intervals_in_both_runs(two_runs):
+    """Every effect of the *_paired tables both runs hold, A/A controls left out, judged by its two intervals:
+    checked here row by row against the intervals themselves, and the headline states them in words."""
+    _, a, b = two_runs
+    e = compare.effects(a, b)
+    assert e.height > 50 and set(e["study"]) >= {"ssb", "pgbench", "jit_operators"}
+    assert not e["effect"].str.contains("_aa").any()
+
+    def side(lo, hi):
+        return -1 if hi < 1 else 1 if lo > 1 else 0
+
+    for r in e.iter_rows(named=True):
+        sa, sb = side(r["a_low"], r["a_high"]), side(r["b_low"], r["b_high"])
+        overlap = r["a_low"] <= r["b_high"] and r["b_low"] <= r["a_high"]
+        want = (
+            "no effect in either"
+            if sa == sb == 0
+            else "appeared"
+            if sa == 0
+            else "not reproduced"
+            if sb == 0
+            else "reversed"
+            if sa != sb
+            else "held"
+            if overlap
+            else "held, other size"
+        )
+        assert r["held"] == want, r
+        assert r["headline"].startswith(f"the effect of {r['effect']}")
+        assert f"{r['a_ratio']:.2f}× [{r['a_low']:.2f}–{r['a_high']:.2f}] in A" in r["headline"]
+        assert r["headline"].endswith(f"in B: {r['held']}")
+    assert (e["held"] == "held").sum() > 10  # the design's big effects (parallel against serial) hold
+    counts = compare.effects_held(e)
+    assert counts["effects"].sum() == e.height
+    text = compare.effects_markdown(e)
+    assert text.startswith(f"**Of {e.height} effects both runs measured: ")
+
+
+def test_make_compare_by_two_run_ids_headlines_the_effects(two_runs, monkeypatch):
+    home, a, _ = two_runs
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(home / "data"))
+    monkeypatch.setenv(compare_sources.DERIVED_RUNS_ENV, str(home / "build" / "derived-runs"))
+    out = home / "out"
+    assert compare.main(["--a", EARLIER, "--b", _reference_run(), "--out", str(out)]) == 0
+    html = (out / "compare.html").read_text()
+    assert "Did each effect hold?" in html and "effects both runs measured: " in html
+    assert "in A and " in html and " in B: not reproduced" in html  # the news, in words with both intervals
