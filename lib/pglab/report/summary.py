@@ -69,7 +69,38 @@ def claims(findings: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("our_value").is_not_null())
         .alias("ours"),
     )
+    words = words.with_columns(claim=pl.Series("claim", _distinct(words), dtype=pl.String))
     return cv.join(words, on=["study", "finding"], how="left", maintain_order="left")
+
+
+def _distinct(words: pl.DataFrame) -> list[str | None]:
+    """Each claim's words as a row shows them: without the study's own name in front (the row names its study:
+    "S1 · S1: ..." said it twice), and where two findings of a study share the same words (one claim tested at
+    scales 1 and 10), what tells them apart from their finding names ("scale 1", "scale 10")."""
+    out = []
+    for study, claim in zip(words["study"], words["claim"], strict=True):
+        if claim is not None and study and claim.startswith((f"{study}: ", f"{study} ")):
+            claim = claim[len(study) :].lstrip(":").lstrip()  # "S1: JIT helped" and "S4 test 2: ..." alike
+        out.append(claim)
+    keys = list(zip(words["study"], out, strict=True))
+    for i, finding in enumerate(words["finding"]):
+        twins = [j for j, k in enumerate(keys) if k == keys[i] and j != i]
+        if out[i] is None or not twins:
+            continue
+        mine = finding.split("_")
+        common = min(_common_prefix(mine, words["finding"][j].split("_")) for j in twins)
+        # the differing tail, with the word before it when that is its name ("scale" of scale_10)
+        start = common - 1 if common and not mine[common - 1].isdigit() and mine[common:][:1] != [] else common
+        tail = " ".join(mine[start:]) or finding
+        out[i] = f"{out[i]} — {tail}"
+    return out
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _ours_cell(ours: list[dict]) -> str:
@@ -126,7 +157,7 @@ def summary_html(findings: pl.DataFrame) -> str:
         "per-server verdicts; a claim links to its evidence below.</p>"
     )
     table = f'<table class="pglab-sum">{head}{"".join(body)}</table>'
-    return STYLE + table + legend
+    return STYLE + legend + table  # the key before the rows it explains, not under all of them
 
 
 def resting(ours: list[dict]) -> str:

@@ -304,9 +304,14 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
                 f"{min(r['our_low'] for r in log):.2f}–{max(r['our_high'] for r in log):.2f}×)."
             )
         else:
+            # the range only over the servers whose interval shows a change; noise is "no clear change", named
+            shown = [r for r in log if not fnd.holds_one(r)]
+            noise = "; ".join(
+                f"{r['server']} {fnd.shown(r).removeprefix('no clear change ')}" for r in log if fnd.holds_one(r)
+            )
             out.append(
-                f"Logging every plan with log_analyze makes a tiny query {_range([r['our_value'] for r in log])}"
-                f" ({fnd.servers_text(log)})."
+                f"Logging every plan with log_analyze makes a tiny query {_range([r['our_value'] for r in shown])}"
+                f" ({fnd.servers_text(shown)}){f'; no clear change on {noise}' if noise else ''}."
             )
     # the scale-free quantities (ns per row, share removed) are in the evidence, not in the ratio columns
     per_row = _quantities(f, "analyze_count_serial", "ns per row")

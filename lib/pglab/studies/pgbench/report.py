@@ -435,4 +435,5 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
     said = " and ".join(
         f"{x}× {base + chr(39) + 's' if i == 0 else 'its'} {what} tps" for i, (x, what) in enumerate(parts)
     )
-    return [f"pgbench at scale {scale}: {min(servers)}–{max(servers)} give {said} here{caveat}."]
+    who = min(servers) if min(servers) == max(servers) else f"{min(servers)}–{max(servers)}"  # one server: once
+    return [f"pgbench at scale {scale}: {who} {'gives' if who == min(servers) else 'give'} {said} here{caveat}."]
