@@ -183,3 +183,30 @@ def test_a_write_that_fails_leaves_no_staged_file_and_no_table(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == [f"b.tmp{os.getpid()}"]
     derived.write({"a": pl.DataFrame({"x": [1]})}, "p", root=tmp_path)
     assert derived.verify("p", root=tmp_path) == []
+
+
+def test_derive_export_and_publish_without_a_run_list_the_runs_and_exit_2(tmp_path, monkeypatch, capsys):
+    """`make derive`, `make export`, `make publish` without RUN_ID: every run there is (complete folders of
+    data/raw/, archives), by profile and oldest first, exit 2; a run cut short (no COMPLETE) is not offered."""
+    from pglab import derive
+    from pglab.results.__main__ import main as results
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("PGLAB_DATA_DIR", str(data))
+    for run, complete in (("quick-20261201-100000", True), ("quick-20261130-090000", True), ("x-1", False)):
+        (data / "raw" / run).mkdir(parents=True)
+        if complete:
+            (data / "raw" / run / "COMPLETE").write_text("done\n")
+    (data / "raw-archive").mkdir()
+    (data / "raw-archive" / "default-20261127-105829.tar.xz").write_bytes(b"")
+    runs = derived.runs()
+    assert runs.rows() == [
+        ("default-20261127-105829", "default", "archive"),
+        ("quick-20261130-090000", "quick", "raw"),
+        ("quick-20261201-100000", "quick", "raw"),
+    ]
+    listing = "  default: default-20261127-105829\n  quick: quick-20261130-090000, quick-20261201-100000"
+    for command in (lambda: derive.main([]), lambda: results(["export"]), lambda: results(["publish"])):
+        assert command() == 2
+        err = capsys.readouterr().err
+        assert "RUN_ID=" in err and listing in err and "x-1" not in err
