@@ -212,7 +212,10 @@ def derive_run(run_id: str) -> Path:
     finally:
         shutil.rmtree(unpack, ignore_errors=True)
     if done.returncode:
-        raise CompareError(f"run {run_id} could not be derived from its raw data:\n{done.stderr.strip()}")
+        last = "\n  ".join(done.stderr.strip().splitlines()[-3:])  # the error, not derive's whole traceback
+        raise CompareError(
+            f"run {run_id} could not be derived from its raw data (make derive RUN_ID={run_id} says more):\n  {last}"
+        )
     return out
 
 
