@@ -38,7 +38,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name pglab --display-name "pglab (.venv)" >/dev/null
 	@touch $(STAMP)
 
-venv: $(STAMP) ## [3 min, once] create .venv from the lock file and register its Jupyter kernel (any target does it)
+venv: $(STAMP) ## [1 min, once] create .venv from the lock file and register its Jupyter kernel (any target does it)
 
 # The lock is resolved for .venv's Python on this platform. Versions already in it are kept (uv prefers the
 # pins of its output file): a new dependency gets a pin, nothing else moves unless named in UPGRADE.

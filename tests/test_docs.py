@@ -53,3 +53,15 @@ def test_readme_and_docs_state_the_reference_tally():
         for verdict in VERDICTS:
             said = re.findall(rf"(\d+) {verdict}\b", text)
             assert said == ([str(t[verdict])] if t[verdict] else []), (name, verdict, said, t[verdict])
+
+
+def test_readme_reads_in_two_minutes_and_links_the_rest():
+    """A DBA's first page: at most 150 lines; the quick pass, the experiment recipe with an external server and
+    `make results`, and every page it sends the reader to exists."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 150
+    for needed in ("make report PARAMS=params/quick.yaml", "make experiment PARAMS=", "external:", "make results SQL="):
+        assert needed in text, needed
+    linked = set(re.findall(r"`(docs/[\w-]+\.md)`", text))
+    assert {"docs/running.md", "docs/developing.md", "docs/experiments.md"} <= linked
+    assert [p for p in linked if not (ROOT / p).is_file()] == []
