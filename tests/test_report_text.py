@@ -69,3 +69,24 @@ def test_one_server_is_named_once():
     paired = pl.DataFrame({"baseline": ["pg15"]})
     said = " ".join(pgb_report.answers({"pgbench_paired": paired}, pl.DataFrame(rows)))
     assert "pg18–pg18" not in said and "pgbench at scale 1: pg18 gives 0.98× pg15's" in said, said
+
+
+def test_s1_says_per_server_which_scale_and_build_it_measured():
+    from pglab.studies.ssb import report as ssb_report
+
+    text = ssb_report.method("default", ROOT / "data" / "derived")
+    data = next(line for line in text.splitlines() if line.startswith("- **Data**"))
+    # the reference holds SF 1 (the versions block) and SF 10 (the JIT block): each named with its servers
+    assert re.search(r"scale factor 1 on pg\d+", data) and re.search(r"scale factor 10 on pg\d+", data), data
+    assert "the same rows on every server at the same scale factor" in data
+    builds = next(line for line in text.splitlines() if line.startswith("- **Builds**"))
+    assert "-Os" in builds and "S1 compared versions built from source with -O2" in builds
+    assert "ssb.builds: any" in builds and "cflags: -O2" in builds
+
+
+def test_s1_charts_split_the_scale_factors():
+    from pglab.studies.ssb import report as ssb_report
+
+    times = ssb_report.charts("default", ROOT / "data" / "derived")[0].to_dict()
+    assert times["facet"]["column"]["field"] == "data", times["facet"]
+    assert {"SSB SF 1", "SSB SF 10"} <= {r["data"] for r in next(iter(times["datasets"].values()))}

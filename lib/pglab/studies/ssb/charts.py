@@ -21,11 +21,25 @@ def _tip(col: str, title: str | None = None, fmt: str = ".3f") -> alt.Tooltip:
     return alt.Tooltip(f"{col}:Q", title=title or col, format=fmt)
 
 
-def times(summary: pl.DataFrame) -> alt.FacetChart:
-    """Seconds per query (median, min–max bar) by server, one row of panels per mode (table ssb_summary)."""
-    data = summary.drop_nulls("median").select(
-        "server", "mode", "query", "n", "n_missing", "median", "min", "max", "ci_low", "ci_high"
+def _with_sf(data: pl.DataFrame, sf: dict[str, float] | None) -> pl.DataFrame:
+    """A `data` column, "SSB SF 1", from each server's scale factor (`sf`: server -> SF); None where not known."""
+    sf = sf or {}
+    return data.with_columns(
+        data=pl.col("server").replace_strict({k: f"SSB SF {v:g}" for k, v in sf.items()}, default=None)
     )
+
+
+def times(summary: pl.DataFrame, sf: dict[str, float] | None = None) -> alt.FacetChart:
+    """Seconds per query (median, min–max bar) by server, one row of panels per mode (table ssb_summary); where
+    the servers hold different scale factors (`sf`: server -> SF), one column of panels per scale factor, each
+    headed by it: seconds at SF 1 and SF 10 on one axis would read as a version difference."""
+    data = _with_sf(
+        summary.drop_nulls("median").select(
+            "server", "mode", "query", "n", "n_missing", "median", "min", "max", "ci_low", "ci_high"
+        ),
+        sf,
+    )
+    split = data["data"].drop_nulls().n_unique() > 1
     base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
     bars = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
     points = base.mark_point(filled=True, size=50).encode(
@@ -44,12 +58,15 @@ def times(summary: pl.DataFrame) -> alt.FacetChart:
         ],
     )
     modes = [m for m in MODES if m in set(data["mode"])] + sorted(set(data["mode"]) - set(MODES))
+    facets = {"row": alt.Row("mode:N", title=None, sort=modes, header=charts.header())}
+    if split:
+        facets["column"] = alt.Column("data:N", title=None, header=charts.header())
     return (
         (bars + points)
-        .properties(width=520, height=170)
-        .facet(row=alt.Row("mode:N", title=None, sort=modes, header=charts.header()))
-        .resolve_scale(y="independent")
-        .properties(title="Seconds per query by server and mode")
+        .properties(width=360 if split else 520, height=170)
+        .facet(**facets)
+        .resolve_scale(y="independent", x="independent" if split else "shared")
+        .properties(title="Seconds per query by server and mode" + (", per SSB scale factor" if split else ""))
     )
 
 
@@ -77,10 +94,22 @@ def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame
     )
 
 
-def speedup(speedup: pl.DataFrame, mode: str = "parallel", ceiling: float | None = None) -> alt.LayerChart:
+def speedup(
+    speedup: pl.DataFrame, mode: str = "parallel", ceiling: float | None = None, sf: dict[str, float] | None = None
+) -> alt.LayerChart | alt.VConcatChart:
     """Parallel speed-up over serial per query with its 95 % interval (table ssb_speedup); a dashed line at
-    `ceiling` (workers + the leader, at most the machine's cores) and a grey line at 1 (no gain)."""
-    data = speedup_frame(speedup, mode)
+    `ceiling` (workers + the leader, at most the machine's cores) and a grey line at 1 (no gain). Where the
+    servers hold different scale factors (`sf`: server -> SF), one chart per scale factor, titled by it."""
+    data = _with_sf(speedup_frame(speedup, mode), sf)
+    scales = sorted(data["data"].drop_nulls().unique(), key=lambda x: float(x.rsplit(" ", 1)[-1]))
+    if len(scales) > 1:
+        return alt.vconcat(
+            *[_speedup(data.filter(pl.col("data") == x), mode, ceiling, f" — {x}") for x in scales]
+        ).resolve_scale(color="shared")
+    return _speedup(data, mode, ceiling, f" — {scales[0]}" if scales else "")
+
+
+def _speedup(data: pl.DataFrame, mode: str, ceiling: float | None, scale: str) -> alt.LayerChart:
     base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
     bars = base.mark_rule(strokeWidth=2).encode(
         y=alt.Y("speedup_low:Q", title="speed-up over serial (×, 95 % CI)"), y2="speedup_high:Q"
@@ -107,7 +136,7 @@ def speedup(speedup: pl.DataFrame, mode: str = "parallel", ceiling: float | None
         .mark_rule(strokeDash=[4, 3], color="gray")
         .encode(y="y:Q", tooltip=["what", alt.Tooltip("y:Q", title="speed-up", format=".2f")])
     )
-    title = f"Speed-up of {mode} over serial (95 % CI)" + (f"; dashed: ceiling {ceiling:g}×" if ceiling else "")
+    title = f"Speed-up of {mode} over serial (95 % CI){scale}" + (f"; dashed: ceiling {ceiling:g}×" if ceiling else "")
     return alt.layer(lines, bars, points).properties(width=520, height=220, title=title)
 
 

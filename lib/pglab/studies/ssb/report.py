@@ -14,7 +14,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ...core import between_runs, derived, paired
+from ...core import between_runs, derived, paired, replicas
 from ...core.findings import table as findings_table
 from ...core.stats import ratio_with_interval
 from . import charts as ssb_charts
@@ -65,6 +65,35 @@ def _pct(x) -> str:
 # -- method -----------------------------------------------------------------------------------------------------
 
 
+def _builds_line(d: Data) -> str | None:
+    """How the servers were built, beside S1's -O2 builds, and how to compare -O2 source builds instead."""
+    groups: dict[tuple, list[str]] = {}
+    bases = replicas.base_names(d.servers)  # one name per server, not per replica cluster
+    for s in d.servers:
+        e = d.env.get(s)
+        if not e or not e.get("build_opt") or bases[s] != s:
+            continue
+        how = (e.get("source"), e.get("build_compiler") or "compiler not recorded", e["build_opt"])
+        groups.setdefault(how, []).append(s)
+    if not groups:
+        return None
+    said = {"download": "downloaded builds (npm packages)", "build": "built here from source", "debian": "Debian's"}
+    parts = [f"{', '.join(ss)}: {said.get(src, src)}, {cc} {opt}" for (src, cc, opt), ss in groups.items()]
+    size = (
+        " -Os optimises for size, so times here may sit above an -O2 build's of the same version; a ratio between "
+        "versions holds for these builds."
+        if any(opt == "-Os" for _, _, opt in groups)
+        else ""
+    )
+    return (
+        "- **Builds**: " + "; ".join(parts) + ". S1 compared versions built from source with -O2." + size + " To "
+        "compare -O2 source builds instead, list each version as a source install, e.g. `servers.installs: "
+        "- {name: pg16, source: {tarball: <release URL>, sha256: <its sha256>}, studies: [ssb]}`, built alike by "
+        "`servers.build: {cflags: -O2}` (about 4 minutes each on 2 cores, once), and set `ssb.builds: any`, which "
+        "takes the run's install of a version where there is one (docs/running.md, source builds)."
+    )
+
+
 def method(profile: str, root: Path | None = None) -> str:
     d = Data(profile, root)
     servers = []
@@ -81,11 +110,21 @@ def method(profile: str, root: Path | None = None) -> str:
     if not lo.is_empty():
         r = lo.row(0, named=True)
         prewarm = " and pre-warmed with pg_prewarm" if lo["prewarm_s"].is_not_null().all() else ""
+        bases = replicas.base_names(lo["server"].to_list())
+        # per scale factor, the servers that hold it: the versions block and the JIT block load different scales
+        at = []
+        for sf in sorted(set(lo["sf"])):
+            one = lo.filter(pl.col("sf") == sf).row(0, named=True)
+            names = ", ".join(dict.fromkeys(bases[s] for s in lo.filter(pl.col("sf") == sf)["server"]))
+            size = f"lineorder {one['rows']:,} rows, {one['table_bytes'] / 2**20:,.0f} MiB"
+            at.append(f"scale factor {sf:g} on {names} ({size})")
+        same = "every server" if len(at) == 1 else "every server at the same scale factor"
         lines.append(
-            f"- **Data**: SSB scale factor {r['sf']:g} (lineorder {r['rows']:,} rows, "
-            f"{r['table_bytes'] / 2**20:,.0f} MiB), generator seed {r['seed']}, loaded by {r['method']}{prewarm}; "
-            "the same rows on every server. Study S1: SF 70 (lineorder 41 GB)."
+            f"- **Data**: SSB at {'; '.join(at)}, generator seed {r['seed']}, loaded by {r['method']}{prewarm}; "
+            f"the same rows on {same}. Study S1: SF 70 (lineorder 41 GB)."
         )
+    if (builds := _builds_line(d)) is not None:
+        lines.append(builds)
 
     workers = sorted({w for s in d.servers if (w := d.workers(s)) is not None})
     w_txt = "/".join(str(w) for w in workers) or "?"
@@ -282,9 +321,11 @@ def _paired_lines(profile: str, root: Path | None) -> str:
 def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
     d = Data(profile, root)
     ceilings = {d.ceiling(w) for s in d.servers if (w := d.workers(s)) is not None}
+    lo = d.load.filter(pl.col("table") == "lineorder")
+    sf = dict(zip(lo["server"], lo["sf"], strict=True)) if not lo.is_empty() else None  # labels the scale factors
     out = [
-        ssb_charts.times(d.summary),
-        ssb_charts.speedup(d.speedup, ceiling=ceilings.pop() if len(ceilings) == 1 else None),
+        ssb_charts.times(d.summary, sf),
+        ssb_charts.speedup(d.speedup, ceiling=ceilings.pop() if len(ceilings) == 1 else None, sf=sf),
     ]
     if not ssb_charts.jit_frame(d.jit).is_empty():
         out.append(ssb_charts.jit(d.jit))
