@@ -90,3 +90,16 @@ def test_s1_charts_split_the_scale_factors():
     times = ssb_report.charts("default", ROOT / "data" / "derived")[0].to_dict()
     assert times["facet"]["column"]["field"] == "data", times["facet"]
     assert {"SSB SF 1", "SSB SF 10"} <= {r["data"] for r in next(iter(times["datasets"].values()))}
+
+
+def test_source_titles_render_without_a_cjk_font():
+    """S2's and S5's titles are Japanese: the report gives them in English (a machine without a CJK font draws
+    Japanese as empty boxes) and says where the originals are."""
+    from pglab.studies import STUDIES
+
+    cjk = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
+    for study in STUDIES:
+        text = sections.sources_markdown(study)
+        assert not cjk.search(text), text
+    assert "in Japanese" in sections.SOURCES["S2"] and "in Japanese" in sections.SOURCES["S5"]
+    assert cjk.search((ROOT / "docs" / "studies.md").read_text())  # the originals are kept there

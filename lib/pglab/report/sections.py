@@ -17,18 +17,20 @@ from ..studies import STUDIES, Study, report_order
 from . import evidence as report_evidence
 from . import setups as report_setups
 
-# The source studies, short citations (the full ones, with what each measured, are in docs/studies.md)
+# The source studies, short citations (the full ones, with what each measured, are in docs/studies.md). In English
+# only: S2's and S5's original titles are Japanese, which a reader's machine without a CJK font draws as empty boxes
+# (the kit's own test machine among them); the report says they are Japanese and docs/studies.md keeps the originals.
 SOURCES = {
     "S1": "SSB with parallel query and JIT, PostgreSQL 16.6 vs 17.2 (PostgreSQL Advent Calendar 2024, 24 December)",
     "S2": (
-        "「PostgreSQL の auto_explain のパフォーマンスへの影響」, \"The performance impact of PostgreSQL's "
-        'auto_explain" (blog 「ぱと隊長日誌」, Pato-taichō nisshi)'
+        '"The performance impact of PostgreSQL\'s auto_explain" (in Japanese; blog Pato-taichō nisshi, the '
+        "original title in docs/studies.md)"
     ),
     "S3": "pgbench on nine versions, 7.3 … 9.1 (PostgreSQL Advent Calendar, year not stated, about 2011)",
     "S4": "PostgreSQL Enterprise Consortium WG1, results of fiscal 2018 (`https://pgecons-sec-tech.github.io/tech-report/`)",
     "S5": (
-        '「PostgreSQL v11新機能先取り:Hash-PartitioningとParallel-Append」, "PostgreSQL v11 new features, an early '
-        'look: hash partitioning and Parallel Append" (PostgreSQL Advent Calendar 2017 on Qiita)'
+        '"PostgreSQL v11 new features, an early look: hash partitioning and Parallel Append" (in Japanese; '
+        "PostgreSQL Advent Calendar 2017 on Qiita, the original title in docs/studies.md)"
     ),
 }
 
