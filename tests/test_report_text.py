@@ -95,10 +95,10 @@ def test_s1_charts_split_the_scale_factors():
 def test_source_titles_render_without_a_cjk_font():
     """S2's and S5's titles are Japanese: the report gives them in English (a machine without a CJK font draws
     Japanese as empty boxes) and says where the originals are."""
-    from pglab.studies import STUDIES
+    from pglab import studies
 
     cjk = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
-    for study in STUDIES:
+    for study in studies.studies():
         text = sections.sources_markdown(study)
         assert not cjk.search(text), text
     assert "in Japanese" in sections.SOURCES["S2"] and "in Japanese" in sections.SOURCES["S5"]
