@@ -206,6 +206,7 @@ class Prior:
     spread: float = 0.0
     spread_df: int = 0
     spread_runs: int = 0
+    note: str = ""  # what the reader must know of where it comes from (e.g. another host kind's runs)
 
 
 # An A/A copy of a condition, by the kit's naming: "parallel_aa", "workers=0_aa", "loaded_disabled_aa2" (a
@@ -451,6 +452,7 @@ def pool_clusters(
                 if floor and floor.spread > 0
                 else ""
             )
+            + (f" ({prior.note})" if prior and prior.note else "")
         ).replace("%", " %")
         sds = {"cluster_sd": math.sqrt(var_c), "cluster_sd_run": math.sqrt(var_own)}
         rows.append(head | row | p | sds | {"coverage": cover, "method": method})

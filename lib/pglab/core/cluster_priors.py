@@ -1,48 +1,159 @@
-"""What archived fresh runs say before a run: the between-cluster priors (what a run's between-cluster variance is
-shrunk toward, `between_runs.moderate`) and the re-run spreads (how narrow a pooled interval may be,
-`between_runs.floor_interval`).
+"""What archived fresh runs say before a run, per host kind (methodology rule 15, `hosts`): the between-cluster
+priors (what a run's between-cluster variance is shrunk toward, `between_runs.moderate`) and the re-run spreads (how
+narrow a pooled interval may be, `between_runs.floor_interval`).
 
 Each server is measured on two clusters per run, so its between-cluster variance rests on one draw however many
-comparisons feed it, and over three fresh runs the same server's estimate swung from 0 % to 8 % and back
-(docs/verdicts.md); the intervals, and the verdicts near a zone's edge, swung with it. A prior from archived
-runs keeps one run's 0 % or 15 % from being taken at face value.
+comparisons feed it, and over three fresh runs the same server's estimate swung from 0 % to 8 % and back; a prior
+from archived runs keeps one run's 0 % or 15 % from being taken at face value. And a run's interval measures its own
+hour: a quiet run's ±2 % missed where the other runs put the same figure, so no pooled interval is narrower than the
+figure's spread over archived runs of the same kind allows.
 
-And a run's interval measures its own hour: over three fresh runs, a quiet run's JIT ratios read ±2 % where the
-noisier two read ±6-12 %, the figure itself moved ~2 % between runs, and four verdicts near a zone's edge were
-decided in the quiet run only. SPREADS is how far each table's figures moved between the runs below; no pooled
-interval is narrower than that allows, whatever its own hour.
+Per kind, because the kind moves a figure more than a kind's re-runs do: over the archived runs JIT's per-operator
+spread is 2.0 % within the ~32 ns EPYC kind and 1.4 % within the ~21 ns Xeon kind, 3.6 % over both; SSB's 6.6 % and
+3.4 % against 6.1 %. A spread measured on another kind never widens this run's interval: KINDS holds one entry per
+kind of archived runs (`calibration.kinds_text`, printed by `make stability ARCHIVES=...`), and a run is judged with
+its own kind's (`kind_of`: CPU model, clock source, clock read within ×/÷ 1.12). On a kind with no archived run (a
+user's own machine) the interval rests on the run's own clusters, shrunk toward PRIORS (every kind's runs pooled,
+declared) with no re-run floor, and its method says so.
 
-PRIORS: {(table, base server): sd (log scale)}: the root mean of the variances the archived fresh runs `RUNS`
-estimated. SPREADS: {table: (sd of a figure's log across RUNS, df)}, pooled over the table's comparisons on every
-server that two or more runs hold, A/A copies left out (their two sides share the hour: they take no floor either).
-The df counts the comparisons as independent, which overstates it (a run's shift is common to them); it only sets the
-floor's t quantile. auto_explain's quantities share one spread (20 %): serial ns per row moves less between runs
-than the parallel ones, so it is wide for the former. `make stability ARCHIVES=...` prints both from any set of runs
-(`calibration.priors_text`, `calibration.spreads_text`).
-
-RUNS are the six fresh default runs of 27-28 Nov whose measuring code is the same (only scoring changed between
-them): three on a host whose clock reads cost ~30 ns, three on one boot of a ~21 ns host. This VM lands on either
-kind, and a figure can differ between the kinds by more than one kind's runs spread (JIT's cut of simple
-aggregates: ~8 % on the ~30 ns kind, ~5 % on the other), so a re-run on the other kind is a re-run a reader faces
-too; the six together are the spread a verdict has to survive. Measured on the default profile's servers on a
-2-core VM; a server not listed (another profile's) keeps its run's own estimate and no floor. "*": one value shared
-by every server of the table (pgbench's, per experiment). Fixed before the runs that test it (rule 12): none of RUNS
-tests it."""
+KINDS' runs: the fresh default runs of 27-28 Nov whose measuring code is the same (scoring changed between them):
+three on an AMD EPYC host whose clock reads cost ~32 ns, five on one ~21 ns Xeon boot (the last of them 204037; the
+reference, 001216, is not among them: it is scored out of sample). Artefact rounds (`core.artefacts`) are left out
+of every figure. A prior or spread per (table, base server), "*": one value shared by every server of the table
+(pgbench's, per experiment); the spread per table, pooled over its comparisons on every server, A/A copies left out.
+Fixed before the runs that test it (rule 12)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from . import hosts
 from .between_runs import Prior
 
-RUNS = (
-    "default-20261127-105829",
-    "default-20261127-142442",
-    "default-20261128-020725",
-    "default-20261128-092635",
-    "default-20261128-115426",
-    "default-20261128-144556",
-)
 
-# each run's own sd in the comment, in the order of RUNS
+@dataclass(frozen=True)
+class HostKind:
+    """What the archived fresh runs of one host kind (`hosts.Host.same_kind`: CPU model, clock source, clock read
+    cost within ×/÷ 1.12 of `host`'s) say: their between-cluster priors {(table, base server): sd, log scale} and
+    re-run spreads {table: (sd of a figure's log across the runs, df)}."""
+
+    host: hosts.Host
+    runs: tuple[str, ...]
+    priors: dict[tuple[str, str], float]
+    spreads: dict[str, tuple[float, int]]
+
+
+KINDS = [
+    HostKind(
+        host=hosts.Host("AMD EPYC", "tsc", 32.3),
+        runs=("default-20261127-105829", "default-20261127-142442", "default-20261128-020725"),
+        priors={
+            ("auto_explain_quantities", "pg15"): 0.1368,  # 0.0%, 23.7%, 0.0%
+            ("auto_explain_quantities", "pg18"): 0.1094,  # 13.8%, 2.2%, 12.8%
+            ("auto_explain_ratios", "pg15"): 0.1223,  # 6.7%, 12.4%, 15.8%
+            ("auto_explain_ratios", "pg18"): 0.0893,  # 9.7%, 0.0%, 12.0%
+            ("jit_operators_overall", "pg15"): 0.0018,  # 0.0%, 0.0%, 0.3%
+            ("jit_operators_paired", "pg15"): 0.0018,  # 0.0%, 0.0%, 0.3%
+            ("parallel_index_paired", "pg15"): 0.0465,  # 0.0%, 0.0%, 8.1%
+            ("parallel_index_paired", "pg18"): 0.0000,  # 0.0%, 0.0%, 0.0%
+            ("parallel_index_paired_suite", "pg15"): 0.0465,  # 0.0%, 0.0%, 8.1%
+            ("parallel_index_paired_suite", "pg18"): 0.0000,  # 0.0%, 0.0%, 0.0%
+            ("parallel_index_size_paired", "pg15"): 0.0465,  # 0.0%, 0.0%, 8.1%
+            ("parallel_index_size_paired", "pg18"): 0.0000,  # 0.0%, 0.0%, 0.0%
+            ("partitioning_paired", "pg15"): 0.0000,  # 0.0%, 0.0%, 0.0%
+            ("partitioning_paired", "pg18"): 0.0610,  # 0.0%, 10.6%, 0.0%
+            ("pgbench_no_vacuum", "*"): 0.0000,  # 0.0%, 0.0%, 0.0%
+            ("pgbench_paired:load time", "*"): 0.0365,  # 0.0%, 6.3%, 0.0%
+            ("pgbench_paired:scale-up tps", "*"): 0.0155,  # 0.0%, 0.0%, 2.7%
+            ("pgbench_paired:select-only tps", "*"): 0.0273,  # 4.7%, 0.0%, 0.0%
+            ("pgbench_paired:series tps", "*"): 0.0213,  # 0.0%, 3.7%, 0.0%
+            ("ssb_paired", "pg15"): 0.0761,  # 0.0%, 10.1%, 8.5%
+            ("ssb_paired", "pg16"): 0.0193,  # 3.0%, 0.5%, 1.4%
+            ("ssb_paired", "pg17"): 0.0030,  # 0.5%, 0.0%, 0.0%
+            ("ssb_paired", "pg18llvm"): 0.1142,  # 0.0%, 19.3%, 4.3%
+            ("ssb_sweep_paired", "pg16"): 0.0628,  # 1.9%, 0.0%, 10.7%
+            ("ssb_sweep_paired", "pg17"): 0.0401,  # 0.0%, 6.9%, 0.0%
+            ("ssb_versions_paired", "pg17"): 0.0292,  # 0.0%, 4.7%, 1.8%
+        },
+        spreads={
+            "auto_explain_quantities": (0.3484, 9),
+            "auto_explain_ratios": (0.0726, 64),
+            "jit_operators_overall": (0.0064, 4),
+            "jit_operators_paired": (0.0200, 36),
+            "parallel_index_paired": (0.0737, 8),
+            "parallel_index_paired_suite": (0.0279, 4),
+            "parallel_index_size_paired": (0.0684, 4),
+            "partitioning_paired": (0.0597, 16),
+            "pgbench_no_vacuum": (0.1521, 12),
+            "pgbench_paired:load time": (0.0818, 10),
+            "pgbench_paired:scale-up tps": (0.0467, 4),
+            "pgbench_paired:select-only tps": (0.0302, 10),
+            "pgbench_paired:series tps": (0.0458, 10),
+            "ssb_paired": (0.0657, 120),
+            "ssb_sweep_paired": (0.0679, 24),
+            "ssb_versions_paired": (0.0441, 60),
+        },
+    ),
+    HostKind(
+        host=hosts.Host("Intel(R) Xeon(R) Processor", "tsc", 20.8),
+        runs=(
+            "default-20261128-092635",
+            "default-20261128-115426",
+            "default-20261128-144556",
+            "default-20261128-175248",
+            "default-20261128-204037",
+        ),
+        priors={
+            ("auto_explain_quantities", "pg15"): 0.0018,  # 0.0%, 0.0%, 0.4%, 0.0%, 0.0%
+            ("auto_explain_quantities", "pg18"): 0.0067,  # 0.0%, 0.0%, 1.4%, 0.5%, 0.1%
+            ("auto_explain_ratios", "pg15"): 0.1551,  # 0.0%, 6.0%, 34.2%, 0.0%, 0.0%
+            ("auto_explain_ratios", "pg18"): 0.0063,  # 0.0%, 1.3%, 0.0%, 0.3%, 0.4%
+            ("jit_operators_overall", "pg15"): 0.0115,  # 0.7%, 1.3%, 1.1%, 1.3%, 1.2%
+            ("jit_operators_paired", "pg15"): 0.0115,  # 0.7%, 1.3%, 1.1%, 1.3%, 1.2%
+            ("parallel_index_paired", "pg15"): 0.0519,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%
+            ("parallel_index_paired", "pg18"): 0.0078,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%
+            ("parallel_index_paired_suite", "pg15"): 0.0519,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%
+            ("parallel_index_paired_suite", "pg18"): 0.0078,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%
+            ("parallel_index_size_paired", "pg15"): 0.0519,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%
+            ("parallel_index_size_paired", "pg18"): 0.0078,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%
+            ("partitioning_paired", "pg15"): 0.0069,  # 0.0%, 1.5%, 0.0%, 0.0%, 0.0%
+            ("partitioning_paired", "pg18"): 0.0160,  # 1.0%, 2.8%, 2.0%, 0.0%, 0.0%
+            ("pgbench_no_vacuum", "*"): 0.0158,  # 0.0%, 0.0%, 0.0%, 3.5%, 0.0%
+            ("pgbench_paired:load time", "*"): 0.0279,  # 0.0%, 3.2%, 5.0%, 0.0%, 1.9%
+            ("pgbench_paired:scale-up tps", "*"): 0.0000,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.0%
+            ("pgbench_paired:select-only tps", "*"): 0.0157,  # 1.6%, 0.0%, 0.0%, 0.0%, 3.1%
+            ("pgbench_paired:series tps", "*"): 0.0024,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.5%
+            ("ssb_paired", "pg15"): 0.0334,  # 0.0%, 3.8%, 0.0%, 6.4%, 0.0%
+            ("ssb_paired", "pg16"): 0.0198,  # 0.7%, 3.7%, 1.6%, 0.5%, 1.5%
+            ("ssb_paired", "pg17"): 0.0166,  # 1.1%, 1.8%, 2.1%, 1.0%, 1.9%
+            ("ssb_paired", "pg18llvm"): 0.0460,  # 2.0%, 4.2%, 8.1%, 1.4%, 4.0%
+            ("ssb_sweep_paired", "pg16"): 0.0185,  # 1.3%, 0.3%, 2.4%, 0.8%, 3.0%
+            ("ssb_sweep_paired", "pg17"): 0.0243,  # 0.5%, 4.6%, 2.8%, 0.0%, 0.0%
+            ("ssb_versions_paired", "pg17"): 0.0236,  # 2.8%, 3.5%, 1.9%, 1.1%, 1.7%
+        },
+        spreads={
+            "auto_explain_quantities": (0.1045, 40),
+            "auto_explain_ratios": (0.1371, 128),
+            "jit_operators_overall": (0.0109, 8),
+            "jit_operators_paired": (0.0136, 72),
+            "parallel_index_paired": (0.0312, 16),
+            "parallel_index_paired_suite": (0.0234, 8),
+            "parallel_index_size_paired": (0.0419, 8),
+            "partitioning_paired": (0.0275, 32),
+            "pgbench_no_vacuum": (0.0603, 24),
+            "pgbench_paired:load time": (0.0280, 20),
+            "pgbench_paired:scale-up tps": (0.0313, 8),
+            "pgbench_paired:select-only tps": (0.0143, 20),
+            "pgbench_paired:series tps": (0.0144, 20),
+            "ssb_paired": (0.0336, 240),
+            "ssb_sweep_paired": (0.0265, 48),
+            "ssb_versions_paired": (0.0241, 120),
+        },
+    ),
+]
+
+# The declared prior on a kind no archived run was made on: six runs of both kinds pooled (27-28 Nov: 105829, 142442,
+# 020725 on the EPYC kind, 092635, 115426, 144556 on the Xeon kind); each run's own sd in the comment, in that order.
 PRIORS = {
     ("auto_explain_quantities", "pg15"): 0.0968,  # 0.0%, 23.7%, 0.0%, 0.0%, 0.0%, 0.4%
     ("auto_explain_quantities", "pg18"): 0.0776,  # 13.8%, 2.2%, 12.8%, 0.0%, 0.0%, 1.4%
@@ -63,46 +174,45 @@ PRIORS = {
     ("pgbench_paired:scale-up tps", "*"): 0.0110,  # 0.0%, 0.0%, 2.7%, 0.0%, 0.0%, 0.0%
     ("pgbench_paired:select-only tps", "*"): 0.0204,  # 4.7%, 0.0%, 0.0%, 1.6%, 0.0%, 0.0%
     ("pgbench_paired:series tps", "*"): 0.0151,  # 0.0%, 3.7%, 0.0%, 0.0%, 0.0%, 0.0%
-    ("ssb_paired", "pg15"): 0.0486,  # 0.0%, 7.5%, 8.5%, 0.0%, 3.8%, 0.0%
+    ("ssb_paired", "pg15"): 0.0560,  # 0.0%, 10.1%, 8.5%, 0.0%, 3.8%, 0.0%
     ("ssb_paired", "pg16"): 0.0217,  # 3.0%, 0.5%, 1.4%, 0.7%, 3.7%, 1.6%
     ("ssb_paired", "pg17"): 0.0124,  # 0.5%, 0.0%, 0.0%, 1.1%, 1.8%, 2.1%
-    ("ssb_paired", "pg18llvm"): 0.0856,  # 0.0%, 19.2%, 4.3%, 2.0%, 4.2%, 5.4%
+    ("ssb_paired", "pg18llvm"): 0.0894,  # 0.0%, 19.3%, 4.3%, 2.0%, 4.2%, 8.1%
     ("ssb_sweep_paired", "pg16"): 0.0458,  # 1.9%, 0.0%, 10.7%, 1.3%, 0.3%, 2.4%
     ("ssb_sweep_paired", "pg17"): 0.0360,  # 0.0%, 6.9%, 0.0%, 0.5%, 4.6%, 2.8%
     ("ssb_versions_paired", "pg17"): 0.0287,  # 0.0%, 4.7%, 1.8%, 2.8%, 3.5%, 1.9%
 }
+PRIOR_RUNS = 6
 
-SPREADS = {
-    "auto_explain_quantities": (0.1992, 35),
-    "auto_explain_ratios": (0.1863, 160),
-    "jit_operators_overall": (0.0289, 10),
-    "jit_operators_paired": (0.0356, 90),
-    "parallel_index_paired": (0.0732, 20),
-    "parallel_index_paired_suite": (0.0535, 10),
-    "parallel_index_size_paired": (0.0556, 10),
-    "partitioning_paired": (0.0416, 40),
-    "pgbench_no_vacuum": (0.1108, 30),
-    "pgbench_paired:load time": (0.0680, 25),
-    "pgbench_paired:scale-up tps": (0.0440, 10),
-    "pgbench_paired:select-only tps": (0.0355, 25),
-    "pgbench_paired:series tps": (0.0328, 25),
-    "ssb_paired": (0.0611, 300),
-    "ssb_sweep_paired": (0.0531, 60),
-    "ssb_versions_paired": (0.0381, 150),
-}
+OTHER_KIND = "no archived run of this host kind: no re-run floor, the prior of archived runs on other kinds"
 
 
-def _prior(table: str, sd: float) -> Prior:
-    spread, df = SPREADS.get(table, (0.0, 0))
-    return Prior(sd, len(RUNS), spread, df, len(RUNS) if df else 0)
+def _prior(table: str, sd: float, kind: HostKind | None) -> Prior:
+    if kind is None:
+        return Prior(sd, PRIOR_RUNS, note=OTHER_KIND)
+    spread, df = kind.spreads.get(table, (0.0, 0))
+    return Prior(sd, len(kind.runs), spread, df, len(kind.runs) if df else 0)
+
+
+def kind_of(measured_on: hosts.Host | None) -> HostKind | None:
+    """The archived kind a host is of, or None (no archived run of its kind)."""
+    return next((k for k in KINDS if k.host.same_kind(measured_on)), None)
+
+
+def _current() -> tuple[HostKind | None, dict[tuple[str, str], float]]:
+    kind = kind_of(hosts.current())
+    return kind, (kind.priors if kind else PRIORS)
 
 
 def priors(table: str) -> dict[str, Prior]:
-    """{base server: Prior} of a table's per-server variances, each with the table's spread (none declared: {})."""
-    return {s: _prior(table, sd) for (t, s), sd in PRIORS.items() if t == table and s != "*"}
+    """{base server: Prior} of a table's per-server variances on the current host kind (`hosts.using`), each with
+    the kind's spread for the table (none declared: {})."""
+    kind, values = _current()
+    return {s: _prior(table, sd, kind) for (t, s), sd in values.items() if t == table and s != "*"}
 
 
 def shared(table: str) -> Prior | None:
-    """The Prior of a table's one variance shared by every server ("*"), with its spread, or None."""
-    sd = PRIORS.get((table, "*"))
-    return None if sd is None else _prior(table, sd)
+    """The Prior of a table's one variance shared by every server ("*") on the current host kind, or None."""
+    kind, values = _current()
+    sd = values.get((table, "*"))
+    return None if sd is None else _prior(table, sd, kind)

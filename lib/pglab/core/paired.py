@@ -16,7 +16,7 @@ the interval. The choices, and why:
   ("min–max, n=5"), with its coverage: min–max of n values covers the median with probability 1 − 2^(1−n)
   (75 % at n = 3, 94 % at n = 5). Never called a 95 % interval.
 * Values must be positive (times, rates): zero, negative or missing values drop their round from the comparison.
-* **Artefact rounds** (`core.artefacts`: under half or over twice the cell's other rounds) are left out of every
+* **Artefact rounds** (`core.artefacts`: under 0.4× or over 2.5× the cell's other rounds) are left out of every
   comparison, here and in the fast mode, unless the caller says the rounds are not exchangeable (`artefacts=False`).
 * **Drift** between blocks: the baseline's second half of rounds over its first half (geometric means), with a
   Welch t interval on the logs. Pairing removes drift shared by both conditions; this tells how much there was.

@@ -14,7 +14,7 @@ execution, which the study chooses).
 
 `run_steps` executes a plan against the raw store: steps already recorded (an interrupted run started
 again) are skipped, the rest run under a progress bar and are recorded as they finish. With `remeasure`, a plan's
-artefact rounds (`core.artefacts`: a cell's round under half or over twice its other rounds) are measured again
+artefact rounds (`core.artefacts`: a cell's round under 0.4× or over 2.5× its other rounds) are measured again
 once: one extra round of every cell of the items concerned (all servers and conditions, so it pairs like any
 round), after the plan; the artefact stays in raw, derive leaves it out and the run lists it
 (`artefact_rounds/<experiment>.round<n>.json`)."""

@@ -17,9 +17,10 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from ..core import between_runs
+from ..core import between_runs, hosts
 from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
 
 # verdict pairs that reverse a reader's conclusion
@@ -428,13 +429,14 @@ def pooled_figures(folder: Path) -> pl.DataFrame:
 
 
 def spreads(folders: dict[str, Path]) -> pl.DataFrame:
-    """Per table: how far the same pooled figure moved between the runs, for core.cluster_priors' SPREADS: spread
-    (the pooled sd of each comparison's log across the runs that hold it, on every server: Σ (runs − 1)·variance
-    over Σ (runs − 1)), df (that Σ (runs − 1)). A comparison two or more runs hold counts, not only those every
-    run holds: one that a run could not estimate (no interval, a non-positive round) is often the one that moves
-    most. One per table, not per server: a server's own would rest on as few as 2 df (one comparison over three
-    runs). The df treats the comparisons as independent, which a shift common to a run's comparisons is not: it
-    sets only the t quantile of the floor (`between_runs.floor_interval`), 1.96–2.8 for every table here."""
+    """Per table: how far the same pooled figure moved between the runs, for a kind's spreads in
+    core.cluster_priors.KINDS: spread (the pooled sd of each comparison's log across the runs that hold it,
+    on every server: Σ (runs −
+    1)·variance over Σ (runs − 1)), df (that Σ (runs − 1)). A comparison two or more runs hold counts, not only
+    those every run holds: one that a run could not estimate (no interval, a non-positive round) is often the one
+    that moves most. One per table, not per server: a server's own would rest on as few as 2 df (one comparison over
+    three runs). The df treats the comparisons as independent, which a shift common to a run's comparisons is not:
+    it sets only the t quantile of the floor (`between_runs.floor_interval`), 1.96–2.8 for every table here."""
     frames = [pooled_figures(f).with_columns(run=pl.lit(r)) for r, f in folders.items()]
     every = pl.concat(frames) if frames else pl.DataFrame()
     if every.is_empty() or len(folders) < 2:
@@ -455,11 +457,68 @@ def spreads(folders: dict[str, Path]) -> pl.DataFrame:
 
 
 def spreads_text(folders: dict[str, Path]) -> str:
-    """The re-run spreads these runs give, as core.cluster_priors' SPREADS literal: {table: (sd, df)}."""
+    """The re-run spreads these runs give, all kinds together: {table: (sd, df)}."""
     t = spreads(folders)
     if t.is_empty():
         return "re-run spreads: no pooled figure that every run holds"
-    lines = [f"re-run spreads over {len(folders)} runs ({', '.join(folders)}), for core.cluster_priors.SPREADS:"]
+    lines = [f"re-run spreads over {len(folders)} runs ({', '.join(folders)}), all kinds together:"]
     for r in t.iter_rows(named=True):
         lines.append(f'    "{r["table"]}": ({r["spread"]:.4f}, {r["df"]}),')
+    return "\n".join(lines)
+
+
+def host_kind(folder: Path) -> hosts.Host | None:
+    """The host a run's derived folder was measured on (`core.hosts`), None when it did not record one."""
+    tables = {}
+    for name in ("environment_machine", "environment_timing"):
+        path = folder / f"{name}.csv"
+        if path.is_file():
+            tables[name] = pl.read_csv(path, infer_schema_length=0)
+    return hosts.of_tables(tables)
+
+
+def by_kind(folders: dict[str, Path]) -> dict[str, dict[str, Path]]:
+    """The runs grouped by host kind (`Host.same_kind` with the group's first run; runs that recorded no host:
+    "unknown"), keyed by the group's label (its runs' median clock read), in the runs' order: a prior or a floor is
+    estimated per kind, never across kinds (methodology rule 15)."""
+    groups: list[tuple[hosts.Host | None, dict[str, Path], list[float]]] = []
+    for run, folder in folders.items():
+        h = host_kind(folder)
+        group = next((g for g in groups if (h is None and g[0] is None) or (h and h.same_kind(g[0]))), None)
+        if group is None:
+            group = (h, {}, [])
+            groups.append(group)
+        group[1][run] = folder
+        if h:
+            group[2].append(h.clock_ns)
+    out = {}
+    for h, runs, clocks in groups:
+        label = "unknown" if h is None else hosts.Host(h.cpu_model, h.clocksource, float(np.median(clocks))).label
+        out[label] = runs
+    return out
+
+
+def kinds_text(folders: dict[str, Path]) -> str:
+    """Per host kind of these runs, the core.cluster_priors.KINDS entry they give: the host (the runs' median clock
+    read), the runs, their priors and their re-run spreads (a kind of one run: priors only, no spread)."""
+    lines = ["per host kind, for core.cluster_priors.KINDS:"]
+    for label, runs in by_kind(folders).items():
+        if label == "unknown":
+            lines.append(f"    # runs that recorded no host: {', '.join(runs)}")
+            continue
+        h = [x for x in map(host_kind, runs.values()) if x]
+        ns = float(np.median([x.clock_ns for x in h]))
+        lines.append("    HostKind(")
+        lines.append(f"        host=hosts.Host({h[0].cpu_model!r}, {h[0].clocksource!r}, {ns:.1f}),")
+        lines.append(f"        runs={tuple(runs)!r},")
+        lines.append("        priors={")
+        for r in priors(runs).iter_rows(named=True):
+            each = ", ".join(f"{x:.1%}" for x in r["sds"])
+            lines.append(f'            ("{r["table"]}", "{r["server"]}"): {r["prior"]:.4f},  # {each}')
+        lines.append("        },")
+        lines.append("        spreads={")
+        for r in spreads(runs).iter_rows(named=True):
+            lines.append(f'            "{r["table"]}": ({r["spread"]:.4f}, {r["df"]}),')
+        lines.append("        },")
+        lines.append("    ),")
     return "\n".join(lines)

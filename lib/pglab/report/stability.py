@@ -251,12 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         found = {run_id: report_findings(d, profile) for run_id, d in data.items()}
         print(f"\nstability of profile {profile!r}, {len(found)} recorded runs scored by this checkout:\n")
         print(pairwise_text(found))
-        from .calibration import priors_text, spreads_text, summary_text
+        from .calibration import kinds_text, priors_text, spreads_text, summary_text
 
         folders = {r: d / "derived" / profile for r, d in data.items()}
         print("\n" + summary_text(found, folders))
         print("\n" + priors_text(folders))
         print("\n" + spreads_text(folders))
+        print("\n" + kinds_text(folders))
         return 0
     runs = {name: out / name for name in ("a", "b")}
     data = {name: folder / "data" for name, folder in runs.items()}

@@ -142,9 +142,11 @@ class Study:
     def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
         """Every table of the study from the raw store alone: no server, no derived folder; <name>_machine too
         when the run sampled the machine (runs before that have none, and derive as they did)."""
-        from ..core import system_sampler
+        from ..core import hosts, system_sampler
 
-        out = _check_tables(self.name, self.derive_tables(store, params), self.tables)
+        # priors and re-run floors are those of the host kind the run was measured on, not the deriving machine's
+        with hosts.using(hosts.of_store(store)):
+            out = _check_tables(self.name, self.derive_tables(store, params), self.tables)
         system = system_sampler.stage_table(store, self.name)
         # a stage that measured on no server leaves no tables (the report then says it was not run): nor this one
         measured = any(not name.endswith("_skipped") for name in out)
@@ -159,10 +161,12 @@ class Study:
         """The findings: every claim of the study under the one rule (`pglab.core.verdicts`), the claims measured
         below their regime (`regimes`) not testable here, those comparing servers built otherwise than in their
         version (`comparisons`, `pglab.core.builds`) not comparable."""
+        from ..core import hosts
         from ..core.builds import apply_comparability
         from ..core.verdicts import apply_regimes
 
-        found = apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
+        with hosts.using(hosts.of_tables(tables)):  # the measuring host's kind: its priors and floors
+            found = apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
         return apply_comparability(found, self.comparisons, tables)
 
     def answers(self, tables: Tables) -> list[str]:

@@ -1,0 +1,100 @@
+"""Priors and re-run floors per host kind (methodology rule 15, `pglab.core.hosts`, `core.cluster_priors.KINDS`):
+a spread measured on one kind never widens a run's interval on another; a kind with no archived run gets the
+declared prior, no floor, and says so."""
+
+import math
+
+import polars as pl
+import pytest
+
+from pglab.core import between_runs, cluster_priors, hosts
+from pglab.report import calibration as cal
+
+XEON, EPYC = "Intel(R) Xeon(R) Processor", "AMD EPYC"
+
+
+def test_a_kind_is_the_cpu_the_clock_source_and_a_clock_read_within_twelve_percent():
+    xeon, epyc = hosts.host(XEON, "tsc", 21.3), hosts.host(EPYC, "tsc", 32.1)
+    assert xeon.label == "Intel(R) Xeon(R) Processor · tsc · 21 ns"
+    assert epyc.same_kind(hosts.host(EPYC, "tsc", 32.6)) and epyc.same_kind(hosts.host(EPYC, "tsc", 30.3))
+    assert not epyc.same_kind(hosts.host(EPYC, "tsc", 26.0))  # the third kind: 26 ns
+    assert not xeon.same_kind(hosts.host(EPYC, "tsc", 21.3)) and not xeon.same_kind(hosts.host(XEON, "hpet", 21.3))
+    assert hosts.host(EPYC, "tsc", None) is None and hosts.host(None, "tsc", 21.0) is None
+
+
+def _run(folder, cpu: str, clock_ns: float, ratios: list[float]):
+    folder.mkdir(parents=True)
+    pl.DataFrame({"key": ["cpu_model", "clocksource"], "value": [cpu, "tsc"]}).write_csv(
+        folder / "environment_machine.csv"
+    )
+    pl.DataFrame({"server": ["pg15", "pg15_c2"], "per_loop_ns": [clock_ns, clock_ns + 0.2]}).write_csv(
+        folder / "environment_timing.csv"
+    )
+    n = len(ratios)
+    pl.DataFrame(
+        {"server": ["pg17"] * n, "query": [f"q{i}" for i in range(n)], "ratio": ratios, "n_clusters": [2] * n}
+    ).write_csv(folder / "ssb_paired.csv")
+    return folder
+
+
+def test_spreads_are_estimated_per_kind_from_a_synthetic_archive_set_of_two_kinds(tmp_path):
+    # on each kind the figures move ~1 % between runs; between the kinds they sit 10 % apart
+    runs = {
+        "x1": _run(tmp_path / "x1", XEON, 21.0, [1.00, 2.00]),
+        "x2": _run(tmp_path / "x2", XEON, 20.6, [1.01, 2.02]),
+        "x3": _run(tmp_path / "x3", XEON, 21.4, [0.99, 1.98]),
+        "e1": _run(tmp_path / "e1", EPYC, 31.0, [1.10, 2.20]),
+        "e2": _run(tmp_path / "e2", EPYC, 32.5, [1.11, 2.22]),
+    }
+    kinds = cal.by_kind(runs)
+    assert {k: list(v) for k, v in kinds.items()} == {
+        "Intel(R) Xeon(R) Processor · tsc · 21 ns": ["x1", "x2", "x3"],
+        "AMD EPYC · tsc · 32 ns": ["e1", "e2"],
+    }
+    pooled = cal.spreads(runs)["spread"][0]
+    per_kind = {k: cal.spreads(v)["spread"][0] for k, v in kinds.items()}
+    assert pooled > 0.04  # across kinds the host difference reads as a spread
+    assert all(s < 0.015 for s in per_kind.values())  # within a kind, the runs' own
+    text = cal.kinds_text(runs)
+    assert "host=hosts.Host('AMD EPYC', 'tsc', 31.9)" in text and "runs=('e1', 'e2')" in text
+
+
+def _paired_with_clusters() -> pl.DataFrame:
+    """One comparison measured on two clusters of pg17 (ratio, a ±1 % within-run interval each)."""
+    rows = {
+        "server": ["pg17", "pg17_c2"],
+        "query": ["q1", "q1"],
+        "n_rounds": [5, 5],
+        "ratio": [0.90, 0.91],
+        "low": [0.89, 0.90],
+        "high": [0.91, 0.92],
+        "coverage": [0.89, 0.89],
+        "method": ["fast mode: 10 % quantile of every execution, 89 % bootstrap over rounds, n=5"] * 2,
+    }
+    return pl.DataFrame(rows)
+
+
+def test_the_floor_is_the_measuring_kinds_and_another_kind_says_it_has_none(monkeypatch):
+    quiet_host, noisy_host = hosts.host(XEON, "tsc", 21.0), hosts.host(EPYC, "tsc", 32.0)
+    quiet = cluster_priors.HostKind(quiet_host, ("x1", "x2", "x3"), {("t", "pg17"): 0.01}, {"t": (0.01, 8)})
+    noisy = cluster_priors.HostKind(noisy_host, ("e1", "e2", "e3"), {("t", "pg17"): 0.01}, {"t": (0.08, 8)})
+    monkeypatch.setattr(cluster_priors, "KINDS", [quiet, noisy])
+    monkeypatch.setitem(cluster_priors.PRIORS, ("t", "pg17"), 0.05)
+
+    def pooled(kind):
+        with hosts.using(kind):
+            prior = cluster_priors.priors("t")
+        row = between_runs.pool_clusters(_paired_with_clusters(), ["query"], priors=prior).row(0, named=True)
+        return prior["pg17"], row
+
+    own = hosts.host(EPYC, "tsc", 26.0)  # a user's machine: a kind no archived run was made on
+    (pq, q), (pn, n), (po, o) = (
+        pooled(hosts.host(XEON, "tsc", 21.4)),
+        pooled(hosts.host(EPYC, "tsc", 31.5)),
+        pooled(own),
+    )
+    assert (pq.spread, pn.spread, po.spread) == (0.01, 0.08, 0.0)
+    assert math.log(n["high"] / n["low"]) > 2 * math.log(q["high"] / q["low"])  # the other kind never widens
+    assert "spread over 3 archived runs (sd 1.0 %)" in q["method"]
+    assert po.sd == pytest.approx(0.05) and "no archived run of this host kind" in o["method"]
+    assert hosts.current() is None  # every `using` restored the outer kind
