@@ -98,11 +98,17 @@ report_sections.show_experiments(p.profile)  # the params file's own experiments
 # %% [markdown]
 # ## Appendix: the data behind this report
 #
-# Every derived table this report read, with its row count and SHA-256 checksum from the manifest (checked
-# here), the run that measured it and the kit revision that derived it.
+# The rounds left out as artefacts; then every derived table this report read, with its row count and SHA-256
+# checksum from the manifest (checked here), the run that measured it and the kit revision that derived it.
 
 # %%
 # not NBVAL_CHECK_OUTPUT: checksums of a quick run's tables; the committed report is checked strictly anyway
 from IPython.display import Markdown
 
-Markdown(report_appendix.provenance_markdown(p.profile) + "\n\n" + report_appendix.inventory_markdown(p.profile))
+Markdown(
+    report_appendix.artefacts_markdown(p.profile)
+    + "\n\n"
+    + report_appendix.provenance_markdown(p.profile)
+    + "\n\n"
+    + report_appendix.inventory_markdown(p.profile)
+)

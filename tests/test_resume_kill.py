@@ -67,9 +67,12 @@ def _log_tail(work: Path) -> str:
     return logs[-1].read_text()[-3000:] if logs else "no log"
 
 
-def _keys(work: Path, run_id: str) -> Counter:
+def _keys(work: Path, run_id: str, remeasured: bool = False) -> Counter:
+    """The measurements' keys, counted: the planned ones, or (remeasured) only the re-measurements of artefact
+    rounds, which depend on what each run measured (`schedule.remeasure_steps`)."""
     lines = (work / "data" / "raw" / run_id / "measurements.jsonl").read_text().splitlines()
-    return Counter(tuple(json.loads(line)[k] for k in KEY) for line in lines)
+    recs = [json.loads(line) for line in lines]
+    return Counter(tuple(r[k] for k in KEY) for r in recs if bool(r.get("remeasured")) == remeasured)
 
 
 def _live_postmasters(work: Path) -> list[int]:
@@ -145,6 +148,7 @@ def test_kill_9_and_rerun_loses_and_duplicates_nothing(work, embedded):
         f"{len(got)} measurements after the reruns"
     )
     assert [k for k, n in got.items() if n > 1] == []  # nothing recorded twice
+    assert [k for k, n in _keys(work / "killed", "killed-run", remeasured=True).items() if n > 1] == []
     assert set(got) == set(expected), {
         "lost": sorted(set(expected) - set(got))[:10],
         "extra": sorted(set(got) - set(expected))[:10],

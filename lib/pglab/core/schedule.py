@@ -129,9 +129,8 @@ def run_steps(
     plan's artefact rounds once more (`remeasure_steps`). Returns how many steps ran now."""
     ran = _run(steps, store, experiment, measure, desc)
     if remeasure:
-        ran += _run(
-            remeasure_steps(steps, store, experiment), store, experiment, measure, f"{desc or experiment} (re-measured)"
-        )
+        extra = remeasure_steps(steps, store, experiment)
+        ran += _run(extra, store, experiment, measure, f"{desc or experiment} (re-measured)", remeasured=True)
     return ran
 
 
@@ -189,7 +188,14 @@ def remeasure_steps(steps: list[Step], store: RunStore, experiment: str) -> list
     ]
 
 
-def _run(steps: list[Step], store: RunStore, experiment: str, measure: Callable[[Step], dict], desc: str | None) -> int:
+def _run(
+    steps: list[Step],
+    store: RunStore,
+    experiment: str,
+    measure: Callable[[Step], dict],
+    desc: str | None,
+    remeasured: bool = False,
+) -> int:
     todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
     if not todo:
         return 0
@@ -210,5 +216,6 @@ def _run(steps: list[Step], store: RunStore, experiment: str, measure: Callable[
             warmup=step.warmup,
             round=step.round,
             **fields,
+            **({"remeasured": True} if remeasured else {}),  # an artefact round's re-measurement (raw says so)
         )
     return len(todo)

@@ -1,6 +1,7 @@
 """The report's appendix: every derived table with its size, checksum, the run that measured it and the kit
 revision that derived it (MANIFEST.json; entries written before runs and revisions were recorded have neither),
-and which revisions measured and derived this report's data, a `+dirty` one (uncommitted changes) flagged."""
+and which revisions measured and derived this report's data, a `+dirty` one (uncommitted changes) flagged; and the
+run's artefact rounds (`core.artefacts`), listed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import derived
+from ..core import artefacts, derived, paired
 
 DIRTY = "+dirty"
 
@@ -100,4 +101,64 @@ def inventory_markdown(profile: str, root: Path | None = None) -> str:
         )
     if t["run_id"].null_count() or t["derived_by"].null_count():
         lines += ["", "— : not recorded (the table was written before the manifest kept its run and revision)."]
+    return "\n".join(lines)
+
+
+def artefact_rounds(profile: str, root: Path | None = None) -> pl.DataFrame:
+    """Every artefact round of the run's measurement tables (`core.artefacts`, methodology rule 18): table, cell
+    (experiment, server, condition, item, metric where the table has them), round, its value, the median of the
+    cell's other rounds and their ratio. Each is in raw and left out of every estimate, floor and prior."""
+    tables = derived.Tables(profile, root)
+    frames = []
+    for name in tables:
+        if not name.endswith("_measurements"):
+            continue
+        m = tables[name]
+        if not {"server", "condition", "item", "round", "value", "warmup"} <= set(m.columns):
+            continue
+        cell = [c for c in ("experiment", "server", "condition", "item", "metric") if c in m.columns]
+        timed = m.filter(~pl.col("warmup").cast(pl.Boolean)).with_columns(pl.col(cell).cast(pl.String))
+        bad = artefacts.flagged(paired.round_values(timed, cell, artefacts=False), cell)
+        if bad.height:
+            frames.append(
+                bad.select(
+                    pl.lit(name).alias("table"),
+                    pl.concat_str(cell, separator=" · ").alias("cell"),
+                    "round",
+                    "round_value",
+                    "others",
+                    "factor",
+                )
+            )
+    schema = {
+        "table": pl.String,
+        "cell": pl.String,
+        "round": pl.Int64,
+        "round_value": pl.Float64,
+        "others": pl.Float64,
+        "factor": pl.Float64,
+    }
+    return pl.concat([f.cast(schema) for f in frames]) if frames else pl.DataFrame(schema=schema)
+
+
+def artefacts_markdown(profile: str, root: Path | None = None) -> str:
+    """The artefact rounds as a Markdown paragraph and table (or the sentence that there were none)."""
+    t = artefact_rounds(profile, root)
+    rule = (
+        f"**Artefact rounds**: {artefacts.RULE}. Each is kept in the raw data, left out of every estimate, noise floor"
+        " and prior, and measured again once (in runs made since the rule)."
+    )
+    if t.is_empty():
+        return rule + " This run had none."
+    lines = [
+        rule,
+        "",
+        "| table | cell | round | its value | the other rounds' median | ratio |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
+    for r in t.iter_rows(named=True):
+        lines.append(
+            f"| `{r['table']}` | {r['cell']} | {r['round']} | {r['round_value']:.4g} | {r['others']:.4g} | "
+            f"{r['factor']:.2f}× |"
+        )
     return "\n".join(lines)

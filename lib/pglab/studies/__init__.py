@@ -40,7 +40,8 @@ EXPERIMENTS = Stage(
     "80_experiments",
     prefixed(
         "experiments",
-        "setup cells runs summary paired noise verdicts plans errors latency timeline server_counters telemetry",
+        "setup cells runs summary paired noise verdicts plans queries errors latency timeline server_counters "
+        "telemetry",
     ),
     "pglab.studies.experiments.derive:derive",
     "pglab.studies.experiments.run:estimate_s",

@@ -496,7 +496,7 @@ def run_experiment(s: Session, e: Experiment, evidence: bool = True) -> Result:
     runner = Runner(e, s, servers, setup, evidence=evidence)
     steps = grouped(steps, runner.config_key)
     try:
-        n = run_steps(steps, s.store, store_name(e), runner.measure, desc=e.name)
+        n = run_steps(steps, s.store, store_name(e), runner.measure, desc=e.name, remeasure=True)
     finally:
         for c in runner.conns.values():
             c.close()
