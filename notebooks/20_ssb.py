@@ -90,6 +90,7 @@ if not result.servers:
 # every table of this notebook, from the raw store alone (as `python -m pglab derive` does)
 tables = STUDY.derive(s.store, s.params)
 derived.write(tables, s.profile)
+STUDY.record_findings(s.profile)  # judged once from the tables as written: the report and make compare read them
 execs, sweep, plans = tables["ssb_executions"], tables["ssb_sweep"], tables["ssb_plans"]
 checks, fingerprints = tables["ssb_checksums"], tables["ssb_fingerprints"]
 study, scaled = tables["ssb_plans_study_workers"], tables["ssb_plans_scaled"]

@@ -82,6 +82,7 @@ st = result.seen["stage"]
 # every table from the raw store alone, as `python -m pglab derive` does
 tables = STUDY.derive(s.store, s.params)
 derived.write(tables, s.profile)
+STUDY.record_findings(s.profile)  # judged once from the tables as written: the report and make compare read them
 print(f"{result.steps_run} pgbench runs now, {result.wall_s:.0f} s")
 pl.from_dicts(
     [
@@ -314,7 +315,7 @@ failed.select("server", "experiment", "condition", "item", "repetition", "error"
 # the absolute numbers as this machine's, the shapes and ratios as the comparison.
 
 # %%
-display(Markdown(findings.markdown(STUDY.judge(derived.Tables(s.profile)))))
+display(Markdown(findings.markdown(STUDY.findings(derived.Tables(s.profile)))))
 
 # %%
 spread = tables["pgbench_select_only_summary"].select(

@@ -107,6 +107,7 @@ result = STUDY.run(s)
 # every table from the raw store alone, as `python -m pglab derive` does (the skips are written below)
 tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("auto_explain_skipped",))
+STUDY.record_findings(s.profile)  # judged once from the tables as written: the report and make compare read them
 print(f"stage: {result.steps_run} pgbench runs now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [STUDY.name], "auto_explain_skipped", s.profile)
 result.seen["servers"]
@@ -263,7 +264,7 @@ tables["auto_explain_drift"]
 # not scored: the study explained, it did not measure it. The report's section shows these same findings.
 
 # %%
-display(Markdown(findings.markdown(STUDY.judge(derived.Tables(s.profile)))))
+display(Markdown(findings.markdown(STUDY.findings(derived.Tables(s.profile)))))
 
 # %%
 s.close()

@@ -98,6 +98,7 @@ result = STUDY.run(s)
 # measured on no server leaves no tables: the report then says it was not run (skips: below)
 tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("jit_operators_skipped",))  # the skips: report_skipped below
+STUDY.record_findings(s.profile)  # judged once from the tables as written: the report and make compare read them
 runs = tables.get("jit_operators_runs", pl.DataFrame(schema=jres.RUNS_SCHEMA))
 errors = runs.filter(pl.col("error").is_not_null())
 print(
@@ -281,7 +282,7 @@ dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "hi
 # without JIT cannot test the claims: *not testable here* (needs a build with JIT).
 
 # %%
-f = STUDY.judge(derived.Tables(s.profile))  # as the report judges: regimes and build gate applied
+f = STUDY.findings(derived.Tables(s.profile))  # as stored above: regimes and build gate applied
 display(Markdown(jr.method(s.profile)))
 display(Markdown(findings.markdown(f)))
 

@@ -97,6 +97,7 @@ if not result.servers:
 # every table (the setup too) from the raw store alone, as `python -m pglab derive` does; the skips are above
 tables = STUDY.derive(s.store, s.params)
 derived.write(tables, s.profile, skip=("parallel_index_skipped",))  # the skips: report_skipped above
+STUDY.record_findings(s.profile)  # judged once from the tables as written: the report and make compare read them
 b = tables["parallel_index_builds"]
 failed = b.filter(pl.col("error").is_not_null())
 print(
@@ -262,7 +263,7 @@ tables["parallel_index_drift"]
 
 # %%
 display(Markdown(report.method(s.profile)))
-f = STUDY.judge(derived.Tables(s.profile))  # as the report judges: regimes and build gate applied
+f = STUDY.findings(derived.Tables(s.profile))  # as stored above: regimes and build gate applied
 text = []
 for (claim,), g in f.sort(pl.col("finding").replace_strict(report.ORDER), "server").group_by(
     ["claim"], maintain_order=True

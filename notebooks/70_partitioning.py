@@ -92,6 +92,7 @@ result = STUDY.run(s)
 # leaves no tables: the report then says it was not run (skips: below)
 tables = STUDY.derive(s.store, s.params)
 written = derived.write(tables, s.profile, skip=("partitioning_skipped",))
+STUDY.record_findings(s.profile)  # judged once from the tables as written: the report and make compare read them
 print(f"stage: {result.steps_run} timed executions now, {result.wall_s:.0f} s; derived tables: {', '.join(written)}")
 outcomes.report_skipped(s.store, [STUDY.name], "partitioning_skipped", s.profile)
 tables["partitioning_setup"].select(
@@ -283,7 +284,7 @@ pair.select("server", "condition", "workers", "n_rounds", pl.col("ratio", "low",
 # and the results are checked on the parsed plans and tables: *supported* or *contradicted*.
 
 # %%
-f = STUDY.judge(derived.Tables(s.profile))  # as the report judges: regimes and build gate applied
+f = STUDY.findings(derived.Tables(s.profile))  # as stored above: regimes and build gate applied
 display(Markdown(findings.markdown(f)))
 
 # %%

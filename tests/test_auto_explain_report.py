@@ -15,6 +15,7 @@ from conftest import ROOT
 
 from pglab.core import derived, paired, raw_archive, replicas, stats
 from pglab.core import findings as fs
+from pglab.core.derived import Tables
 from pglab.studies.auto_explain import report as auto_explain_report
 from pglab.studies.auto_explain import verdicts as av
 from pglab.studies.auto_explain.params import AutoExplainParams
@@ -55,7 +56,7 @@ def _bases(root) -> list[str]:
 
 
 def test_every_finding_of_the_study_for_every_server(root):
-    f = auto_explain_report.findings("default", root)
+    f = auto_explain_report.findings(Tables("default", root))
     servers = _bases(root)  # params servers.clusters: one finding per base server, pooled over its clusters
     assert f.columns == list(fs.SCHEMA | fs.NUMBERS)
     assert sorted(zip(f["finding"], f["server"], strict=True)) == sorted((k, s) for k in SPECS for s in servers)
@@ -102,7 +103,7 @@ def test_every_finding_of_the_study_for_every_server(root):
 
 def test_stored_verdicts_are_those_of_the_stage(root):
     stored = _read("auto_explain_findings", root).sort("finding", "server")
-    f = auto_explain_report.findings("default", root).sort("finding", "server")
+    f = auto_explain_report.findings(Tables("default", root)).sort("finding", "server")
     assert f.select("finding", "server", "verdict", "evidence").equals(
         stored.select("finding", "server", "verdict", "evidence")
     )
@@ -125,7 +126,7 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
     for name, keys in (
         ("auto_explain_noise", ["server", "metric"]),
         ("auto_explain_drift", ["server", "item"]),
-        ("auto_explain_findings", ["finding", "server"]),
+        ("auto_explain_evidence", ["finding", "server"]),
     ):
         want = _read(name, root).sort(keys)
         mine = got[name].sort(keys)
@@ -137,7 +138,7 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
                 assert mine[col].cast(pl.String).to_list() == want[col].cast(pl.String).to_list(), (name, col)
     noise = got["auto_explain_noise"]
     assert (noise["server"] == "all").any() and noise["floor"].is_not_null().all()
-    out = auto_explain_report.findings("default", root)
+    out = auto_explain_report.findings(Tables("default", root))
     assert out.height == len(SPECS) * len(_bases(root))
     quantity = pl.col("finding").is_in([k for k, s in SPECS.items() if s.claim.quantity])
     assert set(out["verdict"]) <= set(fs.VERDICTS) and out.filter(~quantity)["our_value"].is_not_null().all()
@@ -179,7 +180,9 @@ def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
     assert all('"tooltip"' in s for s in specs) and '"study_ratio"' in specs[0]
     assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in auto_explain_report.charts("default", root)]
     assert auto_explain_report.method("default", root) == auto_explain_report.method("default", root)
-    assert auto_explain_report.findings("default", root).equals(auto_explain_report.findings("default", root))
+    assert auto_explain_report.findings(Tables("default", root)).equals(
+        auto_explain_report.findings(Tables("default", root))
+    )
 
 
 def test_the_logging_sentence_gives_the_servers_range_not_the_largest_as_a_minimum():

@@ -16,6 +16,7 @@ from pglab.core.cluster import Cluster
 from pglab.params import ParamsError
 from pglab.pgtools import pgbench
 from pglab.studies.auto_explain import derive as auto_explain_results
+from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 from pglab.studies.auto_explain.params import EXPERIMENT, AutoExplainParams
 from pglab.studies.auto_explain.run import LOGGED_TXNS, PLAIN, PRELOAD, order_steps, run_stage
 
@@ -155,7 +156,7 @@ def test_analysis_and_reset(stage):
         ("analyze_logged", "analyze"),
         ("analyze_no_timing_logged", "analyze_no_timing"),
     }
-    findings = tables["auto_explain_findings"]
+    findings = auto_explain_verdicts.judge(tables["auto_explain_evidence"])
     assert findings.height == 12 * len(s.servers)
     # two rounds: min–max covers 50 %, so nothing is decided (and nothing is missing from the matrix); below the
     # study's 1e6 rows the count's claims are still scored, on their quantities per row (auto_explain.verdicts)

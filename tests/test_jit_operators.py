@@ -14,6 +14,7 @@ from psycopg import sql
 
 from pglab import params
 from pglab.core import derived, findings, session
+from pglab.core.derived import Tables
 from pglab.params import ParamsError
 from pglab.studies.jit_operators import report as report
 from pglab.studies.jit_operators import verdicts as jv
@@ -240,7 +241,7 @@ def test_report_section_on_derived_data(stage):
     assert "not available" in text and f"{ROWS:,} rows" in text
     for chart in report.charts(profile, root=root):
         chart.to_dict()
-    f = report.findings(profile, root=root)
+    f = report.findings(Tables(profile, root))
     assert set(f["verdict"]) <= set(findings.VERDICTS)
     assert f.height == len(s.servers) * (len(OPERATORS) + 1)
     for x in s.servers:
@@ -260,7 +261,7 @@ def test_report_section_on_derived_data(stage):
     assert "A/A control" in text and "fast mode" in text
     # deterministic: the same tables give the same bytes
     assert report.method(profile, root=root) == text
-    assert report.findings(profile, root=root).equals(f)
+    assert report.findings(Tables(profile, root)).equals(f)
 
 
 @pytest.mark.parametrize(

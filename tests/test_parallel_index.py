@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from pglab import params
 from pglab.core import derived
 from pglab.core import findings as fnd
+from pglab.core.derived import Tables
 from pglab.core.servers import DestructiveStepRefused, Server
 from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name
@@ -190,7 +191,7 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
         s = summ.filter(server=r["server"], key_columns=r["key_columns"], workers=r["workers"]).row(0, named=True)
         assert r["speedup"] == pytest.approx(s["t0"] / s["median"])
         assert r["ci_low"] <= r["speedup"] <= r["ci_high"]
-    f = report.findings("t", root=tmp_path)
+    f = report.findings(Tables("t", tmp_path))
     assert set(f["verdict"]) <= set(fnd.VERDICTS)
     assert f.height == 3 * len(servers) and set(f["finding"]) == set(report.ORDER)
     nz = tables["parallel_index_noise"]
@@ -206,7 +207,7 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     assert f"{n} of {n} builds observed; launched < planned in 0" in text
     charts = report.charts("t", root=tmp_path)
     assert len(charts) == 3 and all(c.to_dict() for c in charts)
-    assert report.findings("t", root=tmp_path).equals(f) and report.method("t", root=tmp_path) == text
+    assert report.findings(Tables("t", tmp_path)).equals(f) and report.method("t", root=tmp_path) == text
 
 
 def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) -> RunStore:

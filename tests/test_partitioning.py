@@ -14,6 +14,7 @@ from psycopg import sql
 
 from pglab import params
 from pglab.core import derived, findings, session
+from pglab.core.derived import Tables
 from pglab.core.osuser import server_user
 from pglab.core.servers import Server, select
 from pglab.core.store import RunStore
@@ -269,7 +270,7 @@ def test_tablespace_locations_name_known_servers(tmp_path, installs):
 
 def test_report_section_on_the_derived_tables(stage):
     s, _, _, root, _, _ = stage
-    f = report.findings(PROFILE, root)
+    f = report.findings(Tables(PROFILE, root))
     assert set(f["verdict"]) <= set(findings.VERDICTS) and f.height > 0
     assert f["study"].unique().to_list() == ["S5"]
     by = {(r["finding"], r["server"]): r["verdict"] for r in f.iter_rows(named=True)}
@@ -286,7 +287,7 @@ def test_report_section_on_the_derived_tables(stage):
     assert nz.filter(server="all")["n_pairs"].to_list() == [len(s.servers)], nz
     assert "A/A control" in report.method(PROFILE, root)
     text = report.method(PROFILE, root)
-    assert text == report.method(PROFILE, root) and f.equals(report.findings(PROFILE, root))
+    assert text == report.method(PROFILE, root) and f.equals(report.findings(Tables(PROFILE, root)))
     for x in s.servers:
         assert f"{x.name} (PostgreSQL {x.install.major}." in text
     assert "identical on every server" in text

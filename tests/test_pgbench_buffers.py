@@ -12,6 +12,7 @@ from pglab import params
 from pglab.core import findings as fs
 from pglab.core import paths, session
 from pglab.core import verdicts as V
+from pglab.core.derived import Tables
 from pglab.core.store import RunStore
 from pglab.params import ParamsError
 from pglab.studies.pgbench import STUDY
@@ -205,7 +206,7 @@ def test_the_report_section_says_it_draws_it_and_scores_it(tmp_path):
     assert "scale 1: 2MB over 2GB 1.25× [1.24–1.26] (min–max, n=5)" in text and "24 MiB at scale 1" in text
     charts = pgbench_report.charts("bufsyn", root)
     assert len(charts) == 1 and charts[0].to_dict()["facet"]["column"]["field"] == "scale"
-    f = pgbench_report.findings("bufsyn", root)
+    f = pgbench_report.findings(Tables("bufsyn", root))
     assert f.filter(pl.col("finding").str.starts_with("select_only_small_buffers"))["verdict"].to_list() == [
         fs.SUPPORTED,
         fs.SUPPORTED,

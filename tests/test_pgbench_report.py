@@ -13,6 +13,7 @@ import pytest
 from pglab.core import derived, stats
 from pglab.core import findings as fs
 from pglab.core import verdicts as V
+from pglab.core.derived import Tables
 from pglab.studies.pgbench import report as pgbench_report
 from pglab.studies.pgbench import verdicts as PV
 
@@ -24,7 +25,7 @@ def root(committed_copy):
 
 @pytest.fixture(scope="module")
 def found(root):
-    return pgbench_report.findings("default", root)
+    return pgbench_report.findings(Tables("default", root))
 
 
 def _floor(root):
@@ -189,4 +190,4 @@ def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
     assert all('"tooltip"' in s for s in specs)
     assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in pgbench_report.charts("default", root)]
     assert pgbench_report.method("default", root) == pgbench_report.method("default", root)
-    assert pgbench_report.findings("default", root).equals(pgbench_report.findings("default", root))
+    assert pgbench_report.findings(Tables("default", root)).equals(pgbench_report.findings(Tables("default", root)))

@@ -14,7 +14,9 @@ from conftest import postmasters
 
 from pglab import params
 from pglab.core import paired, replicas, servers, session
+from pglab.core.derived import Tables
 from pglab.params import ParamsError
+from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 from pglab.studies.jit_operators import verdicts as jv
 from pglab.studies.jit_operators.derive import tables as stage_tables
 from pglab.studies.jit_operators.params import OPERATORS
@@ -176,7 +178,7 @@ def test_derive_and_report_section_say_what_the_intervals_rest_on(run, tmp_path)
     assert f"{base}: 2 clusters × {REPS} rounds" in text
     for chart in report.charts(s.profile, root=tmp_path):
         chart.to_dict()
-    f = report.findings(s.profile, root=tmp_path)
+    f = report.findings(Tables(s.profile, tmp_path))
     assert f["server"].unique().to_list() == [base]
 
 
@@ -339,7 +341,7 @@ def test_auto_explain_pools_replica_clusters(estimate):
     # per item over both servers' clusters: what an item with too few pairs of its own falls back to first
     assert every.filter(pl.col("metric") != "latency, all items")["n_pairs"].to_list() == [4, 4, 4]
     # findings named by base server only, each pooled over both clusters and saying on what
-    f = got["auto_explain_findings"]
+    f = auto_explain_verdicts.judge(got["auto_explain_evidence"])
     assert sorted(f["server"].unique()) == ["pg15", "pg18"] and f.height == 2 * len(av.specs(SMALL))
     assert not any("_c2" in e for e in f["evidence"])
     assert all("across 2 clusters × 5 rounds" in e for e in f["evidence"]), f["evidence"].to_list()
@@ -386,7 +388,7 @@ def test_auto_explain_without_replicas_unchanged():
     t = aer.analyse(seen1, SMALL, cores=2)
     assert "n_clusters" not in t["auto_explain_ratios"].columns
     assert t["auto_explain_ratios"].equals(per_cluster)
-    assert sorted(t["auto_explain_findings"]["server"].unique()) == ["pg15", "pg18"]
+    assert sorted(auto_explain_verdicts.judge(t["auto_explain_evidence"])["server"].unique()) == ["pg15", "pg18"]
 
 
 def test_auto_explain_report_says_what_pooled_figures_rest_on():

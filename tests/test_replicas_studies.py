@@ -14,7 +14,9 @@ from conftest import postmasters
 
 from pglab import params
 from pglab.core import derived, session
+from pglab.core.derived import Tables
 from pglab.pgtools import environment
+from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 
 SELECT_ROUNDS, LOADS, SERIES_RUNS = 3, 2, 3
 
@@ -112,7 +114,7 @@ def test_pgbench_pooled_tables(bench, tmp_path):
     text = report.method(s.profile, root=tmp_path)
     assert "- **Clusters**: every server measured on several independently made" in text
     assert f"select-only tps: 2 clusters × {SELECT_ROUNDS} rounds" in text
-    assert sorted(report.findings(s.profile, root=tmp_path)["server"].unique()) == sorted(
+    assert sorted(report.findings(Tables(s.profile, tmp_path))["server"].unique()) == sorted(
         {*names, "all"} & set(f["server"])
     )
 
@@ -153,7 +155,7 @@ def test_partitioning_pooled_tables(part, tmp_path):
     # one A/A pair per cluster; "all" over every server's (here the same two)
     assert noise.select("server", "n_pairs").rows() == [("all", 2), (name, 2)]
     derived.write(t | {"environment_servers": seen["env"]}, s.profile, root=tmp_path)
-    f = report.findings(s.profile, root=tmp_path)
+    f = report.findings(Tables(s.profile, tmp_path))
     assert set(f["server"]) <= {name, "all"}
     cpu = f.filter(pl.col("finding") == "cpu_speedup")
     assert cpu.height == 1 and "on 2 clusters" in cpu["evidence"][0]
@@ -239,7 +241,7 @@ def test_auto_explain_pooled_tables(ae, tmp_path):
     per_item = noise.filter((pl.col("server") == name) & (pl.col("metric") != "latency, all items")).sort("metric")
     got = dict(zip([m.removeprefix("latency, ") for m in per_item["metric"]], per_item["n_pairs"], strict=True))
     assert {i: n for i, n in got.items() if n} == {i: n for i, n in want.items() if n}, (got, want)
-    f = t["auto_explain_findings"]
+    f = auto_explain_verdicts.judge(t["auto_explain_evidence"])
     assert f["server"].unique().to_list() == [name] and f.height == len(av.specs(s.params.auto_explain))
     assert all("2 clusters" in i for i in f["interval"]), f["interval"].to_list()
     for table in ("auto_explain_latencies", "auto_explain_summary", "auto_explain_log_checks", "auto_explain_plans"):
@@ -253,7 +255,7 @@ def test_auto_explain_pooled_tables(ae, tmp_path):
     assert f"{AE_ROUNDS} run(s) per cluster, condition and item" in text
     for chart in report.charts(s.profile, root=tmp_path):
         chart.to_dict()
-    assert report.findings(s.profile, root=tmp_path)["server"].unique().to_list() == [name]
+    assert report.findings(Tables(s.profile, tmp_path))["server"].unique().to_list() == [name]
 
 
 @pytest.mark.alone  # with the test above: the module's run is made once

@@ -13,6 +13,7 @@ import pytest
 from conftest import ROOT
 
 from pglab.core import derived
+from pglab.core.derived import Tables
 from pglab.core.findings import NOT_RUN, NOT_TESTABLE, UNDETERMINED, VERDICTS
 from pglab.core.stats import ratio_with_interval
 from pglab.studies.ssb import paired_tables as pt
@@ -37,7 +38,7 @@ def _mtimes():
 def section():
     before = _mtimes()
     out = {
-        "findings": ssb_report.findings(PROFILE, COMMITTED),
+        "findings": ssb_report.findings(Tables(PROFILE, COMMITTED)),
         "method": ssb_report.method(PROFILE, COMMITTED),
         "charts": ssb_report.charts(PROFILE, COMMITTED),
     }
@@ -220,7 +221,7 @@ def test_charts_serialise(section):
 
 
 def test_deterministic(section):
-    assert ssb_report.findings(PROFILE, COMMITTED).equals(section["findings"])
+    assert ssb_report.findings(Tables(PROFILE, COMMITTED)).equals(section["findings"])
     assert ssb_report.method(PROFILE, COMMITTED) == section["method"]
     again = [json.dumps(c.to_dict(), sort_keys=True) for c in ssb_report.charts(PROFILE, COMMITTED)]
     assert again == [json.dumps(c.to_dict(), sort_keys=True) for c in section["charts"]]
@@ -246,7 +247,7 @@ def test_one_repetition_leaves_the_ratios_undetermined(tmp_path):
     derived.write_table(execs, "ssb_executions", "t", root=root)
     derived.write_table(pt.mode_comparisons(execs), "ssb_paired", "t", root=root)
     derived.write_table(pt.version_comparisons(execs, facts), "ssb_versions_paired", "t", root=root)
-    f = ssb_report.findings("t", root)
+    f = ssb_report.findings(Tables("t", root))
     for finding in ("parallel_a", "jit_q1", "jit_per_query", "newer_version_parallel"):
         assert set(f.filter(pl.col("finding") == finding)["verdict"]) <= {UNDETERMINED, NOT_RUN}, finding
     assert set(f.filter(pl.col("finding") == "parallel_a")["verdict"]) == {UNDETERMINED, NOT_RUN}
@@ -257,7 +258,7 @@ def _wrong_q22(root, profile):
         agree=pl.when(pl.col("query") == "q2.2").then(False).otherwise(pl.col("agree"))
     )
     derived.write_table(ck, "ssb_checksums", profile, root=root)
-    return _evidence(ssb_report.findings(profile, root), "results_agree", "all")
+    return _evidence(ssb_report.findings(Tables(profile, root)), "results_agree", "all")
 
 
 def test_a_wrong_answer_is_reported(tmp_path):
@@ -275,7 +276,7 @@ def test_one_server_has_no_version_comparison(tmp_path):
     vp = _table("ssb_versions_paired", root, "t")
     assert vp.is_empty() or vp.filter(pl.col("server") == keep).is_empty()
     derived.write_table(vp.clear(), "ssb_versions_paired", "t", root=root)
-    f = ssb_report.findings("t", root)
+    f = ssb_report.findings(Tables("t", root))
     for mode in ("parallel", "serial"):
         row = _evidence(f, f"newer_version_{mode}", "all")
         assert row["verdict"] == NOT_TESTABLE and "16" in row["evidence"] and "17" in row["evidence"], row
@@ -302,7 +303,7 @@ def test_the_comparison_method_is_named_as_the_tables_made_it(section, tmp_path)
     facts = {"servers": {r["server"]: {"major": r["major"]} for r in env.iter_rows(named=True)}}
     derived.write_table(pt.mode_comparisons(execs, pt.ROUND), "ssb_paired", "t", root=root)
     derived.write_table(pt.version_comparisons(execs, facts, pt.ROUND), "ssb_versions_paired", "t", root=root)
-    by_round = compared(ssb_report.findings("t", root))
+    by_round = compared(ssb_report.findings(Tables("t", root)))
     assert by_round.height == fast.height
     assert by_round.filter(~pl.col("evidence").str.contains("paired by round", literal=True)).is_empty()
     assert "is made within the schedule's rounds" in ssb_report.method("t", root)

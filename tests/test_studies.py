@@ -146,7 +146,8 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
 
 def test_a_study_notebook_judges_without_the_environment_stage(committed_copy, tmp_path):
     """`make report ONLY=30` (or a killed run resumed with only some notebooks) has no 00_environment tables: the
-    notebooks that show their findings (`STUDY.judge`) must still do so; only the report's section needs them."""
+    notebooks that judge and show their findings (`STUDY.record_findings`) must still do so; only the report's
+    section needs them."""
     import shutil
 
     from pglab.core.derived import Tables
@@ -157,5 +158,5 @@ def test_a_study_notebook_judges_without_the_environment_stage(committed_copy, t
         f.unlink()
     tables = Tables("noenv", tmp_path)
     for s in studies.studies():
-        if "STUDY.judge(" in (ROOT / "notebooks" / f"{s.notebook}.py").read_text():
+        if "STUDY.findings(" in (ROOT / "notebooks" / f"{s.notebook}.py").read_text():
             assert s.judge(tables).height, s.name

@@ -91,13 +91,18 @@ def derive_all(store: RunStore, params, studies: tuple[Study, ...] = STUDIES) ->
 
 def write_all(tables: dict, run_id: str, out: Path) -> Path:
     """Write the tables into the folder `out` as the notebooks do (derived.write_table, the manifest naming
-    `run_id`); the folder is swapped in once all are written."""
+    `run_id`), and each measured study's findings judged from them (`Study.record_findings`); the folder is
+    swapped in once all are written."""
     os.environ[derived.RUN_ID_ENV] = run_id
     work = out.parent / f".derive-{out.name}.tmp{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     try:
         derived.stage(out.name, work, out.parent)
         derived.write(tables, out.name, root=work)
+        # then each study this run measured is judged once from its tables as written, as its notebook does
+        for study in STUDIES:
+            if isinstance(study, Study) and study.was_run(tables):
+                study.record_findings(out.name, root=work)
         return derived.publish(out.name, work, out.parent)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -32,8 +32,9 @@ MANIFEST = "MANIFEST.json"
 RUN_ID_ENV = "PGLAB_RUN_ID"  # set by session.begin: the run whose tables are being written
 # The derived tables' format, kept in every manifest entry ("format"). Raise it when the tables change so that
 # this pglab would misread an older folder. 0 (an entry without the key): derived before the number existed,
-# possibly before the paired analysis; 1: the paired analysis, every study with its A/A noise table.
-FORMAT = 1
+# possibly before the paired analysis; 1: the paired analysis, every study with its A/A noise table; 2: every
+# study's verdicts judged once and stored (`<study>_findings`, `Study.record_findings`).
+FORMAT = 2
 REFERENCE_PROFILE = "default"  # committed with every table's columns (config.REFERENCE_PROFILE)
 
 

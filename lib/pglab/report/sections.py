@@ -51,7 +51,7 @@ def all_findings(profile: str, root: Path | None = None, stages=STUDIES) -> pl.D
     tables = Tables(profile, root)
     for study in report_order(stages):
         if not missing_tables(study, tables):
-            frames.append(study.judge(tables))
+            frames.append(study.findings(tables))
     return pl.concat(frames).sort("study", "finding", "server", maintain_order=True)
 
 
@@ -97,7 +97,7 @@ def show(study: Study, profile: str, root: Path | None = None) -> None:
     for chart in study.charts(tables):
         display(chart)
     display(Markdown("**Findings.** One per claim of the study: open it for each server's verdict and evidence."))
-    display(HTML(report_evidence.findings_html(study.judge(tables))))
+    display(HTML(report_evidence.findings_html(study.findings(tables))))
     display(Markdown(report_evidence.noise_markdown(noise_table(study, tables))))
     machine = system_sampler.stage_markdown(tables.get(f"{study.name}_machine"))
     if machine:

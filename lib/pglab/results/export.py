@@ -34,7 +34,13 @@ from ..core.servers import NO_SERVERS_ENV
 from ..report.environment import servers_table
 
 MANIFEST = "manifest.json"
-RESERVED = ("runs", "servers", "params", "run_tables")  # the index's own tables (pglab.results.index)
+RESERVED = (
+    "runs",
+    "servers",
+    "params",
+    "run_tables",
+    "findings",
+)  # the index's own tables and views (pglab.results.index)
 MACHINE = ("cpu_model", "cpu_cores", "memory_gib", "os", "kernel", "arch")
 SECRET_KEYS = ("dsn", "password")  # params.json keeps no servers section; a key of these names is dropped anyway
 

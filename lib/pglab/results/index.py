@@ -7,6 +7,8 @@ one run's export); a run found twice counts once, the first found. There are
 
 - one view per table name, over the files of every run that has it (read_parquet with union_by_name: a column one
   run lacks reads as NULL there), `run_id` first;
+- `findings`: every study's verdicts (`<study>_findings`) in one view: run_id, study, finding, server, verdict,
+  claim, evidence;
 - four tables from the manifests: `runs` (run_id, profile, captured_utc, cpu_model, cpu_cores, memory_gib, os,
   kernel, arch, measured_by, exported_by, source), `servers` (run_id, server, version, major, source, build,
   build_recorded, jit_available, version_string), `params` (run_id, key, value: the run's params flattened,
@@ -56,6 +58,9 @@ SERVERS = {
 }
 PARAMS = {"run_id": pl.String, "key": pl.String, "value": pl.String}
 RUN_TABLES = {"run_id": pl.String, "table_name": pl.String, "rows": pl.Int64, "columns": pl.Int64}
+
+FINDINGS = "findings"  # the view of every study's verdicts (`<study>_findings`, pglab.core.findings' columns)
+FINDINGS_COLUMNS = ("run_id", "study", "finding", "server", "verdict", "claim", "evidence")
 
 _DUCKDB_TYPES = {pl.String: "VARCHAR", pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN"}
 
@@ -144,6 +149,11 @@ def connect(extra: list[Path] | tuple[Path, ...] = (), default: bool = True) -> 
     for name, paths in sorted(files.items()):
         listed = ", ".join(_quoted(p) for p in paths)
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{listed}], union_by_name = true)")
+    # every study's verdicts in one view: each study stores its own (`<study>_findings`), one schema for all
+    verdicts = [n for n in sorted(files) if n.endswith("_findings") and n != FINDINGS]
+    if verdicts:
+        union = " UNION ALL ".join(f"SELECT {', '.join(FINDINGS_COLUMNS)} FROM {n}" for n in verdicts)
+        con.execute(f"CREATE VIEW {FINDINGS} AS {union}")
     return con
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -93,8 +94,15 @@ class Study:
     def __post_init__(self):
         if not self.params_key:
             object.__setattr__(self, "params_key", self.name)
-        if f"{self.name}_machine" not in self.tables:  # every study's stage is sampled (`run`)
-            object.__setattr__(self, "tables", (*self.tables, f"{self.name}_machine"))
+        # every study's stage is sampled (`run`) and judged once (`record_findings`)
+        extra = tuple(t for t in (f"{self.name}_machine", self.findings_name) if t not in self.tables)
+        object.__setattr__(self, "tables", (*self.tables, *extra))
+
+    @property
+    def findings_name(self) -> str:
+        """The table the study's verdicts are stored in, judged once (`record_findings`) and read by the report,
+        `make compare`, `make stability` and the results database."""
+        return f"{self.name}_findings"
 
     def module(self, name: str) -> ModuleType:
         """The study's module `name` (run, derive, verdicts, charts, report, estimate, params)."""
@@ -154,26 +162,52 @@ class Study:
 
     @property
     def report_tables(self) -> tuple[str, ...]:
-        """The tables the report section needs: without them the section says the study was not run."""
-        return self.module("report").TABLES
+        """The tables the report section needs, its findings among them: without them the section says the study
+        was not run."""
+        own = self.module("report").TABLES
+        return own if self.findings_name in own else (*own, self.findings_name)
 
     def judge(self, tables: Tables) -> pl.DataFrame:
         """The findings: every claim of the study under the one rule (`pglab.core.verdicts`), the claims measured
         below their regime (`regimes`) not testable here, those comparing servers built otherwise than in their
-        version (`comparisons`, `pglab.core.builds`) not comparable."""
+        version (`comparisons`, `pglab.core.builds`) not comparable. Called once per run, by `record_findings`:
+        everything else reads the stored table (`findings`)."""
         from ..core import hosts
         from ..core.builds import apply_comparability
         from ..core.verdicts import apply_regimes
 
         with hosts.using(hosts.of_tables(tables)):  # the measuring host's kind: its priors and floors
-            found = apply_regimes(self.module("report").findings(tables.profile, tables.root), self.regimes, tables)
+            found = apply_regimes(self.module("report").findings(tables), self.regimes, tables)
         return apply_comparability(found, self.comparisons, tables)
+
+    def was_run(self, tables: Tables) -> bool:
+        """Whether the run holds the tables the study's section and judge read (without them: not run)."""
+        return all(t in tables for t in self.report_tables if t != self.findings_name)
+
+    def record_findings(self, profile: str, root: Path | None = None) -> pl.DataFrame | None:
+        """Judge the study once from its derived tables as written (and the earlier stages') and store the verdicts
+        as `<name>_findings` beside them; None (nothing written) where the study was not run. The notebooks call it
+        after writing their tables, `python -m pglab derive` after each stage's: the same inputs, the same bytes."""
+        from ..core import derived
+
+        tables = derived.Tables(profile, root)
+        if not self.was_run(tables):
+            return None
+        found = self.judge(tables)
+        derived.write({self.findings_name: found}, profile, root=root)
+        return found
+
+    def findings(self, tables: Tables) -> pl.DataFrame:
+        """The stored verdicts (`record_findings`); an empty findings table where the study was not run."""
+        from ..core import findings
+
+        return tables[self.findings_name] if self.findings_name in tables else findings.table([])
 
     def answers(self, tables: Tables) -> list[str]:
         """Plain sentences a DBA can act on, for the report's first screen (`report.answers(tables, findings)`),
         each with its scale or setup; [] where the study has none."""
         fn = getattr(self.module("report"), "answers", None)
-        return fn(tables, self.judge(tables)) if fn else []
+        return fn(tables, self.findings(tables)) if fn else []
 
     def method(self, tables: Tables) -> str:
         """How it was measured (Markdown)."""

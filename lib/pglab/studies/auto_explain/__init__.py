@@ -13,7 +13,7 @@ STUDY = Study(
     tables=prefixed(
         "auto_explain",
         "skipped latencies summary ratios study log_checks log_summary plans timer servers noise drift "
-        "findings measurements",
+        "evidence measurements",
     ),
     section=Section(
         title="S2 · auto_explain overhead with pgbench",

@@ -514,5 +514,7 @@ def analyse(
         "auto_explain_servers": seen["servers"],
         "auto_explain_noise": noise_df,
         "auto_explain_drift": auto_explain_verdicts.drift_table(m, params),
-        "auto_explain_findings": auto_explain_verdicts.findings(runs, seen["plans"], noise_df, params, txns, variances),
+        "auto_explain_evidence": auto_explain_verdicts.evidence_table(
+            runs, seen["plans"], noise_df, params, txns, variances
+        ),
     }

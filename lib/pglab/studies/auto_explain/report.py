@@ -1,7 +1,7 @@
 """The report's section for study S2 (what auto_explain costs): method, charts and findings from the derived
 tables of notebook 40 alone (`data/derived/<profile>/auto_explain_*.csv` and `environment_servers`); no
-server, no raw store. The findings are the stage's own (`verdicts.findings`, stored as `auto_explain_findings`
-in `pglab.core.findings`' schema with the study's claims and numbers)."""
+server, no raw store. The findings are judged from the stage's evidence table (`auto_explain_evidence`: each
+claim, our figure and its noise floor) by `verdicts.judge`."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 import polars as pl
 
 from ...core import between_runs, derived, paired, replicas
-from ...core import findings as fs
 from ...core.noise import MIN_AA_PAIRS
 from . import charts as auto_explain_charts
+from . import verdicts as auto_explain_verdicts
 from .derive import TXNS_PER_RUN
 
 TABLES = (
-    "auto_explain_findings",
+    "auto_explain_evidence",
     "auto_explain_ratios",
     "auto_explain_summary",
     "auto_explain_latencies",
@@ -242,10 +242,9 @@ def charts(profile: str, root: Path | None = None) -> list:
     return out
 
 
-def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    """The stage's findings (`auto_explain_findings`), stored in the findings schema, numbers and all."""
-    f = _read("auto_explain_findings", profile, root)
-    return fs.table([{k: r.get(k) for k in fs.SCHEMA | fs.NUMBERS} for r in f.iter_rows(named=True)])
+def findings(tables) -> pl.DataFrame:
+    """Every claim of the study judged from its evidence table (`verdicts.judge`; `Study.judge` stores them once)."""
+    return auto_explain_verdicts.judge(tables["auto_explain_evidence"])
 
 
 def _quantities(f: pl.DataFrame, finding: str, unit: str) -> str | None:

@@ -516,7 +516,45 @@ def pooled_evidence(
     return out
 
 
-def findings(
+# the evidence table (`auto_explain_evidence`): per claim and server the claim, our figure and the floor, which
+# `judge` turns into findings under the one rule; derive writes it, Study.judge reads it (judged once)
+CLAIM_COLUMNS = {
+    "study": pl.String,
+    "finding": pl.String,
+    "server": pl.String,
+    "statement": pl.String,
+    "direction": pl.String,
+    "study_ratio": pl.Float64,
+    "margin": pl.Float64,
+    "tolerance": pl.Float64,
+    "quantity": pl.String,
+    "not_run": pl.String,  # why the claim was not run here (its conditions missing from the matrix), else null
+}
+EVIDENCE_COLUMNS = {
+    "ratio": pl.Float64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "n_rounds": pl.Int64,
+    "coverage": pl.Float64,
+    "method": pl.String,
+    "flags": pl.String,  # the measurement problems, "; "-joined (null: none)
+    "unit": pl.String,
+    "floor": pl.Float64,  # the noise floor the claim is judged against (null: none, a quantity's claim)
+}
+
+
+def _evidence_row(s: Spec, server: str, ev: v.Evidence | None, floor: float | None, not_run: str | None) -> dict:
+    c, e = s.claim, ev or v.Evidence(None, None, None)
+    claim = {"statement": c.statement, "direction": c.direction, "study_ratio": c.ratio, "margin": c.margin}
+    claim |= {"tolerance": c.tolerance, "quantity": c.quantity, "not_run": not_run}
+    ours = {k: getattr(e, k) for k in ("ratio", "low", "high", "n_rounds", "coverage", "method", "unit")}
+    return {"study": STUDY, "finding": s.key, "server": server, **claim, **ours} | {
+        "flags": "; ".join(e.flags) or None,
+        "floor": floor,
+    }
+
+
+def evidence_table(
     runs: pl.DataFrame,
     plans: pl.DataFrame,
     noise_df: pl.DataFrame,
@@ -524,9 +562,9 @@ def findings(
     txns: pl.DataFrame | None = None,
     variances: dict[str, tuple[float, int]] | None = None,
 ) -> pl.DataFrame:
-    """One row per (claim, server) in `pglab.core.findings`' shape, with the numbers behind each verdict. With
-    replica clusters one row per (claim, base server), each cluster's evidence pooled (`pooled_evidence`; the
-    ratio claims with `variances`, {base server: (variance, df)} of the ratio table, where given)."""
+    """One row per (claim, server): the claim, our evidence and the noise floor it is judged against (`judge`).
+    With replica clusters one row per (claim, base server), each cluster's evidence pooled (`pooled_evidence`;
+    the ratio claims with `variances`, {base server: (variance, df)} of the ratio table, where given)."""
     m = measured(runs)
     # a ratio of two items' ratios is taken round by round even in the fast mode: its floor must be too
     by_round = txns is not None and any(s.versus and not s.quantity for s in specs(p))
@@ -539,8 +577,7 @@ def findings(
         flag = "; ".join(dict.fromkeys(f if len(clusters) == 1 else f"{c}: {f}" for c, f in cluster_flags.items() if f))
         todo, flags = [], {}
         for s in specs(p):
-            missing = _needs(s, p)
-            if missing:
+            if _needs(s, p):
                 continue
             items = [s.item] + ([s.versus] if s.versus else [])
             flags[s.key] = (flag,) if flag and "count" in items else ()
@@ -563,18 +600,44 @@ def findings(
         for s in specs(p):
             missing = _needs(s, p)
             if missing:
-                verdict, ev = v.not_run(f"not in this profile's matrix: {', '.join(missing)}"), None
-            else:
-                ev = evs[s.key]
-                items = [s.item] + ([s.versus] if s.versus else [])
-                if s.quantity:
-                    verdict = v.verdict(s.claim, ev)
-                else:
-                    floor = (
-                        floor_of(round_noise, server, items) if s.versus else floor_of(noise_df, server, items, steps)
-                    )
-                    verdict = v.verdict(s.claim, ev, floor)
-            rows.append(v.finding_row(STUDY, s.key, s.claim, server, verdict, ev))
+                rows.append(_evidence_row(s, server, None, None, f"not in this profile's matrix: {', '.join(missing)}"))
+                continue
+            items = [s.item] + ([s.versus] if s.versus else [])
+            floor = None
+            if not s.quantity:
+                floor = floor_of(round_noise, server, items) if s.versus else floor_of(noise_df, server, items, steps)
+            rows.append(_evidence_row(s, server, evs[s.key], floor, None))
+    schema = CLAIM_COLUMNS | EVIDENCE_COLUMNS
+    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def judge(evidence_df: pl.DataFrame) -> pl.DataFrame:
+    """The findings (`pglab.core.findings`' shape, numbers and all): each row of the evidence table under the one
+    rule (`verdicts.verdict`), a claim whose conditions the matrix lacked not run."""
     from ...core.findings import table
 
+    rows = []
+    for r in evidence_df.iter_rows(named=True):
+        claim = v.Claim(r["statement"], r["direction"], r["study_ratio"], r["margin"], r["tolerance"], r["quantity"])
+        if r["not_run"] is not None:
+            rows.append(v.finding_row(r["study"], r["finding"], claim, r["server"], v.not_run(r["not_run"])))
+            continue
+        ev = v.Evidence(
+            r["ratio"], r["low"], r["high"], r["n_rounds"], r["coverage"], r["method"],
+            (r["flags"],) if r["flags"] else (), r["unit"],
+        )  # fmt: skip
+        verdict = v.verdict(claim, ev) if claim.quantity else v.verdict(claim, ev, r["floor"])
+        rows.append(v.finding_row(r["study"], r["finding"], claim, r["server"], verdict, ev))
     return table(rows)
+
+
+def findings(
+    runs: pl.DataFrame,
+    plans: pl.DataFrame,
+    noise_df: pl.DataFrame,
+    p: AutoExplainParams,
+    txns: pl.DataFrame | None = None,
+    variances: dict[str, tuple[float, int]] | None = None,
+) -> pl.DataFrame:
+    """The findings straight from the runs (`evidence_table`, then `judge`): what the stored tables give too."""
+    return judge(evidence_table(runs, plans, noise_df, p, txns, variances))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import derived, measurements, outcomes, stats
+from ...core import measurements, outcomes, stats
 from ...core.store import RunStore
 from ...pgtools.explain import ExplainParseError, parse_plan
 from . import verdicts as jv
@@ -280,20 +280,13 @@ def setup_table(store: RunStore) -> pl.DataFrame | None:
 
 def derive(store: RunStore, params) -> dict[str, pl.DataFrame]:
     """Notebook 50's tables from the raw store alone: the skips, and when some server could run the stage
-    every table of `tables` and the findings (from the tables as written: `derived.as_written`)."""
+    every table of `tables` (the findings are judged from them: `Study.record_findings`)."""
     p = params.jit_operators
     out = {"jit_operators_skipped": outcomes.skipped(store, [EXPERIMENT]).sort("experiment", "server")}
     setup = setup_table(store)
     if setup is None or not runnable(setup):
         return out
     out |= tables(store, p, setup)
-    # as the notebook's report module reads them back from the folder: the verdicts see the written values
-    read = {
-        n: derived.as_written(out[f"jit_operators_{n}"]) for n in ("setup", "conditions", "paired", "overall", "noise")
-    }
-    out["jit_operators_findings"] = jv.findings_from(
-        read["setup"], read["paired"], read["overall"], read["noise"], jv.study_condition(read["conditions"])
-    )
     if (m := measurements.table(store, "jit_operators", [EXPERIMENT])) is not None:
         out["jit_operators_measurements"] = m
     return out

@@ -146,7 +146,9 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
     return [reduction_chart(red), jit_time_chart(jt), times_chart(summ.sort("server", "condition"), order)]
 
 
-def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+def findings(tables) -> pl.DataFrame:
+    """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
+    profile, root = tables.profile, tables.root
     setup = _read("jit_operators_setup", profile, root)
     conds = _read("jit_operators_conditions", profile, root)
     paired_tables = (_read(f"jit_operators_{n}", profile, root) for n in ("paired", "overall", "noise"))

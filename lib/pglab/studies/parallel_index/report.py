@@ -143,7 +143,9 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
     return [time_chart(summ), speedup_chart(spd), size_chart(summ)]
 
 
-def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
+def findings(tables) -> pl.DataFrame:
+    """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
+    profile, root = tables.profile, tables.root
     setup, builds = (_read(f"parallel_index_{n}", profile, root) for n in ("setup", "builds"))
     paired_tables = (
         read_table(f"parallel_index_{n}", profile, root=root) for n in ("paired_suite", "size_paired", "noise")

@@ -113,8 +113,9 @@ def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:
     return [time_chart(t["partitioning_summary"]), speedup_chart(t["partitioning_speedup"], cores(profile, root))]
 
 
-def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    return pv.build(tables(profile, root), cores(profile, root))
+def findings(t) -> pl.DataFrame:
+    """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
+    return pv.build(tables(t.profile, t.root), cores(t.profile, t.root))
 
 
 def answers(tables, f: pl.DataFrame) -> list[str]:

@@ -406,8 +406,9 @@ def charts(profile: str, root: Path | None = None) -> list:
     return out
 
 
-def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    return pgbench_verdicts.findings(_tables(profile, root))
+def findings(tables) -> pl.DataFrame:
+    """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
+    return pgbench_verdicts.findings(_tables(tables.profile, tables.root))
 
 
 def answers(tables, f: pl.DataFrame) -> list[str]:

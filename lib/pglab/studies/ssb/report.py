@@ -338,8 +338,9 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 # -- findings ---------------------------------------------------------------------------------------------------
 
 
-def findings(profile: str, root: Path | None = None) -> pl.DataFrame:
-    return findings_table(verdicts.findings_rows(profile, root))
+def findings(tables) -> pl.DataFrame:
+    """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
+    return findings_table(verdicts.findings_rows(tables.profile, tables.root))
 
 
 def answers(tables, f: pl.DataFrame) -> list[str]:
