@@ -283,7 +283,7 @@ dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "hi
 
 # %%
 f = STUDY.findings(derived.Tables(s.profile))  # as stored above: regimes and build gate applied
-display(Markdown(jr.method(s.profile)))
+display(Markdown(jr.method(derived.Tables(s.profile))))
 display(Markdown(findings.markdown(f)))
 
 # %%

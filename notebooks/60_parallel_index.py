@@ -262,7 +262,7 @@ tables["parallel_index_drift"]
 # (±20 %), a speed-up above that ceiling flagged; the index size claim at its step, 2 → 3 key columns.
 
 # %%
-display(Markdown(report.method(s.profile)))
+display(Markdown(report.method(derived.Tables(s.profile))))
 f = STUDY.findings(derived.Tables(s.profile))  # as stored above: regimes and build gate applied
 text = []
 for (claim,), g in f.sort(pl.col("finding").replace_strict(report.ORDER), "server").group_by(

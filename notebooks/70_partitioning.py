@@ -229,8 +229,8 @@ res
 # a speed-up above the core count.
 
 # %%
-summ = tables["partitioning_summary"]
-print(f"during the timed runs: {load_text(tables['partitioning_executions'])}, {cores(s.profile)} cores")
+summ, n_cores = tables["partitioning_summary"], cores(derived.Tables(s.profile))
+print(f"during the timed runs: {load_text(tables['partitioning_executions'])}, {n_cores} cores")
 display(time_chart(summ))
 summ.select("server", "workers", "n", "n_missing", pl.col("median", "min", "max", "ci_low", "ci_high").round(4))
 
@@ -243,7 +243,7 @@ summ.select("server", "workers", "n", "n_missing", pl.col("median", "min", "max"
 
 # %%
 spd = tables["partitioning_speedup"]
-display(speedup_chart(spd, cores(s.profile)))
+display(speedup_chart(spd, n_cores))
 spd.select(
     "server",
     "workers",

@@ -145,7 +145,7 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
 
 
 def test_method_names_servers_conditions_and_the_command(root):
-    text = auto_explain_report.method("default", root)
+    text = auto_explain_report.method(Tables("default", root))
     env = _read("environment_servers", root)
     for s in _bases(root):
         version = env.filter(server=s)["version_string"][0].split(" on ")[0]
@@ -174,12 +174,14 @@ def test_method_names_servers_conditions_and_the_command(root):
 
 
 def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
-    charts = auto_explain_report.charts("default", root)
+    charts = auto_explain_report.charts(Tables("default", root))
     assert len(charts) == 2
     specs = [json.dumps(c.to_dict(), sort_keys=True) for c in charts]
     assert all('"tooltip"' in s for s in specs) and '"study_ratio"' in specs[0]
-    assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in auto_explain_report.charts("default", root)]
-    assert auto_explain_report.method("default", root) == auto_explain_report.method("default", root)
+    assert specs == [
+        json.dumps(c.to_dict(), sort_keys=True) for c in auto_explain_report.charts(Tables("default", root))
+    ]
+    assert auto_explain_report.method(Tables("default", root)) == auto_explain_report.method(Tables("default", root))
     assert auto_explain_report.findings(Tables("default", root)).equals(
         auto_explain_report.findings(Tables("default", root))
     )

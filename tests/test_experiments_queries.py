@@ -146,7 +146,7 @@ experiments:
     assert cells.height == 3 and set(cells["status"]) == {"error"} and cells["testable"].all()
     md, _, _ = xreport.section("overflow", t)
     assert "**error** on" in md and "integer out of range" in md and "not testable here" not in md
-    taught = pace._read(profile)  # the driver recorded both notebooks; the failed experiment's record is gone
+    taught = pace._recorded(profile)  # the driver recorded both notebooks; the failed experiment's record is gone
     assert "00_environment.ipynb" in taught and "80_experiments.ipynb" not in taught, taught
 
 

@@ -235,11 +235,11 @@ def test_report_section_on_derived_data(stage):
     profile = s.profile
     for name in report.TABLES:
         assert (root / profile / f"{name}.csv").exists(), name
-    text = report.method(profile, root=root)
+    text = report.method(Tables(profile, root))
     for x in s.servers:
         assert x.name in text
     assert "not available" in text and f"{ROWS:,} rows" in text
-    for chart in report.charts(profile, root=root):
+    for chart in report.charts(Tables(profile, root)):
         chart.to_dict()
     f = report.findings(Tables(profile, root))
     assert set(f["verdict"]) <= set(findings.VERDICTS)
@@ -260,7 +260,7 @@ def test_report_section_on_derived_data(stage):
     assert sorted(nz["server"]) == sorted(_jit_servers(s)) and (nz["n_pairs"] == len(OPERATORS)).all()
     assert "A/A control" in text and "fast mode" in text
     # deterministic: the same tables give the same bytes
-    assert report.method(profile, root=root) == text
+    assert report.method(Tables(profile, root)) == text
     assert report.findings(Tables(profile, root)).equals(f)
 
 

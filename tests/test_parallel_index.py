@@ -200,14 +200,14 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     assert nz.filter(server="all")["n_pairs"].to_list() == [2 * len(servers)]
     # this run built 1 and 4 key columns: the study's size step 2 -> 3 was not in it
     assert set(f.filter(pl.col("finding") == "size")["verdict"]) == {fnd.NOT_RUN}
-    text = report.method("t", root=tmp_path)
+    text = report.method(Tables("t", tmp_path))
     for srv in servers:
         assert f"{srv.name} (PostgreSQL {srv.install.major}." in text
     n = pires.builds(store).height
     assert f"{n} of {n} builds observed; launched < planned in 0" in text
-    charts = report.charts("t", root=tmp_path)
+    charts = report.charts(Tables("t", tmp_path))
     assert len(charts) == 3 and all(c.to_dict() for c in charts)
-    assert report.findings(Tables("t", tmp_path)).equals(f) and report.method("t", root=tmp_path) == text
+    assert report.findings(Tables("t", tmp_path)).equals(f) and report.method(Tables("t", tmp_path)) == text
 
 
 def _synthetic_store(tmp_path, speedup: float, step: float, rounds: int = 12) -> RunStore:

@@ -285,13 +285,13 @@ def test_report_section_on_the_derived_tables(stage):
     per = nz.filter(pl.col("server") != "all")  # "all": every server's pairs, the floor of one with too few
     assert sorted(per["server"]) == sorted(x.name for x in s.servers) and (per["n_pairs"] == 1).all(), nz
     assert nz.filter(server="all")["n_pairs"].to_list() == [len(s.servers)], nz
-    assert "A/A control" in report.method(PROFILE, root)
-    text = report.method(PROFILE, root)
-    assert text == report.method(PROFILE, root) and f.equals(report.findings(Tables(PROFILE, root)))
+    assert "A/A control" in report.method(Tables(PROFILE, root))
+    text = report.method(Tables(PROFILE, root))
+    assert text == report.method(Tables(PROFILE, root)) and f.equals(report.findings(Tables(PROFILE, root)))
     for x in s.servers:
         assert f"{x.name} (PostgreSQL {x.install.major}." in text
     assert "identical on every server" in text
-    charts = report.charts(PROFILE, root)
+    charts = report.charts(Tables(PROFILE, root))
     assert 1 <= len(charts) <= 4
     for c in charts:
         c.to_dict()

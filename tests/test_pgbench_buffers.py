@@ -198,13 +198,13 @@ def test_the_report_section_says_it_draws_it_and_scores_it(tmp_path):
 
     derived.write(_synthetic(tmp_path, 1.25), "bufsyn", root=tmp_path / "derived")
     root = tmp_path / "derived"
-    text = pgbench_report.method("bufsyn", root)
+    text = pgbench_report.method(Tables("bufsyn", root))
     assert "**shared_buffers, S3's explanation**" in text and "On pg18 alone" in text
     assert (
         "with shared_buffers 2MB, 2GB (the server reported each as set)" in text and "pgbench against 1 server" in text
     )
     assert "scale 1: 2MB over 2GB 1.25× [1.24–1.26] (min–max, n=5)" in text and "24 MiB at scale 1" in text
-    charts = pgbench_report.charts("bufsyn", root)
+    charts = pgbench_report.charts(Tables("bufsyn", root))
     assert len(charts) == 1 and charts[0].to_dict()["facet"]["column"]["field"] == "scale"
     f = pgbench_report.findings(Tables("bufsyn", root))
     assert f.filter(pl.col("finding").str.starts_with("select_only_small_buffers"))["verdict"].to_list() == [

@@ -171,7 +171,7 @@ def test_the_scale_up_follows_the_paired_table_for_11_over_10(root, found):
 
 
 def test_method_names_every_server_its_version_and_the_commands(root):
-    text = pgbench_report.method("default", root)
+    text = pgbench_report.method(Tables("default", root))
     env = derived.read_table("environment_servers", "default", root)
     ran = set(derived.read_table("pgbench_runs", "default", root)["server"])  # not SSB's JIT-only server
     for r in env.filter(pl.col("server").is_in(ran)).iter_rows(named=True):
@@ -184,10 +184,10 @@ def test_method_names_every_server_its_version_and_the_commands(root):
 
 
 def test_charts_serialise_with_tooltips_and_the_output_is_deterministic(root):
-    charts = pgbench_report.charts("default", root)
+    charts = pgbench_report.charts(Tables("default", root))
     assert 1 <= len(charts) <= 8  # versions, series, scale-up, buffers, timeline, latency, telemetry
     specs = [json.dumps(c.to_dict(), sort_keys=True) for c in charts]
     assert all('"tooltip"' in s for s in specs)
-    assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in pgbench_report.charts("default", root)]
-    assert pgbench_report.method("default", root) == pgbench_report.method("default", root)
+    assert specs == [json.dumps(c.to_dict(), sort_keys=True) for c in pgbench_report.charts(Tables("default", root))]
+    assert pgbench_report.method(Tables("default", root)) == pgbench_report.method(Tables("default", root))
     assert pgbench_report.findings(Tables("default", root)).equals(pgbench_report.findings(Tables("default", root)))

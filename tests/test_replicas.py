@@ -173,10 +173,10 @@ def test_derive_and_report_section_say_what_the_intervals_rest_on(run, tmp_path)
     s, base, _, _, _ = run
     out = STUDY.derive(s.store, s.params)
     derived.write(out, s.profile, root=tmp_path)
-    text = report.method(s.profile, root=tmp_path)
+    text = report.method(Tables(s.profile, tmp_path))
     assert "- **Clusters**: every server measured on several independently made" in text
     assert f"{base}: 2 clusters × {REPS} rounds" in text
-    for chart in report.charts(s.profile, root=tmp_path):
+    for chart in report.charts(Tables(s.profile, tmp_path)):
         chart.to_dict()
     f = report.findings(Tables(s.profile, tmp_path))
     assert f["server"].unique().to_list() == [base]
@@ -401,7 +401,7 @@ def test_auto_explain_report_says_what_pooled_figures_rest_on():
     plain, got = aer.analyse(seen1, SMALL, cores=2), aer.analyse(seen2, SMALL, cores=2)
     assert report.clusters_markdown(plain["auto_explain_ratios"], plain["auto_explain_noise"]) is None
     text = report.clusters_markdown(got["auto_explain_ratios"], got["auto_explain_noise"])
-    assert text.startswith("- **Clusters**: every kit server measured on several independently made")
+    assert text.startswith("- **Clusters**: every server measured on several independently made")
     assert "pg15: 2 clusters × 5 rounds, between-cluster sd " in text and "pg18: 2 clusters × 5 rounds" in text
     assert "(A/A pairs: pg15 6; pg18 6)" in text
     version = {"pg15": "PostgreSQL 15.10", "pg15_c2": "PostgreSQL 15.10", "pg18": "PostgreSQL 18.1"}

@@ -111,7 +111,7 @@ def test_pgbench_pooled_tables(bench, tmp_path):
     scored = f.filter(pl.col("finding") == "select_only_scale_1")
     assert scored.height == len(others) and all("on 2 clusters" in e for e in scored["evidence"])
     derived.write(t | {"environment_servers": seen["env"]}, s.profile, root=tmp_path)
-    text = report.method(s.profile, root=tmp_path)
+    text = report.method(Tables(s.profile, tmp_path))
     assert "- **Clusters**: every server measured on several independently made" in text
     assert f"select-only tps: 2 clusters × {SELECT_ROUNDS} rounds" in text
     assert sorted(report.findings(Tables(s.profile, tmp_path))["server"].unique()) == sorted(
@@ -159,8 +159,8 @@ def test_partitioning_pooled_tables(part, tmp_path):
     assert set(f["server"]) <= {name, "all"}
     cpu = f.filter(pl.col("finding") == "cpu_speedup")
     assert cpu.height == 1 and "on 2 clusters" in cpu["evidence"][0]
-    text = report.method(s.profile, root=tmp_path)
-    assert " Clusters: every server measured on several independently made" in text
+    text = report.method(Tables(s.profile, tmp_path))
+    assert "\n\n- **Clusters**: every server measured on several independently made" in text
     assert f"{name}: 2 clusters × 3 rounds" in text
 
 
@@ -247,13 +247,13 @@ def test_auto_explain_pooled_tables(ae, tmp_path):
     for table in ("auto_explain_latencies", "auto_explain_summary", "auto_explain_log_checks", "auto_explain_plans"):
         assert sorted(t[table]["server"].unique()) == both, table
     derived.write(t | {"environment_servers": seen["env"]}, s.profile, root=tmp_path)
-    text = report.method(s.profile, root=tmp_path)
-    assert "- **Clusters**: every kit server measured on several independently made" in text
+    text = report.method(Tables(s.profile, tmp_path))
+    assert "- **Clusters**: every server measured on several independently made" in text
     # "2/3 rounds" (or "0/1/3") where runs were all 0 µs (above)
     assert re.search(rf"{name}: 2 clusters × (\d/)*{AE_ROUNDS} rounds", text), text
     assert f"(2 clusters: {name}, {name}_c2)" in text
     assert f"{AE_ROUNDS} run(s) per cluster, condition and item" in text
-    for chart in report.charts(s.profile, root=tmp_path):
+    for chart in report.charts(Tables(s.profile, tmp_path)):
         chart.to_dict()
     assert report.findings(Tables(s.profile, tmp_path))["server"].unique().to_list() == [name]
 
@@ -361,4 +361,4 @@ def test_parallel_index_pools_two_clusters(tmp_path):
     assert f["server"].unique().to_list() == ["pg18"] and f.height == 3
     assert all("on 2 clusters" in e for e in f["evidence"])
     line = piv.clusters_markdown(t["parallel_index_paired"])
-    assert line.startswith("- Clusters: every server measured") and "pg18: 2 clusters × 5 rounds" in line
+    assert line.startswith("- **Clusters**: every server measured") and "pg18: 2 clusters × 5 rounds" in line

@@ -9,6 +9,7 @@ from collections import Counter
 import polars as pl
 from conftest import ROOT
 
+from pglab.core.derived import Tables
 from pglab.report import evidence, sections, summary
 from pglab.studies.auto_explain import report as ae_report
 from pglab.studies.pgbench import report as pgb_report
@@ -74,7 +75,7 @@ def test_one_server_is_named_once():
 def test_s1_says_per_server_which_scale_and_build_it_measured():
     from pglab.studies.ssb import report as ssb_report
 
-    text = ssb_report.method("default", ROOT / "data" / "derived")
+    text = ssb_report.method(Tables("default", ROOT / "data" / "derived"))
     data = next(line for line in text.splitlines() if line.startswith("- **Data**"))
     # the reference holds SF 1 (the versions block) and SF 10 (the JIT block): each named with its servers
     assert re.search(r"scale factor 1 on pg\d+", data) and re.search(r"scale factor 10 on pg\d+", data), data
@@ -87,7 +88,7 @@ def test_s1_says_per_server_which_scale_and_build_it_measured():
 def test_s1_charts_split_the_scale_factors():
     from pglab.studies.ssb import report as ssb_report
 
-    times = ssb_report.charts("default", ROOT / "data" / "derived")[0].to_dict()
+    times = ssb_report.charts(Tables("default", ROOT / "data" / "derived"))[0].to_dict()
     assert times["facet"]["column"]["field"] == "data", times["facet"]
     assert {"SSB SF 1", "SSB SF 10"} <= {r["data"] for r in next(iter(times["datasets"].values()))}
 

@@ -39,8 +39,8 @@ def section():
     before = _mtimes()
     out = {
         "findings": ssb_report.findings(Tables(PROFILE, COMMITTED)),
-        "method": ssb_report.method(PROFILE, COMMITTED),
-        "charts": ssb_report.charts(PROFILE, COMMITTED),
+        "method": ssb_report.method(Tables(PROFILE, COMMITTED)),
+        "charts": ssb_report.charts(Tables(PROFILE, COMMITTED)),
     }
     assert _mtimes() == before, "the section wrote into data/derived/default"
     assert derived.verify(PROFILE, COMMITTED) == []
@@ -222,8 +222,8 @@ def test_charts_serialise(section):
 
 def test_deterministic(section):
     assert ssb_report.findings(Tables(PROFILE, COMMITTED)).equals(section["findings"])
-    assert ssb_report.method(PROFILE, COMMITTED) == section["method"]
-    again = [json.dumps(c.to_dict(), sort_keys=True) for c in ssb_report.charts(PROFILE, COMMITTED)]
+    assert ssb_report.method(Tables(PROFILE, COMMITTED)) == section["method"]
+    again = [json.dumps(c.to_dict(), sort_keys=True) for c in ssb_report.charts(Tables(PROFILE, COMMITTED))]
     assert again == [json.dumps(c.to_dict(), sort_keys=True) for c in section["charts"]]
 
 
@@ -281,7 +281,7 @@ def test_one_server_has_no_version_comparison(tmp_path):
         row = _evidence(f, f"newer_version_{mode}", "all")
         assert row["verdict"] == NOT_TESTABLE and "16" in row["evidence"] and "17" in row["evidence"], row
     assert set(f.filter(pl.col("finding").is_in(PER_SERVER))["server"]) == {keep}
-    assert keep in ssb_report.method("t", root)
+    assert keep in ssb_report.method(Tables("t", root))
 
 
 def test_the_comparison_method_is_named_as_the_tables_made_it(section, tmp_path):
@@ -306,4 +306,4 @@ def test_the_comparison_method_is_named_as_the_tables_made_it(section, tmp_path)
     by_round = compared(ssb_report.findings(Tables("t", root)))
     assert by_round.height == fast.height
     assert by_round.filter(~pl.col("evidence").str.contains("paired by round", literal=True)).is_empty()
-    assert "is made within the schedule's rounds" in ssb_report.method("t", root)
+    assert "is made within the schedule's rounds" in ssb_report.method(Tables("t", root))

@@ -101,24 +101,6 @@ def test_identical_runs_agree_fully_and_empty_runs_say_so():
     assert stability.report_text(stability.compare_findings(a.head(0), a.head(0))) == "no findings in either run"
 
 
-def test_findings_csvs_name_a_table_without_study_column(tmp_path):
-    pl.DataFrame(
-        {"finding": ["analyze"], "claim": ["c"], "server": ["pg15"], "verdict": ["supported"], "evidence": ["e"]}
-    ).write_csv(tmp_path / "auto_explain_findings.csv")
-    pl.DataFrame(
-        {
-            "study": ["S4"],
-            "finding": ["all"],
-            "claim": ["c"],
-            "server": ["pg18"],
-            "verdict": ["not run"],
-            "evidence": ["e"],
-        }
-    ).write_csv(tmp_path / "jit_operators_findings.csv")
-    f = stability.findings_csvs(tmp_path)
-    assert f.rows() == [("auto_explain", "analyze", "pg15", "supported"), ("S4", "all", "pg18", "not run")]
-
-
 @pytest.mark.alone  # its no-severe-flip assertion rests on the two runs' timings
 def test_quick_profile_twice_agrees_and_prints_its_agreement(quick_pass, capsys):
     """Issue 16's acceptance for the quick profile: two independent quick runs on this machine, their verdicts

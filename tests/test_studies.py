@@ -69,6 +69,10 @@ class TinyStudy(Study):
                                 "verdict": "supported" if r["n"] == 100 else "contradicted", "evidence": "count(*)"}
                                for r in runs.filter(pl.col("round") == 0).iter_rows(named=True)])
 
+    @property
+    def report_tables(self):
+        return ("tiny_runs",)
+
     def method(self, tables):
         return "one count(*), 2 rounds"
 
@@ -89,7 +93,8 @@ NOTEBOOK_CELLS = [
     "from pglab import params\nfrom pglab.core import derived, session\nfrom pglab.core.derived import Tables\n\n"
     "s = session.begin(params.load(params_file), run_id)\ns.start()\nresult = STUDY.run(s)\n"
     "tables = STUDY.derive(s.store, s.params)\nderived.write(tables, s.profile)\n"
-    "verdicts = STUDY.judge(Tables(s.profile))\ns.close()\nassert verdicts['verdict'].to_list() == ['supported']",
+    "STUDY.record_findings(s.profile)\nverdicts = STUDY.findings(Tables(s.profile))\ns.close()\n"
+    "assert verdicts['verdict'].to_list() == ['supported']",
 ]
 
 
@@ -123,6 +128,8 @@ def test_a_minimal_study_runs_through_the_report_driver(tmp_path, embedded, monk
     assert (out / "05_tiny.ipynb").is_file()
     t = derived.Tables("tiny")
     assert t["tiny_runs"].height == 2 and set(t["tiny_runs"]["n"]) == {100}
+    # judged once and stored: what the report and make compare read (Study.findings)
+    assert t["tiny_findings"]["verdict"].to_list() == ["supported"] and STUDY.findings(t).equals(t["tiny_findings"])
     # the machine was sampled over the stage (Study.run) and derived beside the study's own table
     machine = t["tiny_machine"]
     assert machine.height >= 1 and machine["attempt"].to_list() == [1] * machine.height

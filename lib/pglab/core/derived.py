@@ -229,6 +229,10 @@ class Tables(Mapping[str, pl.DataFrame]):
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (self.folder / f"{name}.csv").is_file()
 
+    def optional(self, name: str) -> pl.DataFrame:
+        """Table `name`, or an empty frame where the run wrote none: a table a section can do without."""
+        return self[name] if name in self else pl.DataFrame()
+
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(p.stem for p in self.folder.glob("*.csv")))
 

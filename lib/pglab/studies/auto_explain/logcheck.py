@@ -97,16 +97,16 @@ class LogWatch:
                 self._note(e, where)
                 tally.add(e, database)
         except LogTimeout as exc:
-            failed = {"log_check": "failed", "log_reason": f"log incomplete in {self._read()}: {exc}"}
-            return out | tally.fields() | {"log_destination": self._read()} | failed, tally.sample
-        fields = tally.fields() | {"log_destination": self._read()}
+            failed = {"log_check": "failed", "log_reason": f"log incomplete in {self._destination()}: {exc}"}
+            return out | tally.fields() | {"log_destination": self._destination()} | failed, tally.sample
+        fields = tally.fields() | {"log_destination": self._destination()}
         problems = self._verdict(condition, fields, transactions)
         fields |= {"log_check": "failed" if problems else "passed", "log_reason": "; ".join(problems) or None}
         if self.params.prune:
             self.prune()
         return out | fields, tally.sample
 
-    def _read(self) -> str | None:
+    def _destination(self) -> str | None:
         """The log destination the cursor reads (what the server writes now)."""
         return self.cursor.format_of(self.cursor.pos)
 

@@ -6,11 +6,10 @@ claim, our figure and its noise floor) by `verdicts.judge`."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 
-from ...core import between_runs, derived, paired, replicas
+from ...core import between_runs, method_notes, paired, replicas
 from ...core.noise import MIN_AA_PAIRS
 from . import charts as auto_explain_charts
 from . import verdicts as auto_explain_verdicts
@@ -30,10 +29,6 @@ LOADING = {
     "shared_preload": "`shared_preload_libraries` (a restart to switch, as the study)",
     "session_preload": "`session_preload_libraries` per connection (no restart)",
 }
-
-
-def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    return derived.read_table(name, profile, root=root)
 
 
 def _list(values) -> str:
@@ -74,10 +69,10 @@ def _plans_text(plans: pl.DataFrame) -> tuple[str, str]:
     return "; ".join(shapes), size
 
 
-def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) -> str:
+def _statistics(tables, baseline: str, per_run: str) -> str:
     """The statistics bullet: pairing, A/A noise floor, drift."""
-    noise = _read("auto_explain_noise", profile, root)
-    drift = derived.read_optional("auto_explain_drift", profile, root)
+    noise = tables["auto_explain_noise"]
+    drift = tables.optional("auto_explain_drift")
     every = noise.filter(pl.col("server") == "all")
     floors = "; ".join(
         f"{r['server']} {r['metric'].removeprefix('latency, ')} ±{r['floor']:.1%}"
@@ -96,7 +91,7 @@ def _statistics(profile: str, root: Path | None, baseline: str, per_run: str) ->
             f" The baseline moved by {d.min():.2f}× to {d.max():.2f}× between the first and the second half of "
             "the rounds (per server and item, `auto_explain_drift`): pairing cancels what both sides shared."
         )
-    fast = paired.is_fast(_read("auto_explain_ratios", profile, root)["method"])
+    fast = paired.is_fast(tables["auto_explain_ratios"]["method"])
     how = (
         "Every comparison is made in the machine's fast mode: the 10 % quantile of every transaction of a cell "
         f"(all rounds, at most {TXNS_PER_RUN} per run, evenly spaced) over *{baseline}*'s (or a logged "
@@ -121,26 +116,20 @@ def clusters_markdown(ratios: pl.DataFrame, noise: pl.DataFrame | None = None) -
     """What each comparison rests on when every server was measured on several clusters (params
     servers.clusters): per base server, clusters × rounds and the between-cluster sd; None for one cluster."""
     text = between_runs.clusters_text(ratios)
-    if text is None:
-        return None
     pairs = ""
     if noise is not None and noise.height:
         per = noise.filter((pl.col("server") != "all") & (pl.col("metric") == "latency, all items"))
         pairs = "; ".join(f"{r['server']} {r['n_pairs']}" for r in per.sort("server").iter_rows(named=True))
         pairs = f" (A/A pairs: {pairs})" if pairs else ""
-    return (
-        "- **Clusters**: every kit server measured on several independently made and loaded clusters (own initdb, "
-        "data directory and `tab1`; `<server>_c<k>` in the per-cluster tables: latencies, summary, log checks, "
-        "plans, timer, drift), interleaved, every condition in every round of each. Each comparison is the "
-        "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
-        "server's clusters disagreed over all its comparisons but the A/A control's, whose two sides share a "
-        "cluster, shrunk toward a prior from archived runs where one is declared: `core.cluster_priors`): "
-        + text
-        + ". The findings are pooled the same way: a ratio claim with its comparison's "
-        "variance, a scale-free quantity (ns per row, share removed, the serial over the parallel overhead) from "
-        "each cluster's rounds with the variance of the quantities' own disagreement between clusters; the noise "
-        f"floor of a server is over the A/A pairs of all its clusters{pairs}."
+    tables = "per-cluster tables: latencies, summary, log checks, plans, timer, drift"
+    over = "all its comparisons but the A/A control's, whose two sides share a cluster"
+    more = (
+        "The findings are pooled the same way: a ratio claim with its comparison's variance, a scale-free quantity "
+        "(ns per row, share removed, the serial over the parallel overhead) from each cluster's rounds with the "
+        "variance of the quantities' own disagreement between clusters; the noise floor of a server is over the A/A "
+        f"pairs of all its clusters{pairs}."
     )
+    return method_notes.clusters_paragraph([text] if text else [], "`tab1`", tables, over, more=more)
 
 
 def _servers_text(srv: pl.DataFrame, version: dict[str, str]) -> str:
@@ -167,11 +156,11 @@ def _per_run_text(lat: pl.DataFrame) -> str:
     return f"each run's latency = {mean}"
 
 
-def method(profile: str, root: Path | None = None) -> str:
-    env, srv = _read("environment_servers", profile, root), _read("auto_explain_servers", profile, root)
-    summ, lat = _read("auto_explain_summary", profile, root), _read("auto_explain_latencies", profile, root)
-    plans, ratios = _read("auto_explain_plans", profile, root), _read("auto_explain_ratios", profile, root)
-    logs = derived.read_optional("auto_explain_log_summary", profile, root)  # no log reachable: none
+def method(tables) -> str:
+    env, srv = tables["environment_servers"], tables["auto_explain_servers"]
+    summ, lat = tables["auto_explain_summary"], tables["auto_explain_latencies"]
+    plans, ratios = tables["auto_explain_plans"], tables["auto_explain_ratios"]
+    logs = tables.optional("auto_explain_log_summary")  # no log reachable: none
     version = {r["server"]: r["version_string"].split(" on ")[0] for r in env.iter_rows(named=True)}
     servers = _servers_text(srv, version)
     loading = []
@@ -202,15 +191,15 @@ def method(profile: str, root: Path | None = None) -> str:
     if logs.width and logs.height:
         runs, passed = int(logs["runs"].sum()), int(logs["passed"].sum())
         # the log the servers wrote, where recorded (runs since the stage logs to stderr as the study did)
-        checks = derived.read_optional("auto_explain_log_checks", profile, root)
+        checks = tables.optional("auto_explain_log_checks")
         dests = sorted(set(checks["log_destination"].drop_nulls())) if "log_destination" in checks.columns else []
         kind = f" ({', '.join(dests)}{', as the study’s' if dests == ['stderr'] else ''})" if dests else ""
         proof = (
             f" Every run's server log{kind} was checked against what its condition must log (a plan per "
             f"transaction or none): {passed} of {runs} runs passed."
         )
-    statistics = _statistics(profile, root, baseline, _per_run_text(lat))
-    clusters = clusters_markdown(ratios, derived.read_optional("auto_explain_noise", profile, root))
+    statistics = _statistics(tables, baseline, _per_run_text(lat))
+    clusters = clusters_markdown(ratios, tables.optional("auto_explain_noise"))
     per = "cluster" if clusters else "server"
     return "\n".join(
         [
@@ -231,9 +220,9 @@ def method(profile: str, root: Path | None = None) -> str:
     )
 
 
-def charts(profile: str, root: Path | None = None) -> list:
+def charts(tables) -> list:
     """Overhead per condition (ratio with its interval, the study's as a tick) and latency per condition."""
-    ratios, summ = _read("auto_explain_ratios", profile, root), _read("auto_explain_summary", profile, root)
+    ratios, summ = tables["auto_explain_ratios"], tables["auto_explain_summary"]
     out = []
     if ratios.height and ratios["ratio"].drop_nulls().len():
         out.append(auto_explain_charts.overhead_chart(ratios))

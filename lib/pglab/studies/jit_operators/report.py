@@ -3,13 +3,10 @@ the one rule's on the paired tables (`pglab.studies.jit_operators.verdicts`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import altair as alt
 import polars as pl
 
-from ...core import paired
-from ...core.derived import read_table
+from ...core import between_runs, method_notes, paired
 from . import verdicts as jv
 from .charts import jit_time_chart, reduction_chart, times_chart
 from .params import GENERATOR, OPERATORS, QUALIFIED, label
@@ -46,13 +43,9 @@ def _executions_text(first: dict) -> str:
     )
 
 
-def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    return read_table(name, profile, root=root)
-
-
-def _fast(profile: str, root: Path | None) -> bool:
+def _fast(tables) -> bool:
     """Whether the comparisons were made in the fast mode (`paired.fast_compare`), not round by round."""
-    return paired.is_fast(_read("jit_operators_paired", profile, root)["method"])
+    return paired.is_fast(tables["jit_operators_paired"]["method"])
 
 
 def _version(s: str | None) -> str:
@@ -66,30 +59,15 @@ def _available(setup: pl.DataFrame) -> pl.DataFrame:
 def clusters_markdown(pair: pl.DataFrame) -> str | None:
     """What each interval rests on when every server was measured on several clusters (params servers.clusters):
     None for a run of one cluster per server."""
-    if "n_clusters" not in pair.columns or (pair["n_clusters"].max() or 1) < 2:
-        return None
-    parts = []
-    for (server,), g in pair.group_by("server", maintain_order=True):
-        sd = g["cluster_sd"].drop_nulls()
-        per = (g["n_rounds"] // g["n_clusters"]).unique().sort().to_list()
-        parts.append(
-            f"{server}: {g['n_clusters'].max()} clusters × {'/'.join(map(str, per))} rounds"
-            + (f", between-cluster sd {sd[0]:.1%}".replace("%", " %") if sd.len() else "")
-        )
-    return (
-        "- **Clusters**: every server measured on several independently made and loaded clusters (own initdb, "
-        "data directory and table; `<server>_c<k>` in the per-cluster tables), interleaved; each comparison is the "
-        "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
-        "clusters disagreed over the operators), the summary over all operators with the operators' variance: "
-        + "; ".join(parts)
-        + "."
-    )
+    text = between_runs.clusters_text(pair)
+    over, more = "the operators", "The summary over all operators takes the operators' variance."
+    return method_notes.clusters_paragraph([text] if text else [], "table", "per-cluster tables", over, more=more)
 
 
-def method(profile: str, root: Path | None = None) -> str:
-    setup = _read("jit_operators_setup", profile, root).sort("server")
-    conds = _read("jit_operators_conditions", profile, root).sort("order")
-    summ = _read("jit_operators_summary", profile, root)
+def method(tables) -> str:
+    setup = tables["jit_operators_setup"].sort("server")
+    conds = tables["jit_operators_conditions"].sort("order")
+    summ = tables["jit_operators_summary"]
     first = setup.row(0, named=True)
     servers = []
     for r in setup.iter_rows(named=True):
@@ -126,20 +104,20 @@ def method(profile: str, root: Path | None = None) -> str:
             "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
             "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",
             jv.noise_markdown(
-                _read("jit_operators_noise", profile, root),
-                _read("jit_operators_drift", profile, root),
+                tables["jit_operators_noise"],
+                tables["jit_operators_drift"],
                 conds.filter(pl.col("role") == "baseline")["condition"][0],
-                _fast(profile, root),
+                _fast(tables),
             ),
-            *filter(None, [clusters_markdown(_read("jit_operators_paired", profile, root))]),
+            *filter(None, [clusters_markdown(tables["jit_operators_paired"])]),
         ]
     )
 
 
-def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
-    red = _read("jit_operators_reduction", profile, root)
-    summ = _read("jit_operators_summary", profile, root)
-    jt = _read("jit_operators_jit_time", profile, root)
+def charts(tables) -> list[alt.TopLevelMixin]:
+    red = tables["jit_operators_reduction"]
+    summ = tables["jit_operators_summary"]
+    jt = tables["jit_operators_jit_time"]
     if red.is_empty():
         return []
     order = red.sort("operator_order")["label"].unique(maintain_order=True).to_list()
@@ -148,10 +126,9 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def findings(tables) -> pl.DataFrame:
     """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
-    profile, root = tables.profile, tables.root
-    setup = _read("jit_operators_setup", profile, root)
-    conds = _read("jit_operators_conditions", profile, root)
-    paired_tables = (_read(f"jit_operators_{n}", profile, root) for n in ("paired", "overall", "noise"))
+    setup = tables["jit_operators_setup"]
+    conds = tables["jit_operators_conditions"]
+    paired_tables = (tables[f"jit_operators_{n}"] for n in ("paired", "overall", "noise"))
     return jv.findings_from(setup, *paired_tables, jv.study_condition(conds))
 
 

@@ -4,12 +4,9 @@ tables only: no server, no raw store. The verdicts are the one rule's on the pai
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import altair as alt
 import polars as pl
 
-from ...core.derived import read_table
 from . import verdicts as piv
 from .charts import size_chart, speedup_chart, time_chart
 
@@ -26,54 +23,13 @@ TABLES = (
 ORDER = {"time_falls": 0, "near_inverse": 1, "size": 2}  # reading order of the findings (the table sorts by key)
 
 
-# columns that read back as text when every value is empty (e.g. no interval with one repetition)
-_FLOATS = (
-    "seconds",
-    "median",
-    "min",
-    "max",
-    "ci_low",
-    "ci_high",
-    "t0",
-    "ideal_s",
-    "ideal_cores_s",
-    "index_mib",
-    "speedup",
-    "ideal",
-    "ceiling",
-    "efficiency",
-    "median_s",
-    "t0_s",
-    "spill_mib",
-)
-_INTS = (
-    "planned_workers",
-    "launched_workers",
-    "participant_mem_kb",
-    "spill_kb",
-    "index_bytes",
-    "planned_min",
-    "planned_max",
-    "launched_min",
-    "launched_max",
-)
-
-
-def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    df = read_table(name, profile, root=root)
-    return df.with_columns(
-        [pl.col(c).cast(pl.Float64) for c in _FLOATS if c in df.columns]
-        + [pl.col(c).cast(pl.Int64) for c in _INTS if c in df.columns]
-    )
-
-
 def _mib(b) -> str:
     return f"{b / 2**20:,.0f} MiB" if b is not None else "? MiB"
 
 
-def method(profile: str, root: Path | None = None) -> str:
-    setup = _read("parallel_index_setup", profile, root).sort("server")
-    builds = _read("parallel_index_builds", profile, root)
+def method(tables) -> str:
+    setup = tables["parallel_index_setup"].sort("server")
+    builds = tables["parallel_index_builds"]
     first = setup.row(0, named=True)
     servers = "; ".join(f"{r['server']} (PostgreSQL {r['server_version']})" for r in setup.iter_rows(named=True))
     keys = first["key_columns"].split(",")
@@ -127,17 +83,17 @@ def method(profile: str, root: Path | None = None) -> str:
             "- Ideal: t0 / (w + 1), since the leader sorts a share itself; on this machine at most "
             f"{first['cores']} of the w + 1 processes run at once.",
             piv.method_text(
-                read_table("parallel_index_noise", profile, root=root),
-                read_table("parallel_index_drift", profile, root=root),
+                tables["parallel_index_noise"],
+                tables["parallel_index_drift"],
             ),
-            *filter(None, [piv.clusters_markdown(read_table("parallel_index_paired", profile, root=root))]),
+            *filter(None, [piv.clusters_markdown(tables["parallel_index_paired"])]),
         ]
     )
 
 
-def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
-    summ = _read("parallel_index_summary", profile, root)
-    spd = _read("parallel_index_speedup", profile, root)
+def charts(tables) -> list[alt.TopLevelMixin]:
+    summ = tables["parallel_index_summary"]
+    spd = tables["parallel_index_speedup"]
     if summ.is_empty():
         return []
     return [time_chart(summ), speedup_chart(spd), size_chart(summ)]
@@ -145,11 +101,8 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def findings(tables) -> pl.DataFrame:
     """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
-    profile, root = tables.profile, tables.root
-    setup, builds = (_read(f"parallel_index_{n}", profile, root) for n in ("setup", "builds"))
-    paired_tables = (
-        read_table(f"parallel_index_{n}", profile, root=root) for n in ("paired_suite", "size_paired", "noise")
-    )
+    setup, builds = (tables[f"parallel_index_{n}"] for n in ("setup", "builds"))
+    paired_tables = (tables[f"parallel_index_{n}"] for n in ("paired_suite", "size_paired", "noise"))
     return piv.findings_from(setup, builds, *paired_tables)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import polars as pl
 
 from ...core import between_runs as br
-from ...core import cluster_priors, noise, paired, replicas
+from ...core import cluster_priors, method_notes, noise, paired, replicas
 from ...core import findings as fnd
 from ...core import verdicts as vd
 from ...core.store import RunStore
@@ -247,11 +247,5 @@ def clusters_markdown(per_key: pl.DataFrame) -> str | None:
     """What each interval rests on when every server was measured on several clusters (params servers.clusters):
     None for a run of one cluster per server."""
     text = br.clusters_text(per_key)
-    if text is None:
-        return None
-    return (
-        "- Clusters: every server measured on several independently made and loaded clusters (own initdb, data "
-        "directory and lineorder; `<server>_c<k>` in the per-build tables), interleaved; each comparison is the "
-        "geometric mean over its clusters, its interval the rounds' plus the between-cluster variance (how the "
-        "clusters disagreed over the keys' builds; the suite and the size step take the same): " + text + "."
-    )
+    over = "the keys' builds; the suite and the size step take the same"
+    return method_notes.clusters_paragraph([text] if text else [], "lineorder", "per-build tables", over)

@@ -4,12 +4,9 @@ charts through these functions."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import altair as alt
 import polars as pl
 
-from ...core import derived
 from . import verdicts as pv
 from .charts import speedup_chart, time_chart
 
@@ -29,19 +26,14 @@ TABLES = (
 )
 
 
-def tables(profile: str, root: Path | None = None) -> dict[str, pl.DataFrame]:
+def _tables(tables) -> dict[str, pl.DataFrame]:
     # the environment is optional to the findings (notebook 70 run alone has none); the report needs it anyway
-    return {
-        name: derived.read_optional(name, profile, root)
-        if name.startswith("environment_")
-        else derived.read_table(name, profile, root=root)
-        for name in TABLES
-    }
+    return {name: tables.optional(name) if name.startswith("environment_") else tables[name] for name in TABLES}
 
 
-def cores(profile: str, root: Path | None = None) -> int | None:
+def cores(tables) -> int | None:
     """The machine's CPU cores as 00_environment recorded them (None when it did not run)."""
-    m = derived.read_optional("environment_machine", profile, root)
+    m = tables.optional("environment_machine")
     if m.is_empty():
         return None
     m = m.filter(pl.col("key") == "cpu_cores")
@@ -60,8 +52,8 @@ def load_text(execs: pl.DataFrame) -> str | None:
     return f"load average {load.median():.1f} (max {load.max():.1f})" if load.len() else None
 
 
-def method(profile: str, root: Path | None = None) -> str:
-    t = tables(profile, root)
+def method(tables) -> str:
+    t = _tables(tables)
     setup = t["partitioning_setup"].sort("server")
     used = setup.filter(pl.col("skipped").is_null())
     versions = {
@@ -108,14 +100,14 @@ def method(profile: str, root: Path | None = None) -> str:
     ) + pv.method_text(t["partitioning_noise"], t["partitioning_drift"], t["partitioning_paired"])
 
 
-def charts(profile: str, root: Path | None = None) -> list[alt.Chart]:
-    t = tables(profile, root)
-    return [time_chart(t["partitioning_summary"]), speedup_chart(t["partitioning_speedup"], cores(profile, root))]
+def charts(tables) -> list[alt.Chart]:
+    t = _tables(tables)
+    return [time_chart(t["partitioning_summary"]), speedup_chart(t["partitioning_speedup"], cores(tables))]
 
 
-def findings(t) -> pl.DataFrame:
+def findings(tables) -> pl.DataFrame:
     """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
-    return pv.build(tables(t.profile, t.root), cores(t.profile, t.root))
+    return pv.build(_tables(tables), cores(tables))
 
 
 def answers(tables, f: pl.DataFrame) -> list[str]:

@@ -19,7 +19,7 @@ import math
 import polars as pl
 
 from ...core import between_runs as br
-from ...core import cluster_priors, noise, paired, replicas
+from ...core import cluster_priors, method_notes, noise, paired, replicas
 from ...core import findings as fnd
 from ...core import verdicts as vd
 from .params import (
@@ -320,11 +320,8 @@ def clusters_text(pair: pl.DataFrame | None) -> str:
     """What each interval rests on when every server was measured on several clusters (params servers.clusters);
     '' for a run of one cluster per server."""
     text = br.clusters_text(pair) if pair is not None else None
-    if text is None:
-        return ""
-    return (
-        " Clusters: every server measured on several independently made and loaded clusters (own initdb, data "
-        "directory and partitioned table; `<server>_c<k>` in the per-execution tables), interleaved; each "
-        "comparison is the geometric mean over its clusters, its interval the rounds' plus the between-cluster "
-        "variance (how the clusters disagreed over the worker counts): " + text + "."
+    tables = "per-execution tables"
+    paragraph = method_notes.clusters_paragraph(
+        [text] if text else [], "partitioned table", tables, "the worker counts"
     )
+    return "\n\n" + paragraph if paragraph else ""

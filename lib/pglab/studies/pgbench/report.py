@@ -4,11 +4,9 @@ findings from the derived tables of notebook 30 alone (`data/derived/<profile>/p
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
-from ...core import derived, replicas
+from ...core import method_notes, replicas
 from . import charts as pgbench_charts
 from . import paired_tables as pgbench_paired
 from . import verdicts as pgbench_verdicts
@@ -49,13 +47,13 @@ TELEMETRY = ("pgbench_timeline", "pgbench_latency", "pgbench_telemetry")
 BUFFERS = ("pgbench_buffers", "pgbench_buffers_paired")
 
 
-def _tables(profile: str, root: Path | None) -> dict[str, pl.DataFrame]:
+def _tables(tables) -> dict[str, pl.DataFrame]:
     # the environment is optional to the findings (notebook 30 run alone has none; the report needs it): its
     # versions' text then falls back to the server names; telemetry only where the run recorded it
-    out = {n: derived.read_table(n, profile, root=root) for n in TABLES if n != "environment_servers"}
-    out["environment_servers"] = derived.read_optional("environment_servers", profile, root)
+    out = {n: tables[n] for n in TABLES if n != "environment_servers"}
+    out["environment_servers"] = tables.optional("environment_servers")
     for n in (*TELEMETRY, *BUFFERS):
-        if (t := derived.read_optional(n, profile, root)).height:
+        if (t := tables.optional(n)).height:
             out[n] = t
     return out
 
@@ -200,15 +198,8 @@ def clusters_markdown(t: dict) -> str | None:
                 f"{what}: {g['n_clusters'].max()} clusters × {'/'.join(map(str, per))} rounds"
                 + (f", between-cluster sd {sd[0]:.1%}".replace("%", " %") if sd.len() else ", no between-cluster sd")
             )
-    if not parts:
-        return None
-    return (
-        "- **Clusters**: every server measured on several independently made and loaded clusters (own initdb, "
-        "data directory and pgbench tables; `<server>_c<k>` in the per-run tables), interleaved; each version "
-        "comparison is cluster k over cluster k of the baseline, the geometric mean over the clusters, its interval "
-        "the rounds' plus the between-cluster variance (how the clusters' comparisons disagreed, one estimate per "
-        "experiment over every version): " + "; ".join(parts) + "."
-    )
+    over, how = "every version, one estimate per experiment", " (a version's cluster k over the baseline's)"
+    return method_notes.clusters_paragraph(parts, "pgbench tables", "per-run tables", over, how=how)
 
 
 def _servers(t: dict) -> list[str]:
@@ -315,8 +306,8 @@ def _settings_text(t: dict, servers: list[str]) -> str:
     return "; ".join(f"{s}: " + ", ".join(f"{n} = {v}" for n, v in zip(SETTINGS, per[s], strict=True)) for s in servers)
 
 
-def method(profile: str, root: Path | None = None) -> str:
-    t = _tables(profile, root)
+def method(tables) -> str:
+    t = _tables(tables)
     servers, ver = _servers(t), versions(t)
     clients = t["pgbench_settings"].filter(pl.col("name") == "(pgbench client)")
     client = _list(clients["setting"]) if clients.height else "not recorded"
@@ -383,11 +374,11 @@ def method(profile: str, root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
-def charts(profile: str, root: Path | None = None) -> list:
+def charts(tables) -> list:
     """The version curve beside S3's readings, the scale-up, the no-vacuum series and the database's own size; the
     buffers experiment where it ran; with telemetry, tps beside its latency percentiles per cell and every run's
     per-second timeline."""
-    t = _tables(profile, root)
+    t = _tables(tables)
     out = []
     if t["pgbench_version_curve"].height:
         out.append(pgbench_charts.version_curve(t["pgbench_version_curve"]))
@@ -408,7 +399,7 @@ def charts(profile: str, root: Path | None = None) -> list:
 
 def findings(tables) -> pl.DataFrame:
     """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
-    return pgbench_verdicts.findings(_tables(tables.profile, tables.root))
+    return pgbench_verdicts.findings(_tables(tables))
 
 
 def answers(tables, f: pl.DataFrame) -> list[str]:

@@ -9,12 +9,10 @@ were checked against dbgen's, and the queries whose plan changes between version
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import altair as alt
 import polars as pl
 
-from ...core import between_runs, derived, paired, replicas
+from ...core import between_runs, method_notes, paired, replicas
 from ...core.findings import table as findings_table
 from ...core.stats import ratio_with_interval
 from . import charts as ssb_charts
@@ -94,8 +92,8 @@ def _builds_line(d: Data) -> str | None:
     )
 
 
-def method(profile: str, root: Path | None = None) -> str:
-    d = Data(profile, root)
+def method(tables) -> str:
+    d = Data(tables)
     servers = []
     for s in d.servers:
         e = d.env.get(s)
@@ -210,7 +208,7 @@ def method(profile: str, root: Path | None = None) -> str:
         f"The {len(d.queries)} SSB queries{qs_txt} timed on every server in {len(modes)} modes, with the "
         "plans that explain the times:"
     )
-    return lead + "\n\n" + "\n".join(lines) + "\n" + _paired_lines(profile, root)
+    return lead + "\n\n" + "\n".join(lines) + "\n" + _paired_lines(tables)
 
 
 def clusters_markdown(modes: pl.DataFrame, versions: pl.DataFrame) -> str | None:
@@ -221,24 +219,17 @@ def clusters_markdown(modes: pl.DataFrame, versions: pl.DataFrame) -> str | None
         parts.append("modes: " + text)
     if (text := between_runs.clusters_text(versions)) is not None:
         parts.append("17 over 16: " + text)
-    if not parts:
-        return None
-    return (
-        "- **Clusters**: every server measured on several independently made and loaded clusters (own initdb, "
-        "data directory and SSB load; `<server>_c<k>` in the per-execution tables), interleaved; each comparison "
-        "is the geometric mean over its clusters (17 over 16: cluster k over cluster k), its interval the rounds' "
-        "plus the between-cluster variance (how the clusters disagreed over the queries; the suites take the "
-        "same): " + "; ".join(parts) + "."
-    )
+    over, how = "the queries; the suites take the same", " (17 over 16: cluster k over cluster k)"
+    return method_notes.clusters_paragraph(parts, "SSB load", "per-execution tables", over, how=how)
 
 
-def _paired_lines(profile: str, root: Path | None) -> str:
+def _paired_lines(tables) -> str:
     """The paired analysis: pairing, noise floor, drift, generator, answers, q4.3's workers, plans across versions."""
     t = {
-        n: derived.read_optional(n, profile, root)
+        n: tables.optional(n)
         for n in ("ssb_noise", "ssb_drift", "ssb_answers", "ssb_fingerprints", "ssb_load", "ssb_plans_scaled")
     }
-    pr = derived.read_optional("ssb_paired", profile, root)
+    pr = tables.optional("ssb_paired")
     if "method" in pr.columns and paired.is_fast(pr["method"]):
         how = (
             "in the fast mode: the 10 % quantile of a cell's executions over all rounds, against the "
@@ -255,7 +246,7 @@ def _paired_lines(profile: str, root: Path | None) -> str:
         f"workers over none) is made {how}; suite figures sum the queries of a round. Verdicts follow "
         "docs/verdicts.md."
     ]
-    if (clusters := clusters_markdown(pr, derived.read_optional("ssb_versions_paired", profile, root))) is not None:
+    if (clusters := clusters_markdown(pr, tables.optional("ssb_versions_paired"))) is not None:
         lines.append(clusters)
     nz = t["ssb_noise"]
     if nz.height:
@@ -318,8 +309,8 @@ def _paired_lines(profile: str, root: Path | None) -> str:
 # -- charts -----------------------------------------------------------------------------------------------------
 
 
-def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
-    d = Data(profile, root)
+def charts(tables) -> list[alt.TopLevelMixin]:
+    d = Data(tables)
     ceilings = {d.ceiling(w) for s in d.servers if (w := d.workers(s)) is not None}
     lo = d.load.filter(pl.col("table") == "lineorder")
     sf = dict(zip(lo["server"], lo["sf"], strict=True)) if not lo.is_empty() else None  # labels the scale factors
@@ -340,7 +331,7 @@ def charts(profile: str, root: Path | None = None) -> list[alt.TopLevelMixin]:
 
 def findings(tables) -> pl.DataFrame:
     """Every claim of the study judged from the run's tables (`Study.judge`, which stores them once)."""
-    return findings_table(verdicts.findings_rows(tables.profile, tables.root))
+    return findings_table(verdicts.findings_rows(tables))
 
 
 def answers(tables, f: pl.DataFrame) -> list[str]:

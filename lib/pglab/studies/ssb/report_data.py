@@ -3,11 +3,9 @@ paired analysis (`optional`). No server, no raw store."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
-from ...core import derived, installs
+from ...core import installs
 from . import reference as ref
 
 # the tables the section needs; those of the paired analysis are read by `optional`
@@ -32,25 +30,13 @@ TABLES = (
 # -- reading ----------------------------------------------------------------------------------------------------
 
 
-def _read(name: str, profile: str, root: Path | None) -> pl.DataFrame:
-    return derived.read_table(name, profile, root=root)
-
-
-def _floats(df: pl.DataFrame, *cols: str) -> pl.DataFrame:
-    # a table written without rows reads back as strings
-    return df.with_columns(pl.col(c).cast(pl.Float64) for c in cols if c in df.columns)
-
-
 class Data:
     """The derived tables of one profile, with the few facts every part of the section needs."""
 
-    def __init__(self, profile: str, root: Path | None):
-        t = {n: _read(n, profile, root) for n in TABLES}
-        self.execs = _floats(t["ssb_executions"], "seconds")
-        self.sweep = _floats(t["ssb_sweep"], "seconds")
-        self.summary = _floats(t["ssb_summary"], "median", "min", "max", "ci_low", "ci_high")
-        self.speedup = _floats(t["ssb_speedup"], "median", "median_baseline", "ratio", "ci_low", "ci_high")
-        self.jit = _floats(t["ssb_jit"], "median", "median_baseline", "ratio", "ci_low", "ci_high")
+    def __init__(self, tables):
+        t = {n: tables[n] for n in TABLES}
+        self.execs, self.sweep, self.summary = t["ssb_executions"], t["ssb_sweep"], t["ssb_summary"]
+        self.speedup, self.jit = t["ssb_speedup"], t["ssb_jit"]
         self.plans, self.study_plans = t["ssb_plans"], t["ssb_plans_study_workers"]
         self.availability, self.checksums = t["ssb_availability"], t["ssb_checksums"]
         self.load, self.settings = t["ssb_load"], t["environment_settings"]
@@ -59,7 +45,7 @@ class Data:
         env = t["environment_servers"].filter(pl.col("server").is_in(names))
         self.env = {r["server"]: r for r in env.sort("version_num", "server").iter_rows(named=True)}
         self.servers = [s for s in self.env] + [s for s in names if s not in self.env]  # oldest version first
-        skipped = derived.read_optional("ssb_skipped", profile, root)
+        skipped = tables.optional("ssb_skipped")
         # optional source builds this machine could not make (servers.installs[].optional): the claims say why
         self.unbuilt = (
             dict(

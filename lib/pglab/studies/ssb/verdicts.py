@@ -5,11 +5,10 @@ flag on parallel speed-ups. Version claims are scored on S1's own versions only 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import polars as pl
 
-from ...core import derived, noise, paired, replicas
+from ...core import noise, paired, replicas
 from ...core import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
@@ -24,10 +23,10 @@ NEEDS_BUILD = (
 
 
 class Paired:
-    def __init__(self, profile: str, root: Path | None):
-        self.d = Data(profile, root)
+    def __init__(self, tables):
+        self.d = Data(tables)
         t = {
-            n: derived.read_optional(n, profile, root)
+            n: tables.optional(n)
             for n in (
                 "ssb_paired",
                 "ssb_versions_paired",
@@ -438,6 +437,6 @@ def _answers(p: Paired) -> list[dict]:
     return rows
 
 
-def findings_rows(profile: str, root: Path | None = None) -> list[dict]:
-    p = Paired(profile, root)
+def findings_rows(tables) -> list[dict]:
+    p = Paired(tables)
     return [*_speedups(p), *_versions(p), *_jit(p), *_q43(p), *_sweep(p), *_answers(p)]
