@@ -190,6 +190,13 @@ POOLED_COLUMNS = {
     "cluster_sd_run": "Float64",
     "within_low": "Float64",
     "within_high": "Float64",
+    # what the interval is made of beyond the rounds, for what would decide a verdict (`verdicts.decide`): the
+    # between-cluster sd's df, the between-run sd, the re-run floor's spread and df. The dfs are Float64: an Int64
+    # column reads as part of a comparison's key where runs are matched (report.calibration)
+    "cluster_df": "Float64",
+    "run_sd": "Float64",
+    "floor_sd": "Float64",
+    "floor_df": "Float64",
 }
 
 
@@ -379,8 +386,8 @@ def pool_clusters(
     clusters' own intervals cover 89 %), never above `confidence`; for a method not simulated there the nominal
     `confidence` (93–97 % of fresh runs' true values in tests/test_between_runs.py's t intervals over 10 rounds),
     never above the clusters' own rows'; method: the clusters' own, then "pooled: <coverage> across k clusters × n
-    rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the variance, log scale), within_low and
-    within_high (the interval the rounds alone would give).
+    rounds ...". Added columns: n_clusters, cluster_sd (sqrt of the variance, log scale) and cluster_df, within_low and
+    within_high (the interval the rounds alone would give), run_sd and floor_sd / floor_df where they apply.
 
     A table without replicas comes back unchanged; a server measured on one cluster only (an external server)
     keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only.
@@ -454,7 +461,11 @@ def pool_clusters(
             )
             + (f" ({prior.note})" if prior and prior.note else "")
         ).replace("%", " %")
-        sds = {"cluster_sd": math.sqrt(var_c), "cluster_sd_run": math.sqrt(var_own)}
+        sds = {"cluster_sd": math.sqrt(var_c), "cluster_sd_run": math.sqrt(var_own), "cluster_df": float(df_c)}
+        if var_run:
+            sds["run_sd"] = run_sd
+        if floor and floor.spread > 0:
+            sds |= {"floor_sd": floor.spread, "floor_df": float(max(floor.spread_df, 1))}
         rows.append(head | row | p | sds | {"coverage": cover, "method": method})
     schema = {c: table.schema[c] for c in table.columns} | {c: getattr(pl, d) for c, d in POOLED_COLUMNS.items()}
     return pl.from_dicts(rows, schema=schema).select(list(schema))

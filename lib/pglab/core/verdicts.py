@@ -20,6 +20,7 @@ the effect, oriented so that the claimed direction is positive (e: the study's e
 * **undetermined** — the interval reaches across two of those zones (it names both); or it covers less than 90 %
   (too few rounds, see paired.FAST_COVERAGE); or the claim's own effect is within this machine's noise floor;
   or the evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
+  Across zones it says what would decide it (`decide`): more rounds, clusters or runs, or nothing on this machine.
 * **not comparable** — the claim compares servers whose builds differ in more than the version (compiler,
   optimisation, code-generation flags, assertions, block or WAL segment size, checksums: `builds.difference`):
   the difference is named and our figure kept, but it is not scored (`builds.apply_comparability`).
@@ -37,9 +38,13 @@ keep those three apart from the tested claims.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import math
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import polars as pl
@@ -103,10 +108,21 @@ class Evidence:
     method: str = ""
     flags: tuple[str, ...] = ()
     unit: str = "×"  # a claim's quantity ("ns per row") where the evidence is one, not a ratio
+    # what a pooled interval is made of (`between_runs.POOLED_COLUMNS`, log scale), for what would decide an
+    # undetermined verdict (`decide`); None where not pooled, or read from the method where built by hand
+    n_clusters: int | None = None
+    within_low: float | None = None
+    within_high: float | None = None
+    cluster_sd: float | None = None
+    cluster_df: float | None = None
+    run_sd: float | None = None
+    floor_sd: float | None = None
+    floor_df: float | None = None
 
     @classmethod
     def from_row(cls, row: dict, flags: Sequence[str | None] = ()) -> Evidence:
-        """From a `paired.paired_compare` row; None flags (checks that passed) are dropped."""
+        """From a `paired.paired_compare` row, or a pooled one with its components (`between_runs.pool_clusters`);
+        None flags (checks that passed) are dropped."""
         return cls(
             row["ratio"],
             row["low"],
@@ -115,6 +131,7 @@ class Evidence:
             row["coverage"],
             row["method"],
             tuple(f for f in flags if f),
+            **{c: row.get(c) for c in _PARTS},
         )
 
     def text(self) -> str:
@@ -125,6 +142,9 @@ class Evidence:
             ends = f" [{self.low:.3g}–{self.high:.3g}]" if self.low is not None and self.high is not None else ""
             return f"{self.ratio:.3g} {self.unit}{ends} ({self.method})"
         return f"{ratio_with_interval(self.ratio, self.low, self.high)} ({self.method})"
+
+
+_PARTS = ("n_clusters", "within_low", "within_high", "cluster_sd", "cluster_df", "run_sd", "floor_sd", "floor_df")
 
 
 @dataclass(frozen=True)
@@ -189,7 +209,8 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
         return Verdict(SUPPORTED, f"{ours} lies within {_pct(m)}")
     if small:
         return Verdict(UNDETERMINED, f"{ours}: the effect is below the noise floor {_pct(floor)}")
-    return Verdict(UNDETERMINED, f"{ours} reaches beyond {_pct(m)}", "more rounds narrow it")
+    x = math.log(ev.ratio)
+    return Verdict(UNDETERMINED, f"{ours} reaches beyond {_pct(m)}", decide(ev, x, lo, hi, (-m, m), _shown(1)))
 
 
 # -- the declared tolerance (issue 29): a faithful reproduction reads supported, a near-null contradicted ------------
@@ -288,7 +309,8 @@ def verdict(
                 f"{ours} shows no noticeable effect {claim.direction} (less than "
                 f"{_pct(need)}, not past the noise floor {_pct(floor)})",
             )
-        return Verdict(UNDETERMINED, f"{ours} reaches across a noticeable {_pct(need)}", "more rounds narrow it")
+        hint = decide(ev, sign * math.log(ev.ratio), lo, hi, (need,), _shown(sign))
+        return Verdict(UNDETERMINED, f"{ours} reaches across a noticeable {_pct(need)}", hint)
     e = abs(math.log(claim.ratio))
     tolerance = claim.tolerance or tolerance
     study = f"the study's {claim.ratio:.2f}×"
@@ -311,10 +333,11 @@ def verdict(
             else f"shows less than a third of the effect of {study}",
         }[z_lo]
         return Verdict(z_lo, f"{ours} {what}")
+    edges = (e * THIRD, e / tolerance, e * tolerance)
     return Verdict(
         UNDETERMINED,
         f"{ours} reaches {_across(lo, hi, e, tolerance)} against {study} ({band})",
-        "more rounds narrow it",
+        decide(ev, sign * math.log(ev.ratio), lo, hi, edges, _shown(sign)),
     )
 
 
@@ -402,9 +425,191 @@ def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
             CONTRADICTED: f"is less than a third of {study}",
         }[z_lo]
         return Verdict(z_lo, f"{ours} {what}")
-    return Verdict(
-        UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tol)} against {study} ({band})", "more rounds narrow it"
-    )
+    # on the quantity's log (positive here: `_checks`), where its pooled interval's components are
+    edges = tuple(math.log(z) for z in (e * THIRD, e / tol, e * tol))
+    hint = decide(ev, math.log(ev.ratio), math.log(lo), math.log(hi), edges, _shown(1, claim.quantity or ""))
+    return Verdict(UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tol)} against {study} ({band})", hint)
+
+
+# -- what would decide an undetermined verdict (methodology rule 16) ------------------------------------------------
+#
+# An interval across a zone's edge is decided when it is narrower than the distance from our figure to that edge.
+# Which measurement narrows it depends on what the interval is made of: the rounds' spread (more rounds per
+# cluster), the clusters' disagreement (more clusters per server: that also pools more rounds), or what moves every
+# cluster of a run alike, the re-run floor and a declared between-run sd (no number of rounds or clusters in one run
+# narrows those: only runs pooled). Counted from the evidence's components on the log scale, a spread shrinking as
+# 1 / sqrt(count) (for a min–max of a few rounds that overstates the rounds needed: a bootstrap takes over at 10),
+# and priced with what the study's stage took in the run being judged (`costs`).
+MAX_RUNS = 10  # beyond this many runs of a stage pooled, nothing on this machine decides the claim in practice
+EDGE = 10  # an interval that would have to be over 10× narrower: our figure sits on its zone's edge
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """What the study's stage took in the run being judged: its wall time (loads and setup included, so a round's
+    or a cluster's share of it overstates what one more costs), rounds per cluster, clusters per server."""
+
+    minutes: float
+    rounds: int
+    clusters: int = 1
+
+
+_COST: ContextVar[StageCost | None] = ContextVar("pglab_stage_cost", default=None)
+
+
+@contextlib.contextmanager
+def costs(cost: StageCost | None) -> Iterator[StageCost | None]:
+    """Judge with the stage's cost (`stage_cost`), so that what would decide a verdict says its minutes; without
+    one it gives the counts only. Nested uses restore the outer one."""
+    token = _COST.set(cost)
+    try:
+        yield cost
+    finally:
+        _COST.reset(token)
+
+
+def stage_cost(tables, study: str) -> StageCost | None:
+    """The cost of a study's stage from what the run stored: the wall time of every attempt at it
+    (`<study>_machine`, `system_sampler.stage_table`: its last sample's t_s), rounds per cluster (the median over
+    its servers and designs of their rounds after warm-up, `<study>_measurements`) and clusters per server (its
+    servers' names, `replicas.base_names`). None where either table is missing (an old run, a stage not run)."""
+    from .replicas import base_names
+
+    machine, meas = tables.get(f"{study}_machine"), tables.get(f"{study}_measurements")
+    if machine is None or meas is None or machine.is_empty() or not {"attempt", "t_s"} <= set(machine.columns):
+        return None
+    minutes = float(machine.group_by("attempt").agg(pl.col("t_s").max())["t_s"].sum()) / 60
+    rounds = meas.filter(pl.col("round").is_not_null())
+    if "warmup" in rounds.columns:
+        rounds = rounds.filter(~pl.col("warmup").cast(pl.Boolean).fill_null(False))
+    if rounds.is_empty() or minutes <= 0:
+        return None
+    by = [c for c in ("server", "experiment") if c in rounds.columns]
+    per = rounds.group_by(by).agg(pl.col("round").n_unique())["round"]
+    clusters = max(Counter(base_names(meas["server"].unique().sort().to_list()).values()).values())
+    return StageCost(minutes, max(1, math.ceil(float(per.median()))), clusters)
+
+
+# what pool_clusters writes into a pooled row's method, read where evidence was built by hand from a pooled row
+_CLUSTER_TEXT = re.compile(r"between-cluster sd (?:of the quantities )?([\d.]+) %(?: \(df (\d+))?")
+_RUN_TEXT = re.compile(r"between-run sd ([\d.]+) %")
+_FLOOR_TEXT = re.compile(r"spread over \d+ archived runs \(sd ([\d.]+) %\)")
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """An interval's half-width (log scale) by what narrows it."""
+
+    clusters: int  # per server; 1: not pooled, the rounds' interval alone
+    rounds: int  # per cluster
+    within: float  # the rounds' half-width
+    cluster: float = 0.0  # the between-cluster term's
+    run: float = 0.0  # the between-run sd's: every cluster of a run alike
+    floor: float = 0.0  # the re-run floor's (an interval is at least this wide)
+
+
+def _t95(df: float | None) -> float:
+    from scipy import stats  # here: only an undetermined verdict needs it
+
+    return float(stats.t.ppf(0.975, df)) if df and df >= 1 else 1.96
+
+
+def _parts(ev: Evidence, half: float) -> _Parts:
+    """The components of an interval of half-width `half`, from the evidence's own fields or, for evidence built by
+    hand from a pooled row, from its method (`between_runs.pool_clusters` writes both)."""
+    from .between_runs import pooled_basis
+
+    method = ev.method or ""
+    basis = pooled_basis(method)
+    k = ev.n_clusters or (basis[0] if basis else 1)
+    if k < 2:
+        return _Parts(1, ev.n_rounds or 0, half)
+    n = round(ev.n_rounds / k) if ev.n_rounds else (basis[1] if basis else 0)
+    c, r, f = _CLUSTER_TEXT.search(method), _RUN_TEXT.search(method), _FLOOR_TEXT.search(method)
+    sd_c = ev.cluster_sd if ev.cluster_sd is not None else (float(c[1]) / 100 if c else 0.0)
+    df_c = ev.cluster_df if ev.cluster_df is not None else (float(c[2]) if c and c[2] else None)
+    sd_r = ev.run_sd if ev.run_sd is not None else (float(r[1]) / 100 if r else 0.0)
+    sd_f = ev.floor_sd if ev.floor_sd is not None else (float(f[1]) / 100 if f else 0.0)
+    t_c = _t95(df_c)
+    cluster, run, floor = t_c * sd_c / math.sqrt(k), t_c * sd_r, _t95(ev.floor_df) * sd_f
+    if floor >= (1 - 1e-9 if ev.floor_sd is not None else 0.95) * half:  # the floor set it (a method's sd: rounded)
+        return _Parts(k, n, 0.0, cluster, run, max(floor, half))
+    within = None
+    if ev.within_low and ev.within_high and ev.within_low > 0:
+        within = (math.log(ev.within_high) - math.log(ev.within_low)) / 2
+    if within is None:  # the rounds' share is what the other terms leave of the interval
+        return _Parts(k, n, math.sqrt(max(half**2 - cluster**2 - run**2, 0.0)), cluster, run, floor)
+    # the pooled interval's t (Welch–Satterthwaite, capped at the clusters' df) is one for all three terms: scale
+    # them to the interval's own width
+    g = half / math.sqrt(within**2 + cluster**2 + run**2) if within or cluster or run else 1.0
+    return _Parts(k, n, g * within, g * cluster, g * run, floor)
+
+
+def _small_pct(log_x: float) -> str:
+    """_pct, with two significant digits below 1 % (near a zone's edge '±0.0 %' would say nothing)."""
+    return _pct(log_x) if log_x >= 0.01 else f"±{100 * math.expm1(log_x):.2g} %"
+
+
+def _minutes(m: float | None) -> str:
+    if m is None:
+        return ""
+    return f", ≈ {m / 60:.1f} h more" if m >= 120 else f", ≈ {max(m, 1):.0f} min more"
+
+
+def _shown(sign: float, unit: str = "×"):
+    """An oriented log value as the reader sees it: '0.83×', '10.5 ns per row'."""
+    return lambda z: f"{math.exp(sign * z):.3g}" + (unit if unit == "×" else f" {unit}")
+
+
+def decide(ev: Evidence, x: float, lo: float, hi: float, edges: Sequence[float], shown) -> str:
+    """What would decide an undetermined verdict whose interval [lo, hi] around our figure x (oriented, log scale)
+    reaches past an edge of x's zone (`edges`, same scale): more rounds, more clusters or more runs, with about how
+    many and the minutes (`costs`), or that nothing on this machine decides it. `shown` writes a value of that scale
+    as the reader sees it."""
+    below = max((z for z in edges if z <= x), default=-math.inf)
+    above = min((z for z in edges if z > x), default=math.inf)
+    sides = ([(x - lo, x - below, below)] if lo < below else []) + ([(hi - x, above - x, above)] if hi > above else [])
+    if not sides:
+        return "a narrower interval"
+    half, need, edge = max(sides, key=lambda s: s[0] / max(s[1], 1e-12))
+    f2 = (half / need) ** 2  # how many times the measurement the interval needs, however it is made
+    p, cost = _parts(ev, half), _COST.get()
+    level = max(p.floor, p.run)
+    if level >= need:  # what moves a whole run is wider than the claim allows: only runs pooled narrow it
+        spread, wanted = f"its re-run spread {_pct(level)}", f"the {_small_pct(need)} the claim needs"
+        floor_runs, runs = max(2, math.ceil((level / need) ** 2 - 1e-9)), max(2, math.ceil(f2 - 1e-9))
+        if floor_runs > MAX_RUNS:
+            return (
+                f"nothing on this machine decides it: {spread} would need over {MAX_RUNS} runs pooled to come "
+                f"within {wanted}"
+            )
+        if runs > MAX_RUNS:  # too many runs as measured, but the floor's few would do with more rounds in each
+            more = _minutes((floor_runs - 1) * cost.minutes if cost else None).replace("≈", "at least ≈")
+            return (
+                f"more runs, each with more rounds or clusters: {spread} alone needs about {floor_runs} runs pooled "
+                f"to come within {wanted}{more}"
+            )
+        more = _minutes((runs - 1) * cost.minutes if cost else None)
+        return f"more runs: about {runs} runs of this stage pooled{more}; {spread} is wider than {wanted}"
+    if need * EDGE <= half:  # over 100 times the rounds or clusters: the figure is as good as on the edge
+        return (
+            f"nothing can be promised: our {shown(x)} is too near its zone's edge at {shown(edge)}, the interval "
+            f"would have to be over {EDGE}× narrower"
+        )
+    budget = need**2 - p.run**2  # for the rounds' and the clusters' terms together
+    k, n = p.clusters, p.rounds
+    rounds = math.ceil(n * p.within**2 / (budget - p.cluster**2)) if p.cluster**2 < budget and n else None
+    clusters = math.ceil(k * (p.within**2 + p.cluster**2) / budget) if k > 1 else None
+    if rounds is not None and (clusters is None or (rounds - n) / n <= (clusters - k) / k):
+        rounds = max(rounds, n + 1)
+        more = _minutes((rounds - n) * cost.minutes / cost.rounds if cost else None)
+        per = " per cluster" if k > 1 else ""
+        return f"more rounds: about {rounds}{per} instead of {n}{more}"
+    if clusters is not None:
+        clusters = max(clusters, k + 1)
+        more = _minutes((clusters - k) * cost.minutes / cost.clusters if cost else None)
+        return f"more clusters: about {clusters} per server instead of {k}{more}"
+    return f"more rounds: about {math.ceil(f2)} times as many"  # no round count recorded
 
 
 # -- one verdict per claim, and the tallies ---------------------------------------------------------------------------
