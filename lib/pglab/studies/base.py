@@ -172,12 +172,13 @@ class Study:
         below their regime (`regimes`) not testable here, those comparing servers built otherwise than in their
         version (`comparisons`, `pglab.core.builds`) not comparable. Called once per run, by `record_findings`:
         everything else reads the stored table (`findings`)."""
-        from ..core import hosts
+        from ..core import hosts, verdicts
         from ..core.builds import apply_comparability
-        from ..core.verdicts import apply_regimes
 
-        with hosts.using(hosts.of_tables(tables)):  # the measuring host's kind: its priors and floors
-            found = apply_regimes(self.module("report").findings(tables), self.regimes, tables)
+        # the measuring host's kind (its priors and floors) and what a round, cluster or run of the stage costs
+        # (the minutes an undetermined claim's hint names)
+        with hosts.using(hosts.of_tables(tables)), verdicts.costs(verdicts.stage_cost(tables, self.name)):
+            found = verdicts.apply_regimes(self.module("report").findings(tables), self.regimes, tables)
         return apply_comparability(found, self.comparisons, tables)
 
     def was_run(self, tables: Tables) -> bool:
