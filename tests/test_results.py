@@ -179,6 +179,10 @@ def test_publish_replaces_a_run_keeps_the_others_and_creates_nothing_outside_it(
                 assert conn.execute(sql).description, name
             tps = conn.execute(TPS_BY_BUILD).fetchall()
             assert sorted({r[0] for r in tps}) == sorted([REFERENCE, SECOND]) and len(tps) == 24
+            # every study's verdicts in one view, as the results index has them
+            verdicts = {t: e["rows"] for t, e in ref.items() if t.endswith("_findings")}
+            got = dict(conn.execute("SELECT run_id, count(*) FROM findings GROUP BY run_id").fetchall())
+            assert len(verdicts) == 6 and got[REFERENCE] == sum(verdicts.values()), (got, verdicts)
 
         # a newer kit's export of the run, from another machine: one more column, one table fewer
         newer = tmp_path / SECOND

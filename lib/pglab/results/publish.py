@@ -8,8 +8,9 @@ tables are created as needed, one per exported table plus runs, servers, params 
 them, columns typed from the Parquet files (a column a newer kit exports is added with ALTER TABLE ADD COLUMN; one
 whose type differs from another run's is widened, to double precision or text, values kept); then every row of
 the run id is deleted from every results table and the run's rows are copied in. Publishing again replaces the
-run; no other run's rows and nothing outside the schema are touched. The kit marks the tables it makes (COMMENT ON
-TABLE): a table of the same name that it did not make is refused, not written to.
+run; no other run's rows and nothing outside the schema are touched. The view `findings` unions every study's
+verdicts (`<study>_findings`) of every run there. The kit marks the tables it makes (COMMENT ON TABLE): a table of
+the same name that it did not make is refused, not written to.
 
 The DSN comes from PGLAB_RESULTS_DSN (not the command line, where other users could read it) or --dsn; its
 password is never printed: messages are scrubbed of it and never quote the DSN."""
@@ -27,7 +28,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..core.db import register_secret, scrub
 from . import export
-from .index import manifest_tables
+from .index import FINDINGS, FINDINGS_COLUMNS, manifest_tables
 
 SCHEMA = "pglab_results"
 DSN_ENV = "PGLAB_RESULTS_DSN"
@@ -166,6 +167,20 @@ def _copy(conn: psycopg.Connection, schema: str, name: str, df: pl.DataFrame, ty
             copy.write_row(row)
 
 
+def _findings_view(conn: psycopg.Connection, schema: str, tables: list[str]) -> None:
+    """`<schema>.findings`: every study's verdicts of every run published there, as the results index has it."""
+    if not tables:
+        return
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in FINDINGS_COLUMNS)
+    union = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT {} FROM {}").format(columns, sql.Identifier(schema, t)) for t in tables
+    )
+    view = sql.Identifier(schema, FINDINGS)
+    conn.execute(sql.SQL("CREATE VIEW {} AS {}").format(view, union))
+    comment = f"{MARK}: every study's verdicts (the union of the *_findings tables), one row per run and claim"
+    conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(view, sql.Literal(comment)))
+
+
 def publish(dsn: str, spec: str, schema: str = SCHEMA) -> dict:
     """Load the run `spec` names into `schema`; what was done: run, tables, rows, replaced (rows of an earlier
     publish of the run), notes (columns added or widened)."""
@@ -191,6 +206,10 @@ def publish(dsn: str, spec: str, schema: str = SCHEMA) -> dict:
                 f"schema {schema} holds {', '.join(refused)}, not made by pglab: not written to "
                 "(publish into a schema of its own: --schema / SCHEMA=)"
             )
+        # the view over the findings tables goes first: a column it reads could not change type under it
+        if FINDINGS in kit:
+            conn.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(schema, FINDINGS)))
+            del kit[FINDINGS]
         notes = []
         for name, df in frames.items():
             notes += _ensure(conn, schema, name, df, kit.get(name))
@@ -203,6 +222,7 @@ def publish(dsn: str, spec: str, schema: str = SCHEMA) -> dict:
             replaced += cur.rowcount
         for name, df in frames.items():
             _copy(conn, schema, name, df, kit[name])
+        _findings_view(conn, schema, sorted(n for n in kit if n.endswith("_findings")))
     return {
         "run": run_id,
         "schema": schema,
