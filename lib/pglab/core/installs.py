@@ -44,6 +44,10 @@ class Install:
     package_version: str = ""  # a download's exact build, e.g. "16.14.0-beta.17" (npm package version)
     tarball_sha512: str = ""  # a download's tarball, hex: which bytes the server came from
     built_from: str = ""  # a source build's source, e.g. "git /src/postgres v17.5 (1a2b3c4d5e6f)"; flags: pg_config
+    # the LLVM its llvmjit.so links against (`linked_llvm`), e.g. "LLVM 14.0.6", and that library as the dynamic
+    # linker resolves it: what its JIT runs with ("" without llvmjit.so, or where ldd cannot tell)
+    llvm: str = ""
+    llvm_library: str = ""
 
     def tool(self, name: str) -> Path:
         return self.bin_dir / name
@@ -98,6 +102,8 @@ def probe(bin_dir: str | Path, source: str, name: str | None = None) -> Install:
     if not (share_dir / "extension").is_dir() and Path(f"/usr/share/postgresql/{major}/extension").is_dir():
         share_dir = Path(f"/usr/share/postgresql/{major}")
     extensions = {e: (lib_dir / f"{e}.so").exists() for e in EXTENSIONS}
+    jit = (lib_dir / "llvmjit.so").exists()
+    llvm, llvm_library = linked_llvm(lib_dir / "llvmjit.so") if jit else ("", "")
     return Install(
         name=name or f"pg{major}",
         source=source,
@@ -108,8 +114,60 @@ def probe(bin_dir: str | Path, source: str, name: str | None = None) -> Install:
         major=major,
         minor=m.group(2) or "0",
         extensions=extensions,
-        jit=(lib_dir / "llvmjit.so").exists(),
+        jit=jit,
+        llvm=llvm,
+        llvm_library=llvm_library,
     )
+
+
+# a line of ldd's output naming the LLVM library: "libLLVM-14.so.1 => /lib/x86_64-linux-gnu/libLLVM-14.so.1 (0x...)"
+_LDD_LLVM = re.compile(r"^\s*(libLLVM\S*\.so\S*)\s+=>\s+(not found|\S+)", re.M)
+# its major: libLLVM-14.so.1 (Debian up to 17, LLVM's own builds), libLLVM.so.18.1 (Debian from 18 on)
+_LLVM_MAJOR = re.compile(r"libLLVM-(\d+)|libLLVM\.so\.(\d+)")
+
+
+def linked_llvm(llvmjit: Path) -> tuple[str, str]:
+    """The LLVM a build's llvmjit.so links against, as the dynamic linker resolves it (ldd): what its JIT runs with,
+    whatever configure was given. ("LLVM 14.0.6", "/lib/x86_64-linux-gnu/libLLVM-14.so.1"): the major from the
+    library's name, the full version from that major's llvm-config where the machine has one (Debian's llvm-14 and
+    libllvm14 come from one source package, in one version), else the major alone ("LLVM 14"). ("", "") where
+    llvmjit.so is missing or ldd cannot tell; two builds with JIT are built alike only with the same LLVM
+    (`builds.JIT`, from `pgtools.environment.build_identity`)."""
+    if not llvmjit.exists() or shutil.which("ldd") is None:
+        return "", ""
+    try:
+        out = subprocess.run(["ldd", str(llvmjit)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "", ""
+    m = _LDD_LLVM.search(out.stdout)
+    if m is None:
+        return "", ""
+    name, library = m.groups()
+    v = _LLVM_MAJOR.search(name)
+    if v is None:
+        return "", library
+    major = v.group(1) or v.group(2)
+    return f"LLVM {_llvm_version(major) or major}", library
+
+
+def _llvm_version(major: str) -> str | None:
+    """The full version of LLVM `major` from its llvm-config (llvm-config-14, /usr/lib/llvm-14/bin, or the plain
+    one when it is that major), None where none is installed."""
+    for tool in (
+        shutil.which(f"llvm-config-{major}"),
+        f"/usr/lib/llvm-{major}/bin/llvm-config",
+        shutil.which("llvm-config"),
+    ):
+        if not tool or not Path(tool).exists():
+            continue
+        try:
+            out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        version = out.stdout.strip()
+        if out.returncode == 0 and re.fullmatch(rf"{major}(\.\d+)*\S*", version):
+            return version
+    return None
 
 
 def downloaded(spec: int | str, registry: str | None = None) -> Install:
@@ -130,7 +188,10 @@ def built(name: str, source, build=None) -> Install:
 
     folder = pg_build.ensure_build(source, build)
     record = json.loads((folder / pg_build.RECORD).read_text())
-    return replace(probe(folder / "bin", "build", name), built_from=record["source"]["described"])
+    inst = probe(folder / "bin", "build", name)
+    # the LLVM it links against; where ldd cannot tell, the one it was configured with (llvm-config --version)
+    llvm = inst.llvm or (record.get("flags", {}).get("llvm") or "" if inst.jit else "")
+    return replace(inst, built_from=record["source"]["described"], llvm=llvm)
 
 
 # optional source builds (servers.installs[].optional) this process could not make: name -> why. The studies an

@@ -123,7 +123,8 @@ def server(srv: Server) -> tuple[dict, list[dict]]:
         except Exception:  # noqa: BLE001 - not a superuser on an external server: the install may tell
             conn.rollback()
             built = _pg_config(srv)
-    rec = srv.describe() | rec | build_identity(rec["version_string"], built, rec)
+    linked = srv.install.llvm if srv.install is not None else None
+    rec = srv.describe() | rec | build_identity(rec["version_string"], built, rec, linked)
     if srv.cluster:  # where its files are: a stand-in and a copy of the binaries when root's clone is private
         rec |= srv.cluster.folders()
         rec["settings_not_applied"] = ", ".join(sorted(srv.cluster.not_applied)) or None  # unknown to this version
@@ -143,17 +144,19 @@ def _pg_config(srv: Server) -> dict:
 _CONFIGURE_KEEP = re.compile(r"--(?:with|without|enable|disable)-[\w-]+(?:=[^'\s]*)?")
 
 
-def build_identity(version_string: str, built: dict, rec: dict) -> dict:
+def build_identity(version_string: str, built: dict, rec: dict, linked_llvm: str | None = None) -> dict:
     """What a version comparison must hold equal besides the version: compiler, optimisation, configure options,
     LLVM, assertions, block and WAL segment size, checksums; `build` sums them up in one line, `build_key` is the
-    same without the version-specific compiler patch level (two builds compare fairly when their keys match)."""
+    same without the version-specific compiler patch level (two builds compare fairly when their keys match).
+    LLVM: the one the install's llvmjit.so links against (`linked_llvm`, installs.linked_llvm: "LLVM 14.0.6", what
+    its JIT runs with) where it is known, else the major configure names (LLVM_CONFIG=/usr/bin/llvm-config-14)."""
     compiler = builds.compiler(version_string)
     cflags = built.get("CFLAGS") or ""
     opt = " ".join(dict.fromkeys(re.findall(r"(?<!\S)-O[0-3sgz]?(?!\S)", cflags))) or None
     configure = built.get("CONFIGURE") or ""
     options = " ".join(sorted(o for o in _CONFIGURE_KEEP.findall(configure) if not o.startswith("--with-llvm=")))
-    llvm = None
-    if "--with-llvm" in configure or "-Dllvm=enabled" in configure:
+    llvm = linked_llvm or None
+    if llvm is None and ("--with-llvm" in configure or "-Dllvm=enabled" in configure):
         v = re.search(r"llvm-config-?(\d+)|LLVM_CONFIG=\S*?(\d+)", configure)
         llvm = f"LLVM {v.group(1) or v.group(2)}" if v else "LLVM"
     out = {
