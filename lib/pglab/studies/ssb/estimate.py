@@ -1,6 +1,7 @@
 """Notebooks 20 and 10's time for `make report`'s estimate (Study.estimate_s): which (server, mode) cells one
 round of run_modes times, and the worker counts of the sweep, by the study's own rules (run.availability,
-run.workers)."""
+run.workers), and what the JIT block adds per server (run.run_jit_block: its database read into memory, a restart
+to preload pg_stat_statements)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from ...core import replicas
 from ...core.estimate import COST, jit, servers_for
 from ...core.servers import Server
 from .params import JIT_MODES, SsbParams
-from .run import scale_groups, scales, version_server, workers
+from .run import jit_block, scale_groups, scales, version_server, workers
+
+# the JIT block's warming of one server's database (pg_prewarm 'read' of what the OS cache lacks, then 'buffer' for
+# shared_buffers), per unit of SF: 0.67 GB at ~450 MB/s when none of it is cached (the rate the reference run's disk
+# gave its SF 10 queries: 961 GB in 36 minutes)
+WARM_S_PER_SF = 1.5
 
 
 def round_cells(
@@ -52,10 +58,18 @@ def estimate_s(p, base: list[Server]) -> float:
             extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
             round_s += (serial if m == "serial" else parallel + extra) * n_queries
         total += round_s * (reps + warm + COST["ssb_plans"])
+        if jit_block(sf, q):  # one server at a time, each warmed (and restarted once for pg_stat_statements)
+            total += sum(warm_s(q, sf, any(m in JIT_MODES for m in q.modes) and jit(s)) for s in group)
         at_sf = group if sf == q.sf else at_sf
     serial, parallel = _query_s("ssb_serial", q.sf), _query_s("ssb_parallel", q.sf)
     sweep = sum(serial if k == 0 else parallel for k in sweep_counts(q)) * len(q.sweep_query_ids()) * len(at_sf)
     return total + sweep * (q.sweep_repetitions + q.warmups)
+
+
+def warm_s(q: SsbParams, sf: float, restart: bool = True) -> float:
+    """One server of the JIT block before its warm-up rounds: its database read into memory, and the restart that
+    preloads pg_stat_statements where it runs a JIT mode."""
+    return WARM_S_PER_SF * sf + (COST["server"] if restart else 0.0)
 
 
 def load_s(p, base: list[Server]) -> float:

@@ -58,7 +58,10 @@ class SsbParams(Strict):
     jit_installs: bool = True
     # the servers added for their JIT only (jit_installs; not among `versions`) hold SSB at this scale and run
     # their modes there, in rounds of their own (jit_repetitions, null: repetitions): the JIT claims' regime,
-    # where the plans cost more than the default inlining and optimisation thresholds (500,000). null: sf
+    # where the plans cost more than the default inlining and optimisation thresholds (500,000). null: sf. At a
+    # scale of its own that block runs one server (cluster) at a time, its database read into memory first, then
+    # jit_warmups warm-up rounds and its timed rounds, with the disk bytes read and, where pg_stat_statements can
+    # be loaded, the JIT compile time of every execution (run.run_jit_block; methodology rule 17)
     jit_sf: float | None = Field(default=None, gt=0, le=1000)
     jit_repetitions: int | None = Field(default=None, ge=1, le=1000)
     jit_warmups: int | None = Field(default=None, ge=0, le=100)  # null: warmups
