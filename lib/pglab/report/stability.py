@@ -7,8 +7,9 @@ the method, not a test: the default profile takes about 1 h 40 min a run, params
 Each run is a fresh `python -m pglab.report` with its own data and state folders (`<out>/a/data`, `<out>/b/data`),
 so nothing is resumed or shared; `--first DIR` takes an existing run's data folder (e.g. the `make report` run
 that became the committed reference) as run a and measures only run b. The findings compared are every study's
-stored verdicts (`<study>_findings`, judged once by each run: what the report summarises). Printed, per claim (one verdict per (study, finding) over its servers, as the report's
-summary counts them: `verdicts.claim_verdicts`) and then per (claim, server): the agreement (share with the same
+stored verdicts (`<study>_findings`, judged once by each run: what the report summarises). Printed, per claim
+(one verdict per (study, finding) over its servers, as the report's summary counts them:
+`verdicts.claim_verdicts`) and then per (claim, server): the agreement (share with the same
 verdict in both runs) and every flip; a flip between supported and contradicted, or contradicted and direction
 only, is severe (either reverses a reader's conclusion).
 
