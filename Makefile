@@ -100,11 +100,11 @@ test: lint ##dev [15 min] lint, tests on real servers, one quick report pass the
 	# session made (tests/conftest.py, quick_pass). The slowest tests printed: where the next minutes are
 	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=25
 	PGLAB_TEST_QUICK_PASS=keep $(BIN)/python -m pytest tests -m alone --durations=5
-	$(BIN)/python -m pglab.core.clean --check-orphans
+	$(BIN)/python -m pglab.core.servers.clean --check-orphans
 	# and the servers of the test suite itself (tests/conftest.py keeps them in build/test/pytest/<worker>/state,
 	# the quick pass's in build/test/quick/<session>/state)
 	for s in $(TEST_DIR)/quick/*/state $(TEST_DIR)/pytest/*/state; do \
-	  PGLAB_STATE_DIR=$(CURDIR)/$$s $(BIN)/python -m pglab.core.clean --check-orphans || exit 1; done
+	  PGLAB_STATE_DIR=$(CURDIR)/$$s $(BIN)/python -m pglab.core.servers.clean --check-orphans || exit 1; done
 
 bench: bench-ssb bench-download bench-sampler bench-build bench-experiment ##dev [12 min] every benchmark, printed
 
@@ -112,13 +112,13 @@ bench-ssb: $(STAMP) ##dev [3 min] SSB generation vs C dbgen (PGLAB_DBGEN=path), 
 	$(BIN)/python -m pglab.datasets.ssb.bench --sf 1
 
 bench-download: $(STAMP) ##dev [2 min] download + unpack time of PostgreSQL 10, 11, 16, 17 (fresh temp cache)
-	$(BIN)/python -m pglab.core.pg_download --bench 10 11 16 17
+	$(BIN)/python -m pglab.core.installs.pg_download --bench 10 11 16 17
 
 bench-sampler: $(STAMP) ##dev [10 s] the /proc sampler's own cost per sample and share of a core
-	$(BIN)/python -m pglab.core.system_sampler
+	$(BIN)/python -m pglab.core.run.system_sampler
 
 bench-build: $(STAMP) ##dev [4 min] Debian's PostgreSQL 15 built from source, default flags: cold, then cached
-	$(BIN)/python -m pglab.core.pg_build --bench --debian postgresql-15
+	$(BIN)/python -m pglab.core.installs.pg_build --bench --debian postgresql-15
 
 bench-experiment: $(STAMP) ##dev [3 min] an SQL experiment (3 queries x 2 conditions x 10 rounds) without and with its plans/spills sample: the overhead
 	$(BIN)/python -m pglab.report.experiment_bench
@@ -135,5 +135,5 @@ lab: $(STAMP) ## [until Ctrl-C] JupyterLab on the project with its kernel; print
 	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_EXTRA)
 
 clean: $(STAMP) ## [5 s] stop and remove clusters, archived raw runs, build/ (keeps unarchived runs unless FORCE=1)
-	$(BIN)/python -m pglab.core.clean $(if $(FORCE),--force)
+	$(BIN)/python -m pglab.core.servers.clean $(if $(FORCE),--force)
 	rm -rf build

@@ -27,8 +27,9 @@ run_id = None
 
 # %%
 from pglab import params
-from pglab.core import charts, derived, session
-from pglab.core.installs import discover
+from pglab.core import charts, derived
+from pglab.core.installs.installs import discover
+from pglab.core.run import session
 from pglab.pgtools import environment
 
 charts.setup()

@@ -34,7 +34,8 @@ prewarm = None
 
 # %%
 from pglab import params
-from pglab.core import charts, derived, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
 from pglab.datasets.ssb import selectivity as ssb_selectivity
 from pglab.datasets.ssb import stage as ssb_stage
 from pglab.studies.ssb import derive as ssb_derive

@@ -46,7 +46,8 @@ import polars as pl
 from IPython.display import display
 
 from pglab import params
-from pglab.core import charts, derived, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
 from pglab.studies.ssb import STUDY
 from pglab.studies.ssb import charts as ssb_charts
 from pglab.studies.ssb import derive as ssb_derive

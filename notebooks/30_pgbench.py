@@ -45,7 +45,9 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
-from pglab.core import charts, derived, findings, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
+from pglab.core.stats import findings
 from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import charts as pgbench_charts
 from pglab.studies.pgbench import derive as pgbench_tables

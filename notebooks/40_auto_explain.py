@@ -68,7 +68,9 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
-from pglab.core import charts, derived, findings, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
+from pglab.core.stats import findings
 from pglab.studies.auto_explain import STUDY
 from pglab.studies.auto_explain import charts as aec
 from pglab.studies.auto_explain import derive as aer

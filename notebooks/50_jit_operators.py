@@ -66,7 +66,9 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
-from pglab.core import charts, derived, findings, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
+from pglab.core.stats import findings
 from pglab.studies.jit_operators import STUDY
 from pglab.studies.jit_operators import charts as jc
 from pglab.studies.jit_operators import derive as jres

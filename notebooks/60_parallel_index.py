@@ -48,7 +48,8 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
-from pglab.core import charts, derived, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
 from pglab.studies.parallel_index import STUDY
 from pglab.studies.parallel_index import charts as pic
 from pglab.studies.parallel_index import derive as pires

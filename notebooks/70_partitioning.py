@@ -62,7 +62,9 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from pglab import params
-from pglab.core import charts, derived, findings, outcomes, session
+from pglab.core import charts, derived
+from pglab.core.run import outcomes, session
+from pglab.core.stats import findings
 from pglab.studies.partitioning import STUDY
 from pglab.studies.partitioning.charts import speedup_chart, time_chart
 from pglab.studies.partitioning.report import cores, load_text

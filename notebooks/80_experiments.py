@@ -33,7 +33,8 @@ run_id = None
 from IPython import get_ipython
 
 from pglab import params
-from pglab.core import charts, derived, session
+from pglab.core import charts, derived
+from pglab.core.run import session
 
 p = params.load(params_file)
 if not p.experiments:  # nothing to run, and nothing to show: every later cell is skipped

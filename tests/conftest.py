@@ -23,8 +23,8 @@ TEST_HOME = ROOT / "build" / "test" / "pytest" / os.environ.get("PYTEST_XDIST_WO
 os.environ["PGLAB_STATE_DIR"] = str(TEST_HOME / "state")
 os.environ["PGLAB_DATA_DIR"] = str(TEST_HOME / "data")
 
-from pglab.core.cluster import Cluster  # noqa: E402
-from pglab.core.installs import discover  # noqa: E402
+from pglab.core.installs.installs import discover  # noqa: E402
+from pglab.core.servers.cluster import Cluster  # noqa: E402
 
 INSTALLS = discover()
 
@@ -86,7 +86,7 @@ def committed_copy(tmp_path_factory):
 @contextlib.contextmanager
 def ssb_servers(installs, prefix: str, sf: float, seed: int, settings: dict):
     """A kit server per install with the same SSB dataset loaded, stopped however the tests end."""
-    from pglab.core.servers import Server
+    from pglab.core.servers.servers import Server
     from pglab.datasets.ssb.load import load
 
     out = []
@@ -275,7 +275,7 @@ def pytest_terminal_summary(terminalreporter):
 def captured_identities(installs, prefix: str) -> list[dict]:
     """The environment_servers rows (build identity included) the kit records from a started server of each
     install, each stopped again."""
-    from pglab.core.servers import Server
+    from pglab.core.servers.servers import Server
     from pglab.pgtools import environment
 
     rows = []

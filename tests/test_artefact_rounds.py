@@ -1,4 +1,4 @@
-"""Artefact rounds (methodology rule 18, `pglab.core.artefacts`): flagged by the rule fixed in advance, measured
+"""Artefact rounds (methodology rule 18, `pglab.core.stats.artefacts`): flagged by the rule fixed in advance, measured
 again once by the schedule, kept in raw and left out of every paired estimate."""
 
 from pathlib import Path
@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core import artefacts, paired
-from pglab.core.schedule import plan, run_steps
+from pglab.core.run.schedule import plan, run_steps
+from pglab.core.stats import artefacts, paired
 from pglab.core.store import RunStore
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "derived" / "default"

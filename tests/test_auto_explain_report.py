@@ -1,5 +1,5 @@
 """The report's auto_explain section (S2) on the committed default data, read from a copy so that nothing
-can write to data/derived/default. The committed data is scored by the one rule (`pglab.core.verdicts`, with an
+can write to data/derived/default. The committed data is scored by the one rule (`pglab.core.stats.verdicts`, with an
 `auto_explain_noise` table): every claim of `auto_explain.verdicts.specs` per server in the findings schema,
 the study's figures in the claim, our ratio with its interval in the numbers and the evidence; the findings,
 noise floor and drift recomputed from the committed runs (what notebook 40 does) equal the stored ones; charts
@@ -13,9 +13,10 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from pglab.core import derived, paired, raw_archive, replicas, stats
-from pglab.core import findings as fs
+from pglab.core import derived, raw_archive, replicas
 from pglab.core.derived import Tables
+from pglab.core.stats import findings as fs
+from pglab.core.stats import paired, stats
 from pglab.studies.auto_explain import report as auto_explain_report
 from pglab.studies.auto_explain import verdicts as av
 from pglab.studies.auto_explain.params import AutoExplainParams
@@ -113,7 +114,7 @@ def test_scored_data_from_the_committed_runs(root, tmp_path_factory):
     """The committed run re-scored from its raw archive the way notebook 40 does (in the fast mode from its
     transactions, else paired by round; the A/A control's noise floor): the same findings, noise floor and drift
     as stored, and the report reads them with their numbers."""
-    from pglab.core import hosts
+    from pglab.core.stats import hosts
     from pglab.derive import open_run, run_params
     from pglab.studies.auto_explain import derive as aed
 
@@ -230,7 +231,7 @@ def test_the_logging_sentence_claims_no_change_the_intervals_do_not_show():
 def test_a_first_screen_figure_whose_interval_holds_1_reads_as_no_clear_change():
     """core.findings.shown, which every study's first-screen sentence uses: the index builds' pg15 0.92× [0.77–1.08]
     once read '8 % faster'."""
-    from pglab.core import findings as fnd
+    from pglab.core.stats import findings as fnd
 
     assert fnd.shown({"our_value": 0.916, "our_low": 0.775, "our_high": 1.083}) == "no clear change (0.92× [0.78–1.08])"
     assert fnd.shown({"our_value": 0.827, "our_low": 0.707, "our_high": 0.967}) == "17 % faster"

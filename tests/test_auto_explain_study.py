@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from pglab import params
-from pglab.core import outcomes, schedule, session
-from pglab.core.cluster import Cluster
+from pglab.core.run import outcomes, schedule, session
+from pglab.core.servers.cluster import Cluster
 from pglab.params import ParamsError
 from pglab.pgtools import pgbench
 from pglab.studies.auto_explain import derive as auto_explain_results

@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core import noise
-from pglab.core import verdicts as v
+from pglab.core.stats import noise
+from pglab.core.stats import verdicts as v
 from pglab.studies.auto_explain import derive as aer
 from pglab.studies.auto_explain import verdicts as av
 from pglab.studies.auto_explain.params import STUDY_LATENCY_MS, AutoExplainParams
@@ -348,7 +348,7 @@ def test_the_ns_per_row_claims_carry_the_studys_value_from_its_figures():
     """The summary's "theirs" of S2's ns-per-row claims was blank (issue 57): the study's value is the overhead
     in its own figures (docs/studies.md's S2 table), ANALYZE's latency less the baseline's over its 1e6 rows, shown
     in its unit and kept off the ratio strip (a quantity is no ratio)."""
-    from pglab.core import findings as fnd
+    from pglab.core.stats import findings as fnd
     from pglab.report import summary
 
     docs = _studies_s2_table()

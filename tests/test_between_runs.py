@@ -1,13 +1,13 @@
 """An interval a reader compares across machines must hold across a re-run. Simulated runs with a known
 between-cluster variance: each run measures B against A on fresh clusters (one each), 15 interleaved rounds, and a
 cluster-level A/A (A on a second cluster) for every item. The within-run interval (rounds only) under-covers the
-true ratio badly; the across-run interval (pglab.core.between_runs) covers it 93-97 % of the time."""
+true ratio badly; the across-run interval (pglab.core.stats.between_runs) covers it 93-97 % of the time."""
 
 import math
 
 import numpy as np
 
-from pglab.core import between_runs as br
+from pglab.core.stats import between_runs as br
 
 RUNS, ITEMS, ROUNDS = 2000, 13, 15  # SSB's 13 queries, its 15 rounds
 SIGMA_CLUSTER, SIGMA_ROUND, TRUE = 0.03, 0.02, math.log(0.9)  # 3 % per cluster, 2 % per round; B is 10 % faster

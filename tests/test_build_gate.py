@@ -8,9 +8,10 @@ import polars as pl
 import pytest
 from conftest import captured_identities
 
-from pglab.core import builds, derived
-from pglab.core import findings as fnd
-from pglab.core import verdicts as v
+from pglab.core import derived
+from pglab.core.stats import builds
+from pglab.core.stats import findings as fnd
+from pglab.core.stats import verdicts as v
 from pglab.studies import STUDIES
 from pglab.studies.base import Study
 

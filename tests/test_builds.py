@@ -5,7 +5,7 @@ built otherwise *not comparable*, naming the difference."""
 import pytest
 from conftest import captured_identities
 
-from pglab.core import builds
+from pglab.core.stats import builds
 
 
 @pytest.fixture(scope="module")

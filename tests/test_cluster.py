@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import postmasters
 
-from pglab.core import db
-from pglab.core.cluster import Cluster, InitdbOptions, sweep_orphans
-from pglab.core.installs import InstallError, probe
+from pglab.core.installs.installs import InstallError, probe
+from pglab.core.servers import db
+from pglab.core.servers.cluster import Cluster, InitdbOptions, sweep_orphans
 
 
 def test_embedded_install_is_found_and_described(installs):
@@ -144,7 +144,7 @@ def test_second_owner_is_refused_while_first_runs(embedded):
 
 
 def _ticks(pid):
-    from pglab.core.cluster_procs import proc_start_ticks
+    from pglab.core.servers.cluster_procs import proc_start_ticks
 
     return proc_start_ticks(pid)
 
@@ -153,7 +153,7 @@ def test_environment_settings_carry_no_absolute_path_of_this_clone(cluster):
     """The settings table goes into committed data and the report: a socket folder inside the clone is shown
     relative to it (the measuring machine's absolute path means nothing to a reader's clone)."""
     from pglab.core import paths
-    from pglab.core.servers import Server
+    from pglab.core.servers.servers import Server
     from pglab.pgtools import environment
 
     _, settings = environment.server(Server(name=cluster.install.name, install=cluster.install, cluster=cluster))

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from pglab.core import system_sampler as ss
+from pglab.core.run import system_sampler as ss
 from pglab.pgtools import server_counters as sc
 
 
@@ -88,7 +88,7 @@ def test_a_failing_stage_keeps_its_machine_samples(tmp_path):
 
     import pytest
 
-    from pglab.core import system_sampler
+    from pglab.core.run import system_sampler
     from pglab.core.store import RunStore
     from pglab.studies.base import Section, Study
 

@@ -10,8 +10,8 @@ import math
 import polars as pl
 import pytest
 
-from pglab.core import between_runs as br
-from pglab.core import verdicts as vd
+from pglab.core.stats import between_runs as br
+from pglab.core.stats import verdicts as vd
 
 # 25 % less time, ×/÷ 1.5: supported for 0.65×-0.83×, on the log scale edges at 0.096, 0.192 and 0.432
 CLAIM = vd.Claim("B takes 25 % less time", vd.LOWER, 0.75)

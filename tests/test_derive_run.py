@@ -21,7 +21,7 @@ from conftest import ROOT
 from pglab import derive as derive_run
 from pglab import studies
 from pglab.core import derived, raw_archive, raw_frames
-from pglab.core.servers import NO_SERVERS_ENV, Server, ServersForbidden
+from pglab.core.servers.servers import NO_SERVERS_ENV, Server, ServersForbidden
 from pglab.studies.base import Study
 
 PROFILE = "quick"

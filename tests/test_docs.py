@@ -40,7 +40,7 @@ def _tally_sentence(text: str, start: str) -> str:
 
 def test_readme_and_docs_state_the_reference_tally():
     """The claim counts the README and docs/verdicts.md quote are the committed reference's, under today's rule."""
-    from pglab.core.verdicts import VERDICTS, claim_verdicts, tally
+    from pglab.core.stats.verdicts import VERDICTS, claim_verdicts, tally
     from pglab.report.sections import all_findings
 
     t = tally(claim_verdicts(all_findings("default", ROOT / "data" / "derived"))).filter(study="all").row(0, named=True)

@@ -16,8 +16,9 @@ import pytest
 from conftest import ROOT
 
 from pglab import params
-from pglab.core import derived, params_checks, session
+from pglab.core import derived
 from pglab.core.config import ParamsError
+from pglab.core.run import params_checks, session
 from pglab.core.store import RunStore, finish_run
 from pglab.studies.experiments import derive as xderive
 from pglab.studies.experiments import run as xrun

@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 from pglab import params
-from pglab.core import derived, session
+from pglab.core import derived
 from pglab.core.config import ParamsError
+from pglab.core.run import session
 from pglab.core.store import RunStore, finish_run
 from pglab.pgtools.pgbench_output import parse_pgbench_output
 from pglab.studies.experiments import derive as xderive

@@ -73,7 +73,7 @@ def test_the_one_plan_capture(conn):
     plan-only, a trailing ';' taken off, and a failing statement recorded (record_error) or raised."""
     import psycopg
 
-    from pglab.core.db import explain_json, plan_shape
+    from pglab.core.servers.db import explain_json, plan_shape
 
     analyzed = explain_json(conn, QUERY + ";", verbose=True)
     planned = explain_json(conn, QUERY, analyze=False)

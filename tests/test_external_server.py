@@ -5,8 +5,8 @@ reached only through its dsn."""
 import pytest
 
 from pglab import params
-from pglab.core import servers
-from pglab.core.servers import DestructiveStepRefused
+from pglab.core.servers import servers
+from pglab.core.servers.servers import DestructiveStepRefused
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_pgbench_gets_the_password_through_its_environment_never_argv(external_p
 
 
 def test_scrub_removes_known_passwords_and_password_pairs(external_params, monkeypatch):
-    from pglab.core.db import scrub
+    from pglab.core.servers.db import scrub
 
     servers.select(external_params)  # registers the dsn's password
     monkeypatch.setenv("PGPASSWORD", "fr0m-env")

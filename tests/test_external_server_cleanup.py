@@ -14,8 +14,8 @@ import yaml
 from conftest import ROOT
 
 from pglab import params
-from pglab.core import servers
-from pglab.core.cluster import Cluster
+from pglab.core.servers import servers
+from pglab.core.servers.cluster import Cluster
 
 
 @pytest.fixture(scope="module")

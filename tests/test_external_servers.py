@@ -21,7 +21,7 @@ import yaml
 from conftest import ROOT
 
 from pglab.core import derived
-from pglab.core.cluster import Cluster
+from pglab.core.servers.cluster import Cluster
 
 PASSWORD = "Ext-pw-" + uuid.uuid4().hex[:12]
 # the experiment notebooks and the skip table each writes (an external server may be skipped by any of them)

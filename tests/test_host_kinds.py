@@ -1,4 +1,4 @@
-"""Priors and re-run floors per host kind (methodology rule 15, `pglab.core.hosts`, `core.cluster_priors.KINDS`):
+"""Priors and re-run floors per host kind (methodology rule 15, `pglab.core.stats.hosts`, `core.cluster_priors.KINDS`):
 a spread measured on one kind never widens a run's interval on another; a kind with no archived run gets the
 declared prior, no floor, and says so."""
 
@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from pglab.core import between_runs, cluster_priors, hosts
+from pglab.core.stats import between_runs, cluster_priors, hosts
 from pglab.report import calibration as cal
 
 XEON, EPYC = "Intel(R) Xeon(R) Processor", "AMD EPYC"

@@ -13,8 +13,10 @@ import yaml
 from psycopg import sql
 
 from pglab import params
-from pglab.core import derived, findings, session
+from pglab.core import derived
 from pglab.core.derived import Tables
+from pglab.core.run import session
+from pglab.core.stats import findings
 from pglab.params import ParamsError
 from pglab.studies.jit_operators import report as report
 from pglab.studies.jit_operators import verdicts as jv

@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from pglab.core import measurements
+from pglab.core.run import measurements
 from pglab.core.store import RunStore
 
 LEADING = ["run", "server", "study", "condition", "round", "metric", "value", "unit"]

@@ -11,10 +11,10 @@ import time
 import pytest
 from conftest import postmasters
 
-from pglab.core import socketdir
-from pglab.core.cluster import Cluster
-from pglab.core.cluster_procs import proc_start_ticks
-from pglab.core.installs import discover
+from pglab.core.installs.installs import discover
+from pglab.core.servers import socketdir
+from pglab.core.servers.cluster import Cluster
+from pglab.core.servers.cluster_procs import proc_start_ticks
 
 RUNNER = textwrap.dedent(
     """
@@ -114,6 +114,6 @@ def test_a_server_left_running_is_stopped_by_the_next_run(embedded):
 
 
 def _free():
-    from pglab.core.cluster import _free_port
+    from pglab.core.servers.cluster import _free_port
 
     return _free_port()

@@ -11,9 +11,10 @@ import polars as pl
 import pytest
 
 from pglab import params
-from pglab.core import derived, installs, paths
-from pglab.core import verdicts as v
-from pglab.core.servers import for_study, select
+from pglab.core import derived, paths
+from pglab.core.installs import installs
+from pglab.core.servers.servers import for_study, select
+from pglab.core.stats import verdicts as v
 from pglab.studies import STUDIES
 
 
@@ -58,8 +59,8 @@ def test_an_optional_build_that_cannot_be_made_is_left_out_with_why(tmp_path):
     assert why.startswith("not built on this machine") and "no-such-repo" in why
     assert installs.unbuilt(p.servers, "auto_explain") == {}  # kept to ssb: no other study names it
     # each study the install was for records it as a skip of its stage (Study.run), with the reason
-    from pglab.core import outcomes
-    from pglab.core.session import Session
+    from pglab.core.run import outcomes
+    from pglab.core.run.session import Session
     from pglab.core.store import RunStore
 
     store = RunStore("unbuilt", root=tmp_path / "raw")

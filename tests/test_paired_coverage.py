@@ -5,7 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core import paired
+from pglab.core.stats import paired
 
 DELTA = 0.9  # B takes 90 % of A's time, in every execution's distribution (so in its 10 % quantile too)
 

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from pglab import params
 from pglab.core import derived
-from pglab.core import findings as fnd
 from pglab.core.derived import Tables
-from pglab.core.servers import DestructiveStepRefused, Server
+from pglab.core.servers.servers import DestructiveStepRefused, Server
+from pglab.core.stats import findings as fnd
 from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name
 from pglab.params import ExternalServer, ParamsError
@@ -274,7 +274,7 @@ def test_paired_verdicts_on_synthetic_rounds(tmp_path, speedup, step, near, size
 def test_run_stage_does_what_notebook_60_did_and_resumes(servers, tmp_path):
     """STUDY.run on a session whose params carry a notebook's overrides (Session.override): setup, the builds,
     the index gone afterwards; run again, nothing is built twice."""
-    from pglab.core.session import Session
+    from pglab.core.run.session import Session
     from pglab.studies.parallel_index import STUDY
 
     small = ParallelIndexParams(

@@ -108,8 +108,8 @@ def test_report_refuses_bad_params_before_starting_anything(tmp_path):
 
 
 def test_the_kit_owned_settings_cover_what_the_cluster_sets(embedded):
-    from pglab.core.cluster import Cluster
     from pglab.core.paramtypes import KIT_OWNED_SETTINGS
+    from pglab.core.servers.cluster import Cluster
 
     assert set(Cluster(embedded, name="owned")._base_settings()) <= KIT_OWNED_SETTINGS
 
@@ -165,7 +165,7 @@ def test_yaml_merge_keys_are_no_duplicates(tmp_path):
 def test_every_setting_is_checked_by_each_selected_install(tmp_path, installs):
     """A setting PostgreSQL 18 has and 15 has not: refused with pg15 named, accepted with pg18 alone; the check
     leaves no folder behind. One `postgres -C` per install with every setting of the default params."""
-    from pglab.core import params_checks
+    from pglab.core.run import params_checks
 
     if not {"pg15", "pg18"} <= {i.name for i in installs}:
         pytest.skip("needs pg15 and pg18")
@@ -190,7 +190,7 @@ def test_every_setting_is_checked_by_each_selected_install(tmp_path, installs):
 
 
 def test_the_disk_estimate_follows_the_params():
-    from pglab.core import params_checks
+    from pglab.core.run import params_checks
 
     quick = params_checks.estimate_bytes(params.load(paths.PARAMS / "quick.yaml", check_servers=False))
     default = params_checks.estimate_bytes(params.load(paths.PARAMS / "default.yaml", check_servers=False))

@@ -13,10 +13,12 @@ import yaml
 from psycopg import sql
 
 from pglab import params
-from pglab.core import derived, findings, session
+from pglab.core import derived
 from pglab.core.derived import Tables
-from pglab.core.osuser import server_user
-from pglab.core.servers import Server, select
+from pglab.core.run import session
+from pglab.core.servers.osuser import server_user
+from pglab.core.servers.servers import Server, select
+from pglab.core.stats import findings
 from pglab.core.store import RunStore
 from pglab.params import ExternalServer, ParamsError
 from pglab.pgtools import environment

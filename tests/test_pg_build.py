@@ -1,4 +1,4 @@
-"""PostgreSQL built from source (pglab.core.pg_build), for real: Debian's source package of PostgreSQL 15 (`apt-get
+"""PostgreSQL built from source (core.installs.pg_build), for real: Debian's source package of PostgreSQL 15 (`apt-get
 source`) built with a minimal configuration (-O0, no readline, zlib, ICU or LLVM) while a second process asks for the
 same build and waits for it, after a crashed build's leftovers; a cluster started on it records its build; the same
 source and flags again come from the cache; a git ref of a repository made from that source is another build.
@@ -21,9 +21,10 @@ import pytest
 from conftest import ROOT
 
 from pglab import params
-from pglab.core import clean, installs, pg_build, servers
-from pglab.core.cluster import Cluster
 from pglab.core.config import BuildParam, SourceParam
+from pglab.core.installs import installs, pg_build
+from pglab.core.servers import clean, servers
+from pglab.core.servers.cluster import Cluster
 from pglab.pgtools import environment
 
 # outside the checkout, in a folder every user can enter: run as root in a private home, the service user must reach
@@ -76,7 +77,7 @@ def debian_build(cache, tmp_path_factory):
     cli = [
         sys.executable,
         "-m",
-        "pglab.core.pg_build",
+        "pglab.core.installs.pg_build",
         "--debian",
         "postgresql-15",
         "--cflags=-O0",
@@ -94,7 +95,7 @@ def debian_build(cache, tmp_path_factory):
         "    - {name: pg15-src, source: {debian: postgresql-15}}\n"
         f"  build: {json.dumps(MINIMAL)}\n"
     )
-    said, logger = _Said(), logging.getLogger("pglab.core.pg_download")
+    said, logger = _Said(), logging.getLogger("pglab.core.installs.pg_download")
     level = logger.level
     logger.addHandler(said)
     logger.setLevel(logging.INFO)
@@ -161,7 +162,11 @@ def test_the_same_source_and_flags_come_from_the_cache(debian_build, cache):
     o1 = pg_build.key_of(pg_build.resolve(DEBIAN), pg_build.flags_of(BuildParam(**MINIMAL | {"cflags": "-O1"})))
     assert f"build-{o1}" != dest.name  # other flags: another build
     out = subprocess.run(
-        [sys.executable, "-m", "pglab.core.pg_build", "--list"], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "pglab.core.installs.pg_build", "--list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert dest.name in out and "Debian source postgresql-15 15." in out, out
     assert "CFLAGS=-O0 --without-readline --without-zlib --without-icu no LLVM" in out and " MB" in out, out

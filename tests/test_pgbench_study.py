@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from pglab import params
-from pglab.core import outcomes, schedule, session
+from pglab.core.run import outcomes, schedule, session
 from pglab.params import ParamsError
 from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import derive as pgbench_tables
@@ -260,7 +260,7 @@ def test_client_own_without_a_pgbench_falls_back_to_the_newest_with_a_note(insta
     """A downloaded build carries the server alone: `client: own` uses the newest pgbench and says why."""
     from dataclasses import replace
 
-    from pglab.core.servers import Server
+    from pglab.core.servers.servers import Server
     from pglab.pgtools import pgbench
 
     server_only = replace(installs[0], name="bare", bin_dir=tmp_path)  # a real install's folder without pgbench

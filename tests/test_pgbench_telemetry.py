@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 
 from pglab import params
-from pglab.core import derived, session
-from pglab.core.servers import NO_SERVERS_ENV
+from pglab.core import derived
+from pglab.core.derived import NO_SERVERS_ENV
+from pglab.core.run import session
 from pglab.core.store import RunStore
 from pglab.pgtools import pgbench
 from pglab.pgtools import pgbench_telemetry as telemetry_tables

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from pglab.core import derived
-from pglab.core import findings as fs
-from pglab.core import verdicts as vd
+from pglab.core.stats import findings as fs
+from pglab.core.stats import verdicts as vd
 from pglab.studies.pgbench import paired_tables as pgbench_paired
 from pglab.studies.pgbench import verdicts as pgbench_verdicts
 

@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core import between_runs as br
-from pglab.core import paired
+from pglab.core.stats import between_runs as br
+from pglab.core.stats import paired
 
 TAU = 0.03  # a cluster moves a comparison by 3 % (sd, log scale), as in tests/test_between_runs.py
 ROUND_SD = 0.02  # round mode: a round's ratio moves by 2 %

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import postmasters
 
-from pglab.core import reach, socketdir
-from pglab.core.cluster import Cluster, ClusterError
-from pglab.core.installs import probe
+from pglab.core.installs.installs import probe
+from pglab.core.servers import reach, socketdir
+from pglab.core.servers.cluster import Cluster, ClusterError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the private-folder case is root's")
 

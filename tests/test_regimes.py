@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from pglab.core import derived, replicas
-from pglab.core import findings as fnd
-from pglab.core import verdicts as v
+from pglab.core.stats import findings as fnd
+from pglab.core.stats import verdicts as v
 from pglab.studies import STUDIES
 from pglab.studies.base import Study
 

@@ -13,8 +13,11 @@ import yaml
 from conftest import postmasters
 
 from pglab import params
-from pglab.core import paired, replicas, servers, session
+from pglab.core import replicas
 from pglab.core.derived import Tables
+from pglab.core.run import session
+from pglab.core.servers import servers
+from pglab.core.stats import paired
 from pglab.params import ParamsError
 from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 from pglab.studies.jit_operators import verdicts as jv
@@ -366,7 +369,7 @@ def test_auto_explain_pooled_quantity_without_interval_says_over_how_many_rounds
     leaves the scale-free quantities of the base server without an interval, counted over both clusters."""
     from test_auto_explain_verdicts import SMALL, _truth
 
-    from pglab.core import verdicts as v
+    from pglab.core.stats import verdicts as v
     from pglab.studies.auto_explain import verdicts as av
 
     truth = _truth(analyze_count=1.001, analyze_no_timing_count=1.0005)

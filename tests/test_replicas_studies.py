@@ -13,8 +13,9 @@ import yaml
 from conftest import postmasters
 
 from pglab import params
-from pglab.core import derived, session
+from pglab.core import derived
 from pglab.core.derived import Tables
+from pglab.core.run import session
 from pglab.pgtools import environment
 from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 

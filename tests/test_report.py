@@ -11,7 +11,7 @@ import polars as pl
 from conftest import ROOT, postmasters
 
 from pglab.core import derived
-from pglab.core.installs import discover
+from pglab.core.installs.installs import discover
 
 
 def test_quick_report_end_to_end(quick_pass):
@@ -91,7 +91,7 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html(quick_p
 
 
 def _findings(rows):
-    from pglab.core import findings
+    from pglab.core.stats import findings
 
     base = {
         "claim": "B halves the time",
@@ -106,7 +106,7 @@ def _findings(rows):
 
 
 def test_summary_one_row_per_claim_with_numbers_and_strip():
-    from pglab.core import verdicts
+    from pglab.core.stats import verdicts
     from pglab.report import summary as rs
 
     f = _findings(
@@ -207,7 +207,7 @@ def test_a_section_lists_the_servers_its_notebooks_skipped(tmp_path):
 
 
 def test_plain_answer_words():
-    from pglab.core import findings as fnd
+    from pglab.core.stats import findings as fnd
 
     assert fnd.change(0.97) == "3 % faster" and fnd.change(1.53) == "53 % slower"
     assert fnd.change(2.4) == "2.4× slower" and fnd.change(0.4) == "2.5× faster" and fnd.change(1.001) == "no different"

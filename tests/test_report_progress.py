@@ -13,9 +13,9 @@ import pytest
 
 from pglab import params
 from pglab.core import paths
-from pglab.core.estimate import stand_in
-from pglab.core.installs import Install
-from pglab.core.servers import for_study
+from pglab.core.installs.installs import Install
+from pglab.core.run.estimate import stand_in
+from pglab.core.servers.servers import for_study
 from pglab.report.estimate import estimate_s, estimates
 from pglab.report.progress import RunProgress
 from pglab.studies.pgbench import estimate as pgbench_estimate
@@ -78,7 +78,7 @@ NOTEBOOKS = [
 @pytest.fixture
 def machine(monkeypatch):
     """The reference machine's servers and cores, whatever machine the test runs on; nothing may be downloaded."""
-    from pglab.core import servers
+    from pglab.core.servers import servers
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(servers, "downloaded", lambda spec: pytest.fail(f"the estimate downloaded {spec}"))

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 
 from pglab.core import derived
-from pglab.core.cluster import Cluster
+from pglab.core.servers.cluster import Cluster
 from pglab.results import export, index
 from pglab.results.__main__ import main
 

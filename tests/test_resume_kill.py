@@ -158,7 +158,7 @@ def test_kill_9_and_rerun_loses_and_duplicates_nothing(work, embedded):
         assert _live_postmasters(work / run) == []
         env = os.environ | {"PGLAB_STATE_DIR": str(work / run / "state"), "PGLAB_DATA_DIR": str(work / run / "data")}
         check = subprocess.run(
-            [sys.executable, "-m", "pglab.core.clean", "--check-orphans"],
+            [sys.executable, "-m", "pglab.core.servers.clean", "--check-orphans"],
             cwd=ROOT,
             env=env,
             capture_output=True,

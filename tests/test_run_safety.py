@@ -16,8 +16,10 @@ import yaml
 from conftest import ROOT, postmasters
 
 from pglab import params
-from pglab.core import clean, raw_archive, session
+from pglab.core import raw_archive
 from pglab.core.config import ParamsError, check_reference
+from pglab.core.run import session
+from pglab.core.servers import clean
 from pglab.core.store import RunStore, begin_run
 
 

@@ -1,4 +1,4 @@
-"""The measurement order (`pglab.core.schedule`): blocked rounds keep one server's item together, every
+"""The measurement order (`pglab.core.run.schedule`): blocked rounds keep one server's item together, every
 condition `executions` times per round, keys unique for the raw store."""
 
 from collections import Counter
@@ -6,7 +6,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pglab.core.schedule import plan, plan_blocked
+from pglab.core.run.schedule import plan, plan_blocked
 from pglab.studies.jit_operators.verdicts import timed
 
 CELLS = [(s, c, i) for s in ("pgA", "pgB") for c in ("off", "on", "off_aa") for i in ("avg", "sum", "max")]

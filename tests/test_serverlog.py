@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from pglab.core.cluster import Cluster
+from pglab.core.servers.cluster import Cluster
 from pglab.pgtools import serverlog
 from pglab.pgtools.serverlog import LogCursor
 

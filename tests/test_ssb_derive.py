@@ -2,7 +2,7 @@
 SF 1 into pg15, which notebook 10 loaded at SF 10, after notebook 20 wrote the table, and `pglab derive` must give
 what the notebook wrote (the reference's re-derivation had 12 rows more). No server: the raw store alone."""
 
-from pglab.core import measurements
+from pglab.core.run import measurements
 from pglab.core.store import RunStore
 from pglab.datasets.ssb import stage
 from pglab.datasets.ssb.load import LoadResult

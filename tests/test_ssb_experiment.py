@@ -138,7 +138,7 @@ def test_run_stage_does_what_notebook_20_did_and_resumes(servers, tmp_path):
     """STUDY.run on a session whose params carry a notebook's overrides (Session.override): the dataset checked,
     the facts, every cell of the modes asked for, their plans, the sweep and the plan-only EXPLAINs recorded; run
     again, nothing is run twice. Last in this file: it gives the servers the SSB stage's settings."""
-    from pglab.core.session import Session
+    from pglab.core.run.session import Session
     from pglab.params import Params
     from pglab.studies.ssb import STUDY
 
@@ -165,7 +165,7 @@ def test_jit_servers_run_at_their_own_scale_in_rounds_of_their_own(servers, tmp_
     runs its modes there in jit_repetitions rounds (the A/A control at ssb.sf only); the sweep and the plan-only
     EXPLAINs stay at ssb.sf on the version servers; answers are checked per scale; the regime reads each server's
     own scale."""
-    from pglab.core.session import Session
+    from pglab.core.run.session import Session
     from pglab.params import Params
     from pglab.studies.ssb import STUDY
 

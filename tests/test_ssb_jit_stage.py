@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from conftest import INSTALLS
 
-from pglab.core.cluster import Cluster
-from pglab.core.servers import Server
+from pglab.core.servers.cluster import Cluster
+from pglab.core.servers.servers import Server
 from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name, load
 from pglab.studies.ssb import estimate as ssb_estimate
@@ -217,7 +217,7 @@ def test_the_estimate_counts_the_warming_of_each_jit_server(monkeypatch):
 
 @needs_jit
 def test_a_jit_install_records_the_llvm_it_links_against():
-    from pglab.core.installs import linked_llvm
+    from pglab.core.installs.installs import linked_llvm
 
     llvm, library = linked_llvm(JIT_INSTALL.lib_dir / "llvmjit.so")
     assert (
@@ -235,7 +235,7 @@ def test_a_jit_install_records_the_llvm_it_links_against():
 
 
 def test_two_jit_builds_are_alike_only_with_the_same_llvm():
-    from pglab.core import builds
+    from pglab.core.stats import builds
     from pglab.pgtools.environment import build_identity
 
     version = "PostgreSQL 15.18 on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit"

@@ -5,8 +5,8 @@ import psycopg
 import pytest
 
 from pglab import params
-from pglab.core import servers
-from pglab.core.servers import DestructiveStepRefused, Server
+from pglab.core.servers import servers
+from pglab.core.servers.servers import DestructiveStepRefused, Server
 from pglab.datasets import ssb
 from pglab.datasets.ssb import selectivity as ssb_selectivity
 from pglab.datasets.ssb.load import current_dataset, database_name, load
@@ -173,7 +173,7 @@ def test_each_load_is_recorded_by_the_run_that_made_it_even_after_a_crash(server
 
 
 def test_an_external_server_that_may_not_load_is_a_recorded_skip(tmp_path, cluster, server):
-    from pglab.core import outcomes
+    from pglab.core.run import outcomes
     from pglab.core.store import RunStore
     from pglab.datasets.ssb import stage as ssb_stage
     from pglab.studies.ssb.params import SsbParams

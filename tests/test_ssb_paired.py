@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core import paired
-from pglab.core import verdicts as v
+from pglab.core.stats import paired
+from pglab.core.stats import verdicts as v
 from pglab.studies.ssb import paired_tables as pt
 
 QUERIES = ["q1.1", "q1.2", "q1.3", "q4.3"]

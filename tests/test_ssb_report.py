@@ -14,8 +14,8 @@ from conftest import ROOT
 
 from pglab.core import derived
 from pglab.core.derived import Tables
-from pglab.core.findings import NOT_RUN, NOT_TESTABLE, UNDETERMINED, VERDICTS
-from pglab.core.stats import ratio_with_interval
+from pglab.core.stats.findings import NOT_RUN, NOT_TESTABLE, UNDETERMINED, VERDICTS
+from pglab.core.stats.stats import ratio_with_interval
 from pglab.studies.ssb import paired_tables as pt
 from pglab.studies.ssb import report as ssb_report
 
@@ -287,7 +287,7 @@ def test_one_server_has_no_version_comparison(tmp_path):
 def test_the_comparison_method_is_named_as_the_tables_made_it(section, tmp_path):
     """The committed run compares in the fast mode (params ssb.estimate, default fast): the evidence and the method
     text say so; the same executions compared round by round (estimate: round) say 'paired by round'."""
-    from pglab.core import paired
+    from pglab.core.stats import paired
 
     def compared(f):
         return f.filter(pl.col("evidence").str.contains("over parallel, |parallel over serial, |over pg16"))

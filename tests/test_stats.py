@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core.stats import (
+from pglab.core.stats.stats import (
     HIGHER,
     LOWER,
     NO_BASELINE,
@@ -222,8 +222,8 @@ def test_compare_missing_baseline_and_single_repetition():
 
 
 def test_one_resampler_for_both_bootstraps():
-    """pglab.core.paired resamples through stats.resample: the same generator stream gives the same replicates."""
-    from pglab.core import paired
+    """pglab.core.stats.paired resamples through stats.resample: the same generator stream gives the same replicates."""
+    from pglab.core.stats import paired
 
     x = np.random.default_rng(3).normal(0, 0.1, 12)
     means = resample(x, "mean", 2000, np.random.default_rng([4, 0]))

@@ -4,9 +4,10 @@
 import pytest
 
 from pglab import params
-from pglab.core import pg_download, pg_registry, servers
-from pglab.core.installs import discover
-from pglab.core.pg_download import DownloadError
+from pglab.core.installs import pg_download, pg_registry
+from pglab.core.installs.installs import discover
+from pglab.core.installs.pg_download import DownloadError
+from pglab.core.servers import servers
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,8 @@ def test_study_versions_are_validated(tmp_path):
 def test_a_setting_an_older_major_lacks_is_left_out_and_recorded(reachable_versions):
     """One params file drives the sweep 10 … 18: max_parallel_maintenance_workers (new in 11) is left out
     for PostgreSQL 10 and said so, instead of stopping the run."""
-    from pglab.core.cluster import Cluster
-    from pglab.core.installs import downloaded
+    from pglab.core.installs.installs import downloaded
+    from pglab.core.servers.cluster import Cluster
 
     c = Cluster(downloaded(10), name="old-settings")
     try:
@@ -74,7 +75,7 @@ def test_a_setting_an_older_major_lacks_is_left_out_and_recorded(reachable_versi
 def test_builds_download_takes_every_version_from_the_npm_packages(tmp_path):
     """pgbench.builds: download: a version is never the machine's own build, so every major of a version curve is
     built alike; the download gets a name of its own beside the machine's install of that major."""
-    from pglab.core.estimate import stand_in  # a download as for_study would name it, fetched from nowhere
+    from pglab.core.run.estimate import stand_in  # a download as for_study would name it, fetched from nowhere
 
     machine = {i.major: i for i in discover()}
     if 18 not in machine:

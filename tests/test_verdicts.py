@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pglab.core import noise, paired, stats
-from pglab.core import verdicts as vd
+from pglab.core.stats import noise, paired, stats
+from pglab.core.stats import verdicts as vd
 
 
 def rounds_table(

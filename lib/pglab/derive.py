@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from .core import derived, paths, raw_archive
+from .core.derived import NO_SERVERS_ENV
 from .core.paramtypes import run_id_arg
-from .core.servers import NO_SERVERS_ENV
 from .core.store import RunStore
 from .studies import STUDIES, Study
 

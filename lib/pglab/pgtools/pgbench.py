@@ -19,9 +19,9 @@ from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict
 
-from ..core.db import options, scrub
-from ..core.installs import Install
-from ..core.servers import Server
+from ..core.installs.installs import Install
+from ..core.servers.db import options, scrub
+from ..core.servers.servers import Server
 from .pgbench_output import PgbenchOutputError, parse_pgbench_init_output, parse_pgbench_output
 
 # conninfo keys and the libpq environment variables that carry them (every key libpq has one for)

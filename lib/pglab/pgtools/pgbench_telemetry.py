@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..core.db import scrub
-from ..core.servers import Server
+from ..core.run.system_sampler import SCHEMA as SYSTEM_SCHEMA
+from ..core.run.system_sampler import SystemSampler
+from ..core.servers.db import scrub
+from ..core.servers.servers import Server
 from ..core.store import RunStore
-from ..core.system_sampler import SCHEMA as SYSTEM_SCHEMA
-from ..core.system_sampler import SystemSampler
 from . import pgbench, server_counters
 
 _F, _I, _S, _B = pl.Float64, pl.Int64, pl.String, pl.Boolean

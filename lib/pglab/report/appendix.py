@@ -10,7 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import artefacts, derived, paired
+from ..core import derived
+from ..core.stats import artefacts, paired
 
 DIRTY = "+dirty"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..core import between_runs, hosts
-from ..core.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
+from ..core.stats import between_runs, hosts
+from ..core.stats.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
 
 # verdict pairs that reverse a reader's conclusion
 SEVERE = ({SUPPORTED, CONTRADICTED}, {CONTRADICTED, DIRECTION_ONLY})
@@ -132,7 +132,7 @@ def calibration(runs: dict[str, Path], confidence: float = 0.95) -> pl.DataFrame
 def _by_claim(found: dict[str, pl.DataFrame]) -> list[tuple[str, str, dict[str, str], bool]]:
     """Per claim (study, finding): its verdict in each run and whether it can flip at all (not when every run has it
     not comparable, not testable or not run, or every run checks an exact figure)."""
-    from ..core.verdicts import claim_verdicts
+    from ..core.stats.verdicts import claim_verdicts
 
     per = {name: claim_verdicts(df.select("study", "finding", "server", "verdict")) for name, df in found.items()}
     exact = {name: _exact_claims(df) for name, df in found.items()}

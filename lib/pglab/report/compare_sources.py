@@ -245,7 +245,7 @@ def run_params(ds: Dataset) -> dict[str, object] | None:
     """The flattened params of the run behind a dataset (its raw folder's params.json, else its archive's), None
     when the dataset names no single run or the run's raw data is not here."""
     from ..core.raw_archive import recorded_params
-    from ..core.session import flatten
+    from ..core.run.session import flatten
 
     runs = {r for t, r in _manifest_runs(ds.path).items() if r and (ds.only is None or t in ds.only)}
     if len(runs) != 1:

@@ -40,8 +40,9 @@ import numpy as np
 import polars as pl
 import yaml
 
-from ..core import artefacts, cluster_priors, paths
-from ..core.estimate import COST
+from ..core import paths
+from ..core.run.estimate import COST
+from ..core.stats import artefacts, cluster_priors
 from . import calibration
 
 LEVELS = ("kind", "run", "cluster", "round", "execution")

@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 
 from .. import params as params_mod
-from ..core import derived, paths, servers
+from ..core import derived, paths
 from ..core.config import check_reference
 from ..core.paramtypes import run_id_arg
-from ..core.session import check_resume
+from ..core.run.session import check_resume
+from ..core.servers import servers
 from ..core.store import begin_run, finish_run
 from ..studies import STUDIES
 from . import pace

@@ -10,7 +10,8 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ..core import builds, derived, replicas
+from ..core import derived, replicas
+from ..core.stats import builds
 
 MACHINE_KEYS = (
     "cpu_model",

@@ -3,7 +3,7 @@
 Per notebook a small model of what it runs, from the params' sizes (each stage's own, `Study.estimate_s`): the
 servers the study will use (chosen by `servers.for_study` itself, with a stand-in for every version the run
 would download, so nothing is fetched or started), times the rounds, runs, rows and SF of its section, times a
-per-unit cost (`pglab.core.estimate.COST`, fitted to measured runs on the reference machine).
+per-unit cost (`pglab.core.run.estimate.COST`, fitted to measured runs on the reference machine).
 
 What the model leaves out: downloads and initdb on a machine's first run, loads skipped because a cluster
 still holds the dataset, and a busier or faster machine. The progress line corrects for all of them by how
@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from subprocess import SubprocessError
 
-from ..core.estimate import COST, stand_in
-from ..core.installs import InstallError, discover, from_params
-from ..core.servers import Server, select
+from ..core.installs.installs import InstallError, discover, from_params
+from ..core.run.estimate import COST, stand_in
+from ..core.servers.servers import Server, select
 from ..params import Params
 from ..studies import STUDIES
 

@@ -12,9 +12,9 @@ from html import escape
 import mistune
 import polars as pl
 
-from ..core import findings as fnd
-from ..core import verdicts as v
-from ..core.stats import ratio_with_interval
+from ..core.stats import findings as fnd
+from ..core.stats import verdicts as v
+from ..core.stats.stats import ratio_with_interval
 from .summary import anchor, claims, verdict_html
 
 _md = mistune.create_markdown(escape=True)  # the findings' text is data: any HTML in it is shown, not run

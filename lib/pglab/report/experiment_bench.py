@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
 
     from .. import params
-    from ..core import session
-    from ..core.installs import discover
+    from ..core.installs.installs import discover
+    from ..core.run import session
     from ..studies.experiments import run as xrun
 
     server = next(i for i in discover() if i.source == "embedded").name

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import findings as fnd
-from ..core import system_sampler
 from ..core.derived import Tables
+from ..core.run import system_sampler
+from ..core.stats import findings as fnd
 from ..studies import STUDIES, Study, report_order
 from . import evidence as report_evidence
 from . import setups as report_setups

@@ -73,7 +73,7 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     """As `compare_findings`, one verdict per claim (study, finding) over its servers (`verdicts.claim_verdicts`:
     the servers' common verdict, else undetermined); the flips' server column reads "all"."""
-    from ..core.verdicts import claim_verdicts
+    from ..core.stats.verdicts import claim_verdicts
 
     def per_claim(df: pl.DataFrame) -> pl.DataFrame:  # the per-server breakdown stands as its evidence
         c = claim_verdicts(df.select(*KEYS, "verdict"))

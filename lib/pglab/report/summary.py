@@ -13,10 +13,10 @@ from html import escape
 import polars as pl
 
 from ..core import charts
-from ..core import findings as fnd
-from ..core import verdicts as v
-from ..core.between_runs import pooled_basis
-from ..core.stats import ratio_with_interval
+from ..core.stats import findings as fnd
+from ..core.stats import verdicts as v
+from ..core.stats.between_runs import pooled_basis
+from ..core.stats.stats import ratio_with_interval
 
 COLORS = {
     v.SUPPORTED: "#2e7d32",

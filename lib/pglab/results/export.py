@@ -28,9 +28,9 @@ import polars as pl
 
 from .. import derive
 from ..core import derived, paths, raw_archive
+from ..core.derived import NO_SERVERS_ENV
 from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
 from ..core.provenance import git_revision
-from ..core.servers import NO_SERVERS_ENV
 from ..report.environment import servers_table
 
 MANIFEST = "manifest.json"

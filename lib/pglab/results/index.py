@@ -26,7 +26,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from ..core.session import flatten
+from ..core.run.session import flatten
 from .export import MANIFEST, export_root
 
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -59,7 +59,7 @@ SERVERS = {
 PARAMS = {"run_id": pl.String, "key": pl.String, "value": pl.String}
 RUN_TABLES = {"run_id": pl.String, "table_name": pl.String, "rows": pl.Int64, "columns": pl.Int64}
 
-FINDINGS = "findings"  # the view of every study's verdicts (`<study>_findings`, pglab.core.findings' columns)
+FINDINGS = "findings"  # the view of every study's verdicts (`<study>_findings`, pglab.core.stats.findings' columns)
 FINDINGS_COLUMNS = ("run_id", "study", "finding", "server", "verdict", "claim", "evidence")
 
 _DUCKDB_TYPES = {pl.String: "VARCHAR", pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN"}

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from ..core.db import register_secret, scrub
+from ..core.servers.db import register_secret, scrub
 from . import export
 from .index import FINDINGS, FINDINGS_COLUMNS, manifest_tables
 

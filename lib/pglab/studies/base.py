@@ -4,7 +4,7 @@ the notebooks all go through it; none names a study's modules.
 
 Every study package has the same modules, found by name: run.py (`run_stage(session) -> StageResult`, on
 servers), derive.py (`derive(store, params) -> tables`, from the raw store alone), verdicts.py (the claims under
-the one rule, `pglab.core.verdicts`), charts.py, report.py (`method`, `charts`, `findings` and the TABLES the
+the one rule, `pglab.core.stats.verdicts`), charts.py, report.py (`method`, `charts`, `findings` and the TABLES the
 section reads), estimate.py (`estimate_s(params, servers)`: make report's time model) and params.py. The Study
 object imports them when called, so `import pglab.studies` stays cheap.
 
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-    from ..core.builds import Comparison
     from ..core.config import CommonParams
     from ..core.derived import Tables
-    from ..core.servers import Server
-    from ..core.session import Session
-    from ..core.stage import StageResult
+    from ..core.run.session import Session
+    from ..core.run.stage import StageResult
+    from ..core.servers.servers import Server
+    from ..core.stats.builds import Comparison
+    from ..core.stats.verdicts import Regime
     from ..core.store import RunStore
-    from ..core.verdicts import Regime
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class Study:
         sampled from /proc meanwhile (`system_sampler`: derived into <name>_machine), kept even when it fails."""
         import time
 
-        from ..core import system_sampler
+        from ..core.run import system_sampler
 
         started, sampler = time.time(), system_sampler.SystemSampler()
         self._record_unbuilt(session)
@@ -134,7 +134,8 @@ class Study:
     def _record_unbuilt(self, session: Session) -> None:
         """An optional source build for this study that this machine could not make (`installs.unbuilt`): a
         recorded skip of the study's experiment, so its section and claims say why that server is missing."""
-        from ..core import installs, outcomes
+        from ..core.installs import installs
+        from ..core.run import outcomes
 
         params = getattr(session, "params", None)  # a stage driven without params (a test's) has none to record
         missing = installs.unbuilt(params.servers, self.params_key) if params is not None else {}
@@ -150,7 +151,8 @@ class Study:
     def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
         """Every table of the study from the raw store alone: no server, no derived folder; <name>_machine too
         when the run sampled the machine (runs before that have none, and derive as they did)."""
-        from ..core import hosts, system_sampler
+        from ..core.run import system_sampler
+        from ..core.stats import hosts
 
         # priors and re-run floors are those of the host kind the run was measured on, not the deriving machine's
         with hosts.using(hosts.of_store(store)):
@@ -168,12 +170,12 @@ class Study:
         return own if self.findings_name in own else (*own, self.findings_name)
 
     def judge(self, tables: Tables) -> pl.DataFrame:
-        """The findings: every claim of the study under the one rule (`pglab.core.verdicts`), the claims measured
+        """The findings: every claim of the study under the one rule (`pglab.core.stats.verdicts`), the claims measured
         below their regime (`regimes`) not testable here, those comparing servers built otherwise than in their
-        version (`comparisons`, `pglab.core.builds`) not comparable. Called once per run, by `record_findings`:
+        version (`comparisons`, `pglab.core.stats.builds`) not comparable. Called once per run, by `record_findings`:
         everything else reads the stored table (`findings`)."""
-        from ..core import hosts, verdicts
-        from ..core.builds import apply_comparability
+        from ..core.stats import hosts, verdicts
+        from ..core.stats.builds import apply_comparability
 
         # the measuring host's kind (its priors and floors) and what a round, cluster or run of the stage costs
         # (the minutes an undetermined claim's hint names)
@@ -200,7 +202,7 @@ class Study:
 
     def findings(self, tables: Tables) -> pl.DataFrame:
         """The stored verdicts (`record_findings`); an empty findings table where the study was not run."""
-        from ..core import findings
+        from ..core.stats import findings
 
         return tables[self.findings_name] if self.findings_name in tables else findings.table([])
 

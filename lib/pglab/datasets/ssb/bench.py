@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 from ...core import paths
-from ...core.cluster import Cluster
-from ...core.db import timed_statement
-from ...core.installs import discover
-from ...core.servers import Server
+from ...core.installs.installs import discover
+from ...core.servers.cluster import Cluster
+from ...core.servers.db import timed_statement
+from ...core.servers.servers import Server
 from . import COLUMNS, format_block, iter_blocks, iter_blocks_parallel, query_sql
 from .load import database_name, load
 
@@ -159,7 +159,7 @@ def overhead(server: Server, dbname: str, batches: int, per_batch: int = 3) -> N
     cancels; this machine's run-to-run noise of ±15 % would swamp a block-wise comparison). Each psql batch
     is one session whose first execution is dropped: a new backend's first scan pays for mapping the
     shared buffers into its page table, which pglab's long-lived connection paid once, long ago."""
-    from ...core.stats import bootstrap_ci, interval, ratio_ci
+    from ...core.stats.stats import bootstrap_ci, interval, ratio_ci
 
     sql = query_sql("pg_ssb_run", "q1.1")
     settings = {"max_parallel_workers_per_gather": 0, "jit": False}

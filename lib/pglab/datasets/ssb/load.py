@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from ...core.servers import Server
+from ...core.servers.servers import Server
 from . import GENERATOR_VERSION, TABLES, create_table_sql, dataset_id, iter_blocks, iter_blocks_parallel
 from .flavors import DEFAULT_FLAVOR, check_flavor
 

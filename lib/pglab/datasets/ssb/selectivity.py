@@ -14,7 +14,7 @@ import re
 
 import polars as pl
 
-from ...core.servers import Server
+from ...core.servers.servers import Server
 from . import PUBLISHED_FILTER_FACTORS, expected_filter_factor, query_predicates, query_sql
 from .load import database_name
 from .queries import equally_likely_outcomes

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import outcomes
 from ...core.progress import bar as tqdm
-from ...core.servers import DestructiveStepRefused, Server
+from ...core.run import outcomes
+from ...core.servers.servers import DestructiveStepRefused, Server
 from ...core.store import RunStore
 from . import dataset_id, order_count, row_count
 from .answers import generator_of

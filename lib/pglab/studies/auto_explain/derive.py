@@ -1,7 +1,7 @@
 """From the stage's raw runs to the report: summaries, paired overhead ratios, the study's table beside ours,
 the log proof and the timer explanation; the findings, noise floor and drift are `verdicts`'.
 
-Ratios are paired within rounds (`pglab.core.paired`): per round a condition's latency over the baseline's
+Ratios are paired within rounds (`pglab.core.stats.paired`): per round a condition's latency over the baseline's
 ("loaded, disabled") on the same server and item, their geometric mean, and an interval over the rounds
 (min–max, labelled so, below 10 rounds). The cost of writing the log is the ratio of a logged condition to
 its nothing-logged counterpart (same settings, log_min_duration apart). A median's interval is
@@ -20,9 +20,11 @@ import warnings
 import numpy as np
 import polars as pl
 
-from ...core import between_runs, cluster_priors, measurements, outcomes, paired, raw_frames, replicas
-from ...core.stats import ratio_with_interval
-from ...core.verdicts import MIN_COVERAGE
+from ...core import raw_frames, replicas
+from ...core.run import measurements, outcomes
+from ...core.stats import between_runs, cluster_priors, paired
+from ...core.stats.stats import ratio_with_interval
+from ...core.stats.verdicts import MIN_COVERAGE
 from . import verdicts as auto_explain_verdicts
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from ...core.db import ensure_database, explain_json, scrub
-from ...core.servers import DestructiveStepRefused, Server
+from ...core.servers.db import ensure_database, explain_json, scrub
+from ...core.servers.servers import DestructiveStepRefused, Server
 from .params import STUDY_LOG_DESTINATION, AutoExplainParams
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,9 @@ import json
 
 import polars as pl
 
-from ...core import between_runs, method_notes, paired, replicas
-from ...core.noise import MIN_AA_PAIRS
+from ...core import replicas
+from ...core.stats import between_runs, method_notes, paired
+from ...core.stats.noise import MIN_AA_PAIRS
 from . import charts as auto_explain_charts
 from . import verdicts as auto_explain_verdicts
 from .derive import TXNS_PER_RUN
@@ -251,7 +252,7 @@ def _quantities(f: pl.DataFrame, finding: str, unit: str) -> str | None:
 def _range(ratios: list[float]) -> str:
     """Time ratios in words, from the least change to the most: '2–21 % faster', '3 % slower', 'up to 21 %
     faster', 'between 4 % faster and 9 % slower'."""
-    from ...core import findings as fnd
+    from ...core.stats import findings as fnd
 
     lo, hi = min(ratios), max(ratios)
     same = fnd.change(1.0)
@@ -271,7 +272,7 @@ def _range(ratios: list[float]) -> str:
 
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """Plain sentences for the report's first screen: what loading, logging and timing cost."""
-    from ...core import findings as fnd
+    from ...core.stats import findings as fnd
 
     out = []
     load = fnd.measured(f, "loading")

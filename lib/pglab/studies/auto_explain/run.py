@@ -27,10 +27,11 @@ import time
 
 import polars as pl
 
-from ...core import derived, outcomes, raw_frames, schedule
-from ...core.installs import Install, discover
-from ...core.session import Session
-from ...core.stage import StageResult
+from ...core import derived, raw_frames
+from ...core.installs.installs import Install, discover
+from ...core.run import outcomes, schedule
+from ...core.run.session import Session
+from ...core.run.stage import StageResult
 from ...pgtools import environment, pgbench
 from .logcheck import LogWatch
 from .params import EXPERIMENT, AutoExplainParams

@@ -1,4 +1,4 @@
-"""Study S2's claims scored with the one rule (`pglab.core.verdicts`), from the raw runs alone.
+"""Study S2's claims scored with the one rule (`core.stats.verdicts`), from the raw runs alone.
 
 Every comparison is paired within rounds (`paired.paired_compare`, the schedule's round as the block): the
 stage runs every condition in every round, so a round's ratio B / A cancels whatever the machine did during it.
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...core import between_runs, cluster_priors, noise, paired, replicas
-from ...core import verdicts as v
+from ...core import replicas
+from ...core.stats import between_runs, cluster_priors, noise, paired
+from ...core.stats import verdicts as v
 from .params import STUDY_LATENCY_MS, AutoExplainParams
 
 STUDY = "S2"
@@ -612,9 +613,9 @@ def evidence_table(
 
 
 def judge(evidence_df: pl.DataFrame) -> pl.DataFrame:
-    """The findings (`pglab.core.findings`' shape, numbers and all): each row of the evidence table under the one
+    """The findings (`core.stats.findings`' shape, numbers and all): each row of the evidence table under the one
     rule (`verdicts.verdict`), a claim whose conditions the matrix lacked not run."""
-    from ...core.findings import table
+    from ...core.stats.findings import table
 
     rows = []
     for r in evidence_df.iter_rows(named=True):

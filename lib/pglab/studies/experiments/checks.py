@@ -17,8 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ...core import params_checks as pc
 from ...core.config import ParamsError
+from ...core.run import params_checks as pc
 from .params import SERVER, Experiment
 
 # values PostgreSQL has only in builds with an optional library: refused by every server here, they are cells not
@@ -130,7 +130,7 @@ def _entries(i: int, e: Experiment) -> list[tuple[str, str, object]]:
 def check_settings(experiments: list[Experiment], shown, installs: list) -> None:
     """Each setting against the installs that know its name (`postgres -C`, in a throwaway folder); a name that no
     install of the experiment knows is an error, one that only some lack is not (`unavailable`)."""
-    from ...core import osuser, reach
+    from ...core.servers import osuser, reach
 
     if not installs or not any(_entries(i, e) for i, e in enumerate(experiments)):
         return
@@ -165,7 +165,7 @@ def check_settings(experiments: list[Experiment], shown, installs: list) -> None
 def refused_values(e: Experiment, inst) -> dict[str, str]:
     """'name=value' -> why, for each factor value the install refuses (io_method=io_uring in a build without
     liburing): those cells are not testable on it. The install's `postgres -C`, no server started."""
-    from ...core import osuser, reach
+    from ...core.servers import osuser, reach
 
     run_as = osuser.server_user()
     folder = pc.config_folder(run_as)

@@ -27,8 +27,9 @@ from collections import Counter
 
 import polars as pl
 
-from ...core import between_runs, noise, paired, replicas, stats
-from ...core import verdicts as v
+from ...core import replicas
+from ...core.stats import between_runs, noise, paired, stats
+from ...core.stats import verdicts as v
 from ...core.store import RunStore
 from ...pgtools.explain import ParsedPlan, parse_plan
 from . import pgbench_params, pgbench_tables

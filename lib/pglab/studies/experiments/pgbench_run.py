@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...core.db import scrub
-from ...core.servers import Server
+from ...core.servers.db import scrub
+from ...core.servers.servers import Server
 from ...core.store import RunStore
 from ...pgtools import pgbench, pgbench_telemetry
 from .params import BUILTINS, CLIENTS, PROTOCOL, RATE, SCALE, THREADS, Experiment
@@ -78,7 +78,7 @@ def load_scale(server: Server, scale: int, client) -> dict:
 
 def prepare_data(e: Experiment, server: Server) -> dict:
     """Every scale of a `scale` factor on `server` (run.prepare_data's part for such an experiment)."""
-    from ...core.installs import discover
+    from ...core.installs.installs import discover
 
     client = pgbench.newest_client(discover())
     loads = [load_scale(server, s, client) for s in scales(e)]
@@ -134,7 +134,7 @@ def measure(runner, step, session_level: dict) -> dict:
     k = knobs(e, cond["settings"])
     server = runner.servers[step.server]
     if runner.client is None:
-        from ...core.installs import discover
+        from ...core.installs.installs import discover
 
         runner.client = pgbench.newest_client([x.install for x in runner.s.servers if x.install] or discover())
     dbname = database(k[SCALE]) if SCALE in e.factors else runner.setup["database"]

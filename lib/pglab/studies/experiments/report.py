@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from ...core import builds
+from ...core.stats import builds
 from . import pgbench_report
 
 METRIC_WORDS = {

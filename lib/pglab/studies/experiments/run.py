@@ -22,11 +22,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...core import outcomes, replicas
-from ...core.db import scrub, timed_statement
-from ...core.schedule import Step, plan, run_steps
-from ...core.servers import Server
-from ...core.session import Session
+from ...core import replicas
+from ...core.run import outcomes
+from ...core.run.schedule import Step, plan, run_steps
+from ...core.run.session import Session
+from ...core.servers.db import scrub, timed_statement
+from ...core.servers.servers import Server
 from ...core.store import RunStore
 from ...pgtools import pgbench
 from . import checks, pgbench_run
@@ -217,7 +218,7 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
         pass
     server.recreate_database(dbname)
     if d.pgbench is not None:
-        from ...core.installs import discover
+        from ...core.installs.installs import discover
 
         client = pgbench.newest_client(discover())
         res = pgbench.run(server, ["-i", "-q", "-s", str(d.pgbench.scale)], client, dbname=dbname, init=True)

@@ -5,7 +5,7 @@ report (the report section)."""
 
 from __future__ import annotations
 
-from ...core.verdicts import Regime
+from ...core.stats.verdicts import Regime
 from ..base import Section, Study, prefixed
 
 STUDY = Study(

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import measurements, outcomes, stats
+from ...core.run import measurements, outcomes
+from ...core.stats import stats
 from ...core.store import RunStore
 from ...pgtools.explain import ExplainParseError, parse_plan
 from . import verdicts as jv

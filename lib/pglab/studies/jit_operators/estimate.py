@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...core.estimate import COST, jit, servers_for
-from ...core.servers import Server
+from ...core.run.estimate import COST, jit, servers_for
+from ...core.servers.servers import Server
 
 
 def _on(value) -> bool:

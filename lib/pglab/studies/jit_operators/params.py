@@ -96,7 +96,7 @@ class JitOperatorsParams(Strict):
     conditions: dict[str, dict[str, SettingValue]] = Field(default_factory=default_conditions)
     baseline: str = "off"  # reductions are 1 - condition / baseline
     # A/A control: the baseline measured a second time under its own label (`<baseline>_aa`), interleaved like
-    # every condition; how far it strays from the baseline is this machine's noise floor (pglab.core.noise)
+    # every condition; how far it strays from the baseline is this machine's noise floor (pglab.core.stats.noise)
     aa_control: bool = True
     study_condition: str = "on"  # the condition set beside the study's percentages in the findings
     # the time the findings and the where-the-time-goes view use: wall = client wall time as psql's \timing
@@ -221,7 +221,7 @@ class JitOperatorsParams(Strict):
 
     def disk_bytes(self) -> dict[str, float]:
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
-        from ...core.params_checks import EMPTY_DB, INT_ROW, WIDE_ROW
+        from ...core.run.params_checks import EMPTY_DB, INT_ROW, WIDE_ROW
 
         row = INT_ROW if self.column_type == "integer" else WIDE_ROW
         return {"rows": EMPTY_DB + row * self.rows}

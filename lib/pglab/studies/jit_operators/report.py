@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from ...core import between_runs, method_notes, paired
+from ...core.stats import between_runs, method_notes, paired
 from . import verdicts as jv
 from .charts import jit_time_chart, reduction_chart, times_chart
 from .params import GENERATOR, OPERATORS, QUALIFIED, label
@@ -134,7 +134,7 @@ def findings(tables) -> pl.DataFrame:
 
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """Plain sentences for the report's first screen: what JIT does to simple aggregates here."""
-    from ...core import findings as fnd
+    from ...core.stats import findings as fnd
 
     rows = fnd.measured(f, "all_operators")
     if not rows:

@@ -5,7 +5,7 @@ Per server: JIT available or not (the install ships llvmjit and `pg_jit_availabl
 On the others: a kit-owned database with the generated table (re-used when its comment says it holds the
 same rows), VACUUM (FREEZE, ANALYZE), pg_prewarm. Then every (server, condition, operator) cell, warm-up
 round first, then interleaved rounds, `executions` passes per round, each operator's conditions together
-within a pass (`pglab.core.schedule.plan_blocked`, spread over the round), each run timed from the client as
+within a pass (`pglab.core.run.schedule.plan_blocked`, spread over the round), each run timed from the client as
 psql's \\timing would (one connection per server and condition, its settings given at connection start), with
 the backend's own CPU time beside it (kit servers: the process is local; null for a run that failed), its
 one-value result kept to check that JIT off and on agree. The table is always named `public.jit_ops`, never through
@@ -20,12 +20,12 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from ...core import outcomes
-from ...core.db import ensure_database, explain_json, timed_statement
-from ...core.schedule import plan_blocked, run_steps
-from ...core.servers import DestructiveStepRefused, Server
-from ...core.session import Session
-from ...core.stage import StageResult
+from ...core.run import outcomes
+from ...core.run.schedule import plan_blocked, run_steps
+from ...core.run.session import Session
+from ...core.run.stage import StageResult
+from ...core.servers.db import ensure_database, explain_json, timed_statement
+from ...core.servers.servers import DestructiveStepRefused, Server
 from ...core.store import RunStore
 from .params import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 
@@ -170,7 +170,7 @@ def backend_cpu_ns(pid: int | None) -> int | None:
 
 
 def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> dict:
-    """One timed run of `statement` as `pglab.core.schedule` records it: wall time (value, s), the backend's CPU
+    """One timed run of `statement` as `pglab.core.run.schedule` records it: wall time (value, s), the backend's CPU
     time over it (cpu_ms, when the server is `local`) and the one value it returned; or the error, with no
     time at all (a statement timeout's CPU time is not a sample of the query)."""
     pid = conn.info.backend_pid if local else None

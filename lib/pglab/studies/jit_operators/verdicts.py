@@ -1,6 +1,6 @@
-"""S4 test 1 (JIT per operator) under the one verdict rule (`pglab.core.verdicts`, issue 16): JIT on vs off compared
-within each round (`pglab.core.paired`), the machine's noise floor from the A/A control (the baseline measured twice
-per round under two labels, `pglab.core.noise`), and the findings from those.
+"""S4 test 1 (JIT per operator) under the one verdict rule (`core.stats.verdicts`, issue 16): JIT on vs off compared
+within each round (`core.stats.paired`), the machine's noise floor from the A/A control (the baseline measured twice
+per round under two labels, `pglab.core.stats.noise`), and the findings from those.
 
 Each round gives one value per cell: the fastest of its back-to-back executions (params `executions`,
 `round_value`), since on a shared VM bursts of other load only ever add time.
@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...core import between_runs as br
-from ...core import cluster_priors, noise, paired, replicas
-from ...core import findings as fnd
-from ...core import verdicts as vd
+from ...core import replicas
+from ...core.stats import between_runs as br
+from ...core.stats import cluster_priors, noise, paired
+from ...core.stats import findings as fnd
+from ...core.stats import verdicts as vd
 from .params import OPERATORS, STUDY_REDUCTION_PCT, STUDY_SUMMARY, JitOperatorsParams, label
 
 STUDY = "S4"

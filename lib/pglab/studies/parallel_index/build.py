@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from ...core.db import timed_statement
-from ...core.servers import Server
+from ...core.servers.db import timed_statement
+from ...core.servers.servers import Server
 
 INDEX = "pglab_parallel_index_build"
 TABLE = "lineorder"

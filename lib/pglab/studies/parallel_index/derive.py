@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import measurements, outcomes, stats
+from ...core.run import measurements, outcomes
+from ...core.stats import stats
 from ...core.store import RunStore
 from . import verdicts as piv
 from .params import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label

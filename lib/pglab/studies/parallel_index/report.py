@@ -108,7 +108,7 @@ def findings(tables) -> pl.DataFrame:
 
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """Plain sentences for the report's first screen: what a parallel worker does to an index build."""
-    from ...core import findings as fnd
+    from ...core.stats import findings as fnd
 
     rows = fnd.measured(f, "time_falls")
     if not rows:

@@ -1,5 +1,5 @@
 """The parallel index build stage (study S4 test C): settings that let the builds run in parallel, then every
-(server, key columns, workers) cell built with warm-up and interleaved repetitions (pglab.core.schedule), each build
+(server, key columns, workers) cell built with warm-up and interleaved repetitions (pglab.core.run.schedule), each build
 recorded in the run's store with the workers the server planned and launched for it.
 
     result = STUDY.run(session)   # run_stage: the session's servers, its `ssb:` (the dataset) and `parallel_index:`
@@ -18,11 +18,11 @@ from dataclasses import replace
 
 import polars as pl
 
-from ...core import outcomes
-from ...core.schedule import Step, plan, run_steps
-from ...core.servers import Server
-from ...core.session import Session
-from ...core.stage import StageResult
+from ...core.run import outcomes
+from ...core.run.schedule import Step, plan, run_steps
+from ...core.run.session import Session
+from ...core.run.stage import StageResult
+from ...core.servers.servers import Server
 from ...core.store import RunStore
 from ...datasets.ssb import stage as ssb_stage
 from ...datasets.ssb.dataset import SsbDataset

@@ -1,8 +1,8 @@
-"""S4 test C (parallel B-tree build) under the one verdict rule (`pglab.core.verdicts`, issue 16).
+"""S4 test C (parallel B-tree build) under the one verdict rule (`core.stats.verdicts`, issue 16).
 
-Every comparison is paired within rounds (`pglab.core.paired`): a round built every (key, workers) cell of a server
+Every comparison is paired within rounds (`core.stats.paired`): a round built every (key, workers) cell of a server
 within a minute or two, so drift of the machine cancels. An A/A control — each key's serial build twice per
-round, "workers=0" and "workers=0_aa" — gives the noise floor (`pglab.core.noise`).
+round, "workers=0" and "workers=0_aa" — gives the noise floor (`core.stats.noise`).
 
 * "Time falls as workers are added": the time to build every key once (a round's builds summed), at the most
   workers against serial, direction only.
@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import between_runs as br
-from ...core import cluster_priors, method_notes, noise, paired, replicas
-from ...core import findings as fnd
-from ...core import verdicts as vd
+from ...core import replicas
+from ...core.stats import between_runs as br
+from ...core.stats import cluster_priors, method_notes, noise, paired
+from ...core.stats import findings as fnd
+from ...core.stats import verdicts as vd
 from ...core.store import RunStore
 from .params import AA_SUFFIX, CLAIMS, EXPERIMENT, STUDY, STUDY_COMBINATIONS
 

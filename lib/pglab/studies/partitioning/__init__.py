@@ -5,7 +5,7 @@ params (the study's params section), prepare (tables and partitions), run (serve
 
 from __future__ import annotations
 
-from ...core.verdicts import Regime
+from ...core.stats.verdicts import Regime
 from ..base import Section, Study, prefixed
 
 STUDY = Study(

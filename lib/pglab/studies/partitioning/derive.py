@@ -18,7 +18,8 @@ import json
 
 import polars as pl
 
-from ...core import measurements, outcomes, stats
+from ...core.run import measurements, outcomes
+from ...core.stats import stats
 from ...core.store import RunStore
 from ...pgtools.explain import gather_workers, parse_plan
 from . import verdicts as pv

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...core.estimate import COST, servers_for
-from ...core.servers import Server
+from ...core.run.estimate import COST, servers_for
+from ...core.servers.servers import Server
 
 
 def estimate_s(p, base: list[Server]) -> float:

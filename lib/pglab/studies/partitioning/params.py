@@ -118,7 +118,7 @@ class PartitioningParams(Strict):
 
     def disk_bytes(self) -> dict[str, float]:
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
-        from ...core.params_checks import EMPTY_DB, PARTITION_ROW
+        from ...core.run.params_checks import EMPTY_DB, PARTITION_ROW
 
         return {"rows": EMPTY_DB + PARTITION_ROW * self.rows}
 

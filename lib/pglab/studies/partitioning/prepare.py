@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from ...core.db import ensure_database
-from ...core.servers import DestructiveStepRefused, Server
+from ...core.servers.db import ensure_database
+from ...core.servers.servers import DestructiveStepRefused, Server
 from .params import PartitioningParams
 
 log = logging.getLogger(__name__)

@@ -112,7 +112,7 @@ def findings(tables) -> pl.DataFrame:
 
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """Plain sentences for the report's first screen: Parallel Append over hash partitions, warm cache."""
-    from ...core import findings as fnd
+    from ...core.stats import findings as fnd
 
     rows = fnd.measured(f, "cpu_speedup")
     if not rows:

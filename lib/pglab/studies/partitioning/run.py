@@ -1,7 +1,7 @@
 """Running study S5 on every server: the timed query at each worker count, then the plans.
 
 Cells are (server, condition) with conditions `serial` (max_parallel_workers_per_gather = 0) and
-`workers=k` for k = 1 … max_workers; warm-up rounds, then interleaved rounds (`pglab.core.schedule`), each
+`workers=k` for k = 1 … max_workers; warm-up rounds, then interleaved rounds (`pglab.core.run.schedule`), each
 execution recorded with its result (count, avg) so that agreement between modes and servers is checked.
 Time is the client's wall time over the Unix socket, from sending the query to the last row fetched; one
 connection per cell, opened once. The plans come after, untimed: EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import time
 
-from ...core import outcomes
 from ...core.config import ParamsError
-from ...core.db import explain_json, plan_shape, timed_statement
-from ...core.installs import discover, from_params
-from ...core.schedule import plan, run_steps
-from ...core.servers import Connections, Server
-from ...core.session import Session
-from ...core.stage import StageResult
+from ...core.installs.installs import discover, from_params
+from ...core.run import outcomes
+from ...core.run.schedule import plan, run_steps
+from ...core.run.session import Session
+from ...core.run.stage import StageResult
+from ...core.servers.db import explain_json, plan_shape, timed_statement
+from ...core.servers.servers import Connections, Server
 from ...core.store import RunStore
 from . import prepare as setup
 from .params import (

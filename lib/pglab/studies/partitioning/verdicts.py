@@ -1,9 +1,9 @@
-"""S5 (hash partitioning and Parallel Append) under the one verdict rule (`pglab.core.verdicts`, issue 16).
+"""S5 (hash partitioning and Parallel Append) under the one verdict rule (`core.stats.verdicts`, issue 16).
 
 * The study's 5.7× came from reading three NVMe drives at once with a cold cache; we run warm on one disk, so
   that claim (and the I/O one) is *not testable here*, with what would make it testable.
 * Our own CPU-parallel speed-up is scored against the study's direction only ("Parallel Append made the query
-  faster"): every worker count against serial within each round (`pglab.core.paired`), the most workers allowed as
+  faster"): every worker count against serial within each round (`core.stats.paired`), the most workers allowed as
   the study allowed many, flagged above the physical ceiling min(workers planned + 1, cores).
 * The plan-shape, worker-count, spread and result claims are checked on the parsed plans and tables: supported
   when the check holds, contradicted when it fails outright.
@@ -18,10 +18,11 @@ import math
 
 import polars as pl
 
-from ...core import between_runs as br
-from ...core import cluster_priors, method_notes, noise, paired, replicas
-from ...core import findings as fnd
-from ...core import verdicts as vd
+from ...core import replicas
+from ...core.stats import between_runs as br
+from ...core.stats import cluster_priors, method_notes, noise, paired
+from ...core.stats import findings as fnd
+from ...core.stats import verdicts as vd
 from .params import (
     STUDY_ALLOWED_WORKERS,
     STUDY_AVG_PARALLEL,

@@ -7,7 +7,7 @@ report section)."""
 
 from __future__ import annotations
 
-from ...core.builds import Comparison
+from ...core.stats.builds import Comparison
 from ..base import Section, Study, prefixed
 
 STUDY = Study(

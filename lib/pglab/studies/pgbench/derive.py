@@ -24,7 +24,9 @@ import json
 
 import polars as pl
 
-from ...core import derived, measurements, outcomes, stats
+from ...core import derived
+from ...core.run import measurements, outcomes
+from ...core.stats import stats
 from ...core.store import RunStore
 from ...pgtools import pgbench_telemetry
 from ...pgtools.pgbench_output import parse_aggregate_log

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...core.estimate import COST, servers_for
 from ...core.paramtypes import version_major
-from ...core.servers import Server, matches_version
+from ...core.run.estimate import COST, servers_for
+from ...core.servers.servers import Server, matches_version
 
 TELEMETRY_RUN_S, TELEMETRY_BEFORE_15_S = 0.09, 0.35  # a measured run's telemetry: its log counted; before 15 the wait
 

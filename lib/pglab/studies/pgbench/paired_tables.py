@@ -25,7 +25,8 @@ import os
 import numpy as np
 import polars as pl
 
-from ...core import between_runs, cluster_priors, noise, paired, replicas
+from ...core import replicas
+from ...core.stats import between_runs, cluster_priors, noise, paired
 
 ITEM, ITEM_AA = "select-only", "select-only-aa"
 COLLAPSE = 1 / 3  # a run below a third of its cell's median has collapsed (a stall, a neighbour), not varied

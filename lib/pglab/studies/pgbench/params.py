@@ -254,7 +254,7 @@ class PgbenchParams(Strict):
 
     def disk_bytes(self) -> dict[str, float]:
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
-        from ...core.params_checks import EMPTY_DB, PGBENCH_PER_SCALE
+        from ...core.run.params_checks import EMPTY_DB, PGBENCH_PER_SCALE
 
         b = self
         scales = set(b.scales) | {b.scaling_scale} if {"load", "select_only", "scaling"} & set(b.experiments) else set()

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import psycopg
 
-from ...core.db import scrub
-from ...core.servers import Server
+from ...core.servers.db import scrub
+from ...core.servers.servers import Server
 
 
 def database(scale: int, series: bool = False) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import method_notes, replicas
+from ...core import replicas
+from ...core.stats import method_notes
 from . import charts as pgbench_charts
 from . import paired_tables as pgbench_paired
 from . import verdicts as pgbench_verdicts
@@ -405,8 +406,8 @@ def findings(tables) -> pl.DataFrame:
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """A plain sentence for the report's first screen: tps across versions against the oldest server, with whether
     the builds allow the comparison (`Study.comparisons`)."""
-    from ...core import findings as fnd
-    from ...core import verdicts as v
+    from ...core.stats import findings as fnd
+    from ...core.stats import verdicts as v
 
     parts, servers, gated, scale = [], [], [], None
     for finding, what in (("tpcb_versions_scale_", "TPC-B-like"), ("select_only_scale_", "select-only")):

@@ -59,12 +59,13 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ...core import outcomes, replicas, schedule
-from ...core.db import scrub
-from ...core.installs import Install, discover, from_params
-from ...core.servers import Server, matches_version
-from ...core.session import Session
-from ...core.stage import StageResult
+from ...core import replicas
+from ...core.installs.installs import Install, discover, from_params
+from ...core.run import outcomes, schedule
+from ...core.run.session import Session
+from ...core.run.stage import StageResult
+from ...core.servers.db import scrub
+from ...core.servers.servers import Server, matches_version
 from ...core.store import RunStore
 from ...pgtools import environment, pgbench, pgbench_telemetry
 from ...pgtools.pgbench_output import PgbenchOutputError, parse_aggregate_log

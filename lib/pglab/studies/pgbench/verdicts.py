@@ -1,4 +1,4 @@
-"""S3's claims and S4's scale-up scored with the one rule (`pglab.core.verdicts`, docs/verdicts.md), from the paired
+"""S3's claims and S4's scale-up scored with the one rule (`core.stats.verdicts`, docs/verdicts.md), from the paired
 tables of `pgbench_paired` and the A/A noise floor: one findings row per (claim, server).
 
 Claims are quoted as docs/studies.md states them. What S3 only charted (the cluster's `du` after the series:
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import findings as fs
-from ...core import verdicts as V
+from ...core.stats import findings as fs
+from ...core.stats import verdicts as V
 
 NO_CHANGE = 0.10  # "the curve no longer falls": read as no change within ±10 % over the series
 CLAIMS = {

@@ -6,8 +6,8 @@ verdicts (the claims under the one rule), report (the report section: method, ch
 
 from __future__ import annotations
 
-from ...core.builds import Comparison
-from ...core.verdicts import Regime
+from ...core.stats.builds import Comparison
+from ...core.stats.verdicts import Regime
 from ..base import Section, Study, prefixed
 
 STUDY = Study(

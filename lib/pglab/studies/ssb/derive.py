@@ -12,8 +12,9 @@ import json
 
 import polars as pl
 
-from ...core import measurements, outcomes, stats
 from ...core.config import CommonParams
+from ...core.run import measurements, outcomes
+from ...core.stats import stats
 from ...core.store import RunStore
 from ...datasets.ssb.load import LoadResult
 from ...datasets.ssb.stage import EXP_LOAD, load_rows

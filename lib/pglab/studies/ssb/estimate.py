@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ...core import replicas
-from ...core.estimate import COST, jit, servers_for
-from ...core.servers import Server
+from ...core.run.estimate import COST, jit, servers_for
+from ...core.servers.servers import Server
 from .params import JIT_MODES, SsbParams
 from .run import jit_block, scale_groups, scales, version_server, workers
 

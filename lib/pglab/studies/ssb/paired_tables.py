@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import between_runs, cluster_priors, noise, paired, replicas
+from ...core import replicas
+from ...core.stats import between_runs, cluster_priors, noise, paired
 from ...datasets.ssb import answers
 
 # (condition, baseline) pairs compared over the same rounds: speed-up, JIT at S1's thresholds, JIT forced

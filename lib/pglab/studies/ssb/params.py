@@ -152,14 +152,14 @@ class SsbParams(Strict):
 
     def disk_bytes(self) -> dict[str, float]:
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
-        from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
+        from ...core.run.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
 
         return {"sf": EMPTY_DB + (SSB_PER_SF + SSB_INDEX_PER_SF) * self.sf}
 
     def run_disk_bytes(self) -> dict[str, float]:
         """What this section puts on disk once per run beyond every server's share: the JIT servers' larger
         dataset (ssb.jit_sf), counted for one install with JIT on jit_clusters clusters (an estimate)."""
-        from ...core.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
+        from ...core.run.params_checks import EMPTY_DB, SSB_INDEX_PER_SF, SSB_PER_SF
 
         if self.jit_sf is None or self.jit_sf <= self.sf or not self.jit_installs:
             return {}

@@ -1,6 +1,6 @@
 """Report section of study S1 (SSB: parallel query, JIT, versions) with study S4's SSB tests (JIT per query,
 parallel query tests A and B), computed from the derived tables only: no server, no raw store. Every claim goes
-through the one rule of `pglab.core.verdicts` with paired ratios (the fast mode by default, else per round), the
+through the one rule of `pglab.core.stats.verdicts` with paired ratios (the fast mode by default, else per round), the
 A/A noise floor and the ceiling flag (`pglab.studies.ssb.verdicts`).
 
 The method text: the setup from the tables every run has, then the paired analysis (how comparisons are paired,
@@ -12,9 +12,10 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from ...core import between_runs, method_notes, paired, replicas
-from ...core.findings import table as findings_table
-from ...core.stats import ratio_with_interval
+from ...core import replicas
+from ...core.stats import between_runs, method_notes, paired
+from ...core.stats.findings import table as findings_table
+from ...core.stats.stats import ratio_with_interval
 from . import charts as ssb_charts
 from . import reference as ref
 from . import verdicts
@@ -336,7 +337,7 @@ def findings(tables) -> pl.DataFrame:
 
 def answers(tables, f: pl.DataFrame) -> list[str]:
     """Plain sentences for the report's first screen: versions, parallel query, JIT (with scale and cores)."""
-    from ...core import findings as fnd
+    from ...core.stats import findings as fnd
 
     # each server's scale: the JIT servers may hold a larger one than the versions (ssb.jit_sf)
     sf_of = (

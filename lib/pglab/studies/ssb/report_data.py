@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import installs
+from ...core.installs import installs
 from . import reference as ref
 
 # the tables the section needs; those of the paired analysis are read by `optional`

@@ -7,7 +7,7 @@ modes on every server, a worker sweep, and the plans that explain the times.
 Where each thing happens:
 - `run_stage` gives the servers the SSB stage's settings and dataset (loaded where notebook 10 did not), records
   the run's facts (`record_facts`: derive needs no server), then runs the steps below in this order.
-- `run_modes` times every (server, mode, query) with warm-up and interleaved repetitions (pglab.core.schedule);
+- `run_modes` times every (server, mode, query) with warm-up and interleaved repetitions (pglab.core.run.schedule);
   each execution's result rows are checksummed, so a wrong answer anywhere shows up as a disagreement. The JIT
   block (the servers added for their JIT, at ssb.jit_sf: `jit_block`) is measured one database at a time
   (`run_jit_block`, methodology rule 17): each server's database read into memory (`warm_database`), its warm-up
@@ -29,12 +29,13 @@ from datetime import UTC, datetime
 import polars as pl
 import psycopg
 
-from ...core import outcomes, replicas, system_sampler
-from ...core.db import explain_json, plan_shape, scrub, timed_statement
-from ...core.schedule import Step, plan, run_steps
-from ...core.servers import Connections, Server, matches_version
-from ...core.session import Session
-from ...core.stage import StageResult
+from ...core import replicas
+from ...core.run import outcomes, system_sampler
+from ...core.run.schedule import Step, plan, run_steps
+from ...core.run.session import Session
+from ...core.run.stage import StageResult
+from ...core.servers.db import explain_json, plan_shape, scrub, timed_statement
+from ...core.servers.servers import Connections, Server, matches_version
 from ...core.store import RunStore
 from ...datasets.ssb import query_sql
 from ...datasets.ssb import stage as ssb_stage

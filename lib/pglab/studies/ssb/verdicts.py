@@ -1,4 +1,4 @@
-"""Findings of the SSB section (S1, S4's SSB tests) under the one rule of `pglab.core.verdicts`, from the tables of
+"""Findings of the SSB section (S1, S4's SSB tests) under the one rule of `core.stats.verdicts`, from the tables of
 the paired analysis (`paired_tables`): ratios over the rounds, the A/A noise floor of each server, the ceiling
 flag on parallel speed-ups. Version claims are scored on S1's own versions only (16 against 17)."""
 
@@ -8,8 +8,9 @@ import math
 
 import polars as pl
 
-from ...core import noise, paired, replicas
-from ...core import verdicts as v
+from ...core import replicas
+from ...core.stats import noise, paired
+from ...core.stats import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
 from .report_data import Data

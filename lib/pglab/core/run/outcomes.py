@@ -13,9 +13,9 @@ import json
 
 import polars as pl
 
-from . import derived
-from .db import scrub
-from .store import RunStore
+from .. import derived
+from ..servers.db import scrub
+from ..store import RunStore
 
 SCHEMA = {"server": pl.String, "experiment": pl.String, "reason": pl.String}
 

@@ -318,7 +318,7 @@ def pooled_basis(method: str | None) -> tuple[int, int, int] | None:
 def _with_se(table, server_col: str):
     import polars as pl
 
-    from .replicas import base_names
+    from ..replicas import base_names
 
     bases = base_names(table[server_col].unique(maintain_order=True).to_list())
     return bases, table.with_columns(
@@ -355,7 +355,7 @@ def cluster_variances(
 
 def has_replicas(servers) -> bool:
     """Whether some of `servers` (names) are replica clusters of another one of them (`replicas.base_names`)."""
-    from .replicas import base_names
+    from ..replicas import base_names
 
     return any(b != n for n, b in base_names(servers).items())
 
@@ -494,7 +494,7 @@ def pool_shared(table, keys: Sequence[str], server_col: str = "server", variance
     compared with the baseline's cluster k, whose own shift they all share); the table itself without replicas."""
     if not has_replicas(table[server_col].unique(maintain_order=True).to_list()):
         return table
-    from .replicas import base_names
+    from ..replicas import base_names
 
     bases = set(base_names(table[server_col].unique(maintain_order=True).to_list()).values())
     priors = dict.fromkeys(bases, prior) if prior else None

@@ -473,7 +473,7 @@ def stage_cost(tables, study: str) -> StageCost | None:
     (`<study>_machine`, `system_sampler.stage_table`: its last sample's t_s), rounds per cluster (the median over
     its servers and designs of their rounds after warm-up, `<study>_measurements`) and clusters per server (its
     servers' names, `replicas.base_names`). None where either table is missing (an old run, a stage not run)."""
-    from .replicas import base_names
+    from ..replicas import base_names
 
     machine, meas = tables.get(f"{study}_machine"), tables.get(f"{study}_measurements")
     if machine is None or meas is None or machine.is_empty() or not {"attempt", "t_s"} <= set(machine.columns):
@@ -677,7 +677,7 @@ def tally(claims: pl.DataFrame) -> pl.DataFrame:
 def finding_row(
     study: str, finding: str, claim: Claim, server: str, v: Verdict, evidence: Evidence | None = None
 ) -> dict:
-    """A row in `pglab.core.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
+    """A row in `pglab.core.stats.findings`' shape: the claim's statement, the verdict, its reason (with what it needs),
     and the numbers behind it (the study's ratio, ours with its interval) for the report's summary chart; on a
     claim's quantity the study's value in its unit, ours in the evidence's words (off the ratio strip)."""
     e = evidence or Evidence(None, None, None)

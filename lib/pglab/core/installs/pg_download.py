@@ -8,7 +8,7 @@ when the registry cannot be reached: with the network the newest release wins). 
 hand in `<cache>/postgres/tarballs/` is used. Downloads and unpacking go to temporary names beside their
 final place and are renamed into it, under a per-version lock, so nothing half-done is ever visible.
 
-`python -m pglab.core.pg_download 16 17` fetches into the cache; `--list` shows what the registry has;
+`python -m pglab.core.installs.pg_download 16 17` fetches into the cache; `--list` shows what the registry has;
 `--bench 10 16` times download and unpack into a fresh temporary cache."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import paths
+from .. import paths
 from .pg_registry import (
     VERSION_RE,
     DownloadError,
@@ -221,7 +221,7 @@ def bench(specs: list[str], registry: str | None = None) -> Iterator[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.core.pg_download", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.core.installs.pg_download", description=__doc__.split("\n\n")[0])
     ap.add_argument("versions", nargs="*", help="majors (16), exact versions (16.14) or package versions")
     ap.add_argument("--list", action="store_true", help="the newest release per major on the registry")
     ap.add_argument("--bench", action="store_true", help="time download + unpack into a fresh temporary cache")

@@ -13,7 +13,7 @@ per-key lock: an interrupted build leaves nothing that counts and the next run s
 one build share it. When ccache is installed it keeps the object files (`<cache>/postgres/.ccache`), so a
 patched tree recompiles only what the patch touches; the objects are the compiler's own.
 
-`python -m pglab.core.pg_build --list` shows the builds in the cache; `--debian postgresql-15` (or `--git REPO
+`python -m pglab.core.installs.pg_build --list` shows the builds in the cache; `--debian postgresql-15` (or `--git REPO
 --ref REF`, `--tarball FILE --sha256 HEX`) builds one; `--bench` times a cold and a warm build in a fresh cache."""
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from . import paths, progress
-from .config import GIT_URL, BuildParam, SourceParam
-from .installs import InstallError
+from .. import paths, progress
+from ..config import GIT_URL, BuildParam, SourceParam
+from .errors import BuildError
 from .pg_download import cache_lock, make_dirs
 
 log = logging.getLogger(__name__)
@@ -110,10 +110,6 @@ UNSET = (
     "DESTDIR",
 )
 TIMEOUT_S = 30
-
-
-class BuildError(InstallError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -729,7 +725,7 @@ def bench(param: SourceParam, build: BuildParam) -> tuple[float, float, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.core.pg_build", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.core.installs.pg_build", description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="the builds in the cache: source, flags, when, size")
     src = ap.add_argument_group("what to build (as a servers.installs[].source entry of params)")
     src.add_argument("--debian", help="a Debian source package, e.g. postgresql-15")

@@ -72,7 +72,7 @@ def _stat_fn(stat: str):
 
 def resample(x: np.ndarray, stat: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """The kit's one bootstrap: ``stat`` of each of ``n_boot`` resamples (with replacement) of the 1-D values x,
-    drawn from ``rng``. Every interval here and in pglab.core.paired resamples through it.
+    drawn from ``rng``. Every interval here and in pglab.core.stats.paired resamples through it.
 
     One (n_boot, n) index matrix: 10k resamples of n=5 take about a millisecond. int32 indices draw the same
     numbers as numpy's default int64 ones (same generator stream), in half the memory."""

@@ -20,11 +20,12 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from ..config import CommonParams, ExternalServer
+from ..derived import NO_SERVERS_ENV
+from ..installs.installs import Install, discover, downloaded, from_params
+from ..replicas import base_names, replica_name, split_name
 from .cluster import Cluster, InitdbOptions
-from .config import CommonParams, ExternalServer
 from .db import connect, redact, register_secret, scrub
-from .installs import Install, discover, downloaded, from_params
-from .replicas import base_names, replica_name, split_name
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ class DestructiveStepRefused(Exception):
     pass
 
 
-NO_SERVERS_ENV = "PGLAB_NO_SERVERS"  # set (to the reason) where no server may be started or connected to
 # where a kernel of `make report`/`make experiment` notes the databases it creates on external servers
 CREATED_ENV = "PGLAB_CREATED_LOG"
 CREATED_FILE = "external-created.jsonl"  # in the run's raw folder: a resumed run drops what the first one made

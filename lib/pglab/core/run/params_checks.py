@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-from . import paths
-from .config import CommonParams, ParamsError
+from .. import paths
+from ..config import CommonParams, ParamsError
 
 
 def check_machine(params: CommonParams, shown) -> None:
@@ -43,7 +43,7 @@ def check_machine(params: CommonParams, shown) -> None:
 
 def selected_installs(params: CommonParams, shown) -> list:
     """The installs the run will make clusters of (found ones and params' own), checked."""
-    from .installs import InstallError, build_entry, discover, probe, unbuilt
+    from ..installs.installs import InstallError, build_entry, discover, probe, unbuilt
 
     own, given = {}, {}
     for i, inst in enumerate(params.servers.installs):
@@ -97,7 +97,7 @@ def selected_installs(params: CommonParams, shown) -> list:
 
 
 def _major(v) -> int:
-    from .paramtypes import version_major
+    from ..paramtypes import version_major
 
     return version_major(v)
 
@@ -136,7 +136,7 @@ def check_settings(params: CommonParams, shown, installs: list) -> None:
     """Every setting in params against each install's own rules, with `postgres -C` (names, types, ranges,
     enum values). Settings of extensions (auto_explain.*) are only placeholders to it, any value passes:
     their own checks are in the study's params. A server is never started for this."""
-    from . import osuser, reach
+    from ..servers import osuser, reach
 
     dicts = params.setting_dicts()
     entries = [(f"{where}.{name}", name, value) for where, d in dicts.items() for name, value in d.items()]
@@ -176,7 +176,7 @@ def _check_session_contexts(params: CommonParams, shown, installs: list, run_as)
     """Session settings (conditions, items) go into the connection's options: a server-wide one there would
     only fail when the connection is made, after the servers started. Contexts from `postgres --describe-config`;
     extension settings (not listed) are left to the extension."""
-    from . import reach
+    from ..servers import reach
 
     session = [(f"{w}.{n}", n) for w, d in params.session_setting_dicts().items() for n in d]
     if not session:
@@ -304,7 +304,7 @@ def human_size(n: float) -> str:
 def clusters_folder() -> Path:
     """Where the kit's clusters are: the state folder's, or the stand-in for it when the service user cannot
     reach it (reach.py), found without creating either."""
-    from . import osuser, reach
+    from ..servers import osuser, reach
 
     wanted = paths.clusters_dir()
     used = reach.stand_in(wanted)
@@ -329,7 +329,7 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
         folder = folder.parent
     free = shutil.disk_usage(folder).free
     if need > free:
-        from . import reach
+        from ..servers import reach
 
         reach.sweep_orphans()
         free = shutil.disk_usage(folder).free
@@ -349,7 +349,7 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
 def _others_on(folder: Path) -> str:
     """The part of a full disk's message naming other checkouts' clusters on the same file system (as root they
     share /var/lib/pglab, and a finished checkout's clusters stay until it is cleaned or deleted)."""
-    from . import reach
+    from ..servers import reach
 
     dev, others = folder.stat().st_dev, []
     for d, origin in reach.stand_ins_elsewhere(paths.ROOT, paths.state_dir()):
@@ -375,7 +375,7 @@ def _without_password(text: str, dsn: str) -> str:
     """`text` with the dsn and every piece of its password (quoted, URL-encoded, each word of it) blanked."""
     from psycopg.conninfo import conninfo_to_dict
 
-    from .db import redact
+    from ..servers.db import redact
 
     text = text.replace(dsn, redact(dsn))
     password = conninfo_to_dict(dsn).get("password") or ""
@@ -387,7 +387,7 @@ def _without_password(text: str, dsn: str) -> str:
 
 
 def _check_dsns(params: CommonParams, shown) -> None:
-    from .db import connect, redact
+    from ..servers.db import connect, redact
 
     for i, ext in enumerate(params.servers.external):
         try:

@@ -67,7 +67,7 @@ def of_frames(machine: pl.DataFrame | None, timing: pl.DataFrame | None) -> Host
 
 def of_store(store) -> Host | None:
     """The kind a run recorded in its raw store (00_environment's capture); None for a run without one."""
-    from . import raw_frames
+    from .. import raw_frames
 
     return of_frames(
         raw_frames.read(store, "environment/environment_machine.json"),

@@ -8,7 +8,7 @@ import polars as pl
 from . import verdicts as _v
 from .stats import ratio_with_interval
 
-# the one vocabulary of pglab.core.verdicts (docs/verdicts.md)
+# the one vocabulary of pglab.core.stats.verdicts (docs/verdicts.md)
 SUPPORTED, CONTRADICTED, DIRECTION_ONLY = _v.SUPPORTED, _v.CONTRADICTED, _v.DIRECTION_ONLY
 UNDETERMINED, NOT_TESTABLE, NOT_RUN = _v.UNDETERMINED, _v.NOT_TESTABLE, _v.NOT_RUN
 NOT_COMPARABLE = _v.NOT_COMPARABLE

@@ -11,11 +11,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import derived, paths, replicas
-from . import servers as servers_mod
-from .config import CommonParams, ParamsError, check_reference
-from .servers import Server
-from .store import RunStore, begin_run
+from .. import derived, paths, replicas
+from ..config import CommonParams, ParamsError, check_reference
+from ..servers import servers as servers_mod
+from ..servers.servers import Server
+from ..store import RunStore, begin_run
 
 
 @dataclass

@@ -26,8 +26,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import paths
-from .installs import Install
+from .. import paths
+from ..installs.installs import Install
 from .osuser import RunAs
 
 log = logging.getLogger(__name__)

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import psycopg
 
-from . import lifecycle, osuser, paths, reach, socketdir
+from .. import paths
+from ..installs.installs import Install
+from . import lifecycle, osuser, reach, socketdir
 from .cluster_procs import STOP_TIMEOUT_S, pid_alive, proc_start_ticks, stop_pid, sweep_orphans  # noqa: F401
 from .cluster_settings import ClusterError, ClusterSettings
-from .installs import Install
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import progress
-from .installs import InstallError
+from .. import progress
+from .errors import DownloadError
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,6 @@ VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)-(alpha|beta)\.(\d+)")
 TIMEOUT_S = 30
 METADATA_TTL_S = 600  # discover() runs several times per run; one registry call is enough
 UNREACHABLE_TTL_S = 60  # offline, each of those calls would wait for the network again
-
-
-class DownloadError(InstallError):
-    pass
 
 
 def version_key(package_version: str) -> tuple | None:

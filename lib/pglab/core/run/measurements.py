@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .store import RunStore
+from ..store import RunStore
 
 SCHEMA = {
     "run": pl.String,

@@ -29,9 +29,9 @@ from typing import Literal
 
 import polars as pl
 
-from . import artefacts
-from .progress import bar as tqdm
-from .store import RunStore
+from ..progress import bar as tqdm
+from ..stats import artefacts
+from ..store import RunStore
 
 
 @dataclass(frozen=True)

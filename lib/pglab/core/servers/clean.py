@@ -1,8 +1,8 @@
 """`make clean`: stop and remove the kit's clusters and raw data; committed derived data is kept.
 
-    python -m pglab.core.clean                  # sweep orphans, then remove the kit's state and data/raw/*
-    python -m pglab.core.clean --force          # ... including raw runs that have no archive (their only copy)
-    python -m pglab.core.clean --check-orphans  # only report (exit 1) postgres servers of the kit still running
+    python -m pglab.core.servers.clean                  # sweep orphans, then remove the kit's state and data/raw/*
+    python -m pglab.core.servers.clean --force          # ... including raw runs that have no archive (their only copy)
+    python -m pglab.core.servers.clean --check-orphans  # only report (exit 1) postgres servers of the kit still running
 
 A raw run with measurements and no archive in data/raw-archive/ is the only copy of what it measured: it is kept
 (and named, with the command that archives it) unless --force (`make clean FORCE=1`).
@@ -21,9 +21,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import paths, reach, socketdir
+from .. import paths
+from ..paramtypes import is_safe_name
+from . import reach, socketdir
 from .cluster_procs import pid_alive, postmaster_pid, proc_start_ticks, sweep_orphans
-from .paramtypes import is_safe_name
 
 
 def cluster_roots(whole_clone: bool = True) -> list[Path]:
@@ -67,7 +68,7 @@ def binary_copies() -> list[Path]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pglab.core.clean", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pglab.core.servers.clean", description=__doc__.splitlines()[0])
     ap.add_argument("--check-orphans", action="store_true")
     ap.add_argument("--force", action="store_true", help="also delete raw runs that have no archive")
     args = ap.parse_args(argv)
@@ -127,7 +128,7 @@ def kept_message(kept: list[Path]) -> str:
 
 def unarchived_runs() -> list[Path]:
     """Raw runs that hold measurements and have no archive in data/raw-archive/."""
-    from .raw_archive import archive_path
+    from ..raw_archive import archive_path
 
     out = []
     for p in sorted(paths.raw_dir().glob("*")):

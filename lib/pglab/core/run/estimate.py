@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import CommonParams
-from .installs import Install
-from .paramtypes import version_major
-from .servers import Server, for_study
+from ..config import CommonParams
+from ..installs.installs import Install
+from ..paramtypes import version_major
+from ..servers.servers import Server, for_study
 
 # Seconds per unit, fitted to the measured runs above; each says what one unit is.
 COST = {

@@ -11,9 +11,10 @@ import signal
 import time
 from pathlib import Path
 
-from . import paths, socketdir
+from .. import paths
+from . import socketdir
 
-log = logging.getLogger("pglab.core.cluster")
+log = logging.getLogger("pglab.core.servers.cluster")
 STOP_TIMEOUT_S = 60
 
 
