@@ -19,8 +19,8 @@ from pglab.core.servers.cluster_procs import proc_start_ticks
 RUNNER = textwrap.dedent(
     """
     import sys, time
-    from pglab.core.cluster import Cluster
-    from pglab.core.installs import discover
+    from pglab.core.servers.cluster import Cluster
+    from pglab.core.installs.installs import discover
     inst = next(i for i in discover() if i.source == "embedded")
     c = Cluster(inst, name=sys.argv[1])
     c.start({})

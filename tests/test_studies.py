@@ -42,8 +42,8 @@ import time
 
 import polars as pl
 
-from pglab.core import findings
-from pglab.core.stage import StageResult
+from pglab.core.stats import findings
+from pglab.core.run.stage import StageResult
 from pglab.studies.base import Section, Study
 
 
@@ -90,7 +90,8 @@ STUDY = TinyStudy(name="tiny", notebook=NOTEBOOK, tables=("tiny_runs",),
 NOTEBOOK_CELLS = [
     'params_file = "params/quick.yaml"\nrun_id = None',
     "import sys\nsys.path.insert(0, {folder!r})\nfrom tiny_study import STUDY\n\n"
-    "from pglab import params\nfrom pglab.core import derived, session\nfrom pglab.core.derived import Tables\n\n"
+    "from pglab import params\nfrom pglab.core import derived\nfrom pglab.core.run import session\n"
+    "from pglab.core.derived import Tables\n\n"
     "s = session.begin(params.load(params_file), run_id)\ns.start()\nresult = STUDY.run(s)\n"
     "tables = STUDY.derive(s.store, s.params)\nderived.write(tables, s.profile)\n"
     "STUDY.record_findings(s.profile)\nverdicts = STUDY.findings(Tables(s.profile))\ns.close()\n"
