@@ -13,11 +13,14 @@ from conftest import INSTALLS
 
 from pglab.core.servers.cluster import Cluster
 from pglab.core.servers.servers import Server
+from pglab.core.stats import verdicts as v
 from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name, load
+from pglab.studies.ssb import derive as ssb_derive
 from pglab.studies.ssb import estimate as ssb_estimate
 from pglab.studies.ssb import run as ssb_run
 from pglab.studies.ssb.params import SsbParams
+from pglab.studies.ssb.verdicts import disk_flag
 
 JIT_SF = 0.05
 # the JIT servers are not among `versions`: they form the JIT block at jit_sf (no server at ssb.sf here)
@@ -249,3 +252,32 @@ def test_two_jit_builds_are_alike_only_with_the_same_llvm():
     assert builds.difference(a, dict(a, server="twin"), jit=True) is None
     assert builds.difference(a, b) is None  # LLVM is held equal only where JIT is compared
     assert builds.difference(a, b, jit=True) == "builds differ: LLVM LLVM 14.0.6 (a) vs LLVM 14.0.5 (b)"
+
+
+def test_derive_keeps_each_servers_io_record(block, jit_servers):
+    store, _ = block
+    names = [s.name for s in jit_servers]
+    io = ssb_derive.jit_io_table(store, names)
+    assert sorted(io["server"]) == sorted(names) and io["database_bytes"].min() > 0
+    for r in io.iter_rows(named=True):
+        rec = store.load_json(ssb_run.io_path(r["server"]))
+        assert r["read_share"] == pytest.approx(rec["read_share"]) and r["timed_s"] > 0 and r["warm_s"] >= 0
+    assert ssb_derive.jit_io_table(store, ["no_such_server"]).is_empty()
+
+
+def test_a_cluster_over_the_disk_target_makes_its_servers_jit_claims_a_measurement_problem():
+    io = pl.DataFrame(
+        {
+            "server": ["pg15", "pg15_c2", "pg18", "pg18_c2"],
+            "database_bytes": [2**30] * 4,
+            "read_share": [0.01, 0.12, 0.0, None],
+            "target_share": [ssb_run.IO_TARGET] * 4,
+        }
+    )
+    flag = disk_flag(io, "pg15")
+    assert flag is not None and "pg15_c2 read 12.0 %" in flag and "pg15 read" not in flag
+    assert disk_flag(io, "pg18") is None and disk_flag(io.clear(), "pg15") is None
+    claim = v.Claim("JIT helps", v.LOWER, 0.75, 0.1)
+    clean = v.verdict(claim, v.Evidence(0.74, 0.72, 0.76, 10, 0.95, "paired"))
+    flagged = v.verdict(claim, v.Evidence(0.74, 0.72, 0.76, 10, 0.95, "paired", (flag,)))
+    assert clean.label == v.SUPPORTED and flagged.label == v.UNDETERMINED and "from disk" in flagged.reason

@@ -22,7 +22,7 @@ from ...pgtools.explain import gather_workers, parse_plan
 from . import paired_tables
 from . import reference as ref
 from .params import SsbParams
-from .run import EXPERIMENT, FACTS, SWEEP, scaled_plans_table, study_plans_table, workers
+from .run import EXPERIMENT, FACTS, SWEEP, io_path, scaled_plans_table, study_plans_table, workers
 
 LOADS = "ssb/load"  # <server>.json: the server's rows of ssb_load, as notebook 10 loaded (or found) the data
 SELECTIVITY = "ssb/selectivity"  # <server>.json: its rows of ssb_selectivity
@@ -307,6 +307,34 @@ def plan_changes(fp: pl.DataFrame) -> list[str]:
     return out
 
 
+JIT_IO_SCHEMA = {
+    "server": pl.String,
+    "sf": pl.Float64,
+    "database_bytes": pl.Int64,
+    "disk_read_bytes": pl.Int64,  # the machine's, over the server's timed part (every process's reads count)
+    "read_share": pl.Float64,
+    "target_share": pl.Float64,
+    "within_target": pl.Boolean,
+    "timed_s": pl.Float64,
+    "warmup_s": pl.Float64,
+    "warm_s": pl.Float64,  # reading its database into memory
+    "jit_counters": pl.String,  # where its executions' JIT times come from (null: none)
+}
+
+
+def jit_io_table(store: RunStore, names: list[str]) -> pl.DataFrame:
+    """The JIT block's servers, each measured alone (run.run_jit_block): its database's size and the disk bytes the
+    machine read while it was timed, against the target share (the times are the CPU's, not the disk's)."""
+    rows = []
+    for name in names:
+        r = store.load_json(io_path(name))
+        if r is None:
+            continue
+        row = {k: r.get(k) for k in JIT_IO_SCHEMA if k != "warm_s"}
+        rows.append(row | {"warm_s": (r.get("warm") or {}).get("seconds")})
+    return pl.from_dicts(rows, schema=JIT_IO_SCHEMA) if rows else pl.DataFrame(schema=JIT_IO_SCHEMA)
+
+
 def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.DataFrame]:
     """Notebook 20's tables; only the skips when no server held the dataset (nothing was run)."""
     out = {"ssb_skipped": skipped(store, [EXPERIMENT])}
@@ -338,6 +366,8 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     }
     # the sweep, the plan-only EXPLAINs and the versions at ssb.sf (the JIT servers may hold a larger scale)
     at_sf = [n for n in names if scales.get(n, p.sf) == p.sf]
+    if (io := jit_io_table(store, names)).height:  # runs before the JIT block was measured alone have none
+        out["ssb_jit_io"] = io
     out["ssb_plans_study_workers"] = study_plans_table(store, at_sf, p.query_ids(), ref.S1_ALLOWED_WORKERS)
     out["ssb_plans_scaled"] = scaled_plans_table(store, at_sf, p, ref.S1_ALLOWED_WORKERS)
     if len(at_sf) > 1:  # each server against the last one

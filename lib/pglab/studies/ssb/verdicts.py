@@ -35,10 +35,12 @@ class Paired:
                 "ssb_sweep_paired",
                 "ssb_answers",
                 "ssb_plans_scaled",
+                "ssb_jit_io",
             )
         }
         self.modes, self.versions, self.noise = t["ssb_paired"], t["ssb_versions_paired"], t["ssb_noise"]
         self.sweep, self.answers, self.scaled = t["ssb_sweep_paired"], t["ssb_answers"], t["ssb_plans_scaled"]
+        self.jit_io = t["ssb_jit_io"]
         # with replica clusters (params servers.clusters) the paired tables hold base servers only: one finding each
         bases = replicas.base_names(self.d.servers)
         self.servers = [s for s in self.d.servers if bases[s] == s]
@@ -212,6 +214,25 @@ def _jit_share(p: Paired, s: str, mode: str, queries: list[str]) -> str:
     return out + "."
 
 
+def disk_flag(jit_io: pl.DataFrame, server: str) -> str | None:
+    """A measurement problem where a cluster of `server` read more of its database from disk while it was timed than
+    the target share (methodology rule 17: a JIT claim is about the CPU); None where each stayed within it, or the
+    run did not record it."""
+    if jit_io.is_empty():
+        return None
+    bases = replicas.base_names(jit_io["server"].to_list())
+    over = [
+        f"{r['server']} read {r['read_share']:.1%} of its {r['database_bytes'] / 2**30:.1f} GiB database"
+        for r in jit_io.iter_rows(named=True)
+        if bases[r["server"]] == server and r["read_share"] is not None and r["read_share"] > r["target_share"]
+    ]
+    if not over:
+        return None
+    target = jit_io["target_share"].max()
+    return (f"{'; '.join(over)} from disk while timed (target under {target:.0%}): its times are partly the "
+            "disk's").replace("%", " %")  # fmt: skip
+
+
 def _floor_from(p: Paired, server: str) -> str:
     """Where a server's noise floor comes from when it ran no A/A control of its own (the JIT servers at
     ssb.jit_sf): the run's, measured at ssb.sf, on queries shorter and so moved more by the same bursts."""
@@ -274,7 +295,7 @@ def _jit(p: Paired) -> list[dict]:
                         )
                     )
                     continue
-                ev = p.evidence(cmp)
+                ev = p.evidence(cmp, [disk_flag(p.jit_io, s)])
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
                 extra = f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, mode, qs) + _floor_from(p, s)
                 rows.append(_row(study, finding + suffix, claim, s, v.verdict(claim, ev, p.floor(s)), ev, extra))
