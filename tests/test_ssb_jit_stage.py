@@ -20,7 +20,7 @@ from pglab.studies.ssb import derive as ssb_derive
 from pglab.studies.ssb import estimate as ssb_estimate
 from pglab.studies.ssb import run as ssb_run
 from pglab.studies.ssb.params import SsbParams
-from pglab.studies.ssb.verdicts import disk_flag
+from pglab.studies.ssb.verdicts import compile_share, disk_flag
 
 JIT_SF = 0.05
 # the JIT servers are not among `versions`: they form the JIT block at jit_sf (no server at ssb.sf here)
@@ -281,3 +281,17 @@ def test_a_cluster_over_the_disk_target_makes_its_servers_jit_claims_a_measureme
     clean = v.verdict(claim, v.Evidence(0.74, 0.72, 0.76, 10, 0.95, "paired"))
     flagged = v.verdict(claim, v.Evidence(0.74, 0.72, 0.76, 10, 0.95, "paired", (flag,)))
     assert clean.label == v.SUPPORTED and flagged.label == v.UNDETERMINED and "from disk" in flagged.reason
+
+
+@needs_jit
+def test_the_compile_share_comes_from_every_timed_jit_execution(block, jit_servers):
+    store, _ = block
+    je = ssb_derive.jit_executions(store)
+    rec = _records(store).filter(pl.col("condition").is_in(["parallel_jit", "parallel_jit_forced"]), ~pl.col("warmup"))
+    assert je.height == rec.height > 0 and (je["jit_ms"] < je["wall_ms"]).all()
+    base = jit_servers[0].name.split("_c")[0]
+    text = compile_share(je, base, "parallel_jit_forced", sorted(set(je["query"])))
+    n = je.filter(mode="parallel_jit_forced").height
+    assert text is not None and f"{n} executions" in text, text
+    assert compile_share(je, "no_such_server", "parallel_jit", ["q1.1"]) is None
+    assert compile_share(je.clear(), base, "parallel_jit", ["q1.1"]) is None

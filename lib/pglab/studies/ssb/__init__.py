@@ -17,7 +17,7 @@ STUDY = Study(
         "ssb",
         "skipped executions summary speedup jit plans checksums availability sweep fingerprints paired "
         "versions_paired aa noise drift sweep_paired answers plans_study_workers plans_scaled versions "
-        "sweep_summary jit_io measurements",
+        "sweep_summary jit_io jit_executions measurements",
     ),
     section=Section(
         title="S1 · SSB: parallel query, JIT and versions (with S4's SSB tests)",

@@ -322,6 +322,35 @@ JIT_IO_SCHEMA = {
 }
 
 
+JIT_EXECUTION_COLUMNS = (
+    "jit_functions",
+    "jit_ms",
+    "jit_generation_ms",
+    "jit_inlining_ms",
+    "jit_optimization_ms",
+    "jit_emission_ms",
+)
+
+
+def jit_executions(store: RunStore) -> pl.DataFrame:
+    """Every timed execution in a JIT mode that carries its JIT times (pg_stat_statements' sums around it, the
+    leader's: run.JitCounters): its wall time beside what compiling took, the compile/execution split from every
+    execution rather than one EXPLAIN ANALYZE. Empty for a run that recorded none."""
+    df = store.records(EXPERIMENT)
+    if df.is_empty() or "jit_ms" not in df.columns:
+        return pl.DataFrame()
+    df = df.filter(pl.col("jit_ms").is_not_null(), ~pl.col("warmup"))
+    return df.select(
+        "server",
+        pl.col("condition").alias("mode"),
+        pl.col("item").alias("query"),
+        "round",
+        "repetition",
+        (pl.col("value").cast(pl.Float64) * 1000).alias("wall_ms"),
+        *[pl.col(c).cast(pl.Float64) for c in JIT_EXECUTION_COLUMNS],
+    )
+
+
 def jit_io_table(store: RunStore, names: list[str]) -> pl.DataFrame:
     """The JIT block's servers, each measured alone (run.run_jit_block): its database's size and the disk bytes the
     machine read while it was timed, against the target share (the times are the CPU's, not the disk's)."""
@@ -368,6 +397,8 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     at_sf = [n for n in names if scales.get(n, p.sf) == p.sf]
     if (io := jit_io_table(store, names)).height:  # runs before the JIT block was measured alone have none
         out["ssb_jit_io"] = io
+    if (je := jit_executions(store)).height:
+        out["ssb_jit_executions"] = je
     out["ssb_plans_study_workers"] = study_plans_table(store, at_sf, p.query_ids(), ref.S1_ALLOWED_WORKERS)
     out["ssb_plans_scaled"] = scaled_plans_table(store, at_sf, p, ref.S1_ALLOWED_WORKERS)
     if len(at_sf) > 1:  # each server against the last one

@@ -36,11 +36,12 @@ class Paired:
                 "ssb_answers",
                 "ssb_plans_scaled",
                 "ssb_jit_io",
+                "ssb_jit_executions",
             )
         }
         self.modes, self.versions, self.noise = t["ssb_paired"], t["ssb_versions_paired"], t["ssb_noise"]
         self.sweep, self.answers, self.scaled = t["ssb_sweep_paired"], t["ssb_answers"], t["ssb_plans_scaled"]
-        self.jit_io = t["ssb_jit_io"]
+        self.jit_io, self.jit_exec = t["ssb_jit_io"], t["ssb_jit_executions"]
         # with replica clusters (params servers.clusters) the paired tables hold base servers only: one finding each
         bases = replicas.base_names(self.d.servers)
         self.servers = [s for s in self.d.servers if bases[s] == s]
@@ -185,9 +186,32 @@ def _versions(p: Paired) -> list[dict]:
     return rows
 
 
+def compile_share(jit_exec: pl.DataFrame, server: str, mode: str, queries: list[str]) -> str | None:
+    """Compile against wall time from every timed execution of `server`'s clusters in `mode` (pg_stat_statements'
+    JIT times around each, the leader's); None where the run recorded none."""
+    if jit_exec.is_empty():
+        return None
+    bases = replicas.base_names(jit_exec["server"].unique().to_list())
+    mine = jit_exec.filter(
+        pl.col("server").replace_strict(bases, default=pl.col("server")) == server,
+        pl.col("mode") == mode,
+        pl.col("query").is_in(queries),
+    )
+    if mine.is_empty() or not mine["wall_ms"].sum():
+        return None
+    jit, wall = mine["jit_ms"].sum(), mine["wall_ms"].sum()
+    return (
+        f" Compiling from every timed execution (pg_stat_statements, the leader's; {mine.height} executions): "
+        f"{jit:.0f} ms of {wall:.0f} ms wall time, {jit / wall:.1%}.".replace("%", " %")
+    )
+
+
 def _jit_share(p: Paired, s: str, mode: str, queries: list[str]) -> str:
-    """Compile against execution in the plans (one EXPLAIN ANALYZE per query and mode): each JIT phase, and the
-    JIT plans' execution net of compiling over parallel's execution."""
+    """Compile against execution: from every timed execution where the run recorded it (`compile_share`), else
+    in the plans (one EXPLAIN ANALYZE per query and mode): each JIT phase, and the JIT plans' execution net of
+    compiling over parallel's execution."""
+    if (every := compile_share(p.jit_exec, s, mode, queries)) is not None:
+        return every
     plans = p.d.plans.filter(pl.col("server") == s, pl.col("query").is_in(queries))
     jp = plans.filter(pl.col("mode") == mode).unique(["query"])
     jt, ex = jp["jit_total_ms"].drop_nulls(), jp["execution_ms"].drop_nulls()
