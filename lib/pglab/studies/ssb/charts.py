@@ -1,8 +1,9 @@
 """The views of the SSB study (S1, with S4's SSB tests) as altair charts drawn from the derived tables
 `data/derived/<profile>/ssb_*.csv`, so that notebook 20 and the report draw the very same charts.
 
-Every point is a median over repetitions; bars are min–max (times, as the studies charted) or the 95 %
-bootstrap interval (ratios); every point has a tooltip."""
+Every time is a median over repetitions, its bar min–max (as the studies charted); a ratio is the paired one the
+claims judge (ssb_paired's, in the fast mode or per round), its bar that comparison's interval at the coverage it
+states; every point has a tooltip."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def times(summary: pl.DataFrame, sf: dict[str, float] | None = None) -> alt.Face
 
 
 def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame:
-    """Table ssb_speedup turned around: speed-up = serial / `mode` time, with its 95 % interval."""
+    """Table ssb_speedup turned around: speed-up = serial / `mode` time, with its interval (ssb_paired's)."""
     return (
         speedup.filter(pl.col("mode") == mode)
         .drop_nulls("ratio")
@@ -80,16 +81,14 @@ def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame
             "server",
             "mode",
             "query",
-            "n",
-            "n_baseline",
+            "n_rounds",
             "median",
             "median_baseline",
             "speedup",
             "speedup_low",
             "speedup_high",
-            "verdict",
+            "coverage",
         )
-        .with_columns(charts.time_words())
         .sort("server", "query")
     )
 
@@ -97,7 +96,7 @@ def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame
 def speedup(
     speedup: pl.DataFrame, mode: str = "parallel", ceiling: float | None = None, sf: dict[str, float] | None = None
 ) -> alt.LayerChart | alt.VConcatChart:
-    """Parallel speed-up over serial per query with its 95 % interval (table ssb_speedup); a dashed line at
+    """Parallel speed-up over serial per query with its interval (table ssb_speedup); a dashed line at
     `ceiling` (workers + the leader, at most the machine's cores) and a grey line at 1 (no gain). Where the
     servers hold different scale factors (`sf`: server -> SF), one chart per scale factor, titled by it."""
     data = _with_sf(speedup_frame(speedup, mode), sf)
@@ -112,20 +111,20 @@ def speedup(
 def _speedup(data: pl.DataFrame, mode: str, ceiling: float | None, scale: str) -> alt.LayerChart:
     base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
     bars = base.mark_rule(strokeWidth=2).encode(
-        y=alt.Y("speedup_low:Q", title="speed-up over serial (×, 95 % CI)"), y2="speedup_high:Q"
+        y=alt.Y("speedup_low:Q", title="speed-up over serial (×, interval)"), y2="speedup_high:Q"
     )
     points = base.mark_point(filled=True, size=60).encode(
         y="speedup:Q",
         tooltip=[
             "server",
             "query",
-            "n",
+            alt.Tooltip("n_rounds:Q", title="rounds"),
             _tip("median_baseline", "serial median s"),
             _tip("median", f"{mode} median s"),
             _tip("speedup", "speed-up", ".2f"),
-            _tip("speedup_low", "95 % CI low", ".2f"),
-            _tip("speedup_high", "95 % CI high", ".2f"),
-            "verdict",
+            _tip("speedup_low", "interval low", ".2f"),
+            _tip("speedup_high", "interval high", ".2f"),
+            _tip("coverage", "coverage", ".0%"),
         ],
     )
     refs = pl.DataFrame({"y": [1.0], "what": ["no gain"]})
@@ -136,7 +135,9 @@ def _speedup(data: pl.DataFrame, mode: str, ceiling: float | None, scale: str) -
         .mark_rule(strokeDash=[4, 3], color="gray")
         .encode(y="y:Q", tooltip=["what", alt.Tooltip("y:Q", title="speed-up", format=".2f")])
     )
-    title = f"Speed-up of {mode} over serial (95 % CI){scale}" + (f"; dashed: ceiling {ceiling:g}×" if ceiling else "")
+    title = f"Speed-up of {mode} over serial (paired, with its interval){scale}" + (
+        f"; dashed: ceiling {ceiling:g}×" if ceiling else ""
+    )
     return alt.layer(lines, bars, points).properties(width=520, height=220, title=title)
 
 
@@ -154,40 +155,39 @@ def jit_frame(jit: pl.DataFrame) -> pl.DataFrame:
         .select(
             "server",
             "query",
-            "n",
+            "n_rounds",
             "median",
             "median_baseline",
             "reduction_pct",
             "reduction_low_pct",
             "reduction_high_pct",
-            "verdict",
+            "coverage",
             "s4_jit_reduction_pct",
         )
-        .with_columns(charts.time_words())
         .sort("server", "query")
     )
 
 
 def jit(jit: pl.DataFrame) -> alt.LayerChart:
-    """JIT time reduction per query with its 95 % interval (table ssb_jit), S4's reductions as black ticks."""
+    """JIT time reduction per query with its interval (table ssb_jit), S4's reductions as black ticks."""
     data = jit_frame(jit)
     base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
     bars = base.mark_rule(strokeWidth=2).encode(
-        y=alt.Y("reduction_low_pct:Q", title="time reduction by JIT, % (95 % CI)"), y2="reduction_high_pct:Q"
+        y=alt.Y("reduction_low_pct:Q", title="time reduction by JIT, % (interval)"), y2="reduction_high_pct:Q"
     )
     points = base.mark_point(filled=True, size=60).encode(
         y="reduction_pct:Q",
         tooltip=[
             "server",
             "query",
-            "n",
+            alt.Tooltip("n_rounds:Q", title="rounds"),
             _tip("median_baseline", "parallel median s"),
             _tip("median", "parallel + JIT median s"),
             _tip("reduction_pct", "reduction %", ".1f"),
-            _tip("reduction_low_pct", "95 % CI low", ".1f"),
-            _tip("reduction_high_pct", "95 % CI high", ".1f"),
+            _tip("reduction_low_pct", "interval low", ".1f"),
+            _tip("reduction_high_pct", "interval high", ".1f"),
+            _tip("coverage", "coverage", ".0%"),
             _tip("s4_jit_reduction_pct", "S4 reduction %", ".1f"),
-            "verdict",
         ],
     )
     s4 = (

@@ -12,6 +12,7 @@ import json
 
 import polars as pl
 
+from ...core import replicas
 from ...core.config import CommonParams
 from ...core.run import measurements, outcomes
 from ...core.stats import stats
@@ -249,33 +250,25 @@ def checksum_agreement(execs: pl.DataFrame, scales: dict[str, float] | None = No
     )
 
 
-def readable(verdict: pl.Expr) -> pl.Expr:
-    """Verdicts on time ratios in words: a lower time is faster."""
-    return verdict.replace({"lower": "faster", "higher": "slower"})
+def summary(execs: pl.DataFrame) -> pl.DataFrame:
+    """Median, min–max and the median's interval per (server, mode, query) of the timed executions."""
+    return stats.summarize(execs.filter(~pl.col("warmup")), by=["server", "mode", "query"], value="seconds")
 
 
-def summaries(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Summary per (server, mode, query); parallel speed-up over serial; the JIT effect over parallel."""
-    timed = execs.filter(~pl.col("warmup"))
-    return {
-        "summary": stats.summarize(timed, by=["server", "mode", "query"], value="seconds"),
-        "speedup": stats.compare(
-            timed, by=["server", "query"], condition_col="mode", baseline="serial", value="seconds"
-        ),
-        "jit": stats.compare(
-            timed.filter(pl.col("mode").is_in(["parallel", "parallel_jit"])),
-            by=["server", "query"],
-            condition_col="mode",
-            baseline="parallel",
-            value="seconds",
-        ),
-    }
+VERSIONS = ["mode", "query", "server", "baseline", "n_rounds", "ratio", "ci_low", "ci_high", "coverage"]
 
 
-def version_ratios(execs: pl.DataFrame, baseline_server: str) -> pl.DataFrame:
-    """Each server's time relative to one server's, per mode and query (the S1 version comparison)."""
-    timed = execs.filter(~pl.col("warmup"))
-    return stats.compare(timed, by=["mode", "query"], condition_col="server", baseline=baseline_server, value="seconds")
+def versions(execs: pl.DataFrame, facts: dict, at_sf: list[str], estimate: str) -> pl.DataFrame | None:
+    """Each server at ssb.sf over the oldest version's, per mode and query (and suite), as the version claims
+    compare them (`paired_tables.server_comparisons`; 17 over 16 is ssb_versions_paired's row); None with one
+    server."""
+    servers = facts.get("servers", {})
+    bases = [s for s, b in replicas.base_names(at_sf).items() if s == b]
+    if len(bases) < 2:
+        return None
+    oldest = min(bases, key=lambda s: (servers.get(s, {}).get("major") or 10**6, at_sf.index(s)))
+    t = paired_tables.server_comparisons(execs, facts, [s for s in bases if s != oldest], oldest, estimate)
+    return t.rename({"low": "ci_low", "high": "ci_high"}).select(VERSIONS) if t.width else None
 
 
 def fingerprints(plans: pl.DataFrame, facts: dict) -> pl.DataFrame:
@@ -375,7 +368,7 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     names = facts.get("server_order") or sorted(facts.get("servers", {}))
     available = pl.DataFrame(avail, schema=AVAILABILITY_SCHEMA)
     execs, sweep = executions(store), executions(store, SWEEP)
-    tables = summaries(execs)
+    paired = paired_tables.derive(execs, sweep, facts, p.estimate)
     plans = plans_table(p, store, available, n_workers=facts.get("workers"))
     scales = server_scales(facts)
     checks = checksum_agreement(
@@ -383,15 +376,16 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     )
     out |= {
         "ssb_executions": execs,
-        "ssb_summary": tables["summary"],
-        "ssb_speedup": tables["speedup"],
-        "ssb_jit": tables["jit"],
+        "ssb_summary": summary(execs),
+        # the descriptive views of ssb_paired's comparisons: one ratio and interval per comparison
+        "ssb_speedup": paired_tables.mode_view(paired["ssb_paired"], execs, "parallel", "serial"),
+        "ssb_jit": paired_tables.mode_view(paired["ssb_paired"], execs, "parallel_jit", "parallel"),
         "ssb_plans": plans,
         "ssb_checksums": checks,
         "ssb_availability": available,
         "ssb_sweep": sweep,
         "ssb_fingerprints": fingerprints(plans, facts),
-        **paired_tables.derive(execs, sweep, facts, p.estimate),
+        **paired,
     }
     # the sweep, the plan-only EXPLAINs and the versions at ssb.sf (the JIT servers may hold a larger scale)
     at_sf = [n for n in names if scales.get(n, p.sf) == p.sf]
@@ -401,17 +395,7 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
         out["ssb_jit_executions"] = je
     out["ssb_plans_study_workers"] = study_plans_table(store, at_sf, p.query_ids(), ref.S1_ALLOWED_WORKERS)
     out["ssb_plans_scaled"] = scaled_plans_table(store, at_sf, p, ref.S1_ALLOWED_WORKERS)
-    if len(at_sf) > 1:  # each server against the last one
-        vr = version_ratios(execs.filter(pl.col("server").is_in(at_sf)), baseline_server=at_sf[-1])
-        out["ssb_versions"] = vr.select(
-            "mode",
-            "query",
-            "server",
-            "baseline",
-            "ratio",
-            "ci_low",
-            "ci_high",
-            readable(pl.col("verdict")).alias("verdict"),
-        )
+    if (vs := versions(execs, facts, at_sf, p.estimate)) is not None:
+        out["ssb_versions"] = vs
     out["ssb_sweep_summary"] = sweep_summary(sweep)
     return out | {k: own_loads(store, t) for k, t in _measurements(store, "ssb", [EXP_LOAD, EXPERIMENT, SWEEP]).items()}

@@ -85,19 +85,74 @@ def version_servers(facts: dict) -> dict[int, str] | None:
 def version_comparisons(execs: pl.DataFrame, facts: dict, estimate: str = FAST) -> pl.DataFrame:
     """17 over 16 per mode and query (and suite), rounds resampled; empty when the run lacks 16 or 17."""
     vs = version_servers(facts)
-    if vs is None:
-        return pl.DataFrame()
-    # with replica clusters: cluster k of 17 over cluster k of 16 (pg17_c2 / pg16_c2), then pooled over k
+    return pl.DataFrame() if vs is None else server_comparisons(execs, facts, [vs[17]], vs[16], estimate)
+
+
+def server_comparisons(
+    execs: pl.DataFrame, facts: dict, servers: list[str], baseline: str, estimate: str = FAST
+) -> pl.DataFrame:
+    """Each of `servers` (base servers) over `baseline` per mode (serial, parallel) and query (and suite), rounds
+    resampled. With replica clusters: cluster k of each over cluster k of the baseline (pg17_c2 / pg16_c2), then
+    pooled over k, toward the versions' priors."""
     names = set(facts.get("servers", {}))
     frames = []
     for k in range(1, replicas.MAX_CLUSTERS + 1):
-        pair = {m: replicas.replica_name(n, k) for m, n in vs.items()}
-        if not set(pair.values()) <= names:
+        base_k = replicas.replica_name(baseline, k)
+        others = [n for s in servers if (n := replicas.replica_name(s, k)) in names]
+        if base_k not in names or not others:
             break
-        t = with_suites(ok_timed(execs).filter(pl.col("server").is_in(list(pair.values()))))
+        t = with_suites(ok_timed(execs).filter(pl.col("server").is_in([base_k, *others])))
         t = t.filter(pl.col("mode").is_in(["serial", "parallel"]))
-        frames.append(comparison(estimate)(t, ["mode", "query"], "server", pair[16], "round", "seconds"))
+        frames.append(comparison(estimate)(t, ["mode", "query"], "server", base_k, "round", "seconds"))
+    if not frames:
+        return pl.DataFrame()
     return frames[0] if len(frames) == 1 else pooled(pl.concat(frames), ["mode", "query"], "ssb_versions_paired")
+
+
+# the descriptive tables' columns: a paired table's comparison with both sides' medians, no verdict of their own
+VIEW = {
+    "server": pl.String,
+    "query": pl.String,
+    "mode": pl.String,
+    "baseline": pl.String,
+    "n_rounds": pl.Int64,
+    "median": pl.Float64,
+    "median_baseline": pl.Float64,
+    "ratio": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "coverage": pl.Float64,
+}
+
+
+def mode_view(pair: pl.DataFrame, execs: pl.DataFrame, mode: str, baseline: str) -> pl.DataFrame:
+    """`mode` over `baseline` per server and query (not the suites) as ssb_paired holds it, the claims' ratio and
+    interval (ci_low, ci_high: its low, high; pooled over a server's clusters), with both modes' medians over every
+    timed execution of the server's clusters beside it: ssb_speedup (parallel / serial), ssb_jit (JIT / parallel)."""
+    if pair.is_empty():
+        return pl.DataFrame(schema=VIEW)
+    t = ok_timed(execs)
+    bases = replicas.base_names(t["server"].unique(maintain_order=True).to_list())
+    med = (
+        t.with_columns(pl.col("server").replace_strict(bases))
+        .group_by("server", "mode", "query")
+        .agg(pl.col("seconds").median().alias("median"))
+    )
+    rows = pair.filter(
+        pl.col("mode") == mode, pl.col("baseline") == baseline, ~pl.col("query").is_in([SUITE, SUITE_Q1])
+    )
+    return (
+        rows.rename({"low": "ci_low", "high": "ci_high"})
+        .join(med, on=["server", "mode", "query"], how="left")
+        .join(
+            med.rename({"mode": "baseline", "median": "median_baseline"}),
+            on=["server", "baseline", "query"],
+            how="left",
+        )
+        .select(list(VIEW))
+        .cast(VIEW)
+        .sort("server", "query")
+    )
 
 
 def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) -> tuple[pl.DataFrame, pl.DataFrame]:

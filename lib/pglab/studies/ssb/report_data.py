@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ...core import replicas
 from ...core.installs import installs
 from . import reference as ref
 
@@ -45,6 +46,7 @@ class Data:
         env = t["environment_servers"].filter(pl.col("server").is_in(names))
         self.env = {r["server"]: r for r in env.sort("version_num", "server").iter_rows(named=True)}
         self.servers = [s for s in self.env] + [s for s in names if s not in self.env]  # oldest version first
+        self.bases = replicas.base_names(names)  # ssb_speedup and ssb_jit hold base servers (pooled clusters)
         skipped = tables.optional("ssb_skipped")
         # optional source builds this machine could not make (servers.installs[].optional): the claims say why
         self.unbuilt = (
@@ -79,6 +81,6 @@ class Data:
             return "the parallel + JIT mode was not in this profile's modes"
         if not a["available"][0]:
             return f"{server} ({self.version(server)}) cannot run it: {a['reason'][0]}"
-        if self.jit.filter(pl.col("server") == server).drop_nulls("ratio").is_empty():
+        if self.jit.filter(pl.col("server") == self.bases.get(server, server)).drop_nulls("ratio").is_empty():
             return "no successful parallel + JIT executions to compare"
         return None
