@@ -15,13 +15,8 @@ from .run import jit_block, scale_groups, scales, version_server, workers
 
 # the JIT block's warming of one server's database (pg_prewarm 'read' of what the OS cache lacks, then 'buffer' for
 # shared_buffers), per unit of SF: 0.67 GB at ~450 MB/s when none of it is cached (the rate the reference run's disk
-# gave its SF 10 queries: 961 GB in 36 minutes; 3.1 s where the load had left it all cached)
+# gave its SF 10 queries: 961 GB in 36 minutes)
 WARM_S_PER_SF = 1.5
-# a query of the JIT block (parallel or parallel + JIT, its data in memory), per unit of SF: a round of the 26 took
-# 90.0 and 90.3 s (warm-up, timed) on one pg15 cluster alone at SF 10 on the reference machine (2 cores, default
-# settings; 2.7 % of its database read from disk while timed), where the interleaved block, reading from disk,
-# averaged 4.1 s a query (and COST's SF power, fitted to those runs, gives 4.9)
-JIT_BLOCK_QUERY_S_PER_SF = 0.347
 
 
 def round_cells(
@@ -58,8 +53,6 @@ def estimate_s(p, base: list[Server]) -> float:
     # each scale's rounds of run_modes, as run.availability decides
     for i, (sf, reps, warm, group) in enumerate(scale_groups(servers, q)):
         serial, parallel = _query_s("ssb_serial", sf), _query_s("ssb_parallel", sf)
-        if jit_block(sf, q):  # in memory, one database at a time: linear in SF
-            parallel = JIT_BLOCK_QUERY_S_PER_SF * sf
         round_s = 0.0
         for m, n_queries in round_cells(group, q, jit, aa_first=i == 0):
             extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
