@@ -16,7 +16,7 @@ STUDY = Study(
     tables=prefixed(
         "pgbench",
         "skipped runs init init_steps select_only scaling series series_sizes buffers init_summary "
-        "select_only_summary scaling_summary series_summary buffers_summary series_trend versions timeseries "
+        "select_only_summary scaling_summary series_summary buffers_summary series_trend timeseries "
         "settings servers paired noise drift no_vacuum version_curve buffers_paired measurements timeline latency "
         "server_counters system telemetry",
     ),

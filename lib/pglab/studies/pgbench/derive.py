@@ -8,9 +8,8 @@ Written by `build` to `data/derived/<profile>/pgbench_*.csv`:
 * summaries (`stats.summarize`: n, n_missing = failed runs, median, mean, min, max, stddev, 95 % CI of the
   median): `pgbench_init_summary`, `pgbench_select_only_summary`, `pgbench_scaling_summary`,
   `pgbench_series_summary` (per run over series repetitions), `pgbench_buffers_summary` (per shared_buffers).
-* `pgbench_series_trend`: per server and scale, tps of the last third of the series over the first third,
-  with a 95 % interval and a verdict; the study's min / max / mean of the series; size growth.
-* `pgbench_versions`: every server against the baseline (oldest version) per experiment and group.
+* `pgbench_series_trend`: per server and scale, the study's min / max / mean of the series and size growth (the
+  trend itself, tps over the runs with its interval: `pgbench_no_vacuum` in paired_tables).
 * `pgbench_buffers`: S3's mechanism, per server, scale, shared_buffers and round: the measured select-only tps
   (`pgbench_buffers_paired` in paired_tables: each smaller shared_buffers over the largest, within rounds).
 * `pgbench_timeseries` (aggregate logs, when params ask for them), `pgbench_settings`.
@@ -261,16 +260,12 @@ def series_sizes_table(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
-    """Does tps fall over the series? Last third of the runs (at least two) against the first third (all series
-    repetitions pooled), ratio of medians with a bootstrap 95 % interval; the study's min / max / mean;
-    database and data-directory growth from the fresh load to the end of the series (median over series)."""
+    """The series as the study summed it up: its min / max / mean tps; database and data-directory growth from the
+    fresh load to the end of the series (median over series). Whether tps falls over the runs, with its interval, is
+    `pgbench_no_vacuum`'s (paired_tables.no_vacuum)."""
     rows = []
     for (server, scale), g in series.group_by(["server", "scale"], maintain_order=True):
         runs = sorted(g["run"].unique().to_list())
-        k = max(2, len(runs) // 3) if len(runs) >= 4 else 1  # two runs a side at least: an interval
-        first = g.filter(pl.col("run").is_in(runs[:k]))["tps"].to_list()
-        last = g.filter(pl.col("run").is_in(runs[-k:]))["tps"].to_list()
-        r = stats.ratio_ci(last, first)
         tps = g["tps"].drop_nulls()
         s = sizes.filter((pl.col("server") == server) & (pl.col("scale") == scale))
         rows.append(
@@ -280,16 +275,9 @@ def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
                 "runs": len(runs),
                 "series": g["series"].n_unique(),
                 "failed_runs": g["tps"].null_count(),
-                "window": k,
                 "tps_min": tps.min(),
                 "tps_max": tps.max(),
                 "tps_mean": tps.mean(),
-                "tps_first_median": r["stat_b"],
-                "tps_last_median": r["stat_a"],
-                "ratio_last_first": r["ratio"],
-                "ci_low": r["ci_low"],
-                "ci_high": r["ci_high"],
-                "verdict": r["verdict"],
                 "db_growth": _growth(s, "db_bytes"),
                 "datadir_growth": _growth(s, "datadir_bytes"),
             }
@@ -300,16 +288,9 @@ def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
         "runs": _I,
         "series": _I,
         "failed_runs": _I,
-        "window": _I,
         "tps_min": _F,
         "tps_max": _F,
         "tps_mean": _F,
-        "tps_first_median": _F,
-        "tps_last_median": _F,
-        "ratio_last_first": _F,
-        "ci_low": _F,
-        "ci_high": _F,
-        "verdict": _S,
         "db_growth": _F,
         "datadir_growth": _F,
     }
@@ -324,36 +305,6 @@ def _growth(sizes: pl.DataFrame, col: str) -> float | None:
         if g.height >= 2 and g[col][0]:
             ratios.append(g[col][-1] / g[col][0])
     return float(pl.Series(ratios).median()) if ratios else None
-
-
-def versions(tables: dict, baseline: str | None) -> pl.DataFrame:
-    """Every server against `baseline` (ratio of medians, 95 % CI, verdict) per experiment and group."""
-    specs = [  # (what, table, group columns, value, which way is better)
-        ("load time", "pgbench_init", ["scale"], "load_s", "lower"),
-        ("select-only tps", "pgbench_select_only", ["scale"], "tps", "higher"),
-        ("scaling tps", "pgbench_scaling", ["mode", "clients"], "tps", "higher"),
-        ("series tps", "pgbench_series", ["scale"], "tps", "higher"),
-    ]
-    out = []
-    for what, name, by, value, better in specs:
-        df = tables[name]
-        if "warmup" in df.columns:
-            df = df.filter(~pl.col("warmup"))
-        if baseline is None or df.is_empty() or df["server"].n_unique() < 2:
-            continue
-        c = stats.compare(df, by, "server", baseline, value)
-        group = pl.concat_str([pl.lit(f"{b}=") + pl.col(b).cast(_S) for b in by], separator=" ")
-        out.append(
-            c.select(
-                pl.lit(what).alias("what"),
-                group.alias("group"),
-                pl.lit(better).alias("better"),
-                *[x for x in c.columns if x not in by],
-            )
-        )
-    if not out:
-        return pl.DataFrame(schema={"what": _S, "group": _S, "better": _S, "server": _S, "baseline": _S})
-    return pl.concat(out, how="vertical_relaxed")
 
 
 def timeseries(df: pl.DataFrame, store: RunStore) -> pl.DataFrame:
@@ -491,7 +442,7 @@ def build(
         how="left",
     )
     measured = {n: t[n].filter(~pl.col("warmup")) for n in ("pgbench_select_only", "pgbench_scaling")}
-    # the A/A control's second label is the same cell again: summaries and version ratios take the first only
+    # the A/A control's second label is the same cell again: the summaries take the first only
     measured["pgbench_select_only"] = measured["pgbench_select_only"].filter(pl.col("item") != ITEM_AA)
     t["pgbench_select_only_summary"] = _with_latency(measured["pgbench_select_only"], ["server", "scale"])
     t["pgbench_scaling_summary"] = _with_latency(measured["pgbench_scaling"], ["server", "mode", "clients"])
@@ -499,7 +450,6 @@ def build(
     if t["pgbench_buffers"].height:  # S3's mechanism, for make compare: tps per shared_buffers value
         t["pgbench_buffers_summary"] = _with_latency(t["pgbench_buffers"], ["server", "scale", "shared_buffers"])
     t["pgbench_series_trend"] = series_trend(t["pgbench_series"], t["pgbench_series_sizes"])
-    t["pgbench_versions"] = versions(t | {"pgbench_select_only": measured["pgbench_select_only"]}, baseline)
     t["pgbench_timeseries"] = timeseries(df, store)
     t["pgbench_settings"] = settings(store)
     t["pgbench_servers"] = servers(store)
