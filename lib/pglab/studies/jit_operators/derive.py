@@ -3,12 +3,14 @@
 `derive(store, params)` returns them keyed by name, the findings too (notebook 50 and `python -m pglab derive`
 call it); `tables(store, p, setup)` the stage's tables without the findings; `write(tables, profile)` writes
 them with `pglab.core.derived`. Times are in ms. The reduction is the study's figure, 1 - t(JIT) / t(no JIT), from the
-medians, with the 95 % interval of the ratio (`pglab.stats.compare`) turned into percent."""
+ratio the findings judge (`verdicts.per_operator`: jit_operators_paired's, in the fast mode or per round), its
+interval turned into percent; in CPU and wall time."""
 
 from __future__ import annotations
 
 import polars as pl
 
+from ...core import replicas
 from ...core.run import measurements, outcomes
 from ...core.stats import stats
 from ...core.store import RunStore
@@ -95,19 +97,65 @@ def summary(r: pl.DataFrame) -> pl.DataFrame:
 
 
 def reduction(r: pl.DataFrame, p: JitOperatorsParams) -> pl.DataFrame:
-    """Per server, metric, JIT condition and operator: medians, ratio to the baseline with its 95 % CI, and
-    the reduction in percent (its interval is the ratio's, mirrored), beside the study's percentage."""
-    cmp = stats.compare(timed_long(r), ["server", "metric", "operator"], "condition", p.baseline, "ms")
+    """Per server, metric, JIT condition and operator: the ratio to the baseline and its interval as the findings
+    compare them (`verdicts.per_operator`, pooled over a server's clusters: in the findings' metric the rows of
+    jit_operators_paired; in the other one the same comparison, toward no archived prior), the reduction in percent
+    (its interval the ratio's, mirrored) beside the study's percentage, and both medians over every cluster's runs."""
+    frames = []
+    for metric in METRICS:
+        every = jv.compared(r, p, metric).filter(pl.col("metric") == metric)  # a server without CPU time: none
+        if every.height:
+            frames.append(jv.per_operator(every, p, "jit_operators_paired" if metric == p.metric else None)[0])
+    if not frames:
+        return pl.DataFrame(schema=REDUCTION)
+    long = timed_long(r)
+    bases = replicas.base_names(long["server"].unique(maintain_order=True).to_list())
+    med = (
+        long.with_columns(pl.col("server").replace_strict(bases))
+        .group_by("server", "metric", "condition", "operator")
+        .agg(pl.col("ms").median().alias("median"))
+    )
     study = pl.DataFrame({"operator": list(STUDY_REDUCTION_PCT), "study_pct": list(STUDY_REDUCTION_PCT.values())})
+    keys = ["server", "metric", "operator"]
     return _labels(
-        cmp.with_columns(
+        pl.concat(frames, how="diagonal_relaxed")
+        .filter(pl.col("condition") != p.aa_condition)
+        .rename({"low": "ci_low", "high": "ci_high"})
+        .join(med, on=[*keys, "condition"], how="left")
+        .join(med.rename({"condition": "baseline", "median": "median_baseline"}), on=[*keys, "baseline"], how="left")
+        .with_columns(
             reduction_pct=(1 - pl.col("ratio")) * 100,
             reduction_ci_low=(1 - pl.col("ci_high")) * 100,
             reduction_ci_high=(1 - pl.col("ci_low")) * 100,
         )
         .join(study, on="operator", how="left")
         .join(_order(p), on="operator", how="left")
+        .select([c for c in REDUCTION if c != "label"])
+        .cast({c: t for c, t in REDUCTION.items() if c != "label"})
+        .sort("server", "metric", "condition", "operator")
     )
+
+
+REDUCTION = {
+    "server": pl.String,
+    "metric": pl.String,
+    "operator": pl.String,
+    "condition": pl.String,
+    "baseline": pl.String,
+    "n_rounds": pl.Int64,
+    "median": pl.Float64,
+    "median_baseline": pl.Float64,
+    "ratio": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "coverage": pl.Float64,
+    "reduction_pct": pl.Float64,
+    "reduction_ci_low": pl.Float64,
+    "reduction_ci_high": pl.Float64,
+    "study_pct": pl.Float64,
+    "operator_order": pl.Int64,
+    "label": pl.String,
+}
 
 
 def result_checks(r: pl.DataFrame) -> pl.DataFrame:
@@ -265,7 +313,7 @@ def tables(store: RunStore, p: JitOperatorsParams, setup: pl.DataFrame) -> dict[
         "jit_operators_settings": settings(store, p, servers),
         "jit_operators_runs": r,
         "jit_operators_summary": summ,
-        "jit_operators_reduction": reduction(main, p),
+        "jit_operators_reduction": reduction(r, p),
         "jit_operators_results": result_checks(r),
         "jit_operators_plans": plan_tab,
         "jit_operators_jit_time": jit_time(summ, plan_tab, p),

@@ -111,28 +111,44 @@ def noise_table(
     return noise.table(rows).sort("server")
 
 
+def compared(runs: pl.DataFrame, p: JitOperatorsParams, metric: str) -> pl.DataFrame:
+    """The values the study compares in `metric` (per server: wall time where it gives no CPU time): fast mode,
+    every execution of a cell (its quantile, `paired.fast_compare`); round, one value per round."""
+    return timed(runs, metric, None if p.estimate == "fast" else p.round_value)
+
+
+OPERATOR_KEYS = ["metric", "operator", "condition"]  # what names a per-operator comparison besides its server
+
+
+def per_operator(
+    every: pl.DataFrame, p: JitOperatorsParams, priors: str | None = "jit_operators_paired"
+) -> tuple[pl.DataFrame, dict | None, dict | None]:
+    """Every condition over the baseline per server, metric and operator (`compared`'s values, by the study's
+    comparison): jit_operators_paired. With replica clusters (params servers.clusters): one row per base server
+    and comparison, its interval with the between-cluster variance from how its clusters disagreed over the
+    operators (not the A/A copy's: both its sides share a cluster), shrunk toward the `priors` table's
+    (`cluster_priors`; None: the run's own). Returns the table, that variance and the base names (None without)."""
+    compare = paired.fast_compare if p.estimate == "fast" else paired.paired_compare
+    pair = compare(every, ["server", "metric", "operator"], "condition", p.baseline, "round", "value")
+    if not br.has_replicas(pair["server"].unique().to_list()):
+        return pair, None, None
+    bases = replicas.base_names(pair["server"].unique(maintain_order=True).to_list())
+    var = br.cluster_variances(pair, OPERATOR_KEYS, variance_rows=pl.col("condition") != p.aa_condition)
+    prior = cluster_priors.priors(priors) if priors else None
+    return br.pool_clusters(pair, OPERATOR_KEYS, variances=var, priors=prior), var, bases
+
+
 def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]:
     t = timed(runs, p.metric, p.round_value)
     by = ["server", "metric", "operator"]
-    # fast: every execution of a cell, its fast-mode quantile (paired.fast_compare); round: one value per round
-    if p.estimate == "fast":
-        every, compare, pooled = timed(runs, p.metric, None), paired.fast_compare, overall_fast
-    else:
-        every, compare, pooled = t, paired.paired_compare, overall
-    pair = compare(every, by, "condition", p.baseline, "round", "value")
+    every = compared(runs, p, p.metric)
+    compare, pooled = (paired.fast_compare, overall_fast) if p.estimate == "fast" else (paired.paired_compare, overall)
+    pair, var, bases = per_operator(every, p)
     over = pooled(every.filter(pl.col("condition") != p.aa_condition), p.baseline)
-    bases = None
-    if br.has_replicas(pair["server"].unique().to_list()):
-        # params servers.clusters: every server on several clusters; one row per base server and comparison,
-        # its interval with the between-cluster variance (the operators' disagreement between clusters, not the
-        # A/A copy's: both its sides share a cluster); the pooled summary takes the operators' variance (an
-        # upper bound for a mean over operators, whose own rows are too few to estimate it)
-        bases = replicas.base_names(pair["server"].unique(maintain_order=True).to_list())
-        measured = pl.col("condition") != p.aa_condition
-        var = br.cluster_variances(pair, ["metric", "operator", "condition"], variance_rows=measured)
-        # each table its own priors: the pooled summary's figure moves less between runs than one operator's
-        prior = cluster_priors.priors("jit_operators_paired")
-        pair = br.pool_clusters(pair, ["metric", "operator", "condition"], variances=var, priors=prior)
+    if var is not None:
+        # the pooled summary takes the operators' variance (an upper bound for a mean over operators, whose own
+        # rows are too few to estimate it), and its own priors: its figure moves less between runs than one
+        # operator's
         prior = cluster_priors.priors("jit_operators_overall")
         over = br.pool_clusters(over, ["metric", "condition"], variances=var, priors=prior)
     return {
