@@ -186,11 +186,15 @@ def test_report_section_on_the_runs_derived_data(run, servers, tmp_path):
     derived.write(tables | {"parallel_index_setup": setup}, "t", root=tmp_path)
     spd = tables["parallel_index_speedup"]
     summ = tables["parallel_index_summary"]
-    # the speed-up is the ratio of the medians the summary holds
+    pair = tables["parallel_index_paired"]
+    # the speed-up is the findings' paired ratio inverted, with its interval; the summary's medians beside it
     for r in spd.filter(pl.col("workers") > 0).iter_rows(named=True):
         s = summ.filter(server=r["server"], key_columns=r["key_columns"], workers=r["workers"]).row(0, named=True)
-        assert r["speedup"] == pytest.approx(s["t0"] / s["median"])
+        p = pair.filter(server=r["server"], key_columns=r["key_columns"], workers=r["workers"]).row(0, named=True)
+        assert r["speedup"] == pytest.approx(1 / p["ratio"]) and r["ci_low"] == pytest.approx(1 / p["high"])
         assert r["ci_low"] <= r["speedup"] <= r["ci_high"]
+        assert (r["median_s"], r["t0_s"]) == pytest.approx((s["median"], s["t0"]))
+    assert "verdict" not in spd.columns
     f = report.findings(Tables("t", tmp_path))
     assert set(f["verdict"]) <= set(fnd.VERDICTS)
     assert f.height == 3 * len(servers) and set(f["finding"]) == set(report.ORDER)

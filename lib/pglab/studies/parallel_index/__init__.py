@@ -13,7 +13,7 @@ STUDY = Study(
     notebook="60_parallel_index",
     tables=prefixed(
         "parallel_index",
-        "skipped builds summary speedup suite_speedup paired paired_suite size_paired noise drift setup measurements",
+        "skipped builds summary speedup paired paired_suite size_paired noise drift setup measurements",
     ),
     section=Section(
         title="S4 · Parallel B-tree index build (test C)",

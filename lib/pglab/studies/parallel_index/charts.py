@@ -44,19 +44,19 @@ def time_chart(summary: pl.DataFrame) -> alt.FacetChart:
 
 
 def speedup_chart(speedup: pl.DataFrame) -> alt.FacetChart:
-    """Speed-up over the serial build with its 95 % interval; grey: workers + 1 (dashed) and the same capped at
-    the machine's cores (dotted)."""
+    """Speed-up over the serial build with its interval (the findings' paired comparison); grey: workers + 1
+    (dashed) and the same capped at the machine's cores (dotted)."""
     df = speedup.select(
-        "server", "label", "key_columns", "workers", "speedup", "ci_low", "ci_high", "ideal", "ceiling", "verdict"
+        "server", "label", "key_columns", "workers", "speedup", "ci_low", "ci_high", "coverage", "ideal", "ceiling"
     ).sort("server", "key_columns", "workers")
     tip = [
         alt.Tooltip("server:N"),
         alt.Tooltip("label:N", title="key"),
         alt.Tooltip("workers:Q"),
         alt.Tooltip("speedup:Q", format=".2f"),
-        alt.Tooltip("ci_low:Q", title="95 % CI low", format=".2f"),
-        alt.Tooltip("ci_high:Q", title="95 % CI high", format=".2f"),
-        alt.Tooltip("verdict:N"),
+        alt.Tooltip("ci_low:Q", title="interval low", format=".2f"),
+        alt.Tooltip("ci_high:Q", title="interval high", format=".2f"),
+        alt.Tooltip("coverage:Q", format=".0%"),
         alt.Tooltip("ideal:Q", title="workers + 1"),
     ]
     base = alt.Chart().encode(x=_workers(df))
@@ -71,7 +71,7 @@ def speedup_chart(speedup: pl.DataFrame) -> alt.FacetChart:
         alt.layer(ideal, ceiling, ci, points, data=df)
         .properties(width=260, height=200)
         .facet(column=alt.Column("server:N", title=None))
-        .properties(title="Speed-up (95 % CI); dashed: workers + 1, dotted: capped at the cores")
+        .properties(title="Speed-up (paired, interval); dashed: workers + 1, dotted: capped at the cores")
     )
 
 

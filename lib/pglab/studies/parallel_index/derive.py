@@ -6,15 +6,16 @@
   interval of the median, the serial median t0, and the ideal times t0 / (workers + 1) (the leader sorts its
   own share of the table beside its workers) and t0 / min(workers + 1, cores) (no more of them run at once
   than the machine has cores).
-* `parallel_index_speedup`: t0 / t(workers) with its 95 % bootstrap interval (pglab.stats.compare, inverted).
-* `parallel_index_suite_speedup`: the same for the time to build all keys once (a round's builds summed), per
-  server and workers: the one figure per worker count the findings judge.
+* `parallel_index_speedup`: t0 / t(workers) as the findings compare them: `parallel_index_paired`'s ratio and
+  interval inverted (paired within rounds, pooled over a server's clusters), the medians beside; the time to build
+  all keys once, the figure the findings judge per worker count, is `parallel_index_paired_suite`'s.
 * `parallel_index_setup`: per server, what was in force (parallel_index_run.setup, kept in the raw store)."""
 
 from __future__ import annotations
 
 import polars as pl
 
+from ...core import replicas
 from ...core.run import measurements, outcomes
 from ...core.stats import stats
 from ...core.store import RunStore
@@ -41,7 +42,6 @@ BUILD_SCHEMA = {
     "index_columns": pl.String,
     "error": pl.String,
 }
-FASTER, SLOWER = "faster", "slower"
 
 
 def builds(store: RunStore) -> pl.DataFrame:
@@ -88,83 +88,69 @@ def summary(b: pl.DataFrame, cores: int) -> pl.DataFrame:
     )
 
 
-def _speedup(timed: pl.DataFrame, group: list[str], cores: int) -> pl.DataFrame:
-    """t0 / t per group and workers, from seconds per repetition; the 0-workers row is the baseline (1, no
-    interval)."""
-    c = stats.compare(timed, group, "workers", 0, "seconds")
-    verdict = (
-        pl.when(pl.col("verdict") == stats.LOWER)
-        .then(pl.lit(FASTER))
-        .when(pl.col("verdict") == stats.HIGHER)
-        .then(pl.lit(SLOWER))
-        .otherwise(pl.col("verdict"))
+def speedup(b: pl.DataFrame, per_key: pl.DataFrame, cores: int) -> pl.DataFrame:
+    """Speed-up over the serial build per (server, key columns, workers): parallel_index_paired's ratio (`per_key`)
+    and interval inverted, the medians over every cluster's builds beside; the serial build's row is the baseline
+    (1, no interval). Ideal: workers + 1; ceiling: that capped at the cores; efficiency: speed-up over ideal."""
+    timed = _timed(b)
+    keys = ["server", "key_columns", "workers"]
+    bases = replicas.base_names(timed["server"].unique(maintain_order=True).to_list())
+    med = (
+        timed.with_columns(pl.col("server").replace_strict(bases))
+        .group_by(keys)
+        .agg(pl.col("seconds").median().alias("median_s"))
     )
-    out = c.select(
-        *group,
-        "workers",
-        "n",
-        "n_baseline",
-        pl.col("median").alias("median_s"),
-        pl.col("median_baseline").alias("t0_s"),
-        (1 / pl.col("ratio")).alias("speedup"),
-        (1 / pl.col("ci_high")).alias("ci_low"),
-        (1 / pl.col("ci_low")).alias("ci_high"),
-        verdict.alias("verdict"),
-    )
-    base = (
-        timed.filter(pl.col("workers") == 0)
-        .group_by(group)
-        .agg(pl.col("seconds").drop_nulls().len().cast(pl.Int64).alias("n"), pl.col("seconds").median().alias("t0_s"))
-    )
-    base = base.select(
-        *group,
+    t0 = med.filter(pl.col("workers") == 0).select("server", "key_columns", pl.col("median_s").alias("t0_s"))
+    none = pl.lit(None, pl.Float64)
+    base = t0.select(
+        "server",
+        "key_columns",
         pl.lit(0, pl.Int64).alias("workers"),
-        "n",
-        pl.col("n").alias("n_baseline"),
-        pl.col("t0_s").alias("median_s"),
-        "t0_s",
+        pl.lit(None, pl.Int64).alias("n_rounds"),
         pl.lit(1.0).alias("speedup"),
-        pl.lit(None, pl.Float64).alias("ci_low"),
-        pl.lit(None, pl.Float64).alias("ci_high"),
-        pl.lit("baseline").alias("verdict"),
+        none.alias("ci_low"),
+        none.alias("ci_high"),
+        none.alias("coverage"),
+    )
+    pair = per_key.filter(~pl.col("condition").str.ends_with(AA_SUFFIX)).select(
+        "server",
+        pl.col("key_columns").cast(pl.Int64),
+        pl.col("workers").cast(pl.Int64),
+        "n_rounds",
+        (1 / pl.col("ratio")).alias("speedup"),
+        (1 / pl.col("high")).alias("ci_low"),
+        (1 / pl.col("low")).alias("ci_high"),
+        "coverage",
     )
     ceiling = pl.min_horizontal(pl.col("workers") + 1, pl.lit(cores))
     return (
-        pl.concat([base, out.cast(base.schema)])
+        pl.concat([base, pair.cast(base.schema)])
+        .join(med, on=keys, how="left")
+        .join(t0, on=["server", "key_columns"], how="left")
         .with_columns(
             ideal=(pl.col("workers") + 1).cast(pl.Float64),
             ceiling=ceiling.cast(pl.Float64),
             cores=pl.lit(cores, pl.Int64),
+            label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String),
         )
         .with_columns(efficiency=pl.col("speedup") / pl.col("ideal"))
-        .sort(*group, "workers")
-    )
-
-
-def speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
-    """Speed-up over the serial build per (server, key columns, workers)."""
-    return _speedup(_timed(b), ["server", "key_columns"], cores).with_columns(
-        label=pl.col("key_columns").map_elements(columns_label, return_dtype=pl.String)
-    )
-
-
-def suite(b: pl.DataFrame) -> pl.DataFrame:
-    """Per server, workers and repetition: the time to build every key once (one round's builds of that cell
-    row, summed), null when one of them failed. One figure per round speaks for all keys at once."""
-    timed = _timed(b)
-    n_keys = timed["key_columns"].n_unique()
-    return (
-        timed.group_by("server", "workers", "repetition")
-        .agg(
-            pl.when(pl.col("seconds").is_not_null().sum() == n_keys).then(pl.col("seconds").sum()).alias("seconds"),
+        .select(
+            *keys,
+            "n_rounds",
+            "median_s",
+            "t0_s",
+            "speedup",
+            "ci_low",
+            "ci_high",
+            "coverage",
+            "ideal",
+            "ceiling",
+            "cores",
+            "efficiency",
+            "label",
         )
-        .sort("server", "workers", "repetition")
+        .sort(keys)
     )
-
-
-def suite_speedup(b: pl.DataFrame, cores: int) -> pl.DataFrame:
-    """Speed-up over the serial builds of all keys together, per (server, workers)."""
-    return _speedup(suite(b), ["server"], cores)
 
 
 def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
@@ -183,12 +169,12 @@ def derive(store: RunStore, params=None) -> dict[str, pl.DataFrame]:
 
 def tables(store: RunStore, cores: int) -> dict[str, pl.DataFrame]:
     b = builds(store)
+    paired = piv.tables(store)
     return {
         "parallel_index_builds": b.sort("server", "round", "key_columns", "workers"),
         "parallel_index_summary": summary(b, cores),
-        "parallel_index_speedup": speedup(b, cores),
-        "parallel_index_suite_speedup": suite_speedup(b, cores),
-        **piv.tables(store),
+        "parallel_index_speedup": speedup(b, paired["parallel_index_paired"], cores),
+        **paired,
     }
 
 
