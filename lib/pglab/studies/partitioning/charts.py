@@ -33,11 +33,12 @@ def time_chart(summary: pl.DataFrame) -> alt.Chart:
 
 
 def speedup_chart(speedup: pl.DataFrame, cores: int | None = None) -> alt.LayerChart:
-    """Speed-up over serial with its 95 % interval per worker count; the study's single point in black."""
+    """Speed-up over serial with its interval (the findings' paired comparison) per worker count; the study's single
+    point in black."""
     names = sorted(set(speedup["server"]))
     # servers side by side at each worker count, so that their intervals do not hide each other
     offset = {n: (i - (len(names) - 1) / 2) * 0.08 for i, n in enumerate(names)}
-    ours = speedup.select("server", "workers", "speedup", "speedup_ci_low", "speedup_ci_high", "verdict", "n")
+    ours = speedup.select("server", "workers", "speedup", "speedup_ci_low", "speedup_ci_high", "coverage", "n_rounds")
     ours = ours.with_columns(x=pl.col("workers") + pl.col("server").replace_strict(offset, return_dtype=pl.Float64))
     study = pl.DataFrame(
         {
@@ -57,17 +58,17 @@ def speedup_chart(speedup: pl.DataFrame, cores: int | None = None) -> alt.LayerC
             "server",
             "workers",
             alt.Tooltip("speedup:Q", format=".2f"),
-            alt.Tooltip("speedup_ci_low:Q", format=".2f", title="95 % CI low"),
-            alt.Tooltip("speedup_ci_high:Q", format=".2f", title="95 % CI high"),
-            "verdict",
-            "n",
+            alt.Tooltip("speedup_ci_low:Q", format=".2f", title="interval low"),
+            alt.Tooltip("speedup_ci_high:Q", format=".2f", title="interval high"),
+            alt.Tooltip("coverage:Q", format=".0%"),
+            alt.Tooltip("n_rounds:Q", title="rounds"),
         ],
     )
     marks = alt.Chart(study).encode(x="x:Q", y="speedup:Q", tooltip=["label", "detail"])
     layers = [
         alt.Chart(pl.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 3], color="gray").encode(y="y:Q"),
         base.mark_rule(strokeWidth=2).encode(
-            y=alt.Y("speedup_ci_low:Q", title="speed-up over serial (95 % CI)"), y2="speedup_ci_high:Q"
+            y=alt.Y("speedup_ci_low:Q", title="speed-up over serial (paired, interval)"), y2="speedup_ci_high:Q"
         ),
         base.mark_line(point=True).encode(y="speedup:Q"),
         marks.mark_point(shape="square", filled=True, size=90, color="black"),

@@ -5,7 +5,8 @@
 - partitioning_partitions: per server and partition: rows, size, tablespace and directory, checksum.
 - partitioning_executions: every timed execution (warm-ups flagged) with its result.
 - partitioning_summary: median, min, max, 95 % interval of the median per (server, condition).
-- partitioning_speedup: time ratio of each worker count to serial, as a speed-up with its 95 % interval.
+- partitioning_speedup: each worker count over serial as the findings compare them (partitioning_paired's ratio
+  and interval, paired within rounds, pooled over a server's clusters), as a speed-up too, the medians beside.
 - partitioning_results: the results per (server, condition): distinct counts, range of avg(x).
 - partitioning_plans: per (server, condition) the plan's shape checks, workers planned / launched and the
   workers the planner's rule predicts; partitioning_gathers: one row per Gather.
@@ -18,6 +19,7 @@ import json
 
 import polars as pl
 
+from ...core import replicas
 from ...core.run import measurements, outcomes
 from ...core.stats import stats
 from ...core.store import RunStore
@@ -29,7 +31,6 @@ from .params import (
     STUDY_PARTITION_MB,
     STUDY_WORKERS_PLANNED,
     PartitioningParams,
-    condition_workers,
 )
 from .plans import append_workers, check, study_pages
 from .prepare import Prepared
@@ -115,18 +116,40 @@ def summary(execs: pl.DataFrame) -> pl.DataFrame:
     return stats.summarize(execs.filter(~pl.col("warmup")), by=["server", "workers", "condition"], value="seconds")
 
 
-def speedup(execs: pl.DataFrame) -> pl.DataFrame:
-    """Each worker count against serial: the time ratio, and the speed-up (its inverse) with the interval."""
-    cmp = stats.compare(
-        execs.filter(~pl.col("warmup")), by=["server"], condition_col="condition", baseline="serial", value="seconds"
+def speedup(execs: pl.DataFrame, pair: pl.DataFrame) -> pl.DataFrame:
+    """Each worker count over serial: partitioning_paired's time ratio (`pair`, the A/A copy left out) and its
+    interval as ci_low / ci_high, the speed-up (its inverse) with the interval inverted, both medians over every
+    cluster's timed executions beside."""
+    timed = execs.filter(~pl.col("warmup"))
+    bases = replicas.base_names(timed["server"].unique(maintain_order=True).to_list())
+    med = (
+        timed.with_columns(pl.col("server").replace_strict(bases))
+        .group_by("server", "condition")
+        .agg(pl.col("seconds").median().alias("median"))
     )
-    return cmp.with_columns(
-        workers=pl.col("condition").map_elements(condition_workers, return_dtype=pl.Int64),
-        speedup=1 / pl.col("ratio"),
-        speedup_ci_low=1 / pl.col("ci_high"),
-        speedup_ci_high=1 / pl.col("ci_low"),
-        verdict=pl.col("verdict").replace({stats.LOWER: "faster", stats.HIGHER: "slower"}),
-    ).sort("server", "workers")
+    return (
+        pair.filter(pl.col("condition") != pv.AA)
+        .rename({"low": "ci_low", "high": "ci_high"})
+        .join(med, on=["server", "condition"], how="left")
+        .join(med.rename({"condition": "baseline", "median": "median_baseline"}), on=["server", "baseline"], how="left")
+        .select(
+            "server",
+            "condition",
+            "baseline",
+            "workers",
+            "n_rounds",
+            "median",
+            "median_baseline",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            "coverage",
+            (1 / pl.col("ratio")).alias("speedup"),
+            (1 / pl.col("ci_high")).alias("speedup_ci_low"),
+            (1 / pl.col("ci_low")).alias("speedup_ci_high"),
+        )
+        .sort("server", "workers")
+    )
 
 
 def results(execs: pl.DataFrame) -> pl.DataFrame:
@@ -287,15 +310,16 @@ def tables(
     execs = executions(store)
     main = execs.filter(pl.col("condition") != pv.AA)  # the A/A copy only feeds the noise floor
     plans, gathers = plans_tables(store, p, servers, preps)
+    paired = pv.tables(execs)
     return {
         "partitioning_setup": setup_table(store, p, preps),
         "partitioning_partitions": partitions_table(store, preps),
         "partitioning_executions": execs,
         "partitioning_summary": summary(main),
-        "partitioning_speedup": speedup(main),
+        "partitioning_speedup": speedup(main, paired["partitioning_paired"]),
         "partitioning_results": results(execs),
         "partitioning_plans": plans,
         "partitioning_gathers": gathers,
         "partitioning_planner": planner_table(store, servers, p.partitions),
-        **pv.tables(execs),
+        **paired,
     }
