@@ -178,7 +178,7 @@ logging.select(
     "condition",
     "baseline",
     pl.col("median", "median_baseline", "ratio", "ci_low", "ci_high").round(4),
-    "verdict",
+    "coverage",
     "study_ratio",
     *(["log_bytes_per_txn"] if "log_bytes_per_txn" in logging.columns else []),
 )

@@ -330,8 +330,8 @@ def test_auto_explain_pools_replica_clusters(estimate):
         )
         j = ratios.with_columns(width.alias("width")).join(mine, on=["server", *aer.RATIO_KEYS])
         assert j.height == ratios.height and (j["width"] >= j["own_width"]).all()
-    # the verdict reads the pooled interval at its coverage
-    assert set(ratios["verdict"]) <= {"higher", "lower", "no detectable difference", "too few rounds"}
+    # one interval per comparison: the pooled one, no unpaired verdict beside it
+    assert "verdict" not in ratios.columns and "verdict" not in got["auto_explain_study"].columns
     # medians over both clusters' runs, the study's table per base server
     assert sorted(got["auto_explain_study"]["server"].unique()) == ["pg15", "pg18"]
     # the noise floor per base server over both clusters' A/A pairs (one per cluster and item)

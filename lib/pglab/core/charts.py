@@ -235,10 +235,3 @@ def header(words: dict[str, str] | None = None) -> alt.Header:
 
     mapping = json.dumps(words or WORDS)
     return alt.Header(labelExpr=f"({mapping})[datum.value] || datum.value", labelLimit=0)
-
-
-def time_words(col: str = "verdict") -> pl.Expr:
-    """A time ratio's direction in a reader's words: "lower" time is faster (a 1.87× speed-up reads "faster",
-    not "lower"), "higher" is slower."""
-    words = {"lower": "faster (less time)", "higher": "slower (more time)"}
-    return pl.col(col).replace(words).alias(col)

@@ -7,7 +7,6 @@ import json
 import altair as alt
 import polars as pl
 
-from ...core import charts
 from .params import AutoExplainParams
 
 
@@ -65,9 +64,7 @@ def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.Fa
     d = ratios.filter((pl.col("comparison") == comparison) & pl.col("ratio").is_not_null())
     cover = d["coverage"].drop_nulls() if "coverage" in d.columns else pl.Series([], dtype=pl.Float64)
     what = f"{cover.min():.0%} interval" if cover.len() and cover.min() == cover.max() else "interval: see its method"
-    d = d.select(
-        "server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "study_ratio", "verdict"
-    ).with_columns(charts.time_words())  # a latency ratio: lower is faster
+    d = d.select("server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "coverage", "study_ratio")
     y = _y(d)
     one = alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(x=alt.datum(1.0))
     bars = (
@@ -98,7 +95,7 @@ def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.Fa
                 alt.Tooltip("ratio:Q", format=".3f"),
                 alt.Tooltip("ci_low:Q", format=".3f"),
                 alt.Tooltip("ci_high:Q", format=".3f"),
-                "verdict",
+                alt.Tooltip("coverage:Q", format=".0%"),
             ],
         )
     )

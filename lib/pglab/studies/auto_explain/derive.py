@@ -24,7 +24,6 @@ from ...core import raw_frames, replicas
 from ...core.run import measurements, outcomes
 from ...core.stats import between_runs, cluster_priors, paired
 from ...core.stats.stats import ratio_with_interval
-from ...core.stats.verdicts import MIN_COVERAGE
 from . import verdicts as auto_explain_verdicts
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
 
@@ -223,28 +222,7 @@ def _paired(
     if pc.is_empty():
         return pl.DataFrame()
     return _with_medians(
-        pc.rename({"low": "ci_low", "high": "ci_high"}).with_columns(
-            _verdict(), pl.lit(comparison).alias("comparison")
-        ),
-        med,
-    )
-
-
-def _verdict() -> pl.Expr:
-    """What a ratio's interval (ci_low, ci_high) tells at its coverage: the table's `verdict` column."""
-    lo, hi = pl.col("ci_low"), pl.col("ci_high")
-    few = pl.col("coverage").fill_null(0) < MIN_COVERAGE  # e.g. min–max of 2 rounds: 50 %, it tells no direction
-    return (
-        pl.when(lo.is_null())
-        .then(pl.lit("no interval"))
-        .when(few)
-        .then(pl.lit("too few rounds"))
-        .when(lo > 1)
-        .then(pl.lit("higher"))
-        .when(hi < 1)
-        .then(pl.lit("lower"))
-        .otherwise(pl.lit("no detectable difference"))
-        .alias("verdict")
+        pc.rename({"low": "ci_low", "high": "ci_high"}).with_columns(pl.lit(comparison).alias("comparison")), med
     )
 
 
@@ -304,16 +282,16 @@ def pool_ratios(rat: pl.DataFrame, m: pl.DataFrame, params: AutoExplainParams) -
     """With replica clusters (params servers.clusters): one row per base server and comparison
     (`between_runs.pool_clusters`): the geometric mean over its clusters, its interval the rounds' plus the
     between-cluster variance from how its clusters disagreed over all its comparisons but the A/A control's (both
-    its sides share a cluster, so no cluster effect parts them); verdict from the pooled interval, medians over
-    every cluster's runs. Added columns: n_clusters, cluster_sd, within_low, within_high. Without: `rat` itself."""
+    its sides share a cluster, so no cluster effect parts them); medians over every cluster's runs. Added columns:
+    n_clusters, cluster_sd, within_low, within_high. Without: `rat` itself."""
     if rat.is_empty() or not between_runs.has_replicas(rat["server"].unique(maintain_order=True).to_list()):
         return rat
-    t = rat.drop("verdict", "median", "median_baseline").rename({"ci_low": "low", "ci_high": "high"})
+    t = rat.drop("median", "median_baseline").rename({"ci_low": "low", "ci_high": "high"})
     pooled = between_runs.pool_clusters(
         t, RATIO_KEYS, variance_rows=_measured_only(params), priors=cluster_priors.priors("auto_explain_ratios")
     )
     med = by_base_server(m).group_by(KEY).agg(pl.col("value").median().alias("median"))
-    out = _with_medians(pooled.rename({"low": "ci_low", "high": "ci_high"}).with_columns(_verdict()), med)
+    out = _with_medians(pooled.rename({"low": "ci_low", "high": "ci_high"}), med)
     cols = [*rat.columns, *(c for c in between_runs.POOLED_COLUMNS if c not in rat.columns)]
     return out.select(cols).sort("comparison", "server", "condition_order", "item")
 
@@ -451,7 +429,7 @@ def study_table(ratios_df: pl.DataFrame, summary_df: pl.DataFrame) -> pl.DataFra
     keep = summary_df.select(
         "server", "condition", "item", "label", "condition_order", "study_ms", pl.col("median").alias("median_ms")
     )
-    r = over.select("server", "condition", "item", "ratio", "ci_low", "ci_high", "verdict", "study_ratio")
+    r = over.select("server", "condition", "item", "ratio", "ci_low", "ci_high", "study_ratio")
     return keep.join(r, on=["server", "condition", "item"], how="left").sort(["condition_order", "item", "server"])
 
 
