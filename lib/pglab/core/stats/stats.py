@@ -1,7 +1,8 @@
-"""Spread and uncertainty for repeated measurements (methodology §4).
+"""Spread and uncertainty for repeated measurements (methodology §4): the kit's one bootstrap, a sample's summary
+with the interval of its median, and the one notation every report writes an interval in.
 
-Every summary is median with min–max plus a 95 % interval; every comparison is a ratio with a 95 %
-bootstrap interval, and an interval that contains 1.0 reads "no detectable difference", never a win.
+A comparison of two conditions is never made here: it is paired within rounds (`pglab.core.stats.paired`), one
+ratio and one interval per comparison, which the findings judge and the descriptive tables show.
 
 Choices, and why:
 
@@ -11,10 +12,8 @@ Choices, and why:
   in the frame nor on row order.
 * The interval ends are taken with numpy's ``lower`` / ``higher`` quantile methods, i.e. actual resampled
   values just outside the nominal quantiles: slightly conservative at the small n (3–10) of benchmark
-  repetitions, and well defined when a resampled ratio is infinite.
-* Ratios resample both samples independently (repetitions of two conditions are not paired).
-  A resample whose baseline statistic is 0 gives ratio +inf (0/0 counts as 1: both statistics equal).
-* With fewer than two values on either side there is no interval: nulls, verdict "too few repetitions".
+  repetitions.
+* With fewer than two values there is no interval: nulls.
 """
 
 from __future__ import annotations
@@ -25,31 +24,14 @@ import numpy as np
 import polars as pl
 
 __all__ = [
-    "HIGHER",
-    "LOWER",
-    "NO_DIFFERENCE",
-    "TOO_FEW",
-    "NO_DATA",
-    "UNDEFINED",
-    "NO_BASELINE",
     "resample",
     "percentile_interval",
     "bootstrap_ci",
-    "ratio_ci",
     "summarize",
-    "compare",
     "interval",
     "ratio_digits",
     "ratio_with_interval",
 ]
-
-HIGHER = "higher"
-LOWER = "lower"
-NO_DIFFERENCE = "no detectable difference"
-TOO_FEW = "too few repetitions"
-NO_DATA = "no data"
-UNDEFINED = "undefined (baseline is zero)"
-NO_BASELINE = "no baseline data"
 
 _STATS = {"median": np.median, "mean": np.mean}
 
@@ -105,55 +87,6 @@ def bootstrap_ci(
     if v.size < 2:
         return None, None
     return _interval(resample(v, stat, n_boot, np.random.default_rng(seed)), confidence)
-
-
-def ratio_ci(a, b, stat: str = "median", n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95) -> dict:
-    """Ratio stat(a) / stat(b) with a percentile bootstrap interval, resampling a and b independently.
-
-    Returns {ratio, ci_low, ci_high, verdict, n_a, n_b, stat_a, stat_b}. verdict is "higher" (interval
-    above 1), "lower" (below 1), "no detectable difference" (contains 1), "too few repetitions" (a side
-    has < 2 values: ratio given, interval null), "undefined (baseline is zero)" or "no data".
-    """
-    _check_confidence(confidence)
-    fn = _stat_fn(stat)
-    va, vb = _values(a), _values(b)
-    out = {
-        "ratio": None,
-        "ci_low": None,
-        "ci_high": None,
-        "verdict": NO_DATA,
-        "n_a": int(va.size),
-        "n_b": int(vb.size),
-        "stat_a": None,
-        "stat_b": None,
-    }
-    if va.size == 0 or vb.size == 0:
-        return out
-    out["stat_a"], out["stat_b"] = float(fn(va)), float(fn(vb))
-    if out["stat_b"] == 0.0:
-        out["verdict"] = UNDEFINED
-        return out
-    out["ratio"] = out["stat_a"] / out["stat_b"]
-    if va.size < 2 or vb.size < 2:
-        out["verdict"] = TOO_FEW
-        return out
-    rng = np.random.default_rng(seed)
-    ba, bb = resample(va, stat, n_boot, rng), resample(vb, stat, n_boot, rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = ba / bb
-    ratios[(ba == 0) & (bb == 0)] = 1.0
-    ratios[(bb == 0) & (ba != 0)] = np.inf
-    out["ci_low"], out["ci_high"] = _interval(ratios, confidence)
-    out["verdict"] = _verdict(out["ci_low"], out["ci_high"])
-    return out
-
-
-def _verdict(low: float, high: float) -> str:
-    if low > 1.0:
-        return HIGHER
-    if high < 1.0:
-        return LOWER
-    return NO_DIFFERENCE
 
 
 def _grouped(df: pl.DataFrame, keys: list[str], value: str) -> list[dict]:
@@ -221,67 +154,6 @@ def summarize(
             }
         )
     return _frame(df, by, rows, _SUMMARY_SCHEMA)
-
-
-def compare(
-    df: pl.DataFrame,
-    by: Sequence[str],
-    condition_col: str,
-    baseline,
-    value: str = "value",
-    stat: str = "median",
-    n_boot: int = 10_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> pl.DataFrame:
-    """Ratio of every condition to the ``baseline`` condition within each group of ``by``.
-
-    One row per (group, condition other than baseline): ``by`` columns, ``condition_col``, baseline,
-    n, n_baseline, <stat>, <stat>_baseline (e.g. median, median_baseline), ratio, ci_low, ci_high, verdict
-    (see ratio_ci; "no baseline data" when the group has no baseline rows). Sorted by ``by`` then condition.
-    """
-    by = list(by)
-    if condition_col in by:
-        raise ValueError(f"condition column {condition_col!r} must not also be in by")
-    _stat_fn(stat)
-    groups = _grouped(df, [*by, condition_col], value)
-    baselines = {tuple(g[k] for k in by): g["_values"] for g in groups if g[condition_col] == baseline}
-    rows = []
-    for g in groups:
-        if g[condition_col] == baseline:
-            continue
-        base = baselines.get(tuple(g[k] for k in by))
-        if base is None:
-            r = {**ratio_ci(g["_values"], [], stat, n_boot, seed, confidence), "verdict": NO_BASELINE}
-            r["stat_a"] = float(_STATS[stat](_values(g["_values"]))) if r["n_a"] else None
-        else:
-            r = ratio_ci(g["_values"], base, stat, n_boot, seed, confidence)
-        rows.append(
-            {
-                **{k: g[k] for k in [*by, condition_col]},
-                "baseline": baseline,
-                "n": r["n_a"],
-                "n_baseline": r["n_b"],
-                stat: r["stat_a"],
-                f"{stat}_baseline": r["stat_b"],
-                "ratio": r["ratio"],
-                "ci_low": r["ci_low"],
-                "ci_high": r["ci_high"],
-                "verdict": r["verdict"],
-            }
-        )
-    schema = {
-        "baseline": df.schema[condition_col],
-        "n": pl.Int64,
-        "n_baseline": pl.Int64,
-        stat: pl.Float64,
-        f"{stat}_baseline": pl.Float64,
-        "ratio": pl.Float64,
-        "ci_low": pl.Float64,
-        "ci_high": pl.Float64,
-        "verdict": pl.String,
-    }
-    return _frame(df, [*by, condition_col], rows, schema)
 
 
 # -- how an interval reads: one notation for every study's report and evidence --------------------------------
