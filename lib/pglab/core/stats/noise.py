@@ -150,7 +150,7 @@ def ceiling_check(speedup: float | None, processes: int, cores: int | None) -> s
 # -- the CPU state, for the environment data ---------------------------------------------------------------------------
 
 
-def _read(path: Path) -> str | None:
+def _proc_text(path: Path) -> str | None:
     try:
         return path.read_text().strip()
     except OSError:
@@ -161,8 +161,8 @@ def cpu_state(sys_cpu: Path = Path("/sys/devices/system/cpu"), proc_stat: Path =
     """Frequency governor(s), current clock (kHz: min, max over CPUs) and steal time, where the OS shows them;
     a missing source gives None (VMs and containers often hide cpufreq). Steal is since boot: ticks and share."""
     cpus = sorted(sys_cpu.glob("cpu[0-9]*/cpufreq"), key=lambda p: int(p.parent.name[3:]))
-    governors = sorted({g for p in cpus if (g := _read(p / "scaling_governor"))})
-    freqs = [int(f) for p in cpus if (f := _read(p / "scaling_cur_freq")) and f.isdigit()]
+    governors = sorted({g for p in cpus if (g := _proc_text(p / "scaling_governor"))})
+    freqs = [int(f) for p in cpus if (f := _proc_text(p / "scaling_cur_freq")) and f.isdigit()]
     out = {
         "cpus": os.cpu_count(),
         "governor": ",".join(governors) or None,
@@ -171,7 +171,7 @@ def cpu_state(sys_cpu: Path = Path("/sys/devices/system/cpu"), proc_stat: Path =
         "steal_ticks": None,
         "steal_share": None,
     }
-    line = (_read(proc_stat) or "").splitlines()[:1]
+    line = (_proc_text(proc_stat) or "").splitlines()[:1]
     fields = line[0].split() if line else []
     if len(fields) > 8 and fields[0] == "cpu":  # cpu user nice system idle iowait irq softirq steal ...
         ticks = [int(x) for x in fields[1:9]]
