@@ -24,7 +24,11 @@ os.environ["PGLAB_STATE_DIR"] = str(TEST_HOME / "state")
 os.environ["PGLAB_DATA_DIR"] = str(TEST_HOME / "data")
 
 from pglab.core.installs.installs import discover  # noqa: E402
-from pglab.core.servers.cluster import Cluster  # noqa: E402
+from pglab.core.servers.cluster import INITDB_NO_SYNC_ENV, Cluster  # noqa: E402
+
+# the tests' clusters (and their subprocesses' and the quick pass's) skip initdb's final fsync, as pg_regress does:
+# about 1.3 s of waiting on the disk per cluster, and a session makes hundreds
+os.environ[INITDB_NO_SYNC_ENV] = "1"
 
 INSTALLS = discover()
 

@@ -33,6 +33,10 @@ from . import lifecycle, osuser, reach, socketdir
 from .cluster_procs import STOP_TIMEOUT_S, pid_alive, proc_start_ticks, stop_pid, sweep_orphans  # noqa: F401
 from .cluster_settings import ClusterError, ClusterSettings
 
+# set by the test suite only (tests/conftest.py): initdb skips its final fsync of the new cluster, as PostgreSQL's own
+# pg_regress does; a measuring run keeps it (a crash right after initdb must not leave a reusable, torn cluster)
+INITDB_NO_SYNC_ENV = "PGLAB_TEST_INITDB_NO_SYNC"
+
 log = logging.getLogger(__name__)
 
 SUPERUSER = "pglab"
@@ -167,6 +171,7 @@ class Cluster(ClusterSettings):
             "--auth-local=trust",
             "--auth-host=scram-sha-256",  # no password is set: TCP logins are refused; we use the socket
             *self.initdb_options.args(self.install.major),
+            *(["--no-sync"] if os.environ.get(INITDB_NO_SYNC_ENV) == "1" else []),
         ]
         out = subprocess.run(cmd, capture_output=True, text=True, **self.run_as.popen_kwargs())
         if out.returncode != 0:
