@@ -96,8 +96,9 @@ notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired 
 test: lint ##dev [15 min] lint, tests on real servers, one quick report pass they share, nbval on the committed report
 	rm -rf $(TEST_DIR)
 	# spread over the cores, each file whole on one worker (tests/conftest.py); then, with nothing beside them,
-	# the tests whose assertions rest on timings they measure (marked alone; only their files collected), reading the quick pass the first
-	# session made (tests/conftest.py, quick_pass). The slowest tests printed: where the next minutes are
+	# the tests whose assertions rest on timings they measure (marked alone; only their files collected), reading
+	# the quick pass the first session made (tests/conftest.py, quick_pass). The slowest tests printed: where the
+	# next minutes are
 	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=25
 	PGLAB_TEST_QUICK_PASS=keep $(BIN)/python -m pytest $$(grep -l "mark.alone" tests/test_*.py) -m alone --durations=5
 	$(BIN)/python -m pglab.core.servers.clean --check-orphans
