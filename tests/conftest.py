@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -46,6 +47,34 @@ def postmasters(data_dir: Path) -> list[int]:
         if args and args[0].endswith(b"postgres") and str(data_dir).encode() in args:
             pids.append(int(proc.name))
     return pids
+
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+needs_chromium = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver"
+)
+
+
+@contextlib.contextmanager
+def chromium(*args: str, performance_log: bool = False):
+    """Headless Chromium under selenium. Its temporary files (chromedriver's profile among them) go to a folder of
+    its own, removed after: left to itself it leaves a singleton folder in /tmp per browser."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    home = Path(tempfile.mkdtemp(prefix="pglab-chromium-"))
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", *args):
+        opts.add_argument(a)
+    if performance_log:
+        opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # DevTools Network events
+    driver = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER, env=os.environ | {"TMPDIR": str(home)}))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import uuid
 
 import polars as pl
 import pytest
-from conftest import ROOT
+from conftest import ROOT, chromium, needs_chromium
 
 from pglab import params
 from pglab.core import derived
@@ -235,13 +235,8 @@ def test_factor_a_server_lacks_is_not_an_error(tmp_path, installs):
     assert checks.refused_values(p.experiments[0], old) == {}  # the name is unknown there: decided by `unavailable`
 
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
-
-@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver")
+@needs_chromium
 def test_report_html_shows_the_section(tmp_path, embedded):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     profile = f"xtest-html-{uuid.uuid4().hex[:6]}"
@@ -268,12 +263,7 @@ experiments:
         timeout=600,
     )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        opts.add_argument(a)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    try:
+    with chromium() as driver:
         driver.get("file://" + str(out / "report.html"))
         body = driver.find_element(By.TAG_NAME, "body").text
         assert "sleepy_html" in body and "Does B sleep twice as long?" in body
@@ -286,8 +276,6 @@ experiments:
             ".length"
         )
         assert drawn >= 1, "no chart drawn"
-    finally:
-        driver.quit()
 
 
 @alone

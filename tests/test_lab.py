@@ -13,10 +13,9 @@ import time
 import urllib.request
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, chromium, needs_chromium
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver")
+pytestmark = needs_chromium
 WORK = ROOT / "build" / "test" / "lab"
 # the notebook on screen (lab's current widget): the page also holds any other tab's, hidden
 NB = "const nb = window.jupyterapp.shell.currentWidget.node;"
@@ -83,18 +82,8 @@ def lab():
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        opts.add_argument(a)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    try:
+    with chromium("--window-size=1400,1000") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _wait(driver, script: str, timeout: float, what: str):

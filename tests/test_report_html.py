@@ -14,10 +14,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, chromium, needs_chromium
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver")
+pytestmark = needs_chromium
 VIEWPORT = (1280, 800)
 
 
@@ -55,26 +54,16 @@ def rendered_page(browser, rendered):
     return browser
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--hide-scrollbars"):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # DevTools Network events
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    # the viewport itself, not the window around it
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False},
-    )
-    try:
+    """One browser for the module (each test loads its page afresh): a start per test cost more than the tests."""
+    with chromium("--hide-scrollbars", performance_log=True) as driver:
+        # the viewport itself, not the window around it
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False},
+        )
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_first_screen_holds_the_summary_not_the_inventory(page):
