@@ -328,11 +328,15 @@ JIT_EXECUTION_COLUMNS = (
 def jit_executions(store: RunStore) -> pl.DataFrame:
     """Every timed execution in a JIT mode that carries its JIT times (pg_stat_statements' sums around it, the
     leader's: run.JitCounters): its wall time beside what compiling took, the compile/execution split from every
-    execution rather than one EXPLAIN ANALYZE. Empty for a run that recorded none."""
+    execution rather than one EXPLAIN ANALYZE. Only a read that counted exactly one call of the statement is its
+    execution's (jit_calls 1; more: another session ran it in between, and the sums are not this execution's).
+    Empty for a run that recorded none."""
     df = store.records(EXPERIMENT)
     if df.is_empty() or "jit_ms" not in df.columns:
         return pl.DataFrame()
     df = df.filter(pl.col("jit_ms").is_not_null(), ~pl.col("warmup"))
+    if "jit_calls" in df.columns:
+        df = df.filter(pl.col("jit_calls") == 1)
     return df.select(
         "server",
         pl.col("condition").alias("mode"),
