@@ -127,6 +127,41 @@ def table(df: pl.DataFrame, floats: str = "{:.3g}"):
     return Markdown("\n".join(lines))
 
 
+# -- the shapes the studies' charts share -----------------------------------------------------------------------------
+
+
+def tips(fmt: str, *cols: str) -> list[alt.Tooltip]:
+    """Tooltips of quantitative columns, all in one number format."""
+    return [alt.Tooltip(f"{c}:Q", format=fmt) for c in cols]
+
+
+def interval_marks(
+    base, axis: alt.X | alt.Y, high: str, value: str, stroke=2, size=alt.Undefined, color=alt.Undefined, **point
+):
+    """A rule over each interval (from `axis`'s field to `high`) and a filled point at `value` (with the encodings
+    `point`): the marks of every chart of medians with their min–max and of ratios with their interval. `color` is
+    the rule's, where it carries the legend's title."""
+    ch = "x" if isinstance(axis, alt.X) else "y"
+    rule = base.mark_rule(**({"strokeWidth": stroke} if stroke else {})).encode(
+        **{ch: axis, f"{ch}2": f"{high}:Q"}, color=color
+    )
+    return rule, base.mark_point(filled=True, size=size).encode(**{ch: f"{value}:Q"}, **point)
+
+
+def log_ratio_chart(
+    data, y: alt.Y, color: alt.Color, x_title: str, reach: float, tooltip: list, size: int, title: str, **encoding
+) -> alt.LayerChart:
+    """Ratios (`ratio`) with their intervals (`lo` … `hi`) on a log scale symmetric about 1 (clipped at `reach`),
+    one row per `y`, a dashed rule at 1 (no change)."""
+    scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)  # nice: powers of 10
+    base = alt.Chart(data).encode(y=y, color=color, **encoding)
+    interval, point = interval_marks(
+        base, alt.X("lo:Q", scale=scale, title=x_title), "hi", "ratio", size=size, tooltip=tooltip
+    )
+    one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
+    return alt.layer(interval, point, one).properties(width=420, title=title)
+
+
 # -- the summary's ratio strips: one tiny inline SVG per claim row, drawn by hand ------------------------------------
 # (a Vega-Lite render costs ~0.3 s; fifty of them would triple the report's time, and one chart beside an HTML
 # table cannot stay aligned with rows whose height the browser decides)

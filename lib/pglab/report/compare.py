@@ -31,7 +31,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ..core import paths
+from ..core import charts, paths
 from .compare_sources import (
     CompareError,
     Dataset,
@@ -415,35 +415,20 @@ def ratio_chart(r: pl.DataFrame, k: int = 30, per_metric: int = 5) -> alt.Chart:
     y = alt.Y(
         "label:N", sort=alt.EncodingSortField("ratio", order="descending"), title=None, axis=alt.Axis(labelLimit=420)
     )
-    scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)  # nice: powers of 10
-    x = alt.X("lo:Q", scale=scale, title="B / A of the medians (interval: ratio of bounds; log scale)")
     color = alt.Color(
         "outcome:N",
         title="B against A",
         scale=alt.Scale(domain=list(OUTCOME_COLOURS), range=list(OUTCOME_COLOURS.values())),
     )
-    base = alt.Chart(data).encode(y=y, color=color)
-    interval = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi:Q")
-    point = base.mark_point(filled=True, size=50).encode(
-        x="ratio:Q",
-        tooltip=[
-            "study",
-            "metric",
-            "server",
-            "item",
-            "unit",
-            "better",
-            "a_median",
-            "b_median",
-            "ratio",
-            "lo",
-            "hi",
-            "outcome",
-        ],
-    )
-    one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
-    return alt.layer(interval, point, one).properties(
-        width=420, title=f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)"
+    return charts.log_ratio_chart(
+        data,
+        y,
+        color,
+        "B / A of the medians (interval: ratio of bounds; log scale)",
+        reach,
+        ["study", "metric", "server", "item", "unit", "better", "a_median", "b_median", "ratio", "lo", "hi", "outcome"],
+        50,
+        f"B / A: the {data.height} ratios furthest from 1 (at most {per_metric} per metric)",
     )
 
 
@@ -685,19 +670,18 @@ def effect_chart(e: pl.DataFrame, k: int = 30) -> alt.Chart:
     )
     values = [v for v in long["ratio"].to_list() + long["lo"].to_list() + long["hi"].to_list() if v and v > 0]
     reach = min(max([1.1, *(max(v, 1 / v) for v in values)]) * 1.1, 10.0)
-    scale = alt.Scale(type="log", domain=[1 / reach, reach], clamp=True, nice=False)
     y = alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelLimit=520))
     color = alt.Color("run:N", title="run", scale=alt.Scale(domain=["A", "B"], range=list(HELD_COLOURS.values())))
-    base = alt.Chart(long).encode(y=y, yOffset=alt.YOffset("run:N"), color=color)
-    bars = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("lo:Q", scale=scale, title="the effect: condition / baseline within rounds (log scale)"), x2="hi:Q"
-    )
-    point = base.mark_point(filled=True, size=45).encode(
-        x="ratio:Q", tooltip=["label", "run", "ratio", "lo", "hi", "held"]
-    )
-    one = alt.Chart(pl.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(x="one:Q")
-    return alt.layer(bars, point, one).properties(
-        width=420, title=f"Did each effect hold? A's and B's ratio with its interval ({rows.height} effects)"
+    return charts.log_ratio_chart(
+        long,
+        y,
+        color,
+        "the effect: condition / baseline within rounds (log scale)",
+        reach,
+        ["label", "run", "ratio", "lo", "hi", "held"],
+        45,
+        f"Did each effect hold? A's and B's ratio with its interval ({rows.height} effects)",
+        yOffset=alt.YOffset("run:N"),
     )
 
 

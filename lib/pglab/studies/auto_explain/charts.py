@@ -7,6 +7,7 @@ import json
 import altair as alt
 import polars as pl
 
+from ...core import charts
 from .params import AutoExplainParams
 
 
@@ -42,20 +43,23 @@ def items_table(params: AutoExplainParams) -> pl.DataFrame:
     )
 
 
-def _facet(layers: list, d: pl.DataFrame, title: str) -> alt.FacetChart:
+def _per_condition(d: pl.DataFrame, x: alt.X, high: str, value: str, study: str, title: str, **marks) -> alt.FacetChart:
+    """Per condition and server a rule over `x` … `high` and a point at `value`, the study's own figure (column
+    `study`) as a black tick, one panel per item; `marks`: interval_marks' stroke, size, tooltip."""
+    order = d.sort("condition_order")["label"].unique(maintain_order=True).to_list()
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
+    base = alt.Chart().encode(y=y, yOffset="server:N", color="server:N")
+    rule, point = charts.interval_marks(base, x, high, value, color=alt.Color("server:N", title="server"), **marks)
+    tick = alt.Chart().transform_filter(f"datum.{study} != null").mark_tick(color="black", thickness=2, size=14)
+    one = [alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(x=alt.datum(1.0))] if value == "ratio" else []
     # layers without data of their own: the facet hands each panel its item's rows
     return (
-        alt.layer(*layers)
+        alt.layer(*one, rule, point, tick.encode(x=f"{study}:Q", y=y))
         .properties(width=240, height=alt.Step(16))
         .facet(data=d, column=alt.Column("item:N", title=None))
         .resolve_scale(x="independent")
         .properties(title=title)
     )
-
-
-def _y(d: pl.DataFrame) -> alt.Y:
-    order = d.sort("condition_order")["label"].unique(maintain_order=True).to_list()
-    return alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
 
 
 def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.FacetChart:
@@ -65,47 +69,23 @@ def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.Fa
     cover = d["coverage"].drop_nulls() if "coverage" in d.columns else pl.Series([], dtype=pl.Float64)
     what = f"{cover.min():.0%} interval" if cover.len() and cover.min() == cover.max() else "interval: see its method"
     d = d.select("server", "item", "label", "condition_order", "ratio", "ci_low", "ci_high", "coverage", "study_ratio")
-    y = _y(d)
-    one = alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(x=alt.datum(1.0))
-    bars = (
-        alt.Chart()
-        .mark_rule(strokeWidth=2)
-        .encode(
-            x=alt.X(
-                "ci_low:Q", title=f"latency ratio to baseline ({what})".replace("%", " %"), scale=alt.Scale(zero=False)
-            ),
-            x2="ci_high:Q",
-            y=y,
-            yOffset="server:N",
-            color=alt.Color("server:N", title="server"),
-        )
+    title = f"latency ratio to baseline ({what})".replace("%", " %")
+    return _per_condition(
+        d,
+        alt.X("ci_low:Q", title=title, scale=alt.Scale(zero=False)),
+        "ci_high",
+        "ratio",
+        "study_ratio",
+        "auto_explain overhead per condition (black tick: the study)",
+        size=45,
+        tooltip=[
+            "server",
+            "item",
+            "label",
+            *charts.tips(".3f", "ratio", "ci_low", "ci_high"),
+            *charts.tips(".0%", "coverage"),
+        ],
     )
-    points = (
-        alt.Chart()
-        .mark_point(filled=True, size=45)
-        .encode(
-            x="ratio:Q",
-            y=y,
-            yOffset="server:N",
-            color="server:N",
-            tooltip=[
-                "server",
-                "item",
-                "label",
-                alt.Tooltip("ratio:Q", format=".3f"),
-                alt.Tooltip("ci_low:Q", format=".3f"),
-                alt.Tooltip("ci_high:Q", format=".3f"),
-                alt.Tooltip("coverage:Q", format=".0%"),
-            ],
-        )
-    )
-    study = (
-        alt.Chart()
-        .transform_filter("datum.study_ratio != null")
-        .mark_tick(color="black", thickness=2, size=14)
-        .encode(x="study_ratio:Q", y=y)
-    )
-    return _facet([one, bars, points, study], d, "auto_explain overhead per condition (black tick: the study)")
 
 
 def latency_chart(summary: pl.DataFrame) -> alt.FacetChart:
@@ -113,48 +93,23 @@ def latency_chart(summary: pl.DataFrame) -> alt.FacetChart:
     d = summary.filter(pl.col("median").is_not_null()).select(
         "server", "item", "label", "condition_order", "n", "median", "min", "max", "study_ms"
     )
-    y = _y(d)
-    span = (
-        alt.Chart()
-        .mark_rule()
-        .encode(
-            # few ticks: a 240 px panel of a narrow range otherwise crowds its labels into each other
-            x=alt.X(
-                "min:Q",
-                title="latency average, ms (median, min–max)",
-                scale=alt.Scale(zero=False),
-                axis=alt.Axis(tickCount=5, labelOverlap="greedy"),
-            ),
-            x2="max:Q",
-            y=y,
-            yOffset="server:N",
-            color=alt.Color("server:N", title="server"),
-        )
+    # few ticks: a 240 px panel of a narrow range otherwise crowds its labels into each other
+    axis = alt.Axis(tickCount=5, labelOverlap="greedy")
+    return _per_condition(
+        d,
+        alt.X("min:Q", title="latency average, ms (median, min–max)", scale=alt.Scale(zero=False), axis=axis),
+        "max",
+        "median",
+        "study_ms",
+        "Latency per run (black tick: the study, PostgreSQL 14.1)",
+        stroke=None,
+        size=40,
+        tooltip=[
+            "server",
+            "item",
+            "label",
+            *charts.tips(".4f", "median", "min", "max"),
+            "n",
+            *charts.tips(".3f", "study_ms"),
+        ],
     )
-    med = (
-        alt.Chart()
-        .mark_point(filled=True, size=40)
-        .encode(
-            x="median:Q",
-            y=y,
-            yOffset="server:N",
-            color="server:N",
-            tooltip=[
-                "server",
-                "item",
-                "label",
-                alt.Tooltip("median:Q", format=".4f"),
-                alt.Tooltip("min:Q", format=".4f"),
-                alt.Tooltip("max:Q", format=".4f"),
-                "n",
-                alt.Tooltip("study_ms:Q", format=".3f"),
-            ],
-        )
-    )
-    study = (
-        alt.Chart()
-        .transform_filter("datum.study_ms != null")
-        .mark_tick(color="black", thickness=2, size=14)
-        .encode(x="study_ms:Q", y=y)
-    )
-    return _facet([span, med, study], d, "Latency per run (black tick: the study, PostgreSQL 14.1)")

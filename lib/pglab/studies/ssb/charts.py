@@ -22,6 +22,29 @@ def _tip(col: str, title: str | None = None, fmt: str = ".3f") -> alt.Tooltip:
     return alt.Tooltip(f"{col}:Q", title=title or col, format=fmt)
 
 
+def _intervals(data: pl.DataFrame, low: str, high: str, value: str, title: str, size: int, tooltip: list):
+    """Per query and server a rule over `low` … `high` and a point at `value`."""
+    base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
+    return charts.interval_marks(base, alt.Y(f"{low}:Q", title=title), high, value, size=size, tooltip=tooltip)
+
+
+def _paired(data: pl.DataFrame, name: str, title: str, fmt: str, baseline: str, mode: str, unit: str = ""):
+    """Per query and server a paired figure (`name`, e.g. speedup) as a point on its interval, with both medians
+    and the interval's coverage in the tooltip (and S4's figure, where the data carries it)."""
+    low, high, value = f"{name}_low{unit}", f"{name}_high{unit}", f"{name}{unit}"
+    tip = [
+        "server",
+        "query",
+        alt.Tooltip("n_rounds:Q", title="rounds"),
+        _tip("median_baseline", f"{baseline} median s"),
+    ]
+    tip += [_tip("median", f"{mode} median s"), _tip(value, "speed-up" if name == "speedup" else "reduction %", fmt)]
+    tip += [_tip(low, "interval low", fmt), _tip(high, "interval high", fmt), _tip("coverage", "coverage", ".0%")]
+    if "s4_jit_reduction_pct" in data.columns:
+        tip.append(_tip("s4_jit_reduction_pct", "S4 reduction %", ".1f"))
+    return _intervals(data, low, high, value, title, 60, tip)
+
+
 def _with_sf(data: pl.DataFrame, sf: dict[str, float] | None) -> pl.DataFrame:
     """A `data` column, "SSB SF 1", from each server's scale factor (`sf`: server -> SF); None where not known."""
     sf = sf or {}
@@ -41,22 +64,15 @@ def times(summary: pl.DataFrame, sf: dict[str, float] | None = None) -> alt.Face
         sf,
     )
     split = data["data"].drop_nulls().n_unique() > 1
-    base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
-    bars = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
-    points = base.mark_point(filled=True, size=50).encode(
-        y="median:Q",
-        tooltip=[
-            "server",
-            "mode",
-            "query",
-            "n",
-            "n_missing",
-            _tip("median"),
-            _tip("min"),
-            _tip("max"),
-            _tip("ci_low", "95 % CI low"),
-            _tip("ci_high", "95 % CI high"),
-        ],
+    tip = ["server", "mode", "query", "n", "n_missing", _tip("median"), _tip("min"), _tip("max")]
+    bars, points = _intervals(
+        data,
+        "min",
+        "max",
+        "median",
+        "seconds (median, min–max)",
+        50,
+        [*tip, _tip("ci_low", "95 % CI low"), _tip("ci_high", "95 % CI high")],
     )
     modes = [m for m in MODES if m in set(data["mode"])] + sorted(set(data["mode"]) - set(MODES))
     facets = {"row": alt.Row("mode:N", title=None, sort=modes, header=charts.header())}
@@ -109,24 +125,7 @@ def speedup(
 
 
 def _speedup(data: pl.DataFrame, mode: str, ceiling: float | None, scale: str) -> alt.LayerChart:
-    base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
-    bars = base.mark_rule(strokeWidth=2).encode(
-        y=alt.Y("speedup_low:Q", title="speed-up over serial (×, interval)"), y2="speedup_high:Q"
-    )
-    points = base.mark_point(filled=True, size=60).encode(
-        y="speedup:Q",
-        tooltip=[
-            "server",
-            "query",
-            alt.Tooltip("n_rounds:Q", title="rounds"),
-            _tip("median_baseline", "serial median s"),
-            _tip("median", f"{mode} median s"),
-            _tip("speedup", "speed-up", ".2f"),
-            _tip("speedup_low", "interval low", ".2f"),
-            _tip("speedup_high", "interval high", ".2f"),
-            _tip("coverage", "coverage", ".0%"),
-        ],
-    )
+    bars, points = _paired(data, "speedup", "speed-up over serial (×, interval)", ".2f", "serial", mode)
     refs = pl.DataFrame({"y": [1.0], "what": ["no gain"]})
     if ceiling is not None:
         refs = pl.concat([refs, pl.DataFrame({"y": [float(ceiling)], "what": ["ceiling"]})])
@@ -171,24 +170,8 @@ def jit_frame(jit: pl.DataFrame) -> pl.DataFrame:
 def jit(jit: pl.DataFrame) -> alt.LayerChart:
     """JIT time reduction per query with its interval (table ssb_jit), S4's reductions as black ticks."""
     data = jit_frame(jit)
-    base = alt.Chart(data).encode(x=_QUERY, color=_SERVER, xOffset="server:N")
-    bars = base.mark_rule(strokeWidth=2).encode(
-        y=alt.Y("reduction_low_pct:Q", title="time reduction by JIT, % (interval)"), y2="reduction_high_pct:Q"
-    )
-    points = base.mark_point(filled=True, size=60).encode(
-        y="reduction_pct:Q",
-        tooltip=[
-            "server",
-            "query",
-            alt.Tooltip("n_rounds:Q", title="rounds"),
-            _tip("median_baseline", "parallel median s"),
-            _tip("median", "parallel + JIT median s"),
-            _tip("reduction_pct", "reduction %", ".1f"),
-            _tip("reduction_low_pct", "interval low", ".1f"),
-            _tip("reduction_high_pct", "interval high", ".1f"),
-            _tip("coverage", "coverage", ".0%"),
-            _tip("s4_jit_reduction_pct", "S4 reduction %", ".1f"),
-        ],
+    bars, points = _paired(
+        data, "reduction", "time reduction by JIT, % (interval)", ".1f", "parallel", "parallel + JIT", "_pct"
     )
     s4 = (
         alt.Chart(ref.s4_jit_table())
