@@ -20,8 +20,8 @@ PARTS = [*PHASE_LABELS.values(), SAVED]
 PART_COLORS = ["#9ecae1", "#4292c6", "#08306b", "#9e9ac8", "#31a354"]
 
 
-def _x(df: pl.DataFrame) -> alt.X:
-    order = df.sort("operator_order")["label"].unique(maintain_order=True).to_list()
+def _x(df: pl.DataFrame, order: list[str] | None = None) -> alt.X:
+    order = order or df.sort("operator_order")["label"].unique(maintain_order=True).to_list()
     # upright at -90: at -30 the neighbours "count" and "count(*)" overlap in a 330 px panel
     return alt.X("label:N", sort=order, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=0))
 
@@ -73,21 +73,14 @@ def reduction_chart(reduction: pl.DataFrame) -> alt.FacetChart:
         alt.Tooltip("coverage:Q", format=".0%"),
     ]
     zero = alt.Chart().mark_rule(color="gray", strokeDash=[4, 3]).encode(y=alt.datum(0))
-    ci = (
-        alt.Chart()
-        .mark_rule(strokeWidth=2)
-        .encode(
-            x=x,
-            xOffset="server:N",
-            y=alt.Y("reduction_ci_low:Q", title="time reduction with JIT, % (interval)"),
-            y2="reduction_ci_high:Q",
-            color=alt.Color("server:N", title="server"),
-        )
-    )
-    pts = (
-        alt.Chart()
-        .mark_point(filled=True, size=50)
-        .encode(x=x, xOffset="server:N", y="reduction_pct:Q", color="server:N", tooltip=tip)
+    ci, pts = charts.interval_marks(
+        alt.Chart().encode(x=x, xOffset="server:N", color="server:N"),
+        alt.Y("reduction_ci_low:Q", title="time reduction with JIT, % (interval)"),
+        "reduction_ci_high",
+        "reduction_pct",
+        size=50,
+        color=alt.Color("server:N", title="server"),
+        tooltip=tip,
     )
     study = (
         alt.Chart()
@@ -112,31 +105,19 @@ def times_chart(summary: pl.DataFrame, order: list[str] | None = None) -> alt.Fa
     d = _metric(summary).select(
         "server", "time", "condition", "operator", "label", "n", "median", "min", "max", "ci_low", "ci_high"
     )
-    labels = order or d["label"].unique(maintain_order=True).to_list()
-    x = alt.X("label:N", sort=labels, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=0))
+    x = _x(d, order or d["label"].unique(maintain_order=True).to_list())
     tip = [
         "server:N",
         "time:N",
         "condition:N",
         "label:N",
         "n:Q",
-        *(alt.Tooltip(f"{c}:Q", format=".2f") for c in ("median", "min", "max", "ci_low", "ci_high")),
+        *charts.tips(".2f", "median", "min", "max", "ci_low", "ci_high"),
     ]
-    rng = (
-        alt.Chart()
-        .mark_rule()
-        .encode(
-            x=x,
-            xOffset="condition:N",
-            y=alt.Y("min:Q", title="ms (median, min-max)"),
-            y2="max:Q",
-            color=alt.Color("condition:N", title="condition"),
-        )
-    )
-    med = (
-        alt.Chart()
-        .mark_point(filled=True)
-        .encode(x=x, xOffset="condition:N", y="median:Q", color="condition:N", tooltip=tip)
+    base = alt.Chart().encode(x=x, xOffset="condition:N", color="condition:N")
+    color = alt.Color("condition:N", title="condition")
+    rng, med = charts.interval_marks(
+        base, alt.Y("min:Q", title="ms (median, min-max)"), "max", "median", stroke=None, color=color, tooltip=tip
     )
     return (
         alt.layer(rng, med)

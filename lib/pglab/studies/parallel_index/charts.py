@@ -5,6 +5,10 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ...core import charts
+
+_KEY = [alt.Tooltip("server:N"), alt.Tooltip("label:N", title="key")]  # every tooltip's first lines
+
 
 def _workers(df: pl.DataFrame) -> alt.X:
     """The worker counts as ticks, exactly: a quantitative axis over 0-2 otherwise ticks every 0.5 ("0 1 1 2 2")."""
@@ -18,12 +22,9 @@ def time_chart(summary: pl.DataFrame) -> alt.FacetChart:
         "server", "label", "key_columns", "workers", "n", "median", "min", "max", "t0", "ideal_s", "launched_max"
     ).sort("server", "key_columns", "workers")
     tip = [
-        alt.Tooltip("server:N"),
-        alt.Tooltip("label:N", title="key"),
+        *_KEY,
         alt.Tooltip("workers:Q"),
-        alt.Tooltip("median:Q", format=".3f"),
-        alt.Tooltip("min:Q", format=".3f"),
-        alt.Tooltip("max:Q", format=".3f"),
+        *charts.tips(".3f", "median", "min", "max"),
         alt.Tooltip("ideal_s:Q", title="ideal", format=".3f"),
         alt.Tooltip("launched_max:Q", title="workers launched"),
         alt.Tooltip("n:Q"),
@@ -50,8 +51,7 @@ def speedup_chart(speedup: pl.DataFrame) -> alt.FacetChart:
         "server", "label", "key_columns", "workers", "speedup", "ci_low", "ci_high", "coverage", "ideal", "ceiling"
     ).sort("server", "key_columns", "workers")
     tip = [
-        alt.Tooltip("server:N"),
-        alt.Tooltip("label:N", title="key"),
+        *_KEY,
         alt.Tooltip("workers:Q"),
         alt.Tooltip("speedup:Q", format=".2f"),
         alt.Tooltip("ci_low:Q", title="interval low", format=".2f"),
@@ -83,12 +83,10 @@ def size_chart(summary: pl.DataFrame) -> alt.HConcatChart:
         .sort("server", "key_columns")
     )
     tip = [
-        alt.Tooltip("server:N"),
-        alt.Tooltip("label:N", title="key"),
+        *_KEY,
         alt.Tooltip("index_mib:Q", title="index MiB", format=".1f"),
         alt.Tooltip("median:Q", title="median s", format=".3f"),
-        alt.Tooltip("min:Q", format=".3f"),
-        alt.Tooltip("max:Q", format=".3f"),
+        *charts.tips(".3f", "min", "max"),
         alt.Tooltip("n:Q"),
     ]
     x = alt.X("label:N", title=None, sort=sorted(set(df["label"])), axis=alt.Axis(labelAngle=0))
@@ -98,8 +96,8 @@ def size_chart(summary: pl.DataFrame) -> alt.HConcatChart:
         .encode(y=alt.Y("index_mib:Q", title="index size (MiB)"))
         .properties(width=220, height=180, title="Index size")
     )
-    time = (
-        base.mark_rule().encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
-        + base.mark_point(filled=True, size=50).encode(y="median:Q")
-    ).properties(width=220, height=180, title="Serial build time")
+    rule, point = charts.interval_marks(
+        base, alt.Y("min:Q", title="seconds (median, min–max)"), "max", "median", stroke=None, size=50
+    )
+    time = (rule + point).properties(width=220, height=180, title="Serial build time")
     return alt.hconcat(size, time).properties(title="Index key: size of the index and serial build time")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ...core import charts
 from .params import STUDY_PARALLEL_S, STUDY_SERIAL_S, STUDY_SPEEDUP, STUDY_WORKERS_PLANNED
 
 
@@ -15,21 +16,12 @@ def time_chart(summary: pl.DataFrame) -> alt.Chart:
         x=alt.X("workers:O", title="max_parallel_workers_per_gather (0 = serial)", axis=alt.Axis(labelAngle=0)),
         color=alt.Color("server:N", title="server"),
         xOffset="server:N",
-        tooltip=[
-            "server",
-            "condition",
-            "n",
-            alt.Tooltip("median:Q", format=".4f"),
-            alt.Tooltip("min:Q", format=".4f"),
-            alt.Tooltip("max:Q", format=".4f"),
-            alt.Tooltip("ci_low:Q", format=".4f"),
-            alt.Tooltip("ci_high:Q", format=".4f"),
-        ],
+        tooltip=["server", "condition", "n", *charts.tips(".4f", "median", "min", "max", "ci_low", "ci_high")],
     )
-    return (
-        base.mark_rule(strokeWidth=2).encode(y=alt.Y("min:Q", title="seconds (median, min–max)"), y2="max:Q")
-        + base.mark_point(filled=True, size=60).encode(y="median:Q")
-    ).properties(title="count(*), avg(x) over the partitions: time against workers")
+    rule, point = charts.interval_marks(
+        base, alt.Y("min:Q", title="seconds (median, min–max)"), "max", "median", size=60
+    )
+    return (rule + point).properties(title="count(*), avg(x) over the partitions: time against workers")
 
 
 def speedup_chart(speedup: pl.DataFrame, cores: int | None = None) -> alt.LayerChart:
