@@ -13,6 +13,15 @@ _SERVER = alt.Color("server:N", title="server", legend=alt.Legend(symbolOpacity=
 _INT = alt.Axis(format="d", tickMinStep=1)
 
 
+def _panels(chart, column: str, title: str, width: int, height: int) -> alt.FacetChart:
+    """One panel per value of `column`, each with a y scale of its own."""
+    return (
+        chart.properties(width=width, height=height)
+        .facet(column=alt.Column(column, title=title))
+        .resolve_scale(y="independent")
+    )
+
+
 def _median_range(summary: pl.DataFrame, x: str, x_title: str, y_title: str, facet: str, facet_title: str):
     base = alt.Chart(summary.drop_nulls("median")).encode(x=alt.X(f"{x}:N", title=x_title), color=_SERVER)
     points = base.mark_point(filled=True, size=70).encode(
@@ -20,12 +29,7 @@ def _median_range(summary: pl.DataFrame, x: str, x_title: str, y_title: str, fac
         tooltip=[x, facet, "n", "n_missing", "median", "min", "max", "ci_low", "ci_high"],
     )
     rules = base.mark_rule(strokeWidth=2).encode(y="min:Q", y2="max:Q")
-    return (
-        (rules + points)
-        .properties(width=160, height=220)
-        .facet(column=alt.Column(f"{facet}:O", title=facet_title))
-        .resolve_scale(y="independent")
-    )
+    return _panels(rules + points, f"{facet}:O", facet_title, 160, 220)
 
 
 def load_time(summary: pl.DataFrame):
@@ -39,18 +43,18 @@ def select_only(summary: pl.DataFrame):
 def load_steps(steps: pl.DataFrame):
     """Median seconds of each step of pgbench -i (13+ prints the breakdown), stacked."""
     med = steps.group_by("server", "scale", "step").agg(pl.col("seconds").median()).sort("server", "scale", "step")
-    return (
-        alt.Chart(med)
-        .mark_bar()
-        .encode(
+    bars = alt.Chart(med).mark_bar()
+    return _panels(
+        bars.encode(
             x=alt.X("server:N", title=None),
             y=alt.Y("seconds:Q", title="median seconds", stack=True),
             color=alt.Color("step:N", title="pgbench -i step"),
             tooltip=["server", "scale", "step", "seconds"],
-        )
-        .properties(width=120, height=200)
-        .facet(column=alt.Column("scale:O", title="scale factor"))
-        .resolve_scale(y="independent")
+        ),
+        "scale:O",
+        "scale factor",
+        120,
+        200,
     )
 
 
@@ -66,12 +70,7 @@ def scaling(summary: pl.DataFrame):
         tooltip=["mode", "clients", "n", "median", "min", "max", "ci_low", "ci_high"],
     )
     band = base.mark_area(opacity=0.2).encode(y="min:Q", y2="max:Q")
-    return (
-        (band + line)
-        .properties(width=300, height=240)
-        .facet(column=alt.Column("mode:N", title="workload"))
-        .resolve_scale(y="independent")
-    )
+    return _panels(band + line, "mode:N", "workload", 300, 240)
 
 
 def degradation(summary: pl.DataFrame, runs: pl.DataFrame):
@@ -86,12 +85,7 @@ def degradation(summary: pl.DataFrame, runs: pl.DataFrame):
     pts = base.mark_point(size=30).encode(
         y="tps:Q", tooltip=["server", "scale", "series", "run", "tps", "latency_avg_ms"]
     )
-    return (
-        alt.layer(band, line, pts)
-        .properties(width=300, height=240)
-        .facet(column=alt.Column("scale:O", title="scale factor"))
-        .resolve_scale(y="independent")
-    )
+    return _panels(alt.layer(band, line, pts), "scale:O", "scale factor", 300, 240)
 
 
 def timeseries(ts: pl.DataFrame, experiment: str):
@@ -386,9 +380,4 @@ def buffers(runs: pl.DataFrame):
     )
     rule = base.mark_rule(strokeWidth=2).encode(y="min:Q", y2="max:Q")
     med = base.mark_tick(thickness=3, size=24).encode(y="median:Q", tooltip=["shared_buffers", "median", "min", "max"])
-    return (
-        alt.layer(rule, med, pts)
-        .properties(width=160, height=220)
-        .facet(column=alt.Column("scale:O", title="scale factor (data in the OS cache)"))
-        .resolve_scale(y="independent")
-    )
+    return _panels(alt.layer(rule, med, pts), "scale:O", "scale factor (data in the OS cache)", 160, 220)
