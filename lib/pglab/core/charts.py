@@ -162,6 +162,23 @@ def log_ratio_chart(
     return alt.layer(interval, point, one).properties(width=420, title=title)
 
 
+def checkpoint_timeline(
+    base: alt.Chart, lines: alt.Chart, size: int, width: int, height: int, columns: int, title: str
+):
+    """Every second of every run (`lines`, drawn from `base`) with a red triangle on each second a checkpoint began,
+    one panel per server."""
+    red = "#d62728"
+    marks = base.transform_filter("datum.checkpoint").mark_point(
+        shape="triangle-down", size=size, filled=True, color=red
+    )
+    return (
+        alt.layer(lines, marks.encode())
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("server:N", title=None), columns=columns)
+        .properties(title=f"{title} (▼ red: a checkpoint began in that second)")
+    )
+
+
 # -- the summary's ratio strips: one tiny inline SVG per claim row, drawn by hand ------------------------------------
 # (a Vega-Lite render costs ~0.3 s; fifty of them would triple the report's time, and one chart beside an HTML
 # table cannot stay aligned with rows whose height the browser decides)

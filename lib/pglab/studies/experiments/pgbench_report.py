@@ -7,6 +7,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ...core import charts
 from .params import AA_SUFFIX, CLIENTS, PROTOCOL, RATE, SCALE, THREADS
 
 # what the server counted per run, as the report shows it (median over a condition's rounds)
@@ -81,17 +82,7 @@ def timeline_chart(tl: pl.DataFrame, title: str) -> alt.FacetChart:
     lines = base.mark_line(opacity=0.6, strokeWidth=1, point=True).encode(
         color=alt.Color("condition:N", title="condition"), detail="run:N"
     )
-    marks = (
-        base.transform_filter("datum.checkpoint")
-        .mark_point(shape="triangle-down", size=90, filled=True, color="#d62728")
-        .encode()
-    )
-    return (
-        alt.layer(lines, marks)
-        .properties(width=300, height=170)
-        .facet(facet=alt.Facet("server:N", title=None), columns=2)
-        .properties(title=f"{title} (▼ red: a checkpoint began in that second)")
-    )
+    return charts.checkpoint_timeline(base, lines, 90, 300, 170, 2, title)
 
 
 def clients_chart(lat: pl.DataFrame, title: str) -> alt.HConcatChart:
@@ -137,8 +128,6 @@ def section(name: str, t) -> list:
     """What to display for experiment `name` beside its comparisons (Markdown, tables, charts); none when it ran no
     pgbench or its tables are absent."""
     from IPython.display import Markdown
-
-    from ...core import charts
 
     if "experiments_latency" not in t:
         return []

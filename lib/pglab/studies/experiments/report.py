@@ -10,6 +10,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ...core import charts
 from ...core.stats import builds
 from . import pgbench_report
 
@@ -59,28 +60,18 @@ def chart(verdicts: pl.DataFrame, title: str, queries: pl.DataFrame | None = Non
     )
     lo = min([*df["low"].drop_nulls(), *df["floor_low"], 0.9]) * 0.9
     hi = max([*df["high"].drop_nulls(), *df["floor_high"], 1.1]) * 1.1
-    x = alt.X(
-        "ratio:Q",
-        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-        title=METRIC_WORDS.get(df["metric"][0], "B / A"),
-    )
+    scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    x = alt.X("ratio:Q", scale=scale, title=METRIC_WORDS.get(df["metric"][0], "B / A"))
     y = alt.Y("comparison:N", title=None, sort=None, axis=alt.Axis(labelLimit=0))  # never "work_mem=…"
     base = alt.Chart(df)
     band = base.mark_bar(color="#dddddd", height=14).encode(x="floor_low:Q", x2="floor_high:Q", y=y)
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
-    x_low = alt.X("low:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
+    x_low = alt.X("low:Q", scale=scale)
     points = base.mark_point(filled=True, size=70).encode(
         x=x,
         y=y,
         color=alt.Color("verdict:N", title="verdict"),
-        tooltip=[
-            "comparison",
-            alt.Tooltip("ratio:Q", format=".3f"),
-            alt.Tooltip("low:Q", format=".3f"),
-            alt.Tooltip("high:Q", format=".3f"),
-            "verdict",
-            "reason",
-        ],
+        tooltip=["comparison", *charts.tips(".3f", "ratio", "low", "high"), "verdict", "reason"],
     )
     rules = base.mark_rule(strokeWidth=2).encode(x=x_low, x2="high:Q", y=y, color="verdict:N")
     return (band + one + rules + points).properties(title=title, width=520, height=max(60, 28 * len(df)))
@@ -280,8 +271,6 @@ def show_all(t, env: pl.DataFrame | None = None, level: str = "###") -> int:
     """Display every experiment's section (Markdown, chart, table) from the experiments_* tables (a dict or
     `core.derived.Tables`); how many were shown. The full report and notebook 80 show them alike."""
     from IPython.display import Markdown, display
-
-    from ...core import charts
 
     if "experiments_setup" not in t:
         return 0

@@ -8,6 +8,8 @@ import math
 import altair as alt
 import polars as pl
 
+from ...core import charts
+
 # full-strength legend swatches: nine servers' pale symbols could not be told apart
 _SERVER = alt.Color("server:N", title="server", legend=alt.Legend(symbolOpacity=1, symbolType="circle"))
 _INT = alt.Axis(format="d", tickMinStep=1)
@@ -274,17 +276,7 @@ def timeline(tl: pl.DataFrame):
     lines = base.mark_line(opacity=0.5, strokeWidth=1).encode(
         color=alt.Color("experiment:N", title="experiment"), detail="run_label:N"
     )
-    marks = (
-        base.transform_filter("datum.checkpoint")
-        .mark_point(shape="triangle-down", size=80, filled=True, color="#d62728")
-        .encode()
-    )
-    return (
-        alt.layer(lines, marks)
-        .properties(width=220, height=150)
-        .facet(facet=alt.Facet("server:N", title=None), columns=3)
-        .properties(title="Every second of every measured run (▼ red: a checkpoint began in that second)")
-    )
+    return charts.checkpoint_timeline(base, lines, 80, 220, 150, 3, "Every second of every measured run")
 
 
 def latency(lat: pl.DataFrame):
