@@ -119,22 +119,24 @@ def _run_tables(folder: Path, run_id: str) -> tuple[str, ...] | None:
     return mine if mine or any(runs.values()) else None
 
 
-def available() -> tuple[list[str], list[str]]:
-    """Profiles in data/derived/ and every run id there is: with derived tables (a working copy or a manifest
-    entry), or to derive (a complete folder of data/raw/, an archive)."""
+def _derived() -> tuple[list[str], set[str]]:
+    """Profiles in data/derived/ and the run ids with derived tables (a working copy or a manifest entry)."""
     profiles = sorted(p.parent.name for p in paths.derived_dir().glob(f"*/{derived.MANIFEST}"))
     runs = {p.parents[2].name for p in paths.raw_dir().glob("*/derived-work/*/*.csv")}
     for profile in profiles:
         runs |= {r for r in _manifest_runs(paths.derived_dir() / profile).values() if r}
-    runs |= set(derived.runs()["run_id"])
-    return profiles, sorted(runs)
+    return profiles, runs
+
+
+def available() -> tuple[list[str], list[str]]:
+    """Profiles in data/derived/ and every run id there is: with derived tables, or to derive (a complete folder
+    of data/raw/, an archive)."""
+    profiles, runs = _derived()
+    return profiles, sorted(runs | set(derived.runs()["run_id"]))
 
 
 def _not_found(spec: str) -> CompareError:
-    profiles = sorted(p.parent.name for p in paths.derived_dir().glob(f"*/{derived.MANIFEST}"))
-    derived_runs = {p.parents[2].name for p in paths.raw_dir().glob("*/derived-work/*/*.csv")}
-    for profile in profiles:
-        derived_runs |= {r for r in _manifest_runs(paths.derived_dir() / profile).values() if r}
+    profiles, derived_runs = _derived()
     what = (
         f"{spec!r} is neither a profile, a run id nor a folder of derived tables."
         if spec
