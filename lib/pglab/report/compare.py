@@ -137,18 +137,21 @@ def _item(keys: list[str]) -> pl.Expr:
     return pl.concat_str(parts, separator=" · ")
 
 
-def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    low, high, interval = ("ci_low", "ci_high", "95 % CI") if "ci_low" in a.columns else ("min", "max", "min–max")
+def _joined(a: pl.DataFrame, b: pl.DataFrame, keys: list[str], values: dict[str, str]) -> pl.DataFrame:
+    """A's and B's rows joined on `keys`, each side's `values` (column: name) as floats named a_<name>, b_<name>."""
 
     def side(df: pl.DataFrame, s: str) -> pl.DataFrame:
         return df.select(
             *[pl.col(k).cast(pl.String) for k in keys],  # A may read "1" as a number, B as text
-            pl.col("median").cast(pl.Float64).alias(f"{s}_median"),
-            pl.col(low).cast(pl.Float64).alias(f"{s}_low"),
-            pl.col(high).cast(pl.Float64).alias(f"{s}_high"),
+            *[pl.col(c).cast(pl.Float64).alias(f"{s}_{name}") for c, name in values.items()],
         )
 
-    j = side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
+    return side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
+
+
+def _table_ratios(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    low, high, interval = ("ci_low", "ci_high", "95 % CI") if "ci_low" in a.columns else ("min", "max", "min–max")
+    j = _joined(a, b, keys, {"median": "median", low: "low", high: "high"})
     base = table.removesuffix("_summary")
     metric = pl.lit(base) + (pl.lit(" (") + pl.col("metric") + pl.lit(")") if "metric" in keys else pl.lit(""))
     rest = [k for k in keys if k not in ("server", "metric")]
@@ -544,21 +547,16 @@ def _ratio_text(prefix: str) -> pl.Expr:
 def _table_effects(table: str, a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     cond = _condition_column(keys)
 
-    def side(df: pl.DataFrame, s: str) -> pl.DataFrame:
+    def effects_only(df: pl.DataFrame) -> pl.DataFrame:
         # an A/A control (the baseline against its own copy) is the noise floor, not an effect
         if "kind" in df.columns:
             df = df.filter(pl.col("kind").cast(pl.String).ne_missing("A/A"))
         if cond is not None:
             df = df.filter(~pl.col(cond).cast(pl.String).str.ends_with(AA[0]).fill_null(False))
             df = df.filter(~pl.col(cond).cast(pl.String).str.ends_with(AA[1]).fill_null(False))
-        return df.select(
-            *[pl.col(k).cast(pl.String) for k in keys],
-            pl.col("ratio").cast(pl.Float64).alias(f"{s}_ratio"),
-            pl.col("low").cast(pl.Float64).alias(f"{s}_low"),
-            pl.col("high").cast(pl.Float64).alias(f"{s}_high"),
-        )
+        return df
 
-    j = side(a, "a").join(side(b, "b"), on=keys, how="inner", nulls_equal=True)
+    j = _joined(effects_only(a), effects_only(b), keys, {c: c for c in ("ratio", "low", "high")})
     sa, sb = _side("a"), _side("b")
     overlap = (pl.col("a_low") <= pl.col("b_high")) & (pl.col("b_low") <= pl.col("a_high"))
     held = (
