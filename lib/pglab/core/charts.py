@@ -8,6 +8,10 @@ and pan where both axes are continuous (`with_zoom`)."""
 
 from __future__ import annotations
 
+import json
+import math
+from html import escape
+
 import altair as alt
 import polars as pl
 from altair.utils.mimebundle import spec_to_mimebundle
@@ -188,8 +192,6 @@ STUDY_COLOR, OURS_COLOR = "#222222", "#1f77b4"
 
 
 def ratio_domain(values, pad: float = 1.25) -> tuple[float, float]:
-    import math
-
     """A log-scale domain covering every positive value and 1, padded, at least 0.5 … 2."""
     vs = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     lo, hi = min([0.5, *vs]) / pad, max([2.0, *vs]) * pad
@@ -197,8 +199,6 @@ def ratio_domain(values, pad: float = 1.25) -> tuple[float, float]:
 
 
 def _x(v: float, domain: tuple[float, float]) -> float:
-    import math
-
     lo, hi = (math.log(d) for d in domain)
     if not v > 0 or math.isnan(v):  # no place on a log scale: pinned to the low edge
         v = domain[0]
@@ -218,8 +218,6 @@ def ratio_strip_svg(
 ) -> str:
     """The study's ratio as a black dot, each of our estimates as a blue diamond with its interval bar (one
     per server, stacked), on a log scale; faint lines at the axis ticks, a darker one at 1 (no effect)."""
-    from html import escape
-
     n = max(len(ours), 1)
     h = max(STRIP_H, 14 * n + 4)  # a row per server, so that their bars do not overlap
     parts = [
@@ -283,7 +281,5 @@ WORDS = {
 
 def header(words: dict[str, str] | None = None) -> alt.Header:
     """A facet header that shows plain words for the ids it knows (WORDS, or `words`), the id itself otherwise."""
-    import json
-
     mapping = json.dumps(words or WORDS)
     return alt.Header(labelExpr=f"({mapping})[datum.value] || datum.value", labelLimit=0)

@@ -93,33 +93,28 @@ def clients_chart(lat: pl.DataFrame, title: str) -> alt.HConcatChart:
     series = [pl.col("server")] + [pl.lit(f"{k}=") + pl.col(k).cast(pl.String) for k in others]
     data = data.with_columns(series=pl.concat_str(series, separator=", ")).sort("series", CLIENTS)
     x = alt.X(f"{CLIENTS}:Q", title="clients", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="d"))
-    tps = (
-        alt.Chart(data.select("series", CLIENTS, "tps_median"))
-        .mark_line(point=True)
-        .encode(
-            x=x,
-            y=alt.Y("tps_median:Q", title="tps (median of rounds)"),
-            color=alt.Color("series:N", title=None),
-            tooltip=["series", CLIENTS, alt.Tooltip("tps_median:Q", format=".1f")],
-        )
-        .properties(width=260, height=200, title="tps against clients")
+
+    def lines(df: pl.DataFrame, y: alt.Y, title: str, tooltip: list, **encoding) -> alt.Chart:
+        """A line per series against clients."""
+        color, tooltip = alt.Color("series:N", title=None), ["series", CLIENTS, *tooltip]
+        chart = alt.Chart(df).mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tooltip, **encoding)
+        return chart.properties(width=260, height=200, title=title)
+
+    tps_y = alt.Y("tps_median:Q", title="tps (median of rounds)")
+    tps = lines(
+        data.select("series", CLIENTS, "tps_median"), tps_y, "tps against clients", charts.tips(".1f", "tps_median")
     )
     long = data.unpivot(
         on=["p50_ms", "p95_ms", "p99_ms"], index=["series", CLIENTS], variable_name="percentile", value_name="ms"
     ).with_columns(pl.col("percentile").str.strip_suffix("_ms"))
-    latency = (
-        alt.Chart(long)
-        .mark_line(point=True)
-        .encode(
-            x=x,
-            y=alt.Y("ms:Q", title="latency, ms (log)", scale=alt.Scale(type="log")),
-            color=alt.Color("series:N", title=None),
-            strokeDash=alt.StrokeDash(
-                "percentile:N", sort=["p50", "p95", "p99"], title="percentile", legend=alt.Legend(symbolType="stroke")
-            ),
-            tooltip=["series", CLIENTS, "percentile", alt.Tooltip("ms:Q", format=".3f")],
-        )
-        .properties(width=260, height=200, title="latency against clients")
+    latency = lines(
+        long,
+        alt.Y("ms:Q", title="latency, ms (log)", scale=alt.Scale(type="log")),
+        "latency against clients",
+        ["percentile", *charts.tips(".3f", "ms")],
+        strokeDash=alt.StrokeDash(
+            "percentile:N", sort=["p50", "p95", "p99"], title="percentile", legend=alt.Legend(symbolType="stroke")
+        ),
     )
     return alt.hconcat(tps, latency).properties(title=title)
 
