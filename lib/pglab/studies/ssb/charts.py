@@ -87,26 +87,18 @@ def times(summary: pl.DataFrame, sf: dict[str, float] | None = None) -> alt.Face
     )
 
 
+def _paired_frame(paired: pl.DataFrame, mode: str, name: str, unit: str, f, keys: list[str]) -> pl.DataFrame:
+    """`mode`'s rows of a paired table with `f` of their ratio as <name><unit> and of its interval's ends as
+    <name>_low<unit>, <name>_high<unit> (f falls as the ratio rises: the high end gives the low one)."""
+    value, low, high = f"{name}{unit}", f"{name}_low{unit}", f"{name}_high{unit}"
+    d = paired.filter(pl.col("mode") == mode).drop_nulls("ratio")
+    d = d.with_columns(**{value: f(pl.col("ratio")), low: f(pl.col("ci_high")), high: f(pl.col("ci_low"))})
+    return d.select(*keys, "query", "n_rounds", "median", "median_baseline", value, low, high, "coverage")
+
+
 def speedup_frame(speedup: pl.DataFrame, mode: str = "parallel") -> pl.DataFrame:
     """Table ssb_speedup turned around: speed-up = serial / `mode` time, with its interval (ssb_paired's)."""
-    return (
-        speedup.filter(pl.col("mode") == mode)
-        .drop_nulls("ratio")
-        .with_columns(speedup=1 / pl.col("ratio"), speedup_low=1 / pl.col("ci_high"), speedup_high=1 / pl.col("ci_low"))
-        .select(
-            "server",
-            "mode",
-            "query",
-            "n_rounds",
-            "median",
-            "median_baseline",
-            "speedup",
-            "speedup_low",
-            "speedup_high",
-            "coverage",
-        )
-        .sort("server", "query")
-    )
+    return _paired_frame(speedup, mode, "speedup", "", lambda r: 1 / r, ["server", "mode"]).sort("server", "query")
 
 
 def speedup(
@@ -142,29 +134,8 @@ def _speedup(data: pl.DataFrame, mode: str, ceiling: float | None, scale: str) -
 
 def jit_frame(jit: pl.DataFrame) -> pl.DataFrame:
     """Table ssb_jit as reduction = 1 − (parallel + JIT) / parallel in percent, beside S4's reduction."""
-    return (
-        jit.filter(pl.col("mode") == "parallel_jit")
-        .drop_nulls("ratio")
-        .with_columns(
-            reduction_pct=(1 - pl.col("ratio").cast(pl.Float64)) * 100,
-            reduction_low_pct=(1 - pl.col("ci_high").cast(pl.Float64)) * 100,
-            reduction_high_pct=(1 - pl.col("ci_low").cast(pl.Float64)) * 100,
-        )
-        .join(ref.s4_jit_table(), on="query", how="left")
-        .select(
-            "server",
-            "query",
-            "n_rounds",
-            "median",
-            "median_baseline",
-            "reduction_pct",
-            "reduction_low_pct",
-            "reduction_high_pct",
-            "coverage",
-            "s4_jit_reduction_pct",
-        )
-        .sort("server", "query")
-    )
+    d = _paired_frame(jit, "parallel_jit", "reduction", "_pct", lambda r: (1 - r.cast(pl.Float64)) * 100, ["server"])
+    return d.join(ref.s4_jit_table(), on="query", how="left").sort("server", "query")
 
 
 def jit(jit: pl.DataFrame) -> alt.LayerChart:
