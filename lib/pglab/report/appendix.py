@@ -38,7 +38,7 @@ def manifest(profile: str, root: Path | None = None) -> pl.DataFrame:
         "run_id": pl.String,
         "derived_by": pl.String,
     }
-    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return pl.from_dicts(rows, schema=schema)
 
 
 def short_revision(rev: str | None) -> str:

@@ -43,13 +43,17 @@ def items_table(params: AutoExplainParams) -> pl.DataFrame:
     )
 
 
-def _per_condition(d: pl.DataFrame, x: alt.X, high: str, value: str, study: str, title: str, **marks) -> alt.FacetChart:
+def _per_condition(
+    d: pl.DataFrame, x: alt.X, high: str, value: str, study: str, title: str, tooltip: list, **marks
+) -> alt.FacetChart:
     """Per condition and server a rule over `x` … `high` and a point at `value`, the study's own figure (column
-    `study`) as a black tick, one panel per item; `marks`: interval_marks' stroke, size, tooltip."""
+    `study`) as a black tick, one panel per item; `tooltip` after server, item and label; `marks`: interval_marks'
+    stroke and size."""
     order = d.sort("condition_order")["label"].unique(maintain_order=True).to_list()
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     base = alt.Chart().encode(y=y, yOffset="server:N", color="server:N")
-    rule, point = charts.interval_marks(base, x, high, value, color=alt.Color("server:N", title="server"), **marks)
+    color, tooltip = alt.Color("server:N", title="server"), ["server", "item", "label", *tooltip]
+    rule, point = charts.interval_marks(base, x, high, value, color=color, tooltip=tooltip, **marks)
     tick = alt.Chart().transform_filter(f"datum.{study} != null").mark_tick(color="black", thickness=2, size=14)
     one = [alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(x=alt.datum(1.0))] if value == "ratio" else []
     # layers without data of their own: the facet hands each panel its item's rows
@@ -77,14 +81,8 @@ def overhead_chart(ratios: pl.DataFrame, comparison: str = "overhead") -> alt.Fa
         "ratio",
         "study_ratio",
         "auto_explain overhead per condition (black tick: the study)",
+        [*charts.tips(".3f", "ratio", "ci_low", "ci_high"), *charts.tips(".0%", "coverage")],
         size=45,
-        tooltip=[
-            "server",
-            "item",
-            "label",
-            *charts.tips(".3f", "ratio", "ci_low", "ci_high"),
-            *charts.tips(".0%", "coverage"),
-        ],
     )
 
 
@@ -102,14 +100,7 @@ def latency_chart(summary: pl.DataFrame) -> alt.FacetChart:
         "median",
         "study_ms",
         "Latency per run (black tick: the study, PostgreSQL 14.1)",
+        [*charts.tips(".4f", "median", "min", "max"), "n", *charts.tips(".3f", "study_ms")],
         stroke=None,
         size=40,
-        tooltip=[
-            "server",
-            "item",
-            "label",
-            *charts.tips(".4f", "median", "min", "max"),
-            "n",
-            *charts.tips(".3f", "study_ms"),
-        ],
     )

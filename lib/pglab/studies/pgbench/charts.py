@@ -151,7 +151,7 @@ def version_curve(curve: pl.DataFrame):
         "interval": pl.String,
         "median": pl.Float64,
     }
-    ours = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    ours = pl.from_dicts(rows, schema=schema)
     order = ref.version_order(ours["version"].to_list())
     x = alt.X(
         "version:O", sort=order, scale=alt.Scale(domain=order), title="PostgreSQL version", axis=alt.Axis(labelAngle=0)
@@ -184,14 +184,10 @@ def version_curve(curve: pl.DataFrame):
             b.mark_rule().encode(y="low:Q", y2="high:Q"),
         ]
         if throughput:  # S3's readings are about tps
-            s3 = alt.Chart(st)
+            s3 = alt.Chart(st).encode(x=x, y=alt.Y("at:Q"))
             layers += [
-                s3.mark_point(shape="triangle-up", size=90, color="black", filled=True).encode(
-                    x=x, y=alt.Y("at:Q"), tooltip=["label"]
-                ),
-                s3.mark_text(dy=-12, fontSize=11, fontWeight="bold", color="black").encode(
-                    x=x, y=alt.Y("at:Q"), text="mark:N"
-                ),
+                s3.mark_point(shape="triangle-up", size=90, color="black", filled=True).encode(tooltip=["label"]),
+                s3.mark_text(dy=-12, fontSize=11, fontWeight="bold", color="black").encode(text="mark:N"),
             ]
         panels.append(alt.layer(*layers).properties(width=520, height=220, title=panel))
     notes = (
