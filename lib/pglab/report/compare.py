@@ -32,6 +32,7 @@ import altair as alt
 import polars as pl
 
 from ..core import charts, paths
+from ..pgtools.environment import FOLDER_COLUMNS
 from .compare_sources import (
     CompareError,
     Dataset,
@@ -63,13 +64,7 @@ PLAN_SHAPE = (
 RUN_LOCAL = (
     "port",
     "unix_socket_directories",
-    "socket_dir",
-    "bin_dir",
-    "lib_dir",
-    "share_dir",
-    "server_bin_dir",
-    "cluster_dir",
-    "cluster_dir_wanted",
+    *FOLDER_COLUMNS,  # the server's folders: its install, its cluster, its socket
     "data_directory",
     "config_file",
     "hba_file",
@@ -309,31 +304,21 @@ def plan_changes(a: Dataset, b: Dataset) -> pl.DataFrame:
 def _environment(ds: Dataset) -> pl.DataFrame:
     """Machine keys, server descriptions and settings as (section, server, item, value) text."""
     frames = [pl.DataFrame(schema=dict.fromkeys(("section", "server", "item", "value"), pl.String))]
+
+    def add(section: str, df: pl.DataFrame, server: pl.Expr, item: str, value: pl.Expr) -> None:
+        kept = df.filter(~pl.col(item).is_in(RUN_LOCAL))
+        frames.append(kept.select(section=pl.lit(section), server=server, item=pl.col(item), value=value))
+
     if (m := ds.read("environment_machine")) is not None:
-        frames.append(
-            m.filter(~pl.col("key").is_in(RUN_LOCAL)).select(
-                pl.lit("machine").alias("section"),
-                pl.lit("").alias("server"),
-                pl.col("key").alias("item"),
-                pl.col("value").cast(pl.String),
-            )
-        )
+        add("machine", m, pl.lit(""), "key", pl.col("value").cast(pl.String))
     if (s := ds.read("environment_servers")) is not None:
         long = s.select(pl.all().cast(pl.String)).unpivot(index="server", variable_name="item", value_name="value")
-        long = long.filter(~pl.col("item").is_in(RUN_LOCAL))
-        frames.append(long.select(pl.lit("server").alias("section"), "server", "item", "value"))
+        add("server", long, pl.col("server"), "item", pl.col("value"))
     if (st := ds.read("environment_settings")) is not None:
         value = pl.concat_str(
             [pl.col("setting").cast(pl.String), pl.col("unit").cast(pl.String)], separator=" ", ignore_nulls=True
         )
-        frames.append(
-            st.filter(~pl.col("name").is_in(RUN_LOCAL)).select(
-                pl.lit("setting").alias("section"),
-                pl.col("server").cast(pl.String),
-                pl.col("name").alias("item"),
-                value.str.strip_chars().alias("value"),
-            )
-        )
+        add("setting", st, pl.col("server").cast(pl.String), "name", value.str.strip_chars())
     return pl.concat(frames)
 
 
