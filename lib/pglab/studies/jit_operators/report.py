@@ -101,7 +101,8 @@ def method(tables) -> str:
             f"{first['warmups']} warm-up round(s), "
             f"interleaved across conditions and operators{_executions_text(first)}"
             f"{f' (order shuffled within rounds, seed {seed})' if seed is not None else ''}. "
-            "Reduction = 1 − median(JIT) / median(off), 95 % bootstrap interval. JIT phase times come from one "
+            "Reduction = 1 − JIT / off from the findings' paired ratio (jit_operators_paired; the other metric "
+            "compared the same way), with its interval. JIT phase times come from one "
             "separate, untimed `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` per server, condition and operator.",
             jv.noise_markdown(
                 tables["jit_operators_noise"],

@@ -197,7 +197,7 @@ def method(tables) -> str:
     )
     lines.append(
         "- **Time**: client wall time of each statement over a Unix socket (query sent to last row fetched); "
-        "medians with min–max, ratios of medians with 95 % bootstrap intervals over repetitions; every result "
+        "medians with min–max; every ratio the paired one the claims judge (below), with its interval; every result "
         "checksummed. Plans: one untimed EXPLAIN (ANALYZE, BUFFERS) per server × mode × query, and a plain EXPLAIN "
         f"with the study's {ref.S1_ALLOWED_WORKERS} allowed workers."
     )
