@@ -18,6 +18,7 @@ from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name, load
 from pglab.studies.ssb import derive as ssb_derive
 from pglab.studies.ssb import estimate as ssb_estimate
+from pglab.studies.ssb import jit_block
 from pglab.studies.ssb import run as ssb_run
 from pglab.studies.ssb.params import SsbParams
 from pglab.studies.ssb.verdicts import compile_share, disk_flag
@@ -84,7 +85,7 @@ def _records(store: RunStore) -> pl.DataFrame:
 
 def test_block_order_takes_every_servers_first_cluster_first():
     names = ["pg15", "pg15_c2", "pg18llvm", "pg18llvm_c2"]
-    ordered = ssb_run.block_order([Server(n) for n in names])
+    ordered = jit_block.block_order([Server(n) for n in names])
     assert [s.name for s in ordered] == ["pg15", "pg18llvm", "pg15_c2", "pg18llvm_c2"]
     assert not ssb_run.jit_block(1, P) and not ssb_run.jit_block(1, P.model_copy(update={"jit_sf": 1}))
 
@@ -116,15 +117,15 @@ def test_each_server_has_its_io_record(block, jit_servers):
     store, _ = block
     rec = _records(store)
     for s in jit_servers:
-        io = store.load_json(ssb_run.io_path(s.name))
+        io = store.load_json(jit_block.io_path(s.name))
         assert io["server"] == s.name and io["database"] == database_name(JIT_SF) and io["sf"] == JIT_SF
         with s.connect(database_name(JIT_SF)) as conn:
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
         assert 0.9 * size <= io["database_bytes"] <= 1.1 * size
         assert io["disk_counter"] and io["disk_read_bytes"] >= 0 and io["warmup_disk_read_bytes"] >= 0
         assert io["read_share"] == pytest.approx(io["disk_read_bytes"] / io["database_bytes"])
-        assert io["within_target"] == (io["read_share"] <= ssb_run.IO_TARGET)
-        assert io["target_share"] == ssb_run.IO_TARGET and io["resumed"] is False
+        assert io["within_target"] == (io["read_share"] <= jit_block.IO_TARGET)
+        assert io["target_share"] == jit_block.IO_TARGET and io["resumed"] is False
         timed = rec.filter(server=s.name).filter(~pl.col("warmup"))
         assert (
             io["timed_executions"] == timed.height
@@ -138,7 +139,7 @@ def test_each_server_has_its_io_record(block, jit_servers):
         warm = io["warm"]
         assert warm["method"].startswith("pg_prewarm") and warm["relations"] >= 5 and warm["seconds"] > 0
         assert warm["read_blocks"] * 8192 == warm["relation_bytes"] <= io["database_bytes"]
-        assert 0 < warm["buffer_blocks"] * 8192 <= ssb_run.BUFFER_SHARE * warm["shared_buffers_bytes"]
+        assert 0 < warm["buffer_blocks"] * 8192 <= jit_block.BUFFER_SHARE * warm["shared_buffers_bytes"]
         assert io["mem_available_bytes"] > 0 and io["jit_counters"] == "pg_stat_statements"
 
 
@@ -160,7 +161,7 @@ def test_every_jit_execution_carries_its_jit_sums(block, jit_servers):
     plain = rec.filter(condition="parallel")
     assert "jit_functions" not in plain.columns or plain["jit_functions"].is_null().all()
     for s in jit_servers:
-        note = store.load_json(ssb_run.counters_path(s.name))
+        note = store.load_json(jit_block.counters_path(s.name))
         assert note["source"] == "pg_stat_statements" and "leader" in note["scope"] and note["extension_version"]
 
 
@@ -195,10 +196,10 @@ def test_without_pg_stat_statements_the_executions_carry_no_jit_fields(jit_serve
     ssb_run.run_modes([bare], p, store)
     rec = store.records(ssb_run.EXPERIMENT)
     assert rec.height == 4 and not any(c.startswith("jit_") for c in rec.columns)
-    note = store.load_json(ssb_run.counters_path(s.name))
+    note = store.load_json(jit_block.counters_path(s.name))
     assert note["source"] is None and "no pg_stat_statements" in note["reason"]
     assert capsys.readouterr().out.count("no JIT compile time per execution") == 1
-    assert store.load_json(ssb_run.io_path(s.name))["jit_counters"] is None
+    assert store.load_json(jit_block.io_path(s.name))["jit_counters"] is None
 
 
 def test_the_estimate_counts_the_warming_of_each_jit_server(monkeypatch):
@@ -260,7 +261,7 @@ def test_derive_keeps_each_servers_io_record(block, jit_servers):
     io = ssb_derive.jit_io_table(store, names)
     assert sorted(io["server"]) == sorted(names) and io["database_bytes"].min() > 0
     for r in io.iter_rows(named=True):
-        rec = store.load_json(ssb_run.io_path(r["server"]))
+        rec = store.load_json(jit_block.io_path(r["server"]))
         assert r["read_share"] == pytest.approx(rec["read_share"]) and r["timed_s"] > 0 and r["warm_s"] >= 0
     assert ssb_derive.jit_io_table(store, ["no_such_server"]).is_empty()
 
@@ -271,7 +272,7 @@ def test_a_cluster_over_the_disk_target_makes_its_servers_jit_claims_a_measureme
             "server": ["pg15", "pg15_c2", "pg18", "pg18_c2"],
             "database_bytes": [2**30] * 4,
             "read_share": [0.01, 0.12, 0.0, None],
-            "target_share": [ssb_run.IO_TARGET] * 4,
+            "target_share": [jit_block.IO_TARGET] * 4,
         }
     )
     flag = disk_flag(io, "pg15")
