@@ -267,18 +267,19 @@ CLUSTER_OVERHEAD = 500 * MB
 def estimate_bytes(params: CommonParams) -> dict[str, float]:
     """What one kit server will hold after a full run, by the params key that decides it: each study section's
     `disk_bytes()` (sizes from the table above), in the order of params.SECTIONS."""
-    out = {"(each cluster: initdb and WAL)": CLUSTER_OVERHEAD}
-    for section in type(params).SECTIONS:
-        own = getattr(getattr(params, section), "disk_bytes", dict)()
-        out |= {f"{section}.{k}": v for k, v in own.items()}
-    return out
+    return {"(each cluster: initdb and WAL)": CLUSTER_OVERHEAD} | _sections_bytes(params, "disk_bytes")
 
 
 def run_bytes(params: CommonParams) -> dict[str, float]:
     """What a run writes beyond every server's share, by the params key that decides it (`run_disk_bytes()`)."""
+    return _sections_bytes(params, "run_disk_bytes")
+
+
+def _sections_bytes(params: CommonParams, method: str) -> dict[str, float]:
+    """Each study section's `method()` (sizes by key), keys prefixed with the section, in params.SECTIONS' order."""
     out = {}
     for section in type(params).SECTIONS:
-        own = getattr(getattr(params, section), "run_disk_bytes", dict)()
+        own = getattr(getattr(params, section), method, dict)()
         out |= {f"{section}.{k}": v for k, v in own.items()}
     return out
 
@@ -299,6 +300,13 @@ def human_size(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 1e6:.2f} MB"
+
+
+def free_space(folder: Path) -> tuple[Path, int]:
+    """(`folder`, or its nearest existing parent where it is not made yet; the bytes free on that disk)."""
+    while not folder.exists():
+        folder = folder.parent
+    return folder, shutil.disk_usage(folder).free
 
 
 def clusters_folder() -> Path:
@@ -324,10 +332,7 @@ def check_disk(params: CommonParams, shown, servers: list[str]) -> None:
     need = sum(max(0.0, per_server - _folder_bytes(clusters / name)) for name in servers)
     once = run_bytes(params)  # a section's data on some servers only (ssb.jit_sf), once per run
     need += sum(once.values())
-    folder = clusters
-    while not folder.exists():
-        folder = folder.parent
-    free = shutil.disk_usage(folder).free
+    folder, free = free_space(clusters)
     if need > free:
         from ..servers import reach
 

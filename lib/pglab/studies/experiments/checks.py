@@ -209,10 +209,7 @@ def check_disk(experiments: list[Experiment], shown, installs: list) -> None:
         total = size * max(len(experiment_installs(e, installs)), 1)
         parts[key] = (parts.get(key, (i, 0.0))[0], max(total, parts.get(key, (i, 0.0))[1]))
     need = sum(size for _, size in parts.values()) + pc.CLUSTER_OVERHEAD * len(installs)
-    folder = pc.clusters_folder()
-    while not folder.exists():
-        folder = folder.parent
-    free = shutil.disk_usage(folder).free
+    folder, free = pc.free_space(pc.clusters_folder())
     if need > free:
         i, _ = max(parts.values(), key=lambda x: x[1])
         e = experiments[i]
