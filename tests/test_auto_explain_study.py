@@ -18,7 +18,7 @@ from pglab.pgtools import pgbench
 from pglab.studies.auto_explain import derive as auto_explain_results
 from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 from pglab.studies.auto_explain.params import EXPERIMENT, AutoExplainParams
-from pglab.studies.auto_explain.run import LOGGED_TXNS, PLAIN, PRELOAD, order_steps, run_stage
+from pglab.studies.auto_explain.run import LOGGED_TXNS, PLAIN, PRELOAD, run_stage
 
 TINY_RUN = {
     "mode": "transactions",
@@ -175,7 +175,7 @@ def test_analysis_and_reset(stage):
 def test_snake_order_restarts_once_per_round():
     cells = [("a", c, "i") for c in ("x", "y", "z")] + [("b", c, "i") for c in ("x", "y", "z")]
     steps = schedule.plan(cells, repetitions=3, warmups=1, shuffle_seed=7)
-    ordered = order_steps(steps, lambda s: PRELOAD if s.condition != "x" else PLAIN)
+    ordered = schedule.grouped(steps, lambda s: PRELOAD if s.condition != "x" else PLAIN)
     assert sorted(ordered, key=lambda s: (s.round, s.server, s.condition)) == sorted(
         steps, key=lambda s: (s.round, s.server, s.condition)
     )

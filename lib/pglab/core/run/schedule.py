@@ -44,7 +44,7 @@ class Step:
     round: int  # position in the overall order of rounds (warm-up rounds first)
 
 
-def _shuffler(seed: int | None) -> Callable[[Iterable], list]:
+def shuffler(seed: int | None) -> Callable[[Iterable], list]:
     """A list of the items, shuffled by one generator seeded once per plan (unshuffled without a seed)."""
     rng = random.Random(seed) if seed is not None else None
 
@@ -70,7 +70,7 @@ def plan(
 ) -> list[Step]:
     """Steps for every (server, condition, item) cell, warm-up rounds first, then interleaved rounds."""
     cells = [(str(s), str(c), str(i)) for s, c, i in cells]
-    shuffled = _shuffler(shuffle_seed)
+    shuffled = shuffler(shuffle_seed)
     return [
         Step(s, c, i, rep, warm, n)
         for n, (rep, warm) in enumerate(_rounds(warmups, repetitions))
@@ -100,7 +100,7 @@ def plan_blocked(
     blocks: dict[tuple[str, str], list[str]] = {}
     for s, c, i in cells:
         blocks.setdefault((s, i), []).append(c)
-    shuffled = _shuffler(shuffle_seed)
+    shuffled = shuffler(shuffle_seed)
     steps: list[Step] = []
     for n, (rep, warm) in enumerate(_rounds(warmups, repetitions)):
         passes = 1 if warm else executions
@@ -114,6 +114,19 @@ def plan_blocked(
         for (s, i), k in visits:
             steps += [Step(s, c, i, rep if warm else rep * executions + k, warm, n) for c in shuffled(blocks[(s, i)])]
     return steps
+
+
+def grouped(steps: list[Step], key: Callable[[Step], Hashable]) -> list[Step]:
+    """Within each round, the steps of one `key` (a server configuration) together, the round's order kept inside a
+    group; the groups' sorted order rotates by one place a round (two groups: reversed every other round), so that
+    no group always runs first after a restart, and a server switches configuration once per round, not per step."""
+    out: list[Step] = []
+    for n in sorted({st.round for st in steps}):
+        group = [st for st in steps if st.round == n]
+        keys = sorted({key(st) for st in group})
+        order = {gk: i for i, gk in enumerate(keys[n % len(keys) :] + keys[: n % len(keys)])}
+        out += sorted(group, key=lambda st: order[key(st)])
+    return out
 
 
 def run_steps(
@@ -180,12 +193,27 @@ def remeasure_steps(steps: list[Step], store: RunStore, experiment: str) -> list
     executions = max(per_round.values())
     cells = sorted({(s.server, s.condition, s.item) for s in timed if s.item in items})
     first_rep = max(s.repetition for s in timed) + 1
-    shuffled = _shuffler(zlib.crc32(experiment.encode()))
+    shuffled = shuffler(zlib.crc32(experiment.encode()))
     return [
         Step(srv, cond, item, first_rep + k, False, extra_round)
         for k in range(executions)
         for srv, cond, item in shuffled(cells)
     ]
+
+
+def pending(steps: list[Step], store: RunStore, experiment: str) -> list[Step]:
+    """The steps the raw store does not hold yet (all of them for a new run; the rest of an interrupted one)."""
+    return [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
+
+
+def fresh_base(store: RunStore, base: str) -> str:
+    """`base`, or `base.attempt<n>` where an interrupted step left its output (`<base>.stdout.txt`) but no record:
+    the step runs again (`pending`), and both outputs are kept."""
+    out, n = base, 1
+    while store.has_artifact(f"{out}.stdout.txt"):
+        n += 1
+        out = f"{base}.attempt{n}"
+    return out
 
 
 def _run(
@@ -196,11 +224,7 @@ def _run(
     desc: str | None,
     remeasured: bool = False,
 ) -> int:
-    todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
-    if not todo:
-        return 0
-    bar = tqdm(todo, desc=desc or experiment, unit="run", leave=True)
-    todo = [s for s in steps if not store.done(s.server, experiment, s.condition, s.item, s.repetition, s.warmup)]
+    todo = pending(steps, store, experiment)
     if not todo:
         return 0
     bar = tqdm(todo, desc=desc or experiment, unit="run", leave=True)

@@ -18,7 +18,6 @@ artefact, and the log proof of `auto_explain_logcheck`."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import statistics
@@ -46,17 +45,6 @@ def group_of(state: ServerState, params: AutoExplainParams, condition: str) -> s
     """The server-level state a condition needs: only preloading (shared_preload) differs."""
     preload = state.loading == "shared_preload" and params.conditions[condition].load
     return PRELOAD if preload else PLAIN
-
-
-def order_steps(steps: list[schedule.Step], group) -> list[schedule.Step]:
-    """Within each round, steps grouped by `group(step)`, the groups' order reversed every other round;
-    the order within a group (servers interleaved, shuffled or not) is kept."""
-    out: list[schedule.Step] = []
-    for rnd in sorted({s.round for s in steps}):
-        ordered = [s for s in steps if s.round == rnd]
-        rank = [PRELOAD, PLAIN] if rnd % 2 == 0 else [PLAIN, PRELOAD]
-        out += sorted(ordered, key=lambda s: rank.index(group(s)))
-    return out
 
 
 def _measure(
@@ -222,11 +210,13 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
         installs = installs or discover()
         cells = [(name, c, i) for c, i in params.cells() for name in active]
         steps = schedule.plan(cells, params.run.repetitions, params.run.warmups, params.run.shuffle_seed)
-        steps = order_steps(steps, lambda s: group_of(states[s.server], params, s.condition))
+        # PRELOAD | PLAIN in even rounds, PLAIN | PRELOAD in odd ones (sorted, rotated)
+        steps = schedule.grouped(steps, lambda s: group_of(states[s.server], params, s.condition))
         clients = {name: pgbench.client_for(st.server, installs, params.client) for name, st in states.items()}
-        measure = functools.partial(
-            _measure_with_client, states=states, watches=watches, params=params, clients=clients, store=session.store
-        )
+
+        def measure(step: schedule.Step) -> dict:
+            return _measure(step, states, watches, params, clients[step.server], session.store)
+
         ran = schedule.run_steps(steps, session.store, EXPERIMENT, measure, desc="auto_explain", remeasure=True)
     finally:
         for st in states.values():
@@ -247,10 +237,6 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
     seen["runs"] = session.store.records(EXPERIMENT)
     seen["log_problems"] = pl.from_dicts(problems, infer_schema_length=None) if problems else pl.DataFrame(schema=empty)
     return StageResult(steps_run=ran, wall_s=time.monotonic() - t0, servers=active, seen=seen)
-
-
-def _measure_with_client(step, states, watches, params, clients, store) -> dict:
-    return _measure(step, states, watches, params, clients[step.server], store)
 
 
 def _watch_fields(w: LogWatch | None) -> dict:

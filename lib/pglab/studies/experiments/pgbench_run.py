@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from ...core.run.schedule import fresh_base
 from ...core.servers.db import scrub
 from ...core.servers.servers import Server
-from ...core.store import RunStore
 from ...pgtools import pgbench, pgbench_telemetry
 from .params import BUILTINS, CLIENTS, PROTOCOL, RATE, SCALE, THREADS, Experiment
 from .pgbench_params import knobs, scales
@@ -54,25 +54,35 @@ def _marker(scale: int) -> dict:
     return {"kind": "pgbench", "pgbench_scale": scale, "sql": None}
 
 
-def load_scale(server: Server, scale: int, client) -> dict:
-    """`pgbench -i -s SCALE` into `pgbench_s<scale>` unless a load of that scale by the kit is there already."""
-    dbname, marker = database(scale), _marker(scale)
-    t0 = time.monotonic()
+def marked(server: Server, dbname: str, marker: dict) -> bool:
+    """Whether `dbname` holds the data `marker` describes, as a load by the kit left it (`mark`)."""
     try:
         with server.connect(dbname) as conn:
             row = conn.execute("SELECT spec FROM pglab_experiment_data").fetchone()
-        if row and json.loads(row[0]) == marker:
-            return {"scale": scale, "database": dbname, "loaded_now": False, "seconds": 0.0}
-    except Exception:  # no such database or marker yet: load below
-        pass
-    server.recreate_database(dbname)
-    res = pgbench.run(server, ["-i", "-q", "-s", str(scale)], client, dbname=dbname, init=True)
-    if not res.ok:
-        raise RuntimeError(f"pgbench -i -s {scale} failed: {res.error}")
+        return bool(row) and json.loads(row[0]) == marker
+    except Exception:  # no such database or marker yet: not loaded
+        return False
+
+
+def mark(server: Server, dbname: str, marker: dict) -> None:
+    """After a load: VACUUM ANALYZE, then the marker that lets the next run keep the data (`marked`)."""
     with server.connect(dbname) as conn:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CREATE TABLE pglab_experiment_data (spec text)")
         conn.execute("INSERT INTO pglab_experiment_data VALUES (%s)", (json.dumps(marker),))
+
+
+def load_scale(server: Server, scale: int, client) -> dict:
+    """`pgbench -i -s SCALE` into `pgbench_s<scale>` unless a load of that scale by the kit is there already."""
+    dbname, marker = database(scale), _marker(scale)
+    t0 = time.monotonic()
+    if marked(server, dbname, marker):
+        return {"scale": scale, "database": dbname, "loaded_now": False, "seconds": 0.0}
+    server.recreate_database(dbname)
+    res = pgbench.run(server, ["-i", "-q", "-s", str(scale)], client, dbname=dbname, init=True)
+    if not res.ok:
+        raise RuntimeError(f"pgbench -i -s {scale} failed: {res.error}")
+    mark(server, dbname, marker)
     return {"scale": scale, "database": dbname, "loaded_now": True, "seconds": round(time.monotonic() - t0, 3)}
 
 
@@ -117,16 +127,6 @@ def arguments(e: Experiment, k: dict, logdir: str) -> list[str]:
     return args + ["-l", "--log-prefix", f"{logdir}/tx"]
 
 
-def _artefact(store: RunStore, e: Experiment, step, cond_index: int) -> str:
-    kind = "warmup" if step.warmup else "round"
-    base = f"experiments/{e.name}/pgbench/{step.server}/c{cond_index}/{kind}{step.repetition:03d}"
-    out, n = base, 1
-    while store.has_artifact(f"{out}.stdout.txt"):  # an interrupted step runs again: keep both outputs
-        n += 1
-        out = f"{base}.attempt{n}"
-    return out
-
-
 def measure(runner, step, session_level: dict) -> dict:
     """One pgbench run of `step` (run.Runner's pgbench step): the record's fields."""
     e, store = runner.e, runner.s.store
@@ -160,7 +160,9 @@ def measure(runner, step, session_level: dict) -> dict:
             t_end = time.time()
         if watch is not None:
             watch.after()
-        base = _artefact(store, e, step, cond["index"])
+        kind = "warmup" if step.warmup else "round"
+        folder = f"experiments/{e.name}/pgbench/{step.server}/c{cond['index']}"
+        base = fresh_base(store, f"{folder}/{kind}{step.repetition:03d}")
         store.save_text(f"{base}.stdout.txt", res.stdout)
         store.save_text(f"{base}.stderr.txt", res.stderr)
         parsed = res.parsed or {}

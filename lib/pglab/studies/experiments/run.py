@@ -24,10 +24,10 @@ from pathlib import Path
 
 from ...core import replicas
 from ...core.run import outcomes
-from ...core.run.schedule import Step, plan, run_steps
+from ...core.run.schedule import Step, grouped, plan, run_steps
 from ...core.run.session import Session
 from ...core.servers.db import scrub, timed_statement
-from ...core.servers.servers import Server
+from ...core.servers.servers import Connections, Server
 from ...core.store import RunStore
 from ...pgtools import pgbench
 from . import checks, pgbench_run
@@ -209,13 +209,8 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
         "pgbench_scale": d.pgbench.scale if d.pgbench else None,
         "sql": (open(d.sql).read() if d.sql else None),
     }
-    try:
-        with server.connect(dbname) as conn:
-            row = conn.execute("SELECT spec FROM pglab_experiment_data").fetchone()
-        if row and json.loads(row[0]) == marker:
-            return {"kind": d.kind, "loaded_now": False, "seconds": 0.0}
-    except Exception:  # no such database or table yet: load below
-        pass
+    if pgbench_run.marked(server, dbname, marker):
+        return {"kind": d.kind, "loaded_now": False, "seconds": 0.0}
     server.recreate_database(dbname)
     if d.pgbench is not None:
         from ...core.installs.installs import discover
@@ -227,10 +222,7 @@ def prepare_data(e: Experiment, server: Server, dbname: str, store: RunStore) ->
     elif d.sql:
         with server.connect(dbname) as conn:
             run_script(conn, marker["sql"], shown_path(d.sql), server.name)
-    with server.connect(dbname) as conn:
-        conn.execute("VACUUM ANALYZE")
-        conn.execute("CREATE TABLE pglab_experiment_data (spec text)")
-        conn.execute("INSERT INTO pglab_experiment_data VALUES (%s)", (json.dumps(marker),))
+    pgbench_run.mark(server, dbname, marker)
     return {"kind": d.kind, "loaded_now": True, "seconds": round(time.monotonic() - t0, 3)}
 
 
@@ -331,7 +323,7 @@ class Runner:
         self.conds = {c["condition"]: c for c in setup["conditions"]}
         self.items = items(e)
         self.current: dict[str, dict] = {}  # server -> server-level settings in force
-        self.conns: dict[tuple[str, str], object] = {}
+        self.conns = Connections(self.servers, setup["database"])
         self.warm: set[tuple[str, str, str]] = set()
         self.client = None
         self.configured: list[dict] = []
@@ -352,16 +344,9 @@ class Runner:
         res = x.configure(wanted)
         self.configured.append({"server": server, "settings": wanted, **res})
         self.current[server] = wanted
-        for key in [k for k in self.conns if k[0] == server]:
-            self.conns.pop(key).close()
+        for key in [k for k in self.conns.open if k[0] == server]:
+            self.conns.open.pop(key).close()
         self.warm = {w for w in self.warm if w[0] != server}
-
-    def conn(self, server: str, condition: str, session_settings: dict):
-        c = self.conns.get((server, condition))
-        if c is None or c.closed:
-            c = self.servers[server].connect(self.setup["database"], settings=session_settings or None)
-            self.conns[(server, condition)] = c
-        return c
 
     def measure(self, step: Step) -> dict:
         server_level, session_level = self.levels(step.server, step.condition)
@@ -380,7 +365,7 @@ class Runner:
     def sql_step(self, step: Step, session_level: dict) -> dict:
         sql = self.items[step.item]
         try:
-            conn = self.conn(step.server, step.condition, session_level)
+            conn = self.conns.get(step.server, step.condition, session_level or None)
         except Exception as ex:
             return {"value": None, "unit": "s", "error": f"connect: {ex}"}
         key = (step.server, step.condition, step.item)
@@ -456,22 +441,6 @@ def steps_for(e: Experiment, setup: dict) -> tuple[list[Step], list[dict]]:
     return plan(cells, e.rounds, e.warmups, e.shuffle_seed), not_testable
 
 
-def grouped(steps: list[Step], key) -> list[Step]:
-    """Within each round, the steps of one server configuration together (the round's shuffled order kept inside
-    a group); the groups' order rotates with the round, so no configuration always runs first after a restart."""
-    out: list[Step] = []
-    rounds: dict[int, list[Step]] = {}
-    for st in steps:
-        rounds.setdefault(st.round, []).append(st)
-    for n, group in rounds.items():
-        keys = list(dict.fromkeys((st.server, key(st)) for st in group))
-        keys = sorted(keys)
-        k = n % len(keys) if keys else 0
-        order = {gk: i for i, gk in enumerate(keys[k:] + keys[:k])}
-        out += sorted(group, key=lambda st: order[(st.server, key(st))])
-    return out
-
-
 @dataclass
 class Result:
     experiment: str
@@ -495,12 +464,11 @@ def run_experiment(s: Session, e: Experiment, evidence: bool = True) -> Result:
     setup = save_setup(e, s.store, servers, base_server, preps)
     steps, not_testable = steps_for(e, setup)
     runner = Runner(e, s, servers, setup, evidence=evidence)
-    steps = grouped(steps, runner.config_key)
+    steps = grouped(steps, lambda st: (st.server, runner.config_key(st)))
     try:
         n = run_steps(steps, s.store, store_name(e), runner.measure, desc=e.name, remeasure=True)
     finally:
-        for c in runner.conns.values():
-            c.close()
+        runner.conns.close()
         for x in servers:
             if x.name in runner.current and runner.current[x.name]:
                 x.reset()

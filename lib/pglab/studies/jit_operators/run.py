@@ -25,7 +25,7 @@ from ...core.run.schedule import plan_blocked, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
 from ...core.servers.db import ensure_database, explain_json, timed_statement
-from ...core.servers.servers import DestructiveStepRefused, Server
+from ...core.servers.servers import Connections, DestructiveStepRefused, Server
 from ...core.store import RunStore
 from .params import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams
 
@@ -187,21 +187,18 @@ def measure_statement(conn: psycopg.Connection, statement: str, local: bool) -> 
 def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Session) -> int:
     cells = [(s, c, op) for s in servers for c in p.measured_conditions() for op in p.operators]
     steps = plan_blocked(cells, p.repetitions, p.warmups, p.shuffle_seed, p.executions, p.spread)
-    conns: dict[tuple[str, str], psycopg.Connection] = {}
+    conns = Connections(servers, p.database)
 
     def measure(step):
-        key = (step.server, step.condition)
-        if key not in conns or conns[key].closed:
-            # the timeout goes with the connection: no set_config round trips inside the CPU-time window
-            settings = p.session_settings(step.condition) | {"statement_timeout": _timeout_ms(p)}
-            conns[key] = servers[step.server].connect(p.database, settings=settings)
-        return measure_statement(conns[key], p.sql(step.item), local=servers[step.server].cluster is not None)
+        # the timeout goes with the connection: no set_config round trips inside the CPU-time window
+        settings = p.session_settings(step.condition) | {"statement_timeout": _timeout_ms(p)}
+        conn = conns.get(step.server, step.condition, settings)
+        return measure_statement(conn, p.sql(step.item), local=servers[step.server].cluster is not None)
 
     try:
         return run_steps(steps, session.store, EXPERIMENT, measure, desc="JIT per operator", remeasure=True)
     finally:
-        for c in conns.values():
-            c.close()
+        conns.close()
 
 
 SETTINGS_QUERY = """

@@ -52,7 +52,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import random
 import shutil
 import tempfile
 import time
@@ -138,14 +137,6 @@ class Bench:
             self._clients[server.name] = pgbench.client_for(server, self.installs, self.client)
         return self._clients[server.name]
 
-    def _artefact(self, name: str) -> str:
-        # an interrupted step that left its output but no record runs again: keep both outputs
-        base, n = f"pgbench/{name}", 1
-        while self.store.has_artifact(f"{base}.stdout.txt"):
-            n += 1
-            base = f"pgbench/{name}.attempt{n}"
-        return base
-
     def run(
         self,
         server: Server,
@@ -188,7 +179,7 @@ class Bench:
             if watch is not None:
                 watch.after()
             after = prepare.sizes(server, dbname)
-            base = self._artefact(name)
+            base = schedule.fresh_base(self.store, f"pgbench/{name}")
             self.store.save_text(f"{base}.stdout.txt", res.stdout)
             self.store.save_text(f"{base}.stderr.txt", res.stderr)
             fields |= {
@@ -205,7 +196,7 @@ class Bench:
             if watch is not None:
                 fields |= {"started_epoch": t_start, "ended_epoch": t_end} | watch.keep(self.store, base)
                 if not any(logdir.glob("agg.*")):
-                    fields |= self._keep_txlog(logdir, base, t_start)
+                    fields |= pgbench_telemetry.keep_txlog(self.store, logdir, base, t_start)
             if logdir is not None and any(logdir.glob("agg.*")):
                 fields |= self._keep_log(logdir, base)
             fields |= _init_fields(res.parsed) if init else _run_fields(res.parsed)
@@ -244,9 +235,6 @@ class Bench:
             out["agglog_error"] = str(e)
         return out
 
-    def _keep_txlog(self, logdir: Path, base: str, t_start: float) -> dict:
-        return pgbench_telemetry.keep_txlog(self.store, logdir, base, t_start)
-
 
 def _run_fields(parsed: dict | None) -> dict:
     p = parsed or {}
@@ -275,13 +263,6 @@ def _scale(condition: str) -> int:
 
 def _minor(inst: Install) -> int:
     return int(inst.minor) if inst.minor.isdigit() else 0
-
-
-def _shuffled(xs, rng: random.Random | None) -> list:
-    out = list(xs)
-    if rng is not None:
-        rng.shuffle(out)
-    return out
 
 
 def _shared_buffers(srv: Server) -> str:
@@ -359,13 +340,6 @@ class Stage:
         outcomes.require_measured(self.store, [experiment], list(self._by_name))
         return n
 
-    def _pending(self, steps: list, experiment: str) -> list:
-        return [
-            st
-            for st in steps
-            if not self.store.done(st.server, experiment, st.condition, st.item, st.repetition, st.warmup)
-        ]
-
     # -- load ------------------------------------------------------------------------------------------------
 
     def _load(self, srv: Server, scale: int, dbname: str, name: str) -> dict:
@@ -407,9 +381,11 @@ class Stage:
 
     # -- select-only and scaling -----------------------------------------------------------------------------
 
-    def _prepare(self, pending: list, scale_of) -> dict[tuple[str, int], str]:
+    def _prepare(self, steps: list, experiment: str, scale_of) -> dict[tuple[str, int], str]:
+        """Each (server, scale) the steps still to run need loaded; the error text of those that could not be."""
         errors = {}
-        for server, scale in sorted({(st.server, scale_of(st)) for st in pending}):
+        todo = schedule.pending(steps, self.store, experiment)
+        for server, scale in sorted({(st.server, scale_of(st)) for st in todo}):
             err = self._ensure_loaded(self._by_name[server], scale, prepare.database(scale))
             if err:
                 errors[(server, scale)] = err
@@ -446,7 +422,7 @@ class Stage:
             for item in (ITEM_SELECT, *([ITEM_AA] if s.name in self.aa_servers() else []))
         ]
         steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
-        errors = self._prepare(self._pending(steps, EXP_SELECT), lambda st: _scale(st.condition))
+        errors = self._prepare(steps, EXP_SELECT, lambda st: _scale(st.condition))
 
         def measure(st):
             sc = _scale(st.condition)
@@ -484,7 +460,7 @@ class Stage:
         q, sc = self.p.scaling, self.p.scaling_scale
         cells = [(s.name, m, f"c{c}") for m in q.modes for c in q.client_counts() for s in self.scaling_servers()]
         steps = schedule.plan(cells, q.repetitions, warmups=1 if q.warmup_s else 0, shuffle_seed=self.p.shuffle_seed)
-        errors = self._prepare(self._pending(steps, EXP_SCALING), lambda st: sc)
+        errors = self._prepare(steps, EXP_SCALING, lambda st: sc)
 
         def measure(st):
             clients = int(st.item.removeprefix("c"))
@@ -504,15 +480,12 @@ class Stage:
         before run k+1 of any (order within a round shuffled with the recorded seed)."""
         q = self.p.series
         cells = [(s.name, f"s{sc}") for sc in self.p.series_scales for s in self.servers]
-        rng = random.Random(self.p.shuffle_seed) if self.p.shuffle_seed is not None else None
+        shuffled = schedule.shuffler(self.p.shuffle_seed)
         steps, rnd = [], 0
         for rep in range(q.repetitions):
             for k in range(q.runs + 1):
-                order = list(cells)
-                if rng is not None:
-                    rng.shuffle(order)
                 item = "init" if k == 0 else f"run{k:02d}"
-                steps += [schedule.Step(s, c, item, rep, False, rnd) for s, c in order]
+                steps += [schedule.Step(s, c, item, rep, False, rnd) for s, c in shuffled(cells)]
                 rnd += 1
         return steps
 
@@ -599,11 +572,11 @@ class Stage:
         """Per round, every shared_buffers value in shuffled order (the stage's seed), each a block: the server
         restarted with it, then per scale (shuffled too) a warm-up run and the measured run."""
         q = self.p.buffers
-        rng = random.Random(self.p.shuffle_seed) if self.p.shuffle_seed is not None else None
+        shuffled = schedule.shuffler(self.p.shuffle_seed)
         steps = []
         for rnd in range(q.repetitions):
-            for sb in _shuffled(q.shared_buffers, rng):
-                for sc in _shuffled(q.scales, rng):
+            for sb in shuffled(q.shared_buffers):
+                for sc in shuffled(q.scales):
                     warm = [schedule.Step(server, sb, f"s{sc}", rnd, True, rnd)] if q.warmup_s else []
                     steps += [*warm, schedule.Step(server, sb, f"s{sc}", rnd, False, rnd)]
         return steps
@@ -616,7 +589,7 @@ class Stage:
                 outcomes.skip(self.store, EXP_BUFFERS, s.name, "an external server: the kit restarts only its own")
             return 0
         steps = self.buffers_steps(srv.name)
-        errors = self._prepare(self._pending(steps, EXP_BUFFERS), lambda st: _scale(st.item))
+        errors = self._prepare(steps, EXP_BUFFERS, lambda st: _scale(st.item))
         # the block running now (round, shared_buffers), what the server reports, the scales warmed since its restart
         state: dict = {"block": None, "shown": None, "error": None, "warmed": set(), "restarts": 0, "changed": False}
 
