@@ -391,7 +391,11 @@ class Stage:
                 errors[(server, scale)] = err
         return errors
 
-    def _timed_run(self, st, scale: int, mode: str, clients: int, duration: int, name: str) -> dict:
+    def _timed_run(self, st, scale: int, mode: str, clients: int, q, prefix: str, tag: str | None = None) -> dict:
+        """One -T run of the step: q.warmup_s for a warm-up, q.duration_s measured; its artefacts named
+        `<prefix>.<tag><repetition>` (tag: warmup or r unless given)."""
+        duration = q.warmup_s if st.warmup else q.duration_s
+        name = f"{prefix}.{tag or ('warmup' if st.warmup else 'r')}{st.repetition}"
         threads = threads_for(clients, self.p.threads)
         args = (["-S"] if mode == "select-only" else []) + [
             "-c",
@@ -428,11 +432,8 @@ class Stage:
             sc = _scale(st.condition)
             if (st.server, sc) in errors:
                 return {"scale": sc, "mode": "select-only", "clients": q.clients} | _failed(errors[(st.server, sc)])
-            tag = "warmup" if st.warmup else "r"
             aa = ".aa" if st.item == ITEM_AA else ""
-            name = f"select_only/{st.server}/s{sc}{aa}.{tag}{st.repetition}"
-            dur = q.warmup_s if st.warmup else q.duration_s
-            return self._timed_run(st, sc, "select-only", q.clients, dur, name)
+            return self._timed_run(st, sc, "select-only", q.clients, q, f"select_only/{st.server}/s{sc}{aa}")
 
         return self._timed(EXP_SELECT, steps, measure, "pgbench -S")
 
@@ -466,10 +467,7 @@ class Stage:
             clients = int(st.item.removeprefix("c"))
             if (st.server, sc) in errors:
                 return {"scale": sc, "mode": st.condition, "clients": clients} | _failed(errors[(st.server, sc)])
-            tag = "warmup" if st.warmup else "r"
-            name = f"scaling/{st.server}/{st.condition}.c{clients}.{tag}{st.repetition}"
-            dur = q.warmup_s if st.warmup else q.duration_s
-            return self._timed_run(st, sc, st.condition, clients, dur, name)
+            return self._timed_run(st, sc, st.condition, clients, q, f"scaling/{st.server}/{st.condition}.c{clients}")
 
         return self._timed(EXP_SCALING, steps, measure, "pgbench scaling")
 
@@ -495,58 +493,39 @@ class Stage:
         def measure(st):
             srv, sc = self._by_name[st.server], _scale(st.condition)
             db = prepare.database(sc, series=True)
-            base = {"scale": sc, "series": st.repetition}
+            key = (st.server, sc, st.repetition)
+            run = 0 if st.item == "init" else int(st.item.removeprefix("run"))
+            base = {"scale": sc, "series": st.repetition, "run": run}
             if st.item == "init":
                 fields = self._load(srv, sc, db, f"series/{st.server}/s{sc}.series{st.repetition}.init")
-                key = (st.server, sc, st.repetition)
                 if fields.get("error"):
                     self._series_failed[key] = fields["error"]
                 else:
                     self._series_ready.add(key)
-                return base | {"run": 0} | fields
-            run = int(st.item.removeprefix("run"))
-            key = (st.server, sc, st.repetition)
+                return base | fields
             if key in self._series_failed:
-                return (
-                    base
-                    | {"run": run}
-                    | _failed(f"the load this series starts from failed: {self._series_failed[key]}")
-                )
+                return base | _failed(f"the load this series starts from failed: {self._series_failed[key]}")
             resumed = key not in self._series_ready
             if resumed:
                 # this series was started by an earlier process: continue it only on its own database
                 if not srv.allow_destructive:
-                    return base | {"run": run} | _failed(f"{st.server}: pgbench writes; allow_destructive is off")
+                    return base | _failed(f"{st.server}: pgbench writes; allow_destructive is off")
                 loaded = prepare.loaded_scale(srv, db)
                 if loaded != sc:
-                    return (
-                        base
-                        | {"run": run, "resumed": True}
-                        | _failed(
-                            f"{db} on {st.server} holds no complete load of scale {sc} (found {loaded}) to continue "
-                            "this series on; start a new run id to repeat the series"
-                        )
+                    why = (
+                        f"{db} on {st.server} holds no complete load of scale {sc} (found {loaded}) to continue "
+                        "this series on; start a new run id to repeat the series"
                     )
-                self._series_ready.add((st.server, sc, st.repetition))
+                    return base | {"resumed": True} | _failed(why)
+                self._series_ready.add(key)
             clients = q.clients
             threads = threads_for(clients, self.p.threads)
             length = ["-t", q.transactions] if q.transactions else ["-T", q.duration_s]
             args = ["-n", "-c", clients, "-j", threads, *length, "-M", self.p.query_mode]
             name = f"series/{st.server}/s{sc}.series{st.repetition}.{st.item}"
             fields = self.bench.run(srv, db, args, name, duration_s=q.duration_s, log=True)
-            return (
-                base
-                | {
-                    "run": run,
-                    "mode": "tpcb-no-vacuum",
-                    "clients": clients,
-                    "threads": threads,
-                    "transactions": q.transactions,
-                    "duration_s": q.duration_s,
-                    "resumed": resumed,
-                }
-                | fields
-            )
+            shape = {"mode": "tpcb-no-vacuum", "clients": clients, "threads": threads, "transactions": q.transactions}
+            return base | shape | {"duration_s": q.duration_s, "resumed": resumed} | fields
 
         return self._timed(EXP_SERIES, self.series_steps(), measure, "pgbench -n series")
 
@@ -604,15 +583,12 @@ class Stage:
                 state["error"] = self._restart_buffers(srv, st.condition, state)
             if state["error"]:
                 return base | _failed(state["error"])
+            prefix = f"buffers/{st.server}/{st.condition}.s{sc}"
             if not st.warmup and q.warmup_s and sc not in state["warmed"]:
                 # resumed after this block's warm-up was recorded: the restart emptied the buffers, warm them again
                 # (kept as a raw artefact, not recorded)
-                name = f"buffers/{st.server}/{st.condition}.s{sc}.rewarm{st.repetition}"
-                self._timed_run(replace(st, warmup=True), sc, "select-only", q.clients, q.warmup_s, name)
-            tag = "warmup" if st.warmup else "r"
-            name = f"buffers/{st.server}/{st.condition}.s{sc}.{tag}{st.repetition}"
-            dur = q.warmup_s if st.warmup else q.duration_s
-            fields = self._timed_run(st, sc, "select-only", q.clients, dur, name)
+                self._timed_run(replace(st, warmup=True), sc, "select-only", q.clients, q, prefix, tag="rewarm")
+            fields = self._timed_run(st, sc, "select-only", q.clients, q, prefix)
             state["warmed"].add(sc)
             return base | fields | {"shared_buffers_shown": state["shown"], "restarts": state["restarts"]}
 
