@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -185,12 +186,7 @@ def remeasure_steps(steps: list[Step], store: RunStore, experiment: str) -> list
         f"artefact_rounds/{experiment}.round{extra_round}.json",
         {"rule": artefacts.RULE, "rounds": bad.to_dicts(), "remeasured_items": sorted(items)},
     )
-    per_round: dict[tuple, int] = {}
-    for s in timed:
-        per_round[(s.server, s.condition, s.item, s.round)] = (
-            per_round.get((s.server, s.condition, s.item, s.round), 0) + 1
-        )
-    executions = max(per_round.values())
+    executions = max(Counter((s.server, s.condition, s.item, s.round) for s in timed).values())  # a cell's in a round
     cells = sorted({(s.server, s.condition, s.item) for s in timed if s.item in items})
     first_rep = max(s.repetition for s in timed) + 1
     shuffled = shuffler(zlib.crc32(experiment.encode()))

@@ -166,23 +166,15 @@ def _timer(states: list[ServerState], profile: str, seconds: int) -> pl.DataFram
         pass
     rows = []
     for st in states:
+        t = environment.timer(st.server, seconds) if st.name not in known and st.server.managed else None
         if st.name in known:
-            rows.append(
-                {
-                    "server": st.name,
-                    "per_loop_ns": float(known[st.name]),
-                    "timer_source": f"environment_timing ({profile})",
-                }
-            )
-            continue
-        t = environment.timer(st.server, seconds) if st.server.managed else None
-        if t and t.get("per_loop_ns"):
-            rows.append(
-                {"server": st.name, "per_loop_ns": float(t["per_loop_ns"]), "timer_source": "pg_test_timing now"}
-            )
+            per_loop, source = float(known[st.name]), f"environment_timing ({profile})"
+        elif t and t.get("per_loop_ns"):
+            per_loop, source = float(t["per_loop_ns"]), "pg_test_timing now"
         else:
-            reason = (t or {}).get("error") or "external server: pg_test_timing runs on the server's machine"
-            rows.append({"server": st.name, "per_loop_ns": None, "timer_source": reason})
+            per_loop = None
+            source = (t or {}).get("error") or "external server: pg_test_timing runs on the server's machine"
+        rows.append({"server": st.name, "per_loop_ns": per_loop, "timer_source": source})
     return pl.DataFrame(rows, schema={"server": pl.String, "per_loop_ns": pl.Float64, "timer_source": pl.String})
 
 

@@ -62,19 +62,14 @@ def server_settings(server: Server, ssb: SsbDataset, p: ParallelIndexParams) -> 
 def usable(store: RunStore, servers: list[Server]) -> list[Server]:
     """The servers the builds may run on; each other one (an external server without allow_destructive: a
     build creates and drops an index) is a recorded skip."""
-    out = []
+    why = (
+        f"the builds create and drop index {INDEX} on {TABLE}, which params do not allow on this external server "
+        "(allow_destructive: false)"
+    )
     for srv in servers:
-        if srv.allow_destructive:
-            out.append(srv)
-        else:
-            outcomes.skip(
-                store,
-                EXPERIMENT,
-                srv.name,
-                f"the builds create and drop index {INDEX} on {TABLE}, which "
-                "params do not allow on this external server (allow_destructive: false)",
-            )
-    return out
+        if not srv.allow_destructive:
+            outcomes.skip(store, EXPERIMENT, srv.name, why)
+    return [srv for srv in servers if srv.allow_destructive]
 
 
 def prepare(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams) -> list[dict]:
@@ -165,33 +160,32 @@ def setup(servers: list[Server], ssb: SsbDataset, p: ParallelIndexParams, store:
     """prepare, then one row per server of what the builds run under (derived table parallel_index_setup)."""
     status = {r["server"]: r for r in prepare(servers, ssb, p)}
     dbname = database_name(ssb.sf)
-    rows = []
-    for srv in servers:
-        rows.append(
-            {"server": srv.name, "kind": srv.kind}
-            | in_force(srv, dbname, p)
-            | {
-                "configure_status": status[srv.name]["status"],
-                "configure_reason": status[srv.name]["reason"],
-                "cores": os.cpu_count(),
-                "sf": ssb.sf,
-                "seed": ssb.seed,
-                "prewarm": ssb.prewarm,
-                "database": dbname,
-                "key_columns": ",".join(p.key_columns),
-                "column_counts": ",".join(map(str, sorted(p.column_counts))),
-                "worker_counts": ",".join(map(str, p.workers())),
-                "n_workers": p.n_workers(),
-                "n_workers_default": "this machine's cores"
-                if p.max_workers is None and p.worker_counts is None
-                else "params",
-                "repetitions": p.repetitions,
-                "warmups": p.warmups,
-                "warmup_cells": p.warmup_cells,
-                "shuffle_seed": p.shuffle_seed,
-                "maintenance_work_mem_param": p.maintenance_work_mem,
-            }
-        )
+    rows = [
+        {"server": srv.name, "kind": srv.kind}
+        | in_force(srv, dbname, p)
+        | {
+            "configure_status": status[srv.name]["status"],
+            "configure_reason": status[srv.name]["reason"],
+            "cores": os.cpu_count(),
+            "sf": ssb.sf,
+            "seed": ssb.seed,
+            "prewarm": ssb.prewarm,
+            "database": dbname,
+            "key_columns": ",".join(p.key_columns),
+            "column_counts": ",".join(map(str, sorted(p.column_counts))),
+            "worker_counts": ",".join(map(str, p.workers())),
+            "n_workers": p.n_workers(),
+            "n_workers_default": "this machine's cores"
+            if p.max_workers is None and p.worker_counts is None
+            else "params",
+            "repetitions": p.repetitions,
+            "warmups": p.warmups,
+            "warmup_cells": p.warmup_cells,
+            "shuffle_seed": p.shuffle_seed,
+            "maintenance_work_mem_param": p.maintenance_work_mem,
+        }
+        for srv in servers
+    ]
     # kept as first recorded in the run (columns in order): the table is the store's, for derive as for the notebook
     store.save_json(f"{EXPERIMENT}/setup.json", rows, keep_order=True)
     return pl.from_dicts(store.load_json(f"{EXPERIMENT}/setup.json"), infer_schema_length=None)

@@ -9,7 +9,6 @@ and EXPLAIN (COSTS OFF) per cell, and a plain EXPLAIN with the study's 100 allow
 
 from __future__ import annotations
 
-import json
 import time
 
 from ...core.config import ParamsError
@@ -186,5 +185,4 @@ def check_same_data(store: RunStore, prep: setup.Prepared) -> None:
 
 
 def load_setup(store: RunStore, server: str) -> dict | None:
-    path = f"{EXPERIMENT}/setup/{server}.json"
-    return json.loads(store.artifact_path(path).read_text()) if store.has_artifact(path) else None
+    return store.load_json(f"{EXPERIMENT}/setup/{server}.json")
