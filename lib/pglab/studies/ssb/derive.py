@@ -22,8 +22,9 @@ from ...datasets.ssb.stage import EXP_LOAD, load_rows
 from ...pgtools.explain import gather_workers, parse_plan
 from . import paired_tables
 from . import reference as ref
+from .jit_block import io_path
 from .params import SsbParams
-from .run import EXPERIMENT, FACTS, SWEEP, io_path, scaled_plans_table, study_plans_table, workers
+from .run import EXPERIMENT, FACTS, SWEEP, scaled_plans_table, study_plans_table, workers
 
 LOADS = "ssb/load"  # <server>.json: the server's rows of ssb_load, as notebook 10 loaded (or found) the data
 SELECTIVITY = "ssb/selectivity"  # <server>.json: its rows of ssb_selectivity
@@ -327,7 +328,7 @@ JIT_EXECUTION_COLUMNS = (
 
 def jit_executions(store: RunStore) -> pl.DataFrame:
     """Every timed execution in a JIT mode that carries its JIT times (pg_stat_statements' sums around it, the
-    leader's: run.JitCounters): its wall time beside what compiling took, the compile/execution split from every
+    leader's: jit_block.JitCounters): its wall time beside what compiling took, the compile/execution split from every
     execution rather than one EXPLAIN ANALYZE. Only a read that counted exactly one call of the statement is its
     execution's (jit_calls 1; more: another session ran it in between, and the sums are not this execution's).
     Empty for a run that recorded none."""
@@ -349,8 +350,8 @@ def jit_executions(store: RunStore) -> pl.DataFrame:
 
 
 def jit_io_table(store: RunStore, names: list[str]) -> pl.DataFrame:
-    """The JIT block's servers, each measured alone (run.run_jit_block): its database's size and the disk bytes the
-    machine read while it was timed, against the target share (the times are the CPU's, not the disk's)."""
+    """The JIT block's servers, each measured alone (jit_block.run_jit_block): its database's size and the disk bytes
+    the machine read while it was timed, against the target share (the times are the CPU's, not the disk's)."""
     rows = []
     for name in names:
         r = store.load_json(io_path(name))

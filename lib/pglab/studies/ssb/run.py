@@ -43,7 +43,6 @@ from ...datasets.ssb.answers import result_checksum
 from ...datasets.ssb.load import LoadResult, database_name
 from ...pgtools.explain import gather_workers, parse_plan
 from . import reference as ref
-from .jit_block import io_path as io_path  # derive reads the JIT block's io records
 from .jit_block import run_jit_block
 from .params import JIT_MODES, SsbParams
 
