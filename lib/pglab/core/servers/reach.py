@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import paths
+from ..installs import fetch
 from ..installs.installs import Install
 from .osuser import RunAs
 
@@ -248,19 +249,10 @@ def _copy_install(root: Path, dest: Path, install: Install) -> None:
                 indent=1,
             )
         )
-        _world_readable(tmp)
+        fetch.readable(tmp)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     log.info("copied %s to %s so that the service user can run it", root, dest)
-
-
-def _world_readable(top: Path) -> None:
-    for dirpath, _dirnames, filenames in os.walk(top):
-        os.chmod(dirpath, 0o755)
-        for f in filenames:
-            p = Path(dirpath, f)
-            if not p.is_symlink():
-                p.chmod(p.stat().st_mode | 0o444 | (0o111 if p.stat().st_mode & 0o100 else 0))
