@@ -150,10 +150,6 @@ class Source:
         return f"tarball {self.given.rsplit('/', 1)[-1]} (sha256 {self.identity[:12]})"
 
 
-def _which(tool: str) -> str | None:
-    return shutil.which(tool)
-
-
 def _first_line(cmd: list[str]) -> str:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -165,11 +161,11 @@ def _first_line(cmd: list[str]) -> str:
 def find_llvm() -> tuple[str, str, str] | None:
     """(llvm-config, clang, LLVM version) when both are installed, the versioned names preferred (Debian's
     llvm-config-14): configure records the path, and the build's identity reads the major from it."""
-    plain = _which("llvm-config")
+    plain = shutil.which("llvm-config")
     version = _first_line([plain, "--version"]) if plain else ""
     major = version.split(".")[0]
-    config = (_which(f"llvm-config-{major}") or plain) if major else None
-    clang = (_which(f"clang-{major}") or _which("clang")) if major else None
+    config = (shutil.which(f"llvm-config-{major}") or plain) if major else None
+    clang = (shutil.which(f"clang-{major}") or shutil.which("clang")) if major else None
     return (config, clang, f"LLVM {version}") if config and clang else None
 
 
@@ -178,8 +174,8 @@ def flags_of(build: BuildParam | None = None) -> Flags:
     build = build or BuildParam()
     configure = tuple(build.configure if build.configure is not None else DEFAULT_CONFIGURE)
     given_cc = next((o.split("=", 1)[1] for o in configure if o.startswith("CC=")), None)
-    cc = given_cc or ("gcc" if _which("gcc") else "cc")
-    compiler = _first_line([*cc.split(), "--version"]) if _which(cc.split()[0]) else ""
+    cc = given_cc or ("gcc" if shutil.which("gcc") else "cc")
+    compiler = _first_line([*cc.split(), "--version"]) if shutil.which(cc.split()[0]) else ""
     llvm = find_llvm() if build.llvm is not False else None
     if build.llvm is True and llvm is None:
         raise BuildError("servers.build.llvm is true, but " + _missing_text(_missing_llvm()))
@@ -187,7 +183,7 @@ def flags_of(build: BuildParam | None = None) -> Flags:
 
 
 def _missing_llvm() -> list[tuple[str, str]]:
-    return [(t, p) for t, p in (("llvm-config", "llvm-dev"), ("clang", "clang")) if not _which(t)]
+    return [(t, p) for t, p in (("llvm-config", "llvm-dev"), ("clang", "clang")) if not shutil.which(t)]
 
 
 def missing_tools(kind: str, flags: Flags) -> list[tuple[str, str]]:
@@ -196,7 +192,7 @@ def missing_tools(kind: str, flags: Flags) -> list[tuple[str, str]]:
     need = {cc: "clang" if "clang" in cc else "gcc"} | TOOLS | SOURCE_TOOLS[kind]
     if flags.llvm_config:  # llvmjit has C++ parts
         need["g++"] = "g++"
-    return [(t, p) for t, p in need.items() if not _which(t)]
+    return [(t, p) for t, p in need.items() if not shutil.which(t)]
 
 
 def _missing_text(missing: list[tuple[str, str]]) -> str:
@@ -319,7 +315,7 @@ def ensure_build(
     """The install folder of PostgreSQL built from `param` with `build`'s flags, built now unless cached."""
     cache = cache_dir or paths.postgres_cache_dir()
     flags = flags_of(build)
-    if any(not _which(t) for t in SOURCE_TOOLS[param.kind]):  # apt-get or git tell what the source is
+    if any(not shutil.which(t) for t in SOURCE_TOOLS[param.kind]):  # apt-get or git tell what the source is
         check_tools(param.kind, flags)
     try:
         source = resolve(param)
@@ -389,7 +385,7 @@ def _build(
     env, ccache = _environment(work, flags, cache)
     args = configure_args(flags, major)
     out.run(
-        ["./configure", *args],
+        [["./configure", *args]],
         tree,
         env,
         f"{source.label()}: configure",
@@ -410,7 +406,7 @@ def _build(
     make = [["make", "-C", "src/backend", "generated-headers", prefix]]
     make += [["make", f"-j{jobs}", "-C", d, "all", prefix] for d in ("src/common", "src/port")]
     make += [["make", f"-j{jobs}", "-C", t, "install", prefix, f"DESTDIR={stage}"] for t in targets]
-    out.run_all(
+    out.run(
         make,
         tree,
         env,
@@ -446,7 +442,7 @@ def configure_args(flags: Flags, major: int) -> list[str]:
 
 def _environment(work: Path, flags: Flags, cache: Path) -> tuple[dict, str | None]:
     env = {k: v for k, v in os.environ.items() if k not in UNSET} | {"LC_ALL": "C"}
-    ccache = _which("ccache")
+    ccache = shutil.which("ccache")
     cc = flags.cc.split()[0]
     if not ccache or "/" in cc:
         return env, None
@@ -498,17 +494,6 @@ class _Output:
         self.log_file, self.log_path, self.show_progress = log_file, log_path, show_progress
 
     def run(
-        self,
-        cmd: list[str],
-        cwd: Path,
-        env: dict | None,
-        desc: str,
-        total: int | None = None,
-        marks: re.Pattern | None = None,
-    ) -> None:
-        self.run_all([cmd], cwd, env, desc, total, marks)
-
-    def run_all(
         self,
         cmds: list[list[str]],
         cwd: Path,
@@ -578,7 +563,7 @@ def _fetch(source: Source, work: Path, out: _Output) -> Path:
     src = work / "src"
     src.mkdir()
     if source.kind == "debian":
-        out.run(["apt-get", "source", "-qq", _pinned(source)], src, None, f"apt-get source {source.identity}")
+        out.run([["apt-get", "source", "-qq", source.identity]], src, None, f"apt-get source {source.identity}")
     elif source.kind == "git":
         _fetch_git(source, src, out)
     else:
@@ -590,12 +575,6 @@ def _fetch(source: Source, work: Path, out: _Output) -> Path:
             f"{source.described()}: expected one PostgreSQL source tree (a folder with configure); found {len(trees)}"
         )
     return trees[0]
-
-
-def _pinned(source: Source) -> str:
-    # the version resolved for the key, whatever apt's lists say by now (a /release suffix is then redundant)
-    package, version = source.identity.split("=", 1)
-    return f"{package}={version}"
 
 
 def _fetch_git(source: Source, src: Path, out: _Output) -> None:
