@@ -72,50 +72,57 @@ def lineorder_chunk(sf: float, seed: int, chunk: int, *, enums: bool = False) ->
     key_dtype = np.int64 if sf >= BIGINT_ORDERKEY_SF else np.int32
     orderkey = sparse_order_key(np.arange(first + 1, first + n_orders + 1, dtype=np.int64)).astype(key_dtype)
 
-    # Line-level draws.
+    # Line-level draws, in this order.
     n_rows = int(lines.sum())
-    partkey = rng.ints(1, scale.part_count(sf), n_rows)
-    suppkey = rng.ints(1, scale.supplier_count(sf), n_rows)
-    quantity = rng.ints(1, 50, n_rows)
-    discount = rng.ints(0, 10, n_rows)
-    tax = rng.ints(0, 8, n_rows)
-    shipmode = rng.ints(0, len(SHIP_MODES) - 1, n_rows, dtype=np.uint32)
-    commit_lag = rng.ints(*dates.COMMIT_LAG_DAYS, n_rows)
+    line = {
+        "partkey": rng.ints(1, scale.part_count(sf), n_rows),
+        "suppkey": rng.ints(1, scale.supplier_count(sf), n_rows),
+        "quantity": rng.ints(1, 50, n_rows),
+        "discount": rng.ints(0, 10, n_rows),
+        "tax": rng.ints(0, 8, n_rows),
+        "shipmode": rng.ints(0, len(SHIP_MODES) - 1, n_rows, dtype=np.uint32),
+        "commit_lag": rng.ints(*dates.COMMIT_LAG_DAYS, n_rows),
+    }
+    return rows(lines, orderkey, custkey, order_day, priority, line, enums)
 
+
+def rows(lines, orderkey, custkey, order_day, priority, line: dict, enums: bool) -> pl.DataFrame:
+    """Whole orders' rows, columns in schema order (dbgen's lineorder makes its own with it too): an order's key,
+    customer, day (since 1992-01-01) and priority (an ORDER_PRIORITIES index) are repeated over its `lines`;
+    `line` holds the arrays of one value per line. String columns are polars Enums when `enums` is set."""
+    n_rows = int(lines.sum())
     order_start = np.cumsum(lines) - lines
     linenumber = (np.arange(n_rows, dtype=np.int32) - np.repeat(order_start, lines).astype(np.int32)) + 1
     row_order_day = np.repeat(order_day, lines)
 
     # Prices in cents with integer division, as dbgen does (int32 is wide enough: max ~1.2e9 before / 100).
-    price = retail_price(partkey)
-    extended = quantity * price
-    revenue = extended * (100 - discount) // 100
-    line_total = revenue * (100 + tax) // 100
-    order_total = np.add.reduceat(line_total, order_start, dtype=np.int32) if n_orders else line_total[:0]
+    price = retail_price(line["partkey"])
+    extended = line["quantity"] * price
+    revenue = extended * (100 - line["discount"]) // 100
+    line_total = revenue * (100 + line["tax"]) // 100
+    order_total = np.add.reduceat(line_total, order_start, dtype=np.int32) if len(lines) else line_total[:0]
     datekey = dates.datekeys()
-
-    frame = pl.DataFrame(
+    return pl.DataFrame(
         {
             "lo_orderkey": np.repeat(orderkey, lines),
             "lo_linenumber": linenumber,
             "lo_custkey": np.repeat(custkey, lines),
-            "lo_partkey": partkey,
-            "lo_suppkey": suppkey,
+            "lo_partkey": line["partkey"],
+            "lo_suppkey": line["suppkey"],
             "lo_orderdate": datekey[row_order_day],
             "lo_orderpriority": _strings(np.repeat(priority, lines), ORDER_PRIORITY_ENUM, enums),
             "lo_shippriority": pl.repeat("0", n_rows, dtype=pl.String, eager=True),
-            "lo_quantity": quantity,
+            "lo_quantity": line["quantity"],
             "lo_extendedprice": extended,
             "lo_ordertotalprice": np.repeat(order_total, lines),
-            "lo_discount": discount,
+            "lo_discount": line["discount"],
             "lo_revenue": revenue,
             "lo_supplycost": 6 * price // 10,
-            "lo_tax": tax,
-            "lo_commitdate": datekey[row_order_day + commit_lag],
-            "lo_shipmode": _strings(shipmode, SHIP_MODE_ENUM, enums),
+            "lo_tax": line["tax"],
+            "lo_commitdate": datekey[row_order_day + line["commit_lag"]],
+            "lo_shipmode": _strings(line["shipmode"], SHIP_MODE_ENUM, enums),
         }
     )
-    return frame
 
 
 def _strings(codes: np.ndarray, enum: pl.Enum, as_enum: bool) -> pl.Series:

@@ -5,7 +5,6 @@ matters. Most lists are in the order words.py already has; the containers are no
 """
 
 import datetime as dt
-from functools import cache
 
 import numpy as np
 
@@ -30,12 +29,3 @@ FIRST_DAY = dt.date(1992, 1, 1)
 CALENDAR_DAYS = 2557  # 1992-01-01 .. 1998-12-31
 ORDER_DAYS = CALENDAR_DAYS - 151  # order dates stop 121 ship + 30 receipt days before the end
 COMMIT_LAG = (30, 90)
-
-
-@cache
-def datekeys() -> np.ndarray:
-    """yyyymmdd of each calendar day, by days since 1992-01-01."""
-    days = [FIRST_DAY + dt.timedelta(days=i) for i in range(CALENDAR_DAYS)]
-    keys = np.array([d.year * 10000 + d.month * 100 + d.day for d in days], dtype=np.int32)
-    keys.setflags(write=False)
-    return keys
