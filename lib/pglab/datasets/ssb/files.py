@@ -10,16 +10,13 @@ imports polars itself. The files are the serial iterators' bytes whatever K.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from . import scale
 from .dbgen import counts as dbgen_counts
 from .flavors import DEFAULT_FLAVOR, check_flavor
-from .parallel import HEADER, PACKAGE_ROOT, stop_child, widen_pipe
+from .parallel import HEADER, start_worker, stop_workers, worker_failed
 
 _SPLICE = hasattr(os, "splice")
 
@@ -53,7 +50,7 @@ def write_tables(
         generate.check_seed(seed)
         keep_freed_memory()
     except BaseException:
-        _stop_all(children)
+        stop_workers(children.values())
         raise
     rows_per_table = dict.fromkeys(tables, 0)
     try:
@@ -79,7 +76,7 @@ def write_tables(
                 raise
             os.replace(partial, target)
     finally:
-        _stop_all(children)
+        stop_workers(children.values())
     return rows_per_table
 
 
@@ -96,41 +93,19 @@ def _owners(processes: int, own: int = 3, child: int = 5) -> list[int]:
 
 
 def _start(tables, sf, seed, flavor, owners, prefetch, n_tasks) -> dict:
-    env = dict(os.environ, POLARS_MAX_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
     children = {}
     try:
         for k in range(1, max(owners) + 1):
             residues = [i for i, owner in enumerate(owners) if owner == k and i < n_tasks]
             if not residues:
                 continue
-            command = [
-                sys.executable,
-                "-m",
-                "pglab.datasets.ssb.worker",
-                ",".join(tables),
-                repr(sf),
-                str(seed),
-                "tbl",
-                ",".join(map(str, residues)),
-                str(len(owners)),
-                str(prefetch),
-                flavor,
-            ]
-            errors = tempfile.TemporaryFile()
-            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=0)
-            children[k] = (child, errors)
-            widen_pipe(child.stdout)
+            tasks = ",".join(map(str, residues))
+            args = [",".join(tables), repr(sf), str(seed), "tbl", tasks, str(len(owners)), str(prefetch), flavor]
+            children[k] = start_worker(args, polars_threads=1, bufsize=0)
     except BaseException:
-        _stop_all(children)
+        stop_workers(children.values())
         raise
     return children
-
-
-def _stop_all(children: dict) -> None:
-    for child, errors in children.values():
-        stop_child(child)
-        errors.close()
 
 
 def _relay(child_and_errors, sink) -> int:
@@ -141,10 +116,7 @@ def _relay(child_and_errors, sink) -> int:
         rows, size = HEADER.unpack(header)
         if _move(source, sink.fileno(), size):
             return rows
-    child.wait(5)
-    errors.seek(0)
-    message = errors.read().decode(errors="replace").strip()
-    raise RuntimeError(f"SSB generator process {child.pid} failed (exit code {child.returncode}):\n{message}")
+    raise worker_failed(child, errors)
 
 
 def _read_exact(fd: int, size: int) -> bytes | None:

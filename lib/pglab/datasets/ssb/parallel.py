@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import IO
 
 from . import scale
 from .flavors import DEFAULT_FLAVOR, check_format
@@ -59,31 +60,10 @@ class ParallelBlocks:
         self._next_chunk = 0
         self._with_rows = with_rows
         workers = min(workers, self._n_chunks)
-        env = dict(os.environ, POLARS_MAX_THREADS=str(polars_threads))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
         try:
             for w in range(workers):
-                command = [
-                    sys.executable,
-                    "-m",
-                    "pglab.datasets.ssb.worker",
-                    table,
-                    repr(sf),
-                    str(seed),
-                    fmt,
-                    str(w),
-                    str(workers),
-                    str(prefetch),
-                    flavor,
-                ]
-                errors = tempfile.TemporaryFile()  # not a pipe: an unread stderr pipe could block the child
-                try:
-                    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env)
-                except BaseException:
-                    errors.close()
-                    raise
-                self._children.append((child, errors))
-                widen_pipe(child.stdout)
+                args = [table, repr(sf), str(seed), fmt, str(w), str(workers), str(prefetch), flavor]
+                self._children.append(start_worker(args, polars_threads))
         except BaseException:
             self.close()
             raise
@@ -106,9 +86,7 @@ class ParallelBlocks:
 
     def close(self) -> None:
         children, self._children = self._children, []
-        for child, errors in children:
-            stop_child(child)
-            errors.close()
+        stop_workers(children)
 
     def __enter__(self):
         return self
@@ -158,6 +136,36 @@ def iter_tbl_blocks_parallel(
     return ParallelBlocks(table, sf, seed, "tbl", workers=workers, prefetch=prefetch, with_rows=False, flavor=flavor)
 
 
+def start_worker(args: list[str], polars_threads: int, bufsize: int = -1) -> tuple[subprocess.Popen, IO[bytes]]:
+    """(child, its stderr) of `python -m pglab.datasets.ssb.worker *args`, which writes its blocks to a pipe."""
+    env = dict(os.environ, POLARS_MAX_THREADS=str(polars_threads))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "pglab.datasets.ssb.worker", *args]
+    errors = tempfile.TemporaryFile()  # not a pipe: an unread stderr pipe could block the child
+    try:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, bufsize=bufsize)
+    except BaseException:
+        errors.close()
+        raise
+    widen_pipe(child.stdout)
+    return child, errors
+
+
+def stop_workers(children) -> None:
+    """Stop each (child, stderr) of start_worker."""
+    for child, errors in children:
+        stop_child(child)
+        errors.close()
+
+
+def worker_failed(child: subprocess.Popen, errors: IO[bytes]) -> RuntimeError:
+    """The error to raise when a child's blocks end early: its exit code and what it wrote to stderr."""
+    child.wait(_STOP_SECONDS)
+    errors.seek(0)
+    message = errors.read().decode(errors="replace").strip()
+    return RuntimeError(f"SSB generator process {child.pid} failed (exit code {child.returncode}):\n{message}")
+
+
 def widen_pipe(pipe) -> None:
     """Linux: a 1 MiB pipe instead of 64 KiB cuts the wake-ups per block from ~200 to ~12."""
     try:
@@ -173,11 +181,7 @@ def _receive(child: subprocess.Popen, errors) -> tuple[int, bytes]:
         block = child.stdout.read(size)
         if len(block) == size:
             return rows, block
-    # Short read: the child ended before its last chunk.
-    child.wait(_STOP_SECONDS)
-    errors.seek(0)
-    message = errors.read().decode(errors="replace").strip()
-    raise RuntimeError(f"SSB generator process {child.pid} failed (exit code {child.returncode}):\n{message}")
+    raise worker_failed(child, errors)  # a short read: the child ended before its last chunk
 
 
 def stop_child(child: subprocess.Popen) -> None:
