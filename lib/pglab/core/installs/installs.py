@@ -157,14 +157,8 @@ def _llvm_version(major: str) -> str | None:
         f"/usr/lib/llvm-{major}/bin/llvm-config",
         shutil.which("llvm-config"),
     ):
-        if not tool or not Path(tool).exists():
-            continue
-        try:
-            out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        version = out.stdout.strip()
-        if out.returncode == 0 and re.fullmatch(rf"{major}(\.\d+)*\S*", version):
+        version = pg_build.first_line([tool, "--version"]) if tool and Path(tool).exists() else ""
+        if re.fullmatch(rf"{major}(\.\d+)*\S*", version):
             return version
     return None
 

@@ -150,7 +150,7 @@ class Source:
         return f"tarball {self.given.rsplit('/', 1)[-1]} (sha256 {self.identity[:12]})"
 
 
-def _first_line(cmd: list[str]) -> str:
+def first_line(cmd: list[str]) -> str:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
@@ -162,7 +162,7 @@ def find_llvm() -> tuple[str, str, str] | None:
     """(llvm-config, clang, LLVM version) when both are installed, the versioned names preferred (Debian's
     llvm-config-14): configure records the path, and the build's identity reads the major from it."""
     plain = shutil.which("llvm-config")
-    version = _first_line([plain, "--version"]) if plain else ""
+    version = first_line([plain, "--version"]) if plain else ""
     major = version.split(".")[0]
     config = (shutil.which(f"llvm-config-{major}") or plain) if major else None
     clang = (shutil.which(f"clang-{major}") or shutil.which("clang")) if major else None
@@ -175,7 +175,7 @@ def flags_of(build: BuildParam | None = None) -> Flags:
     configure = tuple(build.configure if build.configure is not None else DEFAULT_CONFIGURE)
     given_cc = next((o.split("=", 1)[1] for o in configure if o.startswith("CC=")), None)
     cc = given_cc or ("gcc" if shutil.which("gcc") else "cc")
-    compiler = _first_line([*cc.split(), "--version"]) if shutil.which(cc.split()[0]) else ""
+    compiler = first_line([*cc.split(), "--version"]) if shutil.which(cc.split()[0]) else ""
     llvm = find_llvm() if build.llvm is not False else None
     if build.llvm is True and llvm is None:
         raise BuildError("servers.build.llvm is true, but " + _missing_text(_missing_llvm()))
@@ -458,7 +458,7 @@ def _environment(work: Path, flags: Flags, cache: Path) -> tuple[dict, str | Non
         "CCACHE_BASEDIR": str(work),
         "CCACHE_NOHASHDIR": "true",
     }
-    return env, _first_line([ccache, "--version"])
+    return env, first_line([ccache, "--version"])
 
 
 def _version_of(tree: Path) -> str:
