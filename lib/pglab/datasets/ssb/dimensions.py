@@ -43,38 +43,43 @@ def _part(rng: ChunkRandom, key: pl.Series) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "p_partkey": key,
-            "p_name": _gather(words.COLORS, name_1) + " " + _gather(words.COLORS, name_2),
-            "p_mfgr": _gather(words.MFGRS, category // words.CATEGORIES_PER_MFGR),
-            "p_category": _gather(words.CATEGORIES, category),
-            "p_brand1": _gather(words.BRANDS, brand),
-            "p_color": _gather(words.COLORS, color),
-            "p_type": _gather(words.PART_TYPES, part_type),
+            "p_name": gather(words.COLORS, name_1) + " " + gather(words.COLORS, name_2),
+            "p_mfgr": gather(words.MFGRS, category // words.CATEGORIES_PER_MFGR),
+            "p_category": gather(words.CATEGORIES, category),
+            "p_brand1": gather(words.BRANDS, brand),
+            "p_color": gather(words.COLORS, color),
+            "p_type": gather(words.PART_TYPES, part_type),
             "p_size": size,
-            "p_container": _gather(words.CONTAINERS, container),
+            "p_container": gather(words.CONTAINERS, container),
         }
     )
 
 
 def _company(table: str, rng: ChunkRandom, key: pl.Series) -> pl.DataFrame:
-    """Supplier or customer: the two share every column but customer's market segment."""
     n = len(key)
-    prefix = table[0]
     address = _addresses(rng, n)
     nation = rng.ints(0, len(words.NATION_NAMES) - 1, n)
     city = nation * words.CITY_DIGITS + rng.ints(0, words.CITY_DIGITS - 1, n)
     phone = _phones(rng, nation)
+    segment = rng.ints(0, len(words.MARKET_SEGMENTS) - 1, n) if table == "customer" else None
+    return company_rows(table, key, address, nation, city, phone, segment)
+
+
+def company_rows(table: str, key: pl.Series, address, nation, city, phone, segment) -> pl.DataFrame:
+    """Supplier or customer rows from their draws (dbgen's too): the two share every column but customer's market
+    segment (`segment`, None for a supplier); nation, city and segment are indexes into their words."""
+    prefix = table[0]
     columns = {
         f"{prefix}_{'suppkey' if table == 'supplier' else 'custkey'}": key,
         f"{prefix}_name": (table.capitalize() + "#") + key.cast(pl.String).str.zfill(9),
         f"{prefix}_address": address,
-        f"{prefix}_city": _gather(words.CITIES, city),
-        f"{prefix}_nation": _gather(words.NATION_NAMES, nation),
-        f"{prefix}_region": _gather(words.REGIONS, np.asarray(words.NATION_REGION, dtype=np.int32)[nation]),
+        f"{prefix}_city": gather(words.CITIES, city),
+        f"{prefix}_nation": gather(words.NATION_NAMES, nation),
+        f"{prefix}_region": gather(words.REGIONS, np.asarray(words.NATION_REGION, dtype=np.int32)[nation]),
         f"{prefix}_phone": phone,
     }
-    if table == "customer":
-        segment = rng.ints(0, len(words.MARKET_SEGMENTS) - 1, n)
-        columns["c_mktsegment"] = _gather(words.MARKET_SEGMENTS, segment)
+    if segment is not None:
+        columns["c_mktsegment"] = gather(words.MARKET_SEGMENTS, segment)
     return pl.DataFrame(columns)
 
 
@@ -110,5 +115,5 @@ def _phones(rng: ChunkRandom, nation: np.ndarray) -> pl.Series:
     return pl.select(pl.concat_str([p.cast(pl.String) for p in parts], separator="-")).to_series()
 
 
-def _gather(vocabulary: tuple[str, ...], index: np.ndarray) -> pl.Series:
+def gather(vocabulary: tuple[str, ...], index: np.ndarray) -> pl.Series:
     return pl.Series(vocabulary, dtype=pl.String).gather(index)

@@ -9,6 +9,7 @@ and city digits from another, customers continuing where the suppliers stopped.
 import numpy as np
 import polars as pl
 
+from ..dimensions import company_rows, gather
 from . import dists
 from .stream import draws, mulmod, powers, start_of, uniform
 
@@ -30,14 +31,14 @@ def part(first: int, n: int) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "p_partkey": np.arange(first + 1, first + n + 1, dtype=np.int32),
-            "p_name": _gather(dists.COLORS, name_1) + " " + _gather(dists.COLORS, name_2),
+            "p_name": gather(dists.COLORS, name_1) + " " + gather(dists.COLORS, name_2),
             "p_mfgr": mfgr_s,
             "p_category": category_s,
             "p_brand1": category_s + pl.Series(brand).cast(pl.String),
-            "p_color": _gather(dists.COLORS, color),
-            "p_type": _gather(dists.PART_TYPES, part_type),
+            "p_color": gather(dists.COLORS, color),
+            "p_type": gather(dists.PART_TYPES, part_type),
             "p_size": size,
-            "p_container": _gather(dists.CONTAINERS, container),
+            "p_container": gather(dists.CONTAINERS, container),
         }
     )
 
@@ -62,21 +63,10 @@ def company(table: str, first: int, n: int, suppliers: int) -> pl.DataFrame:
     shared_first = first if is_supp else suppliers + first
     nation = uniform(draws("S_NTRG" if is_supp else "C_NTRG", first, n), 0, len(dists.NATION_NAMES) - 1)
     digit = uniform(draws("P_CITY", shared_first, n), 0, 9)
+    segment = None if is_supp else uniform(draws("C_MSEG", first, n), 0, len(dists.MARKET_SEGMENTS) - 1)
     key = pl.Series(np.arange(first + 1, first + n + 1, dtype=np.int32))
-    p = table[0]
-    columns = {
-        f"{p}_{'suppkey' if is_supp else 'custkey'}": key,
-        f"{p}_name": (table.capitalize() + "#") + key.cast(pl.String).str.zfill(9),
-        f"{p}_address": _address("S_ADDR" if is_supp else "C_ADDR", first, n),
-        f"{p}_city": _gather(dists.CITIES, nation * 10 + digit),
-        f"{p}_nation": _gather(dists.NATION_NAMES, nation),
-        f"{p}_region": _gather(dists.REGIONS, np.asarray(dists.NATION_REGION, dtype=np.int32)[nation]),
-        f"{p}_phone": _phone(nation, shared_first, n),
-    }
-    if not is_supp:
-        segment = uniform(draws("C_MSEG", first, n), 0, len(dists.MARKET_SEGMENTS) - 1)
-        columns["c_mktsegment"] = _gather(dists.MARKET_SEGMENTS, segment)
-    return pl.DataFrame(columns)
+    address = _address("S_ADDR" if is_supp else "C_ADDR", first, n)
+    return company_rows(table, key, address, nation, nation * 10 + digit, _phone(nation, shared_first, n), segment)
 
 
 def _address(stream: str, first: int, n: int) -> pl.Series:
@@ -102,7 +92,3 @@ def _phone(nation: np.ndarray, first: int, n: int) -> pl.Series:
         uniform(drawn[:, 2], 1000, 9999),
     ]
     return pl.select(pl.concat_str([pl.lit(pl.Series(x)).cast(pl.String) for x in parts], separator="-")).to_series()
-
-
-def _gather(vocabulary: tuple[str, ...], index: np.ndarray) -> pl.Series:
-    return pl.Series(vocabulary, dtype=pl.String).gather(index)
