@@ -16,14 +16,11 @@ CONTAINERS = tuple(
     f"{a} {b}" for a in words.CONTAINER_SYLLABLE_1 for b in ("CASE", "BOX", "BAG", "JAR", "PACK", "PKG", "CAN", "DRUM")
 )
 NATION_NAMES = words.NATION_NAMES
-NATION_REGION = words.NATION_REGION
-REGIONS = words.REGIONS
 MARKET_SEGMENTS = words.MARKET_SEGMENTS
 ORDER_PRIORITIES = words.ORDER_PRIORITIES
 SHIP_MODES = words.SHIP_MODES
 # a_rnd's 64 symbols, picked by 6 bits of a draw at a time
 ALPHA_NUM = np.frombuffer(b"0123456789abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ,", dtype=np.uint8)
-CITIES = words.CITIES  # nation * 10 + digit
 
 FIRST_DAY = dt.date(1992, 1, 1)
 CALENDAR_DAYS = 2557  # 1992-01-01 .. 1998-12-31
