@@ -76,16 +76,12 @@ def registry_url(registry: str | None = None) -> str:
     return (registry or os.environ.get("PGLAB_NPM_REGISTRY") or REGISTRY).rstrip("/")
 
 
-def metadata_url(registry: str | None = None) -> str:
-    return f"{registry_url(registry)}/{SCOPE}%2f{arch_name()}"
-
-
 _metadata_seen: dict[str, tuple[float, dict | DownloadError]] = {}
 
 
 def fetch_metadata(registry: str | None = None) -> dict:
     """The package's registry document (every version with its tarball URL and integrity)."""
-    url = metadata_url(registry)
+    url = f"{registry_url(registry)}/{SCOPE}%2f{arch_name()}"
     seen = _metadata_seen.get(url)
     if seen and isinstance(seen[1], dict) and time.monotonic() - seen[0] < METADATA_TTL_S:
         return seen[1]
