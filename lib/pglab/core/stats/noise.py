@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .. import replicas
 from . import paired
 
 
@@ -113,11 +114,22 @@ def floor_from(noise_df: pl.DataFrame, candidates: list[tuple[str, str]]) -> dic
     return enough[0] if enough else max(rows, key=lambda r: r["n_pairs"] or 0, default=None)
 
 
-def server_rows(study: str, aa: pl.DataFrame, metric: str) -> list[dict]:
-    """The noise rows of A/A comparisons `aa` (server column: base servers): one per server, and "all" over every
-    server's pairs, the floor a server with fewer than MIN_AA_PAIRS of its own falls back to (`server_floor`)."""
+def base_servers(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with every replica cluster's server under its base server's name (params servers.clusters,
+    `replicas.base_names`): a server's floor is over the A/A pairs of all its clusters."""
+    bases = replicas.base_names(df["server"].unique(maintain_order=True).to_list())
+    return df.with_columns(pl.col("server").replace_strict(bases, return_dtype=pl.String))
+
+
+def server_table(study: str, aa: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """The noise table of A/A comparisons `aa`: one row per base server (`base_servers`) in name order, and "all"
+    over every server's pairs, the floor a server with fewer than MIN_AA_PAIRS of its own falls back to
+    (`server_floor`)."""
+    if aa.is_empty():
+        return table([])
+    aa = base_servers(aa).sort("server")
     rows = [row(study, s, metric, noise_floor(g)) for (s,), g in aa.group_by("server", maintain_order=True)]
-    return rows + ([row(study, "all", metric, noise_floor(aa))] if aa.height else [])
+    return table([*rows, row(study, "all", metric, noise_floor(aa))])
 
 
 def server_floor(noise_df: pl.DataFrame, server: str, metric: str) -> float | None:

@@ -94,20 +94,18 @@ def overall_fast(every: pl.DataFrame, baseline: str) -> pl.DataFrame:
     )
 
 
-def noise_table(
-    t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare, bases: dict[str, str] | None = None
-) -> pl.DataFrame:
-    """Per server and metric: the A/A comparisons over the operators (by the study's `compare`), their
-    false-difference rate and floor. `bases` (server -> base server, `replicas.base_names`): the A/A pairs of
-    every cluster of a server counted under its base name (params servers.clusters)."""
-    cmp = noise.aa_comparisons(
-        t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value", compare=compare
+def noise_table(t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare) -> pl.DataFrame:
+    """Per (base) server and metric: the A/A comparisons over the operators (by the study's `compare`), their
+    false-difference rate and floor, over the A/A pairs of all a server's clusters (`noise.base_servers`)."""
+    cmp = noise.base_servers(
+        noise.aa_comparisons(
+            t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value", compare=compare
+        )
     )
-    if bases is not None:
-        cmp = cmp.with_columns(pl.col("server").replace_strict(bases))
-    rows = []
-    for (server, metric), g in cmp.group_by("server", "metric", maintain_order=True):
-        rows.append(noise.row(STUDY, server, metric, noise.noise_floor(g)))
+    rows = [
+        noise.row(STUDY, s, m, noise.noise_floor(g))
+        for (s, m), g in cmp.group_by("server", "metric", maintain_order=True)
+    ]
     return noise.table(rows).sort("server")
 
 
@@ -122,20 +120,19 @@ OPERATOR_KEYS = ["metric", "operator", "condition"]  # what names a per-operator
 
 def per_operator(
     every: pl.DataFrame, p: JitOperatorsParams, priors: str | None = "jit_operators_paired"
-) -> tuple[pl.DataFrame, dict | None, dict | None]:
+) -> tuple[pl.DataFrame, dict | None]:
     """Every condition over the baseline per server, metric and operator (`compared`'s values, by the study's
     comparison): jit_operators_paired. With replica clusters (params servers.clusters): one row per base server
     and comparison, its interval with the between-cluster variance from how its clusters disagreed over the
     operators (not the A/A copy's: both its sides share a cluster), shrunk toward the `priors` table's
-    (`cluster_priors`; None: the run's own). Returns the table, that variance and the base names (None without)."""
+    (`cluster_priors`; None: the run's own). Returns the table and that variance (None without)."""
     compare = paired.fast_compare if p.estimate == "fast" else paired.paired_compare
     pair = compare(every, ["server", "metric", "operator"], "condition", p.baseline, "round", "value")
     if not br.has_replicas(pair["server"].unique().to_list()):
-        return pair, None, None
-    bases = replicas.base_names(pair["server"].unique(maintain_order=True).to_list())
+        return pair, None
     var = br.cluster_variances(pair, OPERATOR_KEYS, variance_rows=pl.col("condition") != p.aa_condition)
     prior = cluster_priors.priors(priors) if priors else None
-    return br.pool_clusters(pair, OPERATOR_KEYS, variances=var, priors=prior), var, bases
+    return br.pool_clusters(pair, OPERATOR_KEYS, variances=var, priors=prior), var
 
 
 def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]:
@@ -143,7 +140,7 @@ def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]
     by = ["server", "metric", "operator"]
     every = compared(runs, p, p.metric)
     compare, pooled = (paired.fast_compare, overall_fast) if p.estimate == "fast" else (paired.paired_compare, overall)
-    pair, var, bases = per_operator(every, p)
+    pair, var = per_operator(every, p)
     over = pooled(every.filter(pl.col("condition") != p.aa_condition), p.baseline)
     if var is not None:
         # the pooled summary takes the operators' variance (an upper bound for a mean over operators, whose own
@@ -155,7 +152,7 @@ def tables(runs: pl.DataFrame, p: JitOperatorsParams) -> dict[str, pl.DataFrame]
         "jit_operators_paired": pair,
         "jit_operators_overall": over,
         "jit_operators_drift": paired.drift(t, by, "condition", p.baseline, "round", "value"),
-        "jit_operators_noise": noise_table(every, p.baseline, p.aa_condition, compare, bases),
+        "jit_operators_noise": noise_table(every, p.baseline, p.aa_condition, compare),
     }
 
 

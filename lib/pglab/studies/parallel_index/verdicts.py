@@ -93,8 +93,8 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
     if br.has_replicas(f["server"].unique().to_list()):
         # params servers.clusters: one row per base server and comparison, its interval with the between-cluster
         # variance from how its clusters disagreed over the keys' builds (the A/A copy left out: both its sides
-        # share a cluster); the suite (every key once) and the size step take that variance too
-        aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(f["server"].unique().to_list())))
+        # share a cluster); the suite (every key once) and the size step take that variance too; the A/A floor
+        # over every cluster's pairs (`noise.server_table`)
         var = br.cluster_variances(
             per_key, ["key_columns", "condition"], variance_rows=pl.col("condition") != BASE + AA_SUFFIX
         )
@@ -104,13 +104,12 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
         )
         suite = br.pool_clusters(suite, ["condition"], variances=var, priors=prior("parallel_index_paired_suite"))
         size = br.pool_clusters(size, ["key_columns"], variances=var, priors=prior("parallel_index_size_paired"))
-    rows = noise.server_rows(STUDY, aa, "seconds")
     return {
         "parallel_index_paired": per_key.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_paired_suite": suite.with_columns(workers=_workers(pl.col("condition"))),
         "parallel_index_size_paired": size,
         "parallel_index_drift": paired.drift(f, ["server", "key_columns"], "condition", BASE, "round", "seconds"),
-        "parallel_index_noise": noise.table(rows).sort("server"),
+        "parallel_index_noise": noise.server_table(STUDY, aa, "seconds").sort("server"),
     }
 
 

@@ -96,8 +96,7 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     if br.has_replicas(pair["server"].unique().to_list()):
         # params servers.clusters: one row per base server and worker count, its interval with the between-cluster
         # variance from how its clusters disagreed over the worker counts (not the A/A copy: both its sides share
-        # a cluster); the A/A floor over every cluster's pairs
-        aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(t["server"].unique().to_list())))
+        # a cluster); the A/A floor over every cluster's pairs (`noise.server_table`)
         pair = br.pool_clusters(
             pair,
             ["condition", "workers"],
@@ -106,11 +105,10 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
             run_rows=pl.col("condition") != AA,
             priors=cluster_priors.priors("partitioning_paired"),
         )
-    nz = noise.table(noise.server_rows(STUDY, aa, "seconds"))
     return {
         "partitioning_paired": pair.sort("server", "workers", "condition"),
         "partitioning_drift": paired.drift(t, ["server"], "condition", BASELINE, "round", "seconds"),
-        "partitioning_noise": nz.sort("server"),
+        "partitioning_noise": noise.server_table(STUDY, aa, "seconds").sort("server"),
     }
 
 

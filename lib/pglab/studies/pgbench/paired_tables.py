@@ -185,13 +185,7 @@ def noise_table(t: dict) -> pl.DataFrame:
     if "item" not in df.columns or df.filter(pl.col("item") == ITEM_AA).is_empty():
         return noise.table([])
     aa = noise.aa_comparisons(df, ["server", "scale"], "item", ITEM, ITEM_AA, "round", "tps")
-    # a server's floor over the A/A pairs of all its clusters (params servers.clusters)
-    aa = aa.with_columns(pl.col("server").replace_strict(replicas.base_names(sorted(set(aa["server"])))))
-    rows = []
-    for server in [*sorted(set(aa["server"])), "all"]:
-        nf = noise.noise_floor(aa if server == "all" else aa.filter(pl.col("server") == server))
-        rows.append(noise.row("S3", server, "select-only tps", nf))
-    return noise.table(rows)
+    return noise.server_table("S3", aa, "select-only tps")
 
 
 def drift_table(t: dict) -> pl.DataFrame:

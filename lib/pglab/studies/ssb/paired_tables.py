@@ -162,15 +162,7 @@ def noise_table(execs: pl.DataFrame, study: str = "S1", estimate: str = FAST) ->
     aa = noise.aa_comparisons(
         t, ["server", "query"], "mode", "parallel", "parallel_aa", "round", "seconds", compare=comparison(estimate)
     )
-    rows = []
-    if not aa.is_empty():
-        # a server's floor over the A/A pairs of all its clusters (params servers.clusters)
-        bases = replicas.base_names(sorted(set(aa["server"])))
-        by = aa.with_columns(pl.col("server").replace_strict(bases))
-        groups = [(s, by.filter(pl.col("server") == s)) for s in sorted(set(by["server"]))] + [("all", aa)]
-        for server, g in groups:
-            rows.append(noise.row(study, server, "seconds per query, parallel", noise.noise_floor(g)))
-    return aa, noise.table(rows)
+    return aa, noise.server_table(study, aa, "seconds per query, parallel")
 
 
 def drift_table(execs: pl.DataFrame) -> pl.DataFrame:
