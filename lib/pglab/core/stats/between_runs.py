@@ -353,6 +353,19 @@ def cluster_variances(
     return est
 
 
+def base_servers(table, server_col: str = "server"):
+    """`table` with every replica cluster's server under its base server's name (`replicas.base_names`, params
+    servers.clusters), for a base server's figures over all its clusters; a table without servers as it is."""
+    import polars as pl
+
+    from ..replicas import base_names
+
+    if server_col not in table.columns:
+        return table
+    bases = base_names(table[server_col].unique(maintain_order=True).to_list())
+    return table.with_columns(pl.col(server_col).replace_strict(bases, return_dtype=pl.String))
+
+
 def has_replicas(servers) -> bool:
     """Whether some of `servers` (names) are replica clusters of another one of them (`replicas.base_names`)."""
     from ..replicas import base_names

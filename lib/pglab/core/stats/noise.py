@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from .. import replicas
 from . import paired
+from .between_runs import base_servers
 
 
 def aa_comparisons(
@@ -114,17 +114,10 @@ def floor_from(noise_df: pl.DataFrame, candidates: list[tuple[str, str]]) -> dic
     return enough[0] if enough else max(rows, key=lambda r: r["n_pairs"] or 0, default=None)
 
 
-def base_servers(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with every replica cluster's server under its base server's name (params servers.clusters,
-    `replicas.base_names`): a server's floor is over the A/A pairs of all its clusters."""
-    bases = replicas.base_names(df["server"].unique(maintain_order=True).to_list())
-    return df.with_columns(pl.col("server").replace_strict(bases, return_dtype=pl.String))
-
-
 def server_table(study: str, aa: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """The noise table of A/A comparisons `aa`: one row per base server (`base_servers`) in name order, and "all"
-    over every server's pairs, the floor a server with fewer than MIN_AA_PAIRS of its own falls back to
-    (`server_floor`)."""
+    """The noise table of A/A comparisons `aa`: one row per base server (`between_runs.base_servers`: over the A/A
+    pairs of all its clusters) in name order, and "all" over every server's pairs, the floor a server with fewer
+    than MIN_AA_PAIRS of its own falls back to (`server_floor`)."""
     if aa.is_empty():
         return table([])
     aa = base_servers(aa).sort("server")

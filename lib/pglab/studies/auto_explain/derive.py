@@ -20,12 +20,13 @@ import warnings
 import numpy as np
 import polars as pl
 
-from ...core import raw_frames, replicas
+from ...core import raw_frames
 from ...core.run import measurements, outcomes
 from ...core.stats import between_runs, cluster_priors, paired
 from ...core.stats.stats import ratio_with_interval
 from . import verdicts as auto_explain_verdicts
 from .params import EXPERIMENT, STUDY_BASELINE, STUDY_LATENCY_MS, AutoExplainParams
+from .verdicts import measured
 
 KEY = ["server", "condition", "item"]
 RATIO_KEYS = ["comparison", "condition", "item", "baseline"]  # what names a comparison besides its server
@@ -89,11 +90,6 @@ def transactions(store, runs: pl.DataFrame) -> pl.DataFrame | None:
             stacklevel=2,
         )
     return pl.concat(parts) if parts else None
-
-
-def measured(runs: pl.DataFrame) -> pl.DataFrame:
-    """The recorded (not warm-up) runs, one row each; failed runs keep value null."""
-    return auto_explain_verdicts.measured(runs)
 
 
 def latencies(runs: pl.DataFrame) -> pl.DataFrame:
@@ -258,13 +254,6 @@ def ratios(
     return pool_ratios(out, m, params) if pool else out
 
 
-def by_base_server(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with every replica cluster's server name replaced by its base server's (`replicas.base_names`)."""
-    if df.is_empty() or "server" not in df.columns:
-        return df
-    return df.with_columns(pl.col("server").replace_strict(replicas.base_names(df["server"].unique().to_list())))
-
-
 def _measured_only(params: AutoExplainParams) -> pl.Expr | None:
     """The comparisons a between-cluster variance may come from: all but the A/A control's, whose two sides
     share a cluster (no cluster effect parts them)."""
@@ -290,7 +279,7 @@ def pool_ratios(rat: pl.DataFrame, m: pl.DataFrame, params: AutoExplainParams) -
     pooled = between_runs.pool_clusters(
         t, RATIO_KEYS, variance_rows=_measured_only(params), priors=cluster_priors.priors("auto_explain_ratios")
     )
-    med = by_base_server(m).group_by(KEY).agg(pl.col("value").median().alias("median"))
+    med = between_runs.base_servers(m).group_by(KEY).agg(pl.col("value").median().alias("median"))
     out = _with_medians(pooled.rename({"low": "ci_low", "high": "ci_high"}), med)
     cols = [*rat.columns, *(c for c in between_runs.POOLED_COLUMNS if c not in rat.columns)]
     return out.select(cols).sort("comparison", "server", "condition_order", "item")
@@ -365,7 +354,7 @@ def logging_costs(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     if "log_bytes_per_txn" not in sizes.columns:
         return logging
     per_base = (
-        by_base_server(sizes.select("server", "condition", "item", "log_bytes_per_txn"))
+        between_runs.base_servers(sizes.select("server", "condition", "item", "log_bytes_per_txn"))
         .group_by("server", "condition", "item")
         .agg(pl.col("log_bytes_per_txn").median())
     )
@@ -479,7 +468,7 @@ def analyse(
     noise_df = auto_explain_verdicts.noise_table(m, params, txns)
     pooled = "n_clusters" in rat.columns  # replica clusters: the comparisons per base server
     # the study's table beside the pooled ratios: each base server's medians over all its clusters' runs
-    study = study_table(rat, summary(by_base_server(runs), params) if pooled else summ)
+    study = study_table(rat, summary(between_runs.base_servers(runs), params) if pooled else summ)
     # the findings' ratios take the ratio table's between-cluster variance (the same comparisons, and more of them)
     variances = ratio_variances(per_cluster, params) if pooled else None
     return {

@@ -347,7 +347,7 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
 
     # a base server's floor over the A/A pairs of all its clusters (params servers.clusters); `cluster` keeps the
     # cluster's own name for the values' resolution
-    aa = noise.base_servers(aa.with_columns(cluster=pl.col("server")))
+    aa = between_runs.base_servers(aa.with_columns(cluster=pl.col("server")))
     for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
         for item in g["item"].unique(maintain_order=True):
             add(server, f"latency, {item}", g.filter(pl.col("item") == item))

@@ -192,7 +192,7 @@ def noise_table(cmp: pl.DataFrame) -> pl.DataFrame:
     """The A/A floor per experiment, server and metric, from `comparisons(..., pool=False)`: a server's floor over
     the A/A pairs of all its clusters (params servers.clusters)."""
     rows = []
-    aa = noise.base_servers(cmp.filter(kind="A/A"))
+    aa = between_runs.base_servers(cmp.filter(kind="A/A"))
     for (exp, server, metric), g in aa.sort("experiment", "server", "metric").group_by(
         "experiment", "server", "metric", maintain_order=True
     ):

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import replicas
 from ...core.run import measurements, outcomes
-from ...core.stats import stats
+from ...core.stats import between_runs, stats
 from ...core.store import RunStore
 from ...pgtools.explain import ExplainParseError, parse_plan
 from . import verdicts as jv
@@ -109,9 +108,8 @@ def reduction(r: pl.DataFrame, p: JitOperatorsParams) -> pl.DataFrame:
     if not frames:
         return pl.DataFrame(schema=REDUCTION)
     long = timed_long(r)
-    bases = replicas.base_names(long["server"].unique(maintain_order=True).to_list())
     med = (
-        long.with_columns(pl.col("server").replace_strict(bases))
+        between_runs.base_servers(long)
         .group_by("server", "metric", "condition", "operator")
         .agg(pl.col("ms").median().alias("median"))
     )

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...core import replicas
 from ...core.run import measurements, outcomes
-from ...core.stats import stats
+from ...core.stats import between_runs, stats
 from ...core.store import RunStore
 from . import verdicts as piv
 from .params import AA_SUFFIX, EXPERIMENT, STUDY_COMBINATIONS, columns_label
@@ -94,12 +93,7 @@ def speedup(b: pl.DataFrame, per_key: pl.DataFrame, cores: int) -> pl.DataFrame:
     (1, no interval). Ideal: workers + 1; ceiling: that capped at the cores; efficiency: speed-up over ideal."""
     timed = _timed(b)
     keys = ["server", "key_columns", "workers"]
-    bases = replicas.base_names(timed["server"].unique(maintain_order=True).to_list())
-    med = (
-        timed.with_columns(pl.col("server").replace_strict(bases))
-        .group_by(keys)
-        .agg(pl.col("seconds").median().alias("median_s"))
-    )
+    med = between_runs.base_servers(timed).group_by(keys).agg(pl.col("seconds").median().alias("median_s"))
     t0 = med.filter(pl.col("workers") == 0).select("server", "key_columns", pl.col("median_s").alias("t0_s"))
     none = pl.lit(None, pl.Float64)
     base = t0.select(

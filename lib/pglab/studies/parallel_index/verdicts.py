@@ -226,8 +226,7 @@ def findings_from(
 
 def method_text(noise_tab: pl.DataFrame, drift: pl.DataFrame) -> str:
     parts = []
-    bases = replicas.base_names(drift["server"].unique(maintain_order=True).to_list()) if drift.height else {}
-    drift = drift.with_columns(pl.col("server").replace_strict(bases, default=pl.col("server"))) if bases else drift
+    drift = br.base_servers(drift)
     for r in noise_tab.iter_rows(named=True):
         d = drift.filter(pl.col("server") == r["server"])["drift"].drop_nulls()
         dd = f", serial drift 2nd / 1st half of rounds {d.min():.2f}–{d.max():.2f}×" if d.len() else ""

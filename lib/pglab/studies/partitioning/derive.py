@@ -19,9 +19,8 @@ import json
 
 import polars as pl
 
-from ...core import replicas
 from ...core.run import measurements, outcomes
-from ...core.stats import stats
+from ...core.stats import between_runs, stats
 from ...core.store import RunStore
 from ...pgtools.explain import gather_workers, parse_plan
 from . import verdicts as pv
@@ -121,11 +120,8 @@ def speedup(execs: pl.DataFrame, pair: pl.DataFrame) -> pl.DataFrame:
     interval as ci_low / ci_high, the speed-up (its inverse) with the interval inverted, both medians over every
     cluster's timed executions beside."""
     timed = execs.filter(~pl.col("warmup"))
-    bases = replicas.base_names(timed["server"].unique(maintain_order=True).to_list())
     med = (
-        timed.with_columns(pl.col("server").replace_strict(bases))
-        .group_by("server", "condition")
-        .agg(pl.col("seconds").median().alias("median"))
+        between_runs.base_servers(timed).group_by("server", "condition").agg(pl.col("seconds").median().alias("median"))
     )
     return (
         pair.filter(pl.col("condition") != pv.AA)

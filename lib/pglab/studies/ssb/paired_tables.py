@@ -132,11 +132,8 @@ def mode_view(pair: pl.DataFrame, execs: pl.DataFrame, mode: str, baseline: str)
     if pair.is_empty():
         return pl.DataFrame(schema=VIEW)
     t = ok_timed(execs)
-    bases = replicas.base_names(t["server"].unique(maintain_order=True).to_list())
     med = (
-        t.with_columns(pl.col("server").replace_strict(bases))
-        .group_by("server", "mode", "query")
-        .agg(pl.col("seconds").median().alias("median"))
+        between_runs.base_servers(t).group_by("server", "mode", "query").agg(pl.col("seconds").median().alias("median"))
     )
     rows = pair.filter(
         pl.col("mode") == mode, pl.col("baseline") == baseline, ~pl.col("query").is_in([SUITE, SUITE_Q1])

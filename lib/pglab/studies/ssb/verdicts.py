@@ -9,7 +9,7 @@ import math
 import polars as pl
 
 from ...core import replicas
-from ...core.stats import noise, paired
+from ...core.stats import between_runs, noise, paired
 from ...core.stats import verdicts as v
 from . import reference as ref
 from .paired_tables import SUITE, SUITE_Q1
@@ -191,9 +191,8 @@ def compile_share(jit_exec: pl.DataFrame, server: str, mode: str, queries: list[
     JIT times around each, the leader's); None where the run recorded none."""
     if jit_exec.is_empty():
         return None
-    bases = replicas.base_names(jit_exec["server"].unique().to_list())
-    mine = jit_exec.filter(
-        pl.col("server").replace_strict(bases, default=pl.col("server")) == server,
+    mine = between_runs.base_servers(jit_exec).filter(
+        pl.col("server") == server,
         pl.col("mode") == mode,
         pl.col("query").is_in(queries),
     )
