@@ -79,7 +79,8 @@ def findings_html(f: pl.DataFrame) -> str:
 
 
 def noise_markdown(noise: pl.DataFrame | None) -> str:
-    """The section's noise floor from its A/A control, or that this run had none."""
+    """The section's noise floor from its A/A control (`<study>_noise`, `core.stats.noise.SCHEMA`), or that this run
+    had none (None)."""
     if noise is None or noise.is_empty():
         return (
             "**Noise floor.** No A/A control in this run: how far two measurements of the same thing stray "

@@ -61,12 +61,6 @@ def answers(profile: str, root: Path | None = None, stages=STUDIES) -> list[str]
     return [a for study in report_order(stages) if not missing_tables(study, tables) for a in study.answers(tables)]
 
 
-def noise_table(study: Study, tables: Tables) -> pl.DataFrame | None:
-    """The study's A/A control (`<name>_noise`: study, server, metric, n_pairs, false_difference_rate, floor,
-    method), or None when this run has none."""
-    return tables.get(f"{study.name}_noise")
-
-
 def skipped_markdown(study: Study, tables: Tables) -> str | None:
     """The servers this study's notebooks skipped, with the reasons (`<name>*_skipped` tables: an external
     server without allow_destructive, a build without JIT, ...), or None when none was."""
@@ -98,7 +92,7 @@ def show(study: Study, profile: str, root: Path | None = None) -> None:
         display(chart)
     display(Markdown("**Findings.** One per claim of the study: open it for each server's verdict and evidence."))
     display(HTML(report_evidence.findings_html(study.findings(tables))))
-    display(Markdown(report_evidence.noise_markdown(noise_table(study, tables))))
+    display(Markdown(report_evidence.noise_markdown(tables.get(f"{study.name}_noise"))))
     machine = system_sampler.stage_markdown(tables.get(f"{study.name}_machine"))
     if machine:
         display(Markdown(machine))

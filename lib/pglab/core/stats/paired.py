@@ -53,6 +53,11 @@ def minmax_coverage(n: int) -> float:
     return 1.0 - 2.0 ** (1 - n) if n >= 2 else 0.0
 
 
+def _minmax(out: dict, low: float, high: float, n: int) -> dict:
+    """`out` with the min–max interval of n values (below MIN_BOOTSTRAP), labelled so, and its coverage."""
+    return {**out, "low": low, "high": high, "coverage": minmax_coverage(n), "method": f"min–max, n={n}"}
+
+
 def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
     """Per-side tail probability of Hesterberg's expanded percentile interval for a mean of n values."""
     from scipy import stats  # here: half a second of imports that only an interval needs
@@ -90,13 +95,7 @@ def log_ratio_interval(logs, n_boot: int = N_BOOT, seed: int = 0, confidence: fl
     if n == 1:
         return {**out, "method": "one round, no interval"}
     if n < MIN_BOOTSTRAP:
-        return {
-            **out,
-            "low": float(np.exp(v[0])),
-            "high": float(np.exp(v[-1])),
-            "coverage": minmax_coverage(n),
-            "method": f"min–max, n={n}",
-        }
+        return _minmax(out, float(np.exp(v[0])), float(np.exp(v[-1])), n)
     lo, hi = bootstrap_mean_interval(v[None, :], n_boot, seed, confidence)
     return {
         **out,
@@ -234,14 +233,7 @@ def _fast_row(
     """Ratio, interval, coverage and method from the condition's (a) and baseline's (b) executions, one rounds ×
     executions array per item (NaN padded). Several items: the geometric mean of the items' quantile ratios, so
     every item weighs alike; the bootstrap resamples the same rounds for every item and both sides."""
-    out = {
-        "n_rounds": n,
-        "ratio": None,
-        "low": None,
-        "high": None,
-        "coverage": None,
-        "method": f"{FAST_METHOD}: no paired rounds",
-    }
+    out = dict.fromkeys(PAIRED_SCHEMA) | {"n_rounds": n, "method": f"{FAST_METHOD}: no paired rounds"}
     if not n:
         return out
     out["ratio"] = float(
@@ -374,13 +366,7 @@ def median_interval(values, confidence: float = CONFIDENCE) -> dict:
     if n == 1:
         return {**out, "method": "one value, no interval"}
     if n < MIN_BOOTSTRAP:
-        return {
-            **out,
-            "low": float(v[0]),
-            "high": float(v[-1]),
-            "coverage": minmax_coverage(n),
-            "method": f"min–max, n={n}",
-        }
+        return _minmax(out, float(v[0]), float(v[-1]), n)
     lo, hi, cov = order_statistic_interval(n, confidence)
     return {
         **out,
