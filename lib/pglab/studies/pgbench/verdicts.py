@@ -108,15 +108,8 @@ def no_vacuum_rows(trend: pl.DataFrame, majors: dict[str, int], floor: float | N
     for r in trend.iter_rows(named=True):
         ev = V.Evidence(r["ratio"], r["low"], r["high"], r["n_rounds"], r["coverage"], r["method"])
         v = V.verdict(CLAIMS["no_vacuum_tps"], ev, floor)
-        out.append(
-            _row(
-                f"no_vacuum_tps_scale_{r['scale']}",
-                "no_vacuum_tps",
-                r["server"],
-                V.Verdict(v.label, f"last over first run of the series, fitted{_on_clusters(r)}: {v.reason}", v.needs),
-                ev,
-            )
-        )
+        v = V.Verdict(v.label, f"last over first run of the series, fitted{_on_clusters(r)}: {v.reason}", v.needs)
+        out.append(_row(f"no_vacuum_tps_scale_{r['scale']}", "no_vacuum_tps", r["server"], v, ev))
     if majors and min(majors.values()) >= 9:
         out.append(
             _row(
@@ -134,34 +127,18 @@ def no_vacuum_rows(trend: pl.DataFrame, majors: dict[str, int], floor: float | N
 def version_rows(paired: pl.DataFrame, floor: float | None, scales: list[int]) -> list[dict]:
     out = []
     for scale in STUDY_SCALES:
-        key = "select_only_small" if scale < 100 else "select_only_large"
+        finding, key = f"select_only_scale_{scale}", "select_only_small" if scale < 100 else "select_only_large"
         rows = _paired(paired, "select-only tps", f"scale={scale}")
         if scale not in scales:
-            out.append(
-                _row(
-                    f"select_only_scale_{scale}",
-                    key,
-                    "all",
-                    V.not_run(f"scale {scale} not in this profile (select-only at {scales or 'none'})"),
-                )
-            )
+            v = V.not_run(f"scale {scale} not in this profile (select-only at {scales or 'none'})")
+            out.append(_row(finding, key, "all", v))
         elif not rows:
             out.append(
-                _row(
-                    f"select_only_scale_{scale}",
-                    key,
-                    "all",
-                    V.not_testable("one server: no version to compare", "needs two versions"),
-                )
+                _row(finding, key, "all", V.not_testable("one server: no version to compare", "needs two versions"))
             )
         else:
-            out += _scored(
-                f"select_only_scale_{scale}",
-                key,
-                rows,
-                floor,
-                "; the oldest here stands for 7.3; every server on the same explicit settings",
-            )
+            note = "; the oldest here stands for 7.3; every server on the same explicit settings"
+            out += _scored(finding, key, rows, floor, note)
     for what, key in (("load time", "load_time"), ("series tps", "tpcb_versions")):
         groups = sorted(set(paired.filter(pl.col("what") == what)["group"])) if paired.height else []
         for g in groups:
@@ -198,58 +175,25 @@ def scaleup_rows(paired: pl.DataFrame, majors: dict[str, int], floor: float | No
         key = f"scaleup_{mode}"
         rows = _paired(paired, "scale-up tps", f"mode={mode}")
         pair = eleven_over_ten(rows, majors)
+        server, ev = (pair[0]["server"], _evidence(pair[0])) if pair else ("all", None)
         if not rows:
-            out.append(
-                _row(key, key, "all", V.not_run(f"no {mode} scale-up of two versions in this profile"), None, "S4")
-            )
+            v = V.not_run(f"no {mode} scale-up of two versions in this profile")
         elif not pair:
             which = ", ".join(sorted({r["server"] for r in rows} | {rows[0]["baseline"]}))
-            out.append(
-                _row(
-                    key,
-                    key,
-                    "all",
-                    V.not_testable(
-                        f"the scale-up compared {which}, not 10 and 11", "needs pgbench.scaling.versions [10, 11]"
-                    ),
-                    None,
-                    "S4",
-                )
+            v = V.not_testable(
+                f"the scale-up compared {which}, not 10 and 11", "needs pgbench.scaling.versions [10, 11]"
             )
         elif mode == "select-only":  # the study's explanation is one pgbench -S does not exercise
-            ev = _evidence(pair[0])
-            out.append(
-                _row(
-                    key,
-                    key,
-                    pair[0]["server"],
-                    V.not_testable(
-                        "pgbench -S has no aggregate, and the +5 % was traced to faster aggregation "
-                        f"(ours, shown only: {ev.text()})",
-                        "needs S4's reference workload with aggregates",
-                    ),
-                    ev,
-                    "S4",
-                )
+            v = V.not_testable(
+                "pgbench -S has no aggregate, and the +5 % was traced to faster aggregation "
+                f"(ours, shown only: {ev.text()})",
+                "needs S4's reference workload with aggregates",
             )
         else:
-            ev = _evidence(pair[0])
-            v = V.verdict(CLAIMS[key], ev, floor)
-            out.append(
-                _row(
-                    key,
-                    key,
-                    pair[0]["server"],
-                    V.Verdict(
-                        v.label,
-                        f"11 / 10 over (clients, round) blocks{_on_clusters(pair[0])}: {v.reason}; a CLOG change "
-                        "shows with many cores and clients, this machine has few",
-                        v.needs,
-                    ),
-                    ev,
-                    "S4",
-                )
-            )
+            got = V.verdict(CLAIMS[key], ev, floor)
+            why = f"11 / 10 over (clients, round) blocks{_on_clusters(pair[0])}: {got.reason}; a CLOG change "
+            v = V.Verdict(got.label, why + "shows with many cores and clients, this machine has few", got.needs)
+        out.append(_row(key, key, server, v, ev, "S4"))
     return out
 
 
