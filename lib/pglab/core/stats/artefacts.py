@@ -30,8 +30,6 @@ RULE = (
     f"a round under {LOW:g}× or over {HIGH:g}× the median of its cell's other rounds (cells of ≥ {MIN_ROUNDS} rounds)"
 )
 
-FLAGGED_SCHEMA = {"round_value": pl.Float64, "others": pl.Float64, "factor": pl.Float64}
-
 
 def _others_median(v: np.ndarray) -> np.ndarray:
     """For each value, the median of the other values of its array (leave one out)."""
