@@ -153,15 +153,8 @@ def _versions(p: Paired) -> list[dict]:
     for mode, claim in claims.items():
         cmp = p.versions.filter(pl.col("mode") == mode) if not p.versions.is_empty() else p.versions
         if cmp.is_empty():
-            rows.append(
-                _row(
-                    "S1",
-                    f"newer_version_{mode}",
-                    claim,
-                    "all",
-                    v.not_testable("this run lacks PostgreSQL 16 or 17", "needs 16 and 17"),
-                )
-            )
+            why = v.not_testable("this run lacks PostgreSQL 16 or 17", "needs 16 and 17")
+            rows.append(_row("S1", f"newer_version_{mode}", claim, "all", why))
             continue
         suite = cmp.filter(pl.col("query") == SUITE)
         ev = p.evidence(suite)
@@ -308,15 +301,8 @@ def _jit(p: Paired) -> list[dict]:
                 cmp = p.compare(s, item, mode, "parallel")
                 if cmp.is_empty():
                     why = p.d.jit_reason(s) if mode == "parallel_jit" else None
-                    rows.append(
-                        _row(
-                            study,
-                            finding + suffix,
-                            claim,
-                            s,
-                            v.not_run(why or f"no {mode} rounds on {s} in this profile"),
-                        )
-                    )
+                    not_run = v.not_run(why or f"no {mode} rounds on {s} in this profile")
+                    rows.append(_row(study, finding + suffix, claim, s, not_run))
                     continue
                 ev = p.evidence(cmp, [disk_flag(p.jit_io, s)])
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
@@ -399,29 +385,10 @@ def _sweep(p: Paired) -> list[dict]:
             k = r["workers"]
             c = V(claim_b.statement, v.LOWER, 1 / (k + 1), 0.15)
             ev = v.Evidence.from_row(r, [noise.ceiling_check(1 / r["ratio"], k + 1, p.d.cores)])
-            rows.append(
-                _row(
-                    "S4",
-                    "parallel_b",
-                    c,
-                    s,
-                    v.verdict(c, ev, p.floor(s)),
-                    ev,
-                    f" {k} workers over 0, the sweep's queries' summed time {_how(fit)}.",
-                )
-            )
-        rows.append(
-            _row(
-                "S4",
-                "parallel_b_q4.3",
-                claim_f,
-                s,
-                v.not_testable(
-                    f"q4.3 levels off only beyond {flat} workers; this machine has {p.d.cores} cores",
-                    f"needs ≥ {flat + 2} cores",
-                ),
-            )
-        )
+            how = f" {k} workers over 0, the sweep's queries' summed time {_how(fit)}."
+            rows.append(_row("S4", "parallel_b", c, s, v.verdict(c, ev, p.floor(s)), ev, how))
+        why = f"q4.3 levels off only beyond {flat} workers; this machine has {p.d.cores} cores"
+        rows.append(_row("S4", "parallel_b_q4.3", claim_f, s, v.not_testable(why, f"needs ≥ {flat + 2} cores")))
     return rows
 
 
@@ -454,18 +421,8 @@ def _answers(p: Paired) -> list[dict]:
         checked = a.filter(pl.col("checked")) if a.height else a
         if checked.is_empty():
             gen = a["generator"][0] if a.height else "unknown"
-            rows.append(
-                _row(
-                    "S1",
-                    "answers_right",
-                    right,
-                    s,
-                    v.not_testable(
-                        f"dbgen's expected answers hold for its SF 1 data only; this run's data: {gen}",
-                        "needs the dbgen flavor at SF 1",
-                    ),
-                )
-            )
+            why = f"dbgen's expected answers hold for its SF 1 data only; this run's data: {gen}"
+            rows.append(_row("S1", "answers_right", right, s, v.not_testable(why, "needs the dbgen flavor at SF 1")))
             continue
         bad = checked.filter(pl.col("wrong") > 0)
         execs = int(checked["executions"].sum())
