@@ -111,16 +111,10 @@ def no_vacuum_rows(trend: pl.DataFrame, majors: dict[str, int], floor: float | N
         v = V.Verdict(v.label, f"last over first run of the series, fitted{_on_clusters(r)}: {v.reason}", v.needs)
         out.append(_row(f"no_vacuum_tps_scale_{r['scale']}", "no_vacuum_tps", r["server"], v, ev))
     if majors and min(majors.values()) >= 9:
-        out.append(
-            _row(
-                "no_vacuum_before_hot",
-                "no_vacuum_before_hot",
-                "all",
-                V.not_testable(
-                    f"every server here is {min(majors.values())} or newer, all with HOT", "needs a 7.3–8.2 build"
-                ),
-            )
+        why = V.not_testable(
+            f"every server here is {min(majors.values())} or newer, all with HOT", "needs a 7.3–8.2 build"
         )
+        out.append(_row("no_vacuum_before_hot", "no_vacuum_before_hot", "all", why))
     return out
 
 
@@ -253,16 +247,9 @@ def findings(t: dict[str, pl.DataFrame]) -> pl.DataFrame:
     scales = sorted(set(so["scale"].drop_nulls())) if so.height else []
     rows = no_vacuum_rows(t["pgbench_no_vacuum"], majors, floor) + version_rows(paired, floor, scales)
     rows += buffers_rows(t.get("pgbench_buffers_paired", pl.DataFrame()), floor)
-    rows.append(
-        _row(
-            "widest_gap",
-            "widest_gap",
-            "all",
-            V.not_testable(
-                "the study's gap is 9.1 over 7.3; the oldest server here is "
-                + (str(min(majors.values())) if majors else "not recorded"),
-                "needs 7.3 and 9.1 builds",
-            ),
-        )
+    oldest = str(min(majors.values())) if majors else "not recorded"
+    why = V.not_testable(
+        f"the study's gap is 9.1 over 7.3; the oldest server here is {oldest}", "needs 7.3 and 9.1 builds"
     )
+    rows.append(_row("widest_gap", "widest_gap", "all", why))
     return fs.table(rows + scaleup_rows(paired, majors, floor))
