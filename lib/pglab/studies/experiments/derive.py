@@ -210,7 +210,9 @@ def noise_table(cmp: pl.DataFrame) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
-def _floor(noise_df: pl.DataFrame, exp: str, servers: list[str], metric: str) -> float | None:
+def _floor(noise_df: pl.DataFrame, exp: str, r: dict, metric: str) -> float | None:
+    """The A/A floor comparison `r` is judged against: its server's, or the larger of a server comparison's two."""
+    servers = [r["server"]] if r["kind"] != "server" else [r["a"], r["b"]]
     f = noise_df.filter(pl.col("experiment") == exp, pl.col("metric") == metric, pl.col("server").is_in(servers))
     vals = [x for x in f["floor"].to_list() if x is not None]
     return max(vals) if vals else None
@@ -235,6 +237,10 @@ def plain(row: dict, floor: float | None, sense: str) -> tuple[str, str]:
     return "no difference", f"{ev.text()}: includes 1 ({fl})"
 
 
+# what names a comparison row of `comparisons`, and its figure: copied as they are into the verdicts and queries
+COMPARISON = ("kind", "server", "condition", "item", "a", "b", "ratio", "low", "high")
+
+
 def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> list[dict]:
     metric = main_metric(e)
     sense = dict(METRICS[e.workload.kind])[metric]
@@ -245,8 +251,7 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
     for r in cmp.filter(pl.col("metric") == metric, pl.col("kind") != "A/A").iter_rows(named=True):
         if item is not None and r["item"] != item:
             continue
-        servers = [r["server"]] if r["kind"] != "server" else [r["a"], r["b"]]
-        floor = _floor(noise_df, e.name, servers, metric)
+        floor = _floor(noise_df, e.name, r, metric)
         if e.expect is not None and r["kind"] == hypothesis_kind:
             claim = v.Claim(e.question, v.LOWER if e.expect.ratio < 1 else v.HIGHER, e.expect.ratio)
             verdict = v.verdict(claim, v.Evidence.from_row(r), floor)  # the one rule: the declared tolerance
@@ -256,17 +261,8 @@ def verdict_rows(e: Experiment, cmp: pl.DataFrame, noise_df: pl.DataFrame) -> li
         rows.append(
             {
                 "experiment": e.name,
-                "kind": r["kind"],
-                "server": r["server"],
-                "condition": r["condition"],
-                "item": r["item"],
                 "metric": metric,
-                "a": r["a"],
-                "b": r["b"],
-                "ratio": r["ratio"],
-                "low": r["low"],
-                "high": r["high"],
-                "method": r["method"],
+                **{k: r[k] for k in (*COMPARISON, "method")},
                 "floor": floor,
                 "expected": e.expect.ratio if e.expect and r["kind"] == hypothesis_kind else None,
                 "verdict": label,
@@ -471,21 +467,12 @@ def query_rows(
             sides = ((r["a"], r["condition"]), (r["b"], r["condition"]))
         else:
             sides = ((r["server"], r["a"]), (r["server"], r["b"]))
-        servers = [r["server"]] if r["kind"] != "server" else [r["a"], r["b"]]
-        verdict, reason = plain(r, _floor(floors, e.name, servers, "time_s"), sense)
+        verdict, reason = plain(r, _floor(floors, e.name, r, "time_s"), sense)
         whole = suite.get((r["kind"], r["server"], r["condition"], r["a"], r["b"]), {})
         pa, pb = (plans.get((srv, cond, r["item"])) for srv, cond in sides)
         changed, what = plan_change(pa, pb)
         ev = [plan_evidence(p) if p is not None else {} for p in (pa, pb)]
-        row = {
-            "experiment": e.name,
-            "kind": r["kind"],
-            "server": r["server"],
-            "condition": r["condition"],
-            "item": r["item"],
-            "a": r["a"],
-            "b": r["b"],
-        }
+        row = {"experiment": e.name, **{k: r[k] for k in COMPARISON}}
         for side, key in zip("ab", sides, strict=True):
             m = med.get((*key, r["item"])) or {}
             row |= {
@@ -494,9 +481,6 @@ def query_rows(
                 f"{side}_high_ms": _ms(m.get("ci_high")),
             }
         row |= {
-            "ratio": r["ratio"],
-            "low": r["low"],
-            "high": r["high"],
             "verdict": verdict,
             "reason": reason,
             "suite_ratio": whole.get("ratio"),
