@@ -308,6 +308,11 @@ def _rounds_text(n: Sequence[int]) -> str:
 _POOLED_TEXT = re.compile(r"across (\d+) clusters × (\d+)(?:–(\d+))? rounds")
 
 
+def on_clusters(row: dict) -> str:
+    """', on k clusters' for a row pooled over k > 1 replica clusters (`pool_clusters`), else '': for the evidence."""
+    return f", on {row['n_clusters']} clusters" if (row.get("n_clusters") or 1) > 1 else ""
+
+
 def pooled_basis(method: str | None) -> tuple[int, int, int] | None:
     """(clusters, fewest rounds, most rounds) a pooled interval's method says it rests on; None where the method
     pools nothing (an exact check, one cluster's rounds)."""

@@ -204,9 +204,7 @@ def findings_from(
             ev = vd.Evidence.from_row(r)
             v = vd.verdict(claim, ev, floor)
             how = "in the fast mode" if paired.is_fast(r.get("method")) else "paired within rounds"
-            if (r.get("n_clusters") or 1) > 1:
-                how += f", on {r['n_clusters']} clusters"
-            tail = f" ({r['metric']} time, JIT {study_condition} / off {how}"
+            tail = f" ({r['metric']} time, JIT {study_condition} / off {how}{br.on_clusters(r)}"
             if "noise floor" not in v.reason:
                 tail += f"; noise floor ±{floor:.1%}".replace("%", " %") if floor is not None else "; no A/A floor"
             v = vd.Verdict(v.label, v.reason + tail + ")", v.needs)

@@ -122,8 +122,7 @@ def _with(v: vd.Verdict, extra: str) -> vd.Verdict:
 
 def _within_rounds(r: dict) -> str:
     """'paired within rounds', and on how many clusters when pooled over replicas (params servers.clusters)."""
-    k = r.get("n_clusters") or 1
-    return "paired within rounds" + (f", on {k} clusters" if k > 1 else "")
+    return "paired within rounds" + br.on_clusters(r)
 
 
 def time_falls(suite: pl.DataFrame, server: str, floor: float | None) -> dict:

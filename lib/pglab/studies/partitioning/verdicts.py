@@ -234,11 +234,6 @@ def even_spread(parts: pl.DataFrame, server: str) -> dict:
     )
 
 
-def on_clusters(r: dict) -> str:
-    """', on k clusters' for a row pooled over replica clusters (params servers.clusters), else ''."""
-    return f", on {r['n_clusters']} clusters" if (r.get("n_clusters") or 1) > 1 else ""
-
-
 def cpu_speedup(
     pair: pl.DataFrame, plans: pl.DataFrame, noise_tab: pl.DataFrame, server: str, cores: int | None
 ) -> dict:
@@ -256,7 +251,7 @@ def cpu_speedup(
     extra = (
         (
             f"; {r['workers']} workers allowed, {planned} planned: speed-up {speed:.2f}× over serial, "
-            f"time paired within rounds{on_clusters(r)}; ceiling min({planned} + 1, {cores or '?'} cores)"
+            f"time paired within rounds{br.on_clusters(r)}; ceiling min({planned} + 1, {cores or '?'} cores)"
         )
         if speed
         else ""

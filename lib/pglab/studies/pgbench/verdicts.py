@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ...core.stats import between_runs as br
 from ...core.stats import findings as fs
 from ...core.stats import verdicts as V
 
@@ -82,17 +83,12 @@ def _paired(paired: pl.DataFrame, what: str, group: str) -> list[dict]:
     return paired.filter((pl.col("what") == what) & (pl.col("group") == group)).sort("server").to_dicts()
 
 
-def _on_clusters(r: dict) -> str:
-    """', on k clusters' for a row pooled over replica clusters (params servers.clusters), else ''."""
-    return f", on {r['n_clusters']} clusters" if (r.get("n_clusters") or 1) > 1 else ""
-
-
 def _scored(finding: str, key: str, rows: list[dict], floor: float | None, note: str = "") -> list[dict]:
     out = []
     for r in rows:
         ev = _evidence(r)
         v = V.verdict(CLAIMS[key], ev, floor)
-        why = f"{v.reason} ({r['server']} over {r['baseline']}{_on_clusters(r)}{note})"
+        why = f"{v.reason} ({r['server']} over {r['baseline']}{br.on_clusters(r)}{note})"
         out.append(_row(finding, key, r["server"], V.Verdict(v.label, why, v.needs), ev))
     return out
 
@@ -108,7 +104,7 @@ def no_vacuum_rows(trend: pl.DataFrame, majors: dict[str, int], floor: float | N
     for r in trend.iter_rows(named=True):
         ev = V.Evidence(r["ratio"], r["low"], r["high"], r["n_rounds"], r["coverage"], r["method"])
         v = V.verdict(CLAIMS["no_vacuum_tps"], ev, floor)
-        v = V.Verdict(v.label, f"last over first run of the series, fitted{_on_clusters(r)}: {v.reason}", v.needs)
+        v = V.Verdict(v.label, f"last over first run of the series, fitted{br.on_clusters(r)}: {v.reason}", v.needs)
         out.append(_row(f"no_vacuum_tps_scale_{r['scale']}", "no_vacuum_tps", r["server"], v, ev))
     if majors and min(majors.values()) >= 9:
         why = V.not_testable(
@@ -185,7 +181,7 @@ def scaleup_rows(paired: pl.DataFrame, majors: dict[str, int], floor: float | No
             )
         else:
             got = V.verdict(CLAIMS[key], ev, floor)
-            why = f"11 / 10 over (clients, round) blocks{_on_clusters(pair[0])}: {got.reason}; a CLOG change "
+            why = f"11 / 10 over (clients, round) blocks{br.on_clusters(pair[0])}: {got.reason}; a CLOG change "
             v = V.Verdict(got.label, why + "shows with many cores and clients, this machine has few", got.needs)
         out.append(_row(key, key, server, v, ev, "S4"))
     return out
