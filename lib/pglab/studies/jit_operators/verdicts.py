@@ -63,26 +63,12 @@ def overall(t: pl.DataFrame, baseline: str) -> pl.DataFrame:
     then the ratio and interval over rounds as for one operator."""
     pr = paired.paired_ratios(t, ["server", "metric", "operator"], "condition", baseline, "round", "value")
     per_round = pr.group_by("server", "metric", "condition", "round").agg(pl.col("ratio").log().mean().alias("lr"))
-    rows = []
-    for (server, metric, cond), g in per_round.sort("round").group_by(
-        "server", "metric", "condition", maintain_order=True
-    ):
-        rows.append(
-            {
-                "server": server,
-                "metric": metric,
-                "condition": cond,
-                "baseline": baseline,
-                **paired.log_ratio_interval(np.asarray(g["lr"])),
-            }
-        )
-    schema = {
-        "server": pl.String,
-        "metric": pl.String,
-        "condition": pl.String,
-        "baseline": pl.String,
-        **paired.PAIRED_SCHEMA,
-    }
+    keys = ["server", "metric", "condition"]
+    rows = [
+        dict(zip(keys, k, strict=True)) | {"baseline": baseline, **paired.log_ratio_interval(np.asarray(g["lr"]))}
+        for k, g in per_round.sort("round").group_by(keys, maintain_order=True)
+    ]
+    schema = dict.fromkeys([*keys, "baseline"], pl.String) | paired.PAIRED_SCHEMA
     return pl.from_dicts(rows, schema=schema).sort("server", "condition") if rows else pl.DataFrame(schema=schema)
 
 
