@@ -187,6 +187,11 @@ def _runs(df: pl.DataFrame, experiment: str, keys: list[str]) -> pl.DataFrame:
     )
 
 
+def _sizes_after() -> list[pl.Expr]:
+    """The sizes measured after a run of the series, under their plain names (db_bytes, ...)."""
+    return [pl.col(f"{c}_after").alias(c) for c in ("db_bytes", "databases_bytes", "datadir_bytes", "wal_dir_bytes")]
+
+
 def series_table(df: pl.DataFrame) -> pl.DataFrame:
     return (
         _of(df, "pgbench_series")
@@ -204,10 +209,7 @@ def series_table(df: pl.DataFrame) -> pl.DataFrame:
             "threads",
             "transactions",
             "duration_s",
-            pl.col("db_bytes_after").alias("db_bytes"),
-            pl.col("databases_bytes_after").alias("databases_bytes"),
-            pl.col("datadir_bytes_after").alias("datadir_bytes"),
-            pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
+            *_sizes_after(),
             "wal_written_bytes",
             "resumed",
             "error",
@@ -247,16 +249,7 @@ def buffers_table(df: pl.DataFrame) -> pl.DataFrame:
 
 def series_sizes_table(df: pl.DataFrame) -> pl.DataFrame:
     """Sizes after the fresh load (run 0) and after every run of the series."""
-    return _of(df, "pgbench_series").select(
-        "server",
-        "scale",
-        "series",
-        "run",
-        pl.col("db_bytes_after").alias("db_bytes"),
-        pl.col("databases_bytes_after").alias("databases_bytes"),
-        pl.col("datadir_bytes_after").alias("datadir_bytes"),
-        pl.col("wal_dir_bytes_after").alias("wal_dir_bytes"),
-    )
+    return _of(df, "pgbench_series").select("server", "scale", "series", "run", *_sizes_after())
 
 
 def series_trend(series: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:

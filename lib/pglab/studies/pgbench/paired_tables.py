@@ -45,18 +45,7 @@ DRIFT = {
     "collapsed_runs": _I,
     "lowest_over_median": _F,
 }
-TREND = {
-    "server": _S,
-    "scale": _I,
-    "n_rounds": _I,
-    "ratio": _F,
-    "low": _F,
-    "high": _F,
-    "coverage": _F,
-    "method": _S,
-    "tps_first": _F,
-    "tps_last": _F,
-}
+TREND = {"server": _S, "scale": _I, **paired.PAIRED_SCHEMA, "tps_first": _F, "tps_last": _F}
 BUFFERS_PAIRED = {
     "server": _S,
     "scale": _I,
