@@ -207,20 +207,6 @@ def test_one_verdict_per_claim_and_tallies_without_untested_claims():
         vd.tally(c.with_columns(verdict=pl.lit("not supported")))
 
 
-def test_cpu_state_reads_what_the_os_shows(tmp_path):
-    for i, (gov, khz) in enumerate([("performance", "2400000"), ("powersave", "800000")]):
-        d = tmp_path / "cpu" / f"cpu{i}" / "cpufreq"
-        d.mkdir(parents=True)
-        (d / "scaling_governor").write_text(gov + "\n")
-        (d / "scaling_cur_freq").write_text(khz + "\n")
-    (tmp_path / "stat").write_text("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 1 2 3\n")
-    s = noise.cpu_state(tmp_path / "cpu", tmp_path / "stat")
-    assert s["governor"] == "performance,powersave" and (s["freq_khz_min"], s["freq_khz_max"]) == (800000, 2400000)
-    assert s["steal_ticks"] == 35 and s["steal_share"] == pytest.approx(0.035)
-    none = noise.cpu_state(tmp_path / "nothing", tmp_path / "nostat")
-    assert none["governor"] is None and none["steal_share"] is None and none["freq_khz_min"] is None
-
-
 def test_evidence_text_keeps_a_third_digit_for_narrow_intervals():
     assert vd.Evidence(0.98, 0.975, 0.985, 20, 0.95, "m").text() == "0.980× [0.975–0.985] (m)"
     assert vd.Evidence(0.5, 0.4, 0.6, 5, 0.94, "min–max, n=5").text() == "0.50× [0.40–0.60] (min–max, n=5)"

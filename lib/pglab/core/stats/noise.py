@@ -1,5 +1,5 @@
-"""What this machine can resolve: a noise floor measured by an A/A control, the physical ceiling of a parallel
-speed-up, and the CPU state (frequency governor, clock, steal time) recorded with the environment.
+"""What this machine can resolve: a noise floor measured by an A/A control and the physical ceiling of a parallel
+speed-up (the CPU's governor and clock are recorded with the environment, pgtools.environment).
 
 **A/A control.** The same server and condition measured twice under two condition labels (say "A" and "A2"),
 interleaved like every other condition, compared with `paired.paired_compare` exactly like a real comparison.
@@ -150,36 +150,3 @@ def ceiling_check(speedup: float | None, processes: int, cores: int | None) -> s
         return None
     capped = f"{processes} processes on {cores} cores" if cores else f"{processes} processes"
     return f"speed-up {speedup:.2f}× above the physical ceiling {ceiling}× ({capped}): a measurement problem"
-
-
-# -- the CPU state, for the environment data ---------------------------------------------------------------------------
-
-
-def _proc_text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def cpu_state(sys_cpu: Path = Path("/sys/devices/system/cpu"), proc_stat: Path = Path("/proc/stat")) -> dict:
-    """Frequency governor(s), current clock (kHz: min, max over CPUs) and steal time, where the OS shows them;
-    a missing source gives None (VMs and containers often hide cpufreq). Steal is since boot: ticks and share."""
-    cpus = sorted(sys_cpu.glob("cpu[0-9]*/cpufreq"), key=lambda p: int(p.parent.name[3:]))
-    governors = sorted({g for p in cpus if (g := _proc_text(p / "scaling_governor"))})
-    freqs = [int(f) for p in cpus if (f := _proc_text(p / "scaling_cur_freq")) and f.isdigit()]
-    out = {
-        "cpus": os.cpu_count(),
-        "governor": ",".join(governors) or None,
-        "freq_khz_min": min(freqs) if freqs else None,
-        "freq_khz_max": max(freqs) if freqs else None,
-        "steal_ticks": None,
-        "steal_share": None,
-    }
-    line = (_proc_text(proc_stat) or "").splitlines()[:1]
-    fields = line[0].split() if line else []
-    if len(fields) > 8 and fields[0] == "cpu":  # cpu user nice system idle iowait irq softirq steal ...
-        ticks = [int(x) for x in fields[1:9]]
-        out["steal_ticks"] = ticks[7]
-        out["steal_share"] = ticks[7] / sum(ticks) if sum(ticks) else None
-    return out
