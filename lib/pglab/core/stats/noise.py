@@ -16,8 +16,6 @@ Any difference found is noise, so:
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import polars as pl
