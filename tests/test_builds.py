@@ -35,5 +35,3 @@ def test_servers_built_otherwise_are_not_comparable_with_the_difference_named(id
         f"builds differ: optimisation {a['build_opt']} ({a['server']}) vs -Os (Os)"
     )
     assert builds.difference(a, {"server": "old"}) == "build of old not recorded"
-    groups = builds.matched_groups([a, dict(a, server="twin"), b])
-    assert groups[0][:2] == [a["server"], "twin"]

@@ -118,19 +118,6 @@ def brief(row: Mapping, jit: bool = False) -> str:
     return " ".join(str(p) for p in parts if _recorded(p))
 
 
-def matched_groups(servers: list[dict], jit: bool = False) -> list[list[str]]:
-    """The servers in groups built alike (each group comparable within itself), largest first."""
-    groups: list[list[dict]] = []
-    for s in servers:
-        for g in groups:
-            if difference(g[0], s, jit) is None:
-                g.append(s)
-                break
-        else:
-            groups.append([s])
-    return [[s["server"] for s in g] for g in sorted(groups, key=len, reverse=True)]
-
-
 # -- the gate, declared with each study -------------------------------------------------------------------------------
 
 IDENTITY_TABLE = "environment_servers"
