@@ -76,7 +76,7 @@ def test_every_claim_has_a_row_with_a_verdict_from_the_vocabulary(root, found):
         rows = found.filter(pl.col("finding") == f"select_only_scale_{s}")
         assert (set(rows["verdict"]) == {fs.NOT_RUN}) == (s not in ran), s
     # the reference predates the buffers experiment: its mechanism claim is not run there, not guessed
-    if not derived.read_optional("pgbench_buffers", "default", root).height:
+    if not derived.Tables("default", root).optional("pgbench_buffers").height:
         for s in PV.BUFFERS_SCALES:
             rows = found.filter(pl.col("finding") == f"select_only_small_buffers_scale_{s}")
             assert rows["verdict"].to_list() == [fs.NOT_RUN], rows.to_dicts()

@@ -261,7 +261,7 @@ def test_an_empty_table_keeps_its_typed_columns_through_write_read_export_and_qu
     assert (root / "quick" / "ssb_versions_paired.csv").read_text() == ",".join(columns) + "\n"
     empty = derived.read_table("ssb_versions_paired", "quick", root)
     assert empty.height == 0 and empty.schema == derived.read_table("ssb_versions_paired", "default", ref).schema
-    assert derived.read_optional("ssb_versions_paired", "quick", root).columns == columns
+    assert derived.Tables("quick", root).optional("ssb_versions_paired").columns == columns
 
     assert main(["export", "--run-id", "quick"]) == 0
     out = tmp_path / "data" / "export" / "quick-20990101-000000"

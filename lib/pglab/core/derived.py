@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import re
@@ -136,14 +135,6 @@ def _with_columns(df: pl.DataFrame, name: str, folder: Path) -> pl.DataFrame:
     return df
 
 
-def as_written(df: pl.DataFrame, name: str = "table") -> pl.DataFrame:
-    """`df` as `read_table` reads it back once `write_table` wrote it (rows sorted, CSV text, types inferred):
-    what a step that reads the derived folder would have seen, without the folder."""
-    return pl.read_csv(
-        io.BytesIO(_rows_sorted(df, name).write_csv(line_terminator="\n").encode()), infer_schema_length=None
-    )
-
-
 # the flat types derived tables hold, by the name `write_table` records; others are left to CSV inference
 _TYPES = {
     str(t): t
@@ -202,14 +193,6 @@ def read_table(name: str, profile: str, root: Path | None = None) -> pl.DataFram
     header = line.split(",")
     overrides = {c: t for c, t in types.items() if c in header}
     return pl.read_csv(path, infer_schema_length=None, schema_overrides=overrides or None)
-
-
-def read_optional(name: str, profile: str, root: Path | None = None) -> pl.DataFrame:
-    """Table `name` (`read_table`), or an empty frame when the run wrote none (or one without columns): a table
-    a report section can do without."""
-    if not (profile_dir(profile, root) / f"{name}.csv").exists():
-        return pl.DataFrame()
-    return read_table(name, profile, root)
 
 
 class Tables(Mapping[str, pl.DataFrame]):
@@ -326,25 +309,6 @@ def verify(profile: str, root: Path | None = None) -> list[str]:
     bad = [n for n, e in manifest.items() if not (d / n).exists() or _sha256(d / n) != e["sha256"]]
     bad += [p.name for p in d.glob("*.csv") if p.name not in manifest]
     return sorted(bad)
-
-
-def inventory(root: Path | None = None) -> pl.DataFrame:
-    """What `data/derived/` holds: one row per table and profile."""
-    rows = []
-    base = root or paths.derived_dir()
-    for m in sorted(base.glob(f"*/{MANIFEST}")):
-        for name, e in json.loads(m.read_text()).items():
-            rows.append(
-                {
-                    "profile": m.parent.name,
-                    "table": name,
-                    "rows": e["rows"],
-                    "columns": len(e["columns"]),
-                    "sha256": e["sha256"][:12],
-                }
-            )
-    schema = {"profile": pl.String, "table": pl.String, "rows": pl.Int64, "columns": pl.Int64, "sha256": pl.String}
-    return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
 # a run id as begin_run makes it: <profile>-YYYYMMDD-HHMMSS (a run id given by hand may have any other form)

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-LIB = ROOT / "lib"
 NOTEBOOKS = ROOT / "notebooks"
 PARAMS = ROOT / "params"
 REPORT = ROOT / "report"

@@ -244,12 +244,6 @@ def _absolute(v: str | None, info: ValidationInfo) -> str | None:
     return str(Path(base) / v) if base and not Path(v).is_absolute() else v
 
 
-class ExperimentsParams(Strict):
-    """Not a params key itself: `experiments:` is a list; this wraps it for the helpers below."""
-
-    items: list[Experiment] = []
-
-
 def check_names(experiments: list[Experiment]) -> list[Experiment]:
     names = [e.name for e in experiments]
     twice = sorted({n for n in names if names.count(n) > 1})
