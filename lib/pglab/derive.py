@@ -19,7 +19,6 @@ same, and `derived_by` (the kit revision that derived the table, `+dirty` with u
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -114,10 +113,9 @@ def compare(got: Path, want: Path, run_id: str) -> dict[str, list[str]]:
     missing from `got`, and extra (in `got` for this run, not in `want`)."""
 
     def entries(d: Path) -> dict:
-        m = json.loads((d / derived.MANIFEST).read_text()) if (d / derived.MANIFEST).is_file() else {}
         return {
             n: {k: v for k, v in e.items() if k not in MANIFEST_VARIES}
-            for n, e in m.items()
+            for n, e in derived.manifest(d).items()
             if e.get("run_id") == run_id
         }
 

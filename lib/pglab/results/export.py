@@ -65,11 +65,7 @@ def export_root() -> Path:
 
 def _manifest_runs(folder: Path) -> dict[str, str | None]:
     """table name -> the run MANIFEST.json says wrote it."""
-    try:
-        doc = json.loads((folder / derived.MANIFEST).read_text())
-    except (OSError, ValueError):
-        return {}
-    return {n.removesuffix(".csv"): e.get("run_id") for n, e in doc.items() if isinstance(e, dict)}
+    return {n.removesuffix(".csv"): e.get("run_id") for n, e in derived.manifest(folder).items() if isinstance(e, dict)}
 
 
 def profiles() -> list[Path]:
@@ -176,10 +172,7 @@ def table(src: Source, name: str) -> pl.DataFrame:
     df = derived.read_table(name, src.profile, src.folder.parent)
     if not df.width:
         return pl.DataFrame(schema={"run_id": pl.String})
-    try:
-        recorded = json.loads((src.folder / derived.MANIFEST).read_text())[f"{name}.csv"].get("types", {})
-    except (OSError, ValueError, KeyError):
-        recorded = {}
+    recorded = derived.manifest(src.folder).get(f"{name}.csv", {}).get("types", {})
     # a column this run left all-missing has no type of its own (CSV says text): Null unions with any run's type
     nulls = [
         c
@@ -223,7 +216,7 @@ def _number(text: str | None, kind: type):
 
 def manifest(src: Source, tables: dict[str, dict]) -> dict:
     m = _machine(src)
-    derived_by = json.loads((src.folder / derived.MANIFEST).read_text())
+    derived_by = derived.manifest(src.folder)
     params = _without_secrets({k: v for k, v in (src.params or {}).items() if k != "run_id"}) if src.params else None
     return {
         "run_id": src.run_id,
