@@ -216,9 +216,6 @@ class JitOperatorsParams(Strict):
         """The settings dicts that go with a connection (set at its start, so no server-wide ones)."""
         return {f"conditions.{c}": s for c, s in self.conditions.items()}
 
-    def jit_conditions(self) -> list[str]:
-        return [c for c, s in self.conditions.items() if s["jit"]]
-
     def disk_bytes(self) -> dict[str, float]:
         """What this section puts on each server's disk, by the key that decides it (params_checks.check_disk)."""
         from ...core.run.params_checks import EMPTY_DB, INT_ROW, WIDE_ROW
