@@ -14,20 +14,7 @@ from typing import ClassVar
 from pydantic import ValidationError, field_validator
 
 from .core import paths
-from .core.config import (
-    CommonParams,
-    Environment,
-    ExternalServer,
-    Initdb,
-    InstallParam,
-    ParamsError,
-    Servers,
-    check_server_names,
-    messages,
-    read_yaml,
-    valid_keys,
-)
-from .core.paramtypes import version_major
+from .core.config import CommonParams, ParamsError, check_server_names, messages, read_yaml, valid_keys
 from .studies import STUDIES
 from .studies.auto_explain.params import AutoExplainParams
 from .studies.experiments.params import Experiment, check_names
@@ -36,21 +23,6 @@ from .studies.parallel_index.params import ParallelIndexParams
 from .studies.partitioning.params import PartitioningParams
 from .studies.pgbench.params import PgbenchParams
 from .studies.ssb.params import SsbParams
-
-__all__ = [
-    "SECTIONS",
-    "CommonParams",
-    "Environment",
-    "ExternalServer",
-    "Initdb",
-    "InstallParam",
-    "Params",
-    "ParamsError",
-    "Servers",
-    "load",
-    "valid_keys",
-    "version_major",
-]
 
 # the studies' params sections, in run order (each a field of Params below: a test holds the two in step)
 SECTIONS = tuple(s.params_key for s in STUDIES if s.params_key)
