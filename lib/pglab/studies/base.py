@@ -66,16 +66,12 @@ class Stage:
     derive_function: str  # "pglab.module:function" (store, params) -> tables, imported when called
     estimate_function: str  # "pglab.module:function" (params, servers) -> seconds, imported when called
     params_key: str | None = None
-    section: Section | None = None
 
     def derive(self, store: RunStore, params: CommonParams) -> dict[str, pl.DataFrame]:
         return _check_tables(self.name, _call(self.derive_function, store, params), self.tables)
 
     def estimate_s(self, params: CommonParams, servers: list[Server]) -> float:
         return _call(self.estimate_function, params, servers)
-
-    def disk_bytes(self, params: CommonParams) -> dict[str, float]:
-        return {}
 
 
 @dataclass(frozen=True)
@@ -222,10 +218,6 @@ class Study:
     def estimate_s(self, params: CommonParams, servers: list[Server]) -> float:
         """Seconds the study's notebook should take on `servers` (make report's estimate, `core.estimate`)."""
         return self.module("estimate").estimate_s(params, servers)
-
-    def disk_bytes(self, params: CommonParams) -> dict[str, float]:
-        """What the study writes per server on disk, by what (the params section's own sizes)."""
-        return getattr(getattr(params, self.params_key), "disk_bytes", dict)()
 
 
 def prefixed(prefix: str, names: str) -> tuple[str, ...]:
