@@ -125,10 +125,6 @@ def manifest_tables(folders: list[Path]) -> dict[str, pl.DataFrame]:
     }
 
 
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def connect(extra: list[Path] | tuple[Path, ...] = (), default: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the views of every exported run (QueryError when there is none)."""
     folders, _ = run_folders(extra, default)
@@ -147,7 +143,7 @@ def connect(extra: list[Path] | tuple[Path, ...] = (), default: bool = True) -> 
             if _TABLE_NAME.fullmatch(name) and (folder / e["file"]).is_file():
                 files.setdefault(name, []).append(str(folder / e["file"]))
     for name, paths in sorted(files.items()):
-        listed = ", ".join(_quoted(p) for p in paths)
+        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)  # SQL string literals
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{listed}], union_by_name = true)")
     # every study's verdicts in one view: each study stores its own (`<study>_findings`), one schema for all
     verdicts = [n for n in sorted(files) if n.endswith("_findings") and n != FINDINGS]
