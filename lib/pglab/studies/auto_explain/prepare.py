@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from ...core.run.prepare import libraries, prewarm
 from ...core.servers.db import ensure_database, explain_json, scrub
 from ...core.servers.servers import DestructiveStepRefused, Server
 from .params import STUDY_LOG_DESTINATION, AutoExplainParams
@@ -20,10 +21,6 @@ from .params import STUDY_LOG_DESTINATION, AutoExplainParams
 log = logging.getLogger(__name__)
 
 TABLE_COMMENT = "pglab auto_explain study: tab1 with {rows} rows"
-
-
-def _libs(value) -> list[str]:
-    return [x.strip() for x in str(value or "").split(",") if x.strip()]
 
 
 @dataclass
@@ -52,7 +49,7 @@ class ServerState:
     def _server_settings(self, loaded: bool) -> dict:
         # the study's log destination (params.STUDY_LOG_DESTINATION) with the params' settings
         settings = dict(self.params.server_settings) | {"log_destination": STUDY_LOG_DESTINATION}
-        libs = [x for x in _libs(self.server.settings.get("shared_preload_libraries")) if x != "auto_explain"]
+        libs = [x for x in libraries(self.server.settings.get("shared_preload_libraries")) if x != "auto_explain"]
         if loaded:
             libs.append("auto_explain")
         if libs or "shared_preload_libraries" in self.server.settings:
@@ -131,7 +128,7 @@ class ServerState:
             ).fetchall()
             # pg_settings, not current_setting(): a role without pg_read_all_settings gets no row, not an error
             spl = conn.execute("SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'").fetchone()
-        self.preloaded_by_server = "auto_explain" in _libs(spl[0] if spl else None)
+        self.preloaded_by_server = "auto_explain" in libraries(spl[0] if spl else None)
         # what a session may set goes with every connection; the rest stays as the server has it
         settable = {n for n, ctx in rows if ctx in ("user", "superuser")}
         self.session_base = {k: v for k, v in self.params.server_settings.items() if k in settable}
@@ -152,17 +149,11 @@ class ServerState:
 
     def prewarm(self) -> None:
         """pg_prewarm tab1 into shared buffers (after every start: a restart empties them)."""
-        if not self.params.prewarm:
-            self.prewarmed_blocks = 0
-            return
-        try:
-            with self.connect() as conn:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-                self.prewarmed_blocks = conn.execute("SELECT pg_prewarm('tab1')").fetchone()[0]
-        except psycopg.Error as e:
-            self.prewarm_error = str(e).strip().splitlines()[0]
-            self.prewarmed_blocks = 0
-            log.warning("%s: pg_prewarm failed: %s", self.name, self.prewarm_error)
+        blocks, error = prewarm(self.connect, "SELECT pg_prewarm('tab1')", wanted=self.params.prewarm)
+        self.prewarmed_blocks = blocks or 0
+        if error:
+            self.prewarm_error = error
+            log.warning("%s: pg_prewarm failed: %s", self.name, error)
 
     # -- plans -----------------------------------------------------------------------------------------------
 

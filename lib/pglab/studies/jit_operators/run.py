@@ -21,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from ...core.run import outcomes
+from ...core.run.prepare import prewarm, timeout_ms
 from ...core.run.schedule import plan_blocked, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
@@ -99,17 +100,6 @@ def _make_table(server: Server, p: JitOperatorsParams) -> None:
         conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(table, sql.Literal(want)))
 
 
-def _prewarm(server: Server, p: JitOperatorsParams) -> tuple[int | None, str | None]:
-    if not p.prewarm:
-        return 0, None
-    try:
-        with server.connect(p.database) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            return conn.execute("SELECT pg_prewarm(%s::regclass)", (QUALIFIED,)).fetchone()[0], None
-    except psycopg.Error as e:
-        return None, str(e).strip().splitlines()[0]
-
-
 def prepare(server: Server, p: JitOperatorsParams) -> dict:
     """One setup row for the server; the table made and prewarmed where JIT is available."""
     available, reason, info = availability(server)
@@ -139,7 +129,8 @@ def prepare(server: Server, p: JitOperatorsParams) -> dict:
         return row | {"jit_available": True, "reason": str(e)}
     ensure_database(server, p.database)
     _make_table(server, p)
-    row["prewarmed_blocks"], row["prewarm_error"] = _prewarm(server, p)
+    warm = prewarm(lambda: server.connect(p.database), "SELECT pg_prewarm(%s::regclass)", (QUALIFIED,), p.prewarm)
+    row["prewarmed_blocks"], row["prewarm_error"] = warm
     with server.connect(p.database) as conn:
         row["table_bytes"] = conn.execute("SELECT pg_table_size(%s::regclass)", (QUALIFIED,)).fetchone()[0]
     return row
@@ -148,10 +139,6 @@ def prepare(server: Server, p: JitOperatorsParams) -> dict:
 def runnable(setup: pl.DataFrame) -> list[str]:
     """Servers that take part: JIT available and nothing in the way."""
     return setup.filter(pl.col("jit_available") & pl.col("reason").is_null())["server"].to_list()
-
-
-def _timeout_ms(p: JitOperatorsParams) -> str:
-    return str(max(1, round(p.statement_timeout_s * 1000)))
 
 
 def backend_cpu_ns(pid: int | None) -> int | None:
@@ -191,7 +178,7 @@ def _measure_all(servers: dict[str, Server], p: JitOperatorsParams, session: Ses
 
     def measure(step):
         # the timeout goes with the connection: no set_config round trips inside the CPU-time window
-        settings = p.session_settings(step.condition) | {"statement_timeout": _timeout_ms(p)}
+        settings = p.session_settings(step.condition) | {"statement_timeout": timeout_ms(p.statement_timeout_s)}
         conn = conns.get(step.server, step.condition, settings)
         return measure_statement(conn, p.sql(step.item), local=servers[step.server].cluster is not None)
 
@@ -218,7 +205,7 @@ def capture_plans(servers: dict[str, Server], p: JitOperatorsParams, session: Se
     store = session.store
     for name, server in servers.items():
         for cond in p.conditions:
-            settings = p.session_settings(cond) | {"statement_timeout": _timeout_ms(p)}
+            settings = p.session_settings(cond) | {"statement_timeout": timeout_ms(p.statement_timeout_s)}
             with server.connect(p.database, settings=settings) as conn:
                 settings_path = f"{EXPERIMENT}/settings/{name}/{cond}.json"
                 if not store.has_artifact(settings_path):

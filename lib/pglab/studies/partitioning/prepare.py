@@ -24,6 +24,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from ...core.run import prepare as run_prep
 from ...core.servers.db import ensure_database
 from ...core.servers.servers import DestructiveStepRefused, Server
 from .params import PartitioningParams
@@ -296,22 +297,12 @@ def _digest(text: str) -> str:
 
 def prewarm(server: Server, p: PartitioningParams, prep: Prepared) -> None:
     """Every partition into shared buffers (the study measured cold; see the notebook for why we don't)."""
-    if not p.prewarm:
-        prep.prewarmed_blocks = 0
-        return
-    try:
-        with server.connect(p.database) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            prep.prewarmed_blocks = int(
-                conn.execute(
-                    "SELECT sum(pg_prewarm(inhrelid)) FROM pg_inherits WHERE inhparent = 'public.t'::regclass"
-                ).fetchone()[0]
-                or 0
-            )
-    except psycopg.Error as e:
-        prep.prewarm_error = str(e).strip().splitlines()[0]
-        prep.prewarmed_blocks = 0
-        log.warning("%s: pg_prewarm failed: %s", server.name, prep.prewarm_error)
+    query = "SELECT sum(pg_prewarm(inhrelid)) FROM pg_inherits WHERE inhparent = 'public.t'::regclass"
+    blocks, error = run_prep.prewarm(lambda: server.connect(p.database), query, wanted=p.prewarm)
+    prep.prewarmed_blocks = blocks or 0
+    if error:
+        prep.prewarm_error = error
+        log.warning("%s: pg_prewarm failed: %s", server.name, error)
 
 
 # -- all servers ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import time
 from ...core.config import ParamsError
 from ...core.installs.installs import discover, from_params
 from ...core.run import outcomes
+from ...core.run.prepare import set_statement_timeout
 from ...core.run.schedule import plan, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
@@ -82,7 +83,6 @@ def scaled_threshold_blocks(partition_pages: list[int], block_size: int = 8192) 
 def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore, preps: dict) -> None:
     """Untimed plans per (server, condition), and the plan-only ones with the study's allowed workers (as is, and
     with the scan threshold scaled to our partitions: the study's planner decision on our data), kept raw."""
-    timeout_ms = str(max(1, round(p.statement_timeout_s * 1000)))
     k_study = STUDY_ALLOWED_WORKERS
     for s in servers:
         pages = [x["pages"] for x in preps[s.name].partitions]
@@ -99,7 +99,7 @@ def capture_plans(servers: list[Server], p: PartitioningParams, store: RunStore,
             if cond.startswith("plan_only_scaled"):
                 settings |= {"min_parallel_table_scan_size": f"{scaled * 8}kB"}
             with s.connect(p.database, settings=settings) as conn:
-                conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
+                set_statement_timeout(conn, p.statement_timeout_s)
                 if cond in plan_only:
                     # planning needs no cores: what the planner asks for when allowed as many as the study
                     doc = explain_json(conn, QUERY, analyze=False)

@@ -14,6 +14,7 @@ import psycopg
 
 from ...core import replicas
 from ...core.run import system_sampler
+from ...core.run.prepare import libraries
 from ...core.run.schedule import Step, plan, run_steps
 from ...core.servers.db import explain_json, scrub
 from ...core.servers.servers import Connections, Server
@@ -255,10 +256,6 @@ JIT_SCOPE = (
 )
 
 
-def _libs(value) -> list[str]:
-    return [x.strip() for x in str(value or "").split(",") if x.strip()]
-
-
 class JitCounters:
     """pg_stat_statements' JIT sums of one statement in one database, read on a connection of its own (jit off,
     so that reading them compiles nothing) before and after each execution, outside its timed part: the difference
@@ -321,7 +318,7 @@ def stat_statements(s: Server, dbname: str, p: SsbParams, store: RunStore) -> Ji
         why = f"{PGSS} before PostgreSQL 15 has no JIT columns"
     elif s.managed:
         settings = dict(s.cluster.settings)
-        libs = _libs(settings.get("shared_preload_libraries"))
+        libs = libraries(settings.get("shared_preload_libraries"))
         if PGSS not in libs:
             res = s.configure(settings | {"shared_preload_libraries": ",".join([*libs, PGSS])})
             note["restarted"] = res["status"] == "restarted"
@@ -339,7 +336,7 @@ def stat_statements(s: Server, dbname: str, p: SsbParams, store: RunStore) -> Ji
 def _counters(s: Server, dbname: str, p: SsbParams, note: dict) -> tuple[str | None, JitCounters | None]:
     try:
         with s.connect(dbname) as conn:
-            if PGSS not in _libs(conn.execute("SHOW shared_preload_libraries").fetchone()[0]):
+            if PGSS not in libraries(conn.execute("SHOW shared_preload_libraries").fetchone()[0]):
                 return f"{PGSS} is not in the server's shared_preload_libraries (the kit does not restart it)", None
             if s.allow_destructive:
                 conn.execute(f"CREATE EXTENSION IF NOT EXISTS {PGSS}")

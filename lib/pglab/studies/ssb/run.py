@@ -31,6 +31,7 @@ import polars as pl
 
 from ...core import replicas
 from ...core.run import outcomes
+from ...core.run.prepare import set_statement_timeout
 from ...core.run.schedule import Step, plan, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
@@ -209,14 +210,13 @@ def run_sweep(servers: list[Server], p: SsbParams, store: RunStore) -> list[int]
 def capture_plans(servers: list[Server], p: SsbParams, store: RunStore, available: pl.DataFrame) -> None:
     """One untimed EXPLAIN ANALYZE (JSON) and EXPLAIN (COSTS OFF) per available (server, mode, query)."""
     n = workers(p)
-    timeout_ms = str(max(1, round(p.statement_timeout_s * 1000)))
     sf_of = scales(servers, p)
     for s in servers:
         for mode in available.filter(pl.col("available") & (pl.col("server") == s.name))["mode"]:
             if mode == "parallel_aa":  # the same settings as parallel: its plan is parallel's
                 continue
             with s.connect(database_name(sf_of[s.name]), settings=mode_settings(mode, n)) as conn:
-                conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms,))
+                set_statement_timeout(conn, p.statement_timeout_s)
                 for q in p.mode_query_ids(mode):
                     base = f"ssb/plans/{s.name}/{mode}/{q}"
                     if store.has_artifact(base + ".json"):
