@@ -163,7 +163,7 @@ def test_all_missing_files_named_at_once(tmp_path):
 
 
 def test_statements_split_as_postgres_reads_them():
-    from pglab.studies.experiments.run import first_line, statements
+    from pglab.studies.experiments.prepare import first_line, statements
 
     sql = (
         "-- c;\nCREATE TABLE t (a text); INSERT INTO t VALUES ('x;y');\n"

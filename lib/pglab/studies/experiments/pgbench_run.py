@@ -50,7 +50,7 @@ def databases(e: Experiment) -> str:
 
 
 def _marker(scale: int) -> dict:
-    # the same marker run.prepare_data writes for data: {pgbench: {scale: S}}: either finds the other's load
+    # the same marker prepare.prepare_data writes for data: {pgbench: {scale: S}}: either finds the other's load
     return {"kind": "pgbench", "pgbench_scale": scale, "sql": None}
 
 
@@ -87,7 +87,7 @@ def load_scale(server: Server, scale: int, client) -> dict:
 
 
 def prepare_data(e: Experiment, server: Server) -> dict:
-    """Every scale of a `scale` factor on `server` (run.prepare_data's part for such an experiment)."""
+    """Every scale of a `scale` factor on `server` (prepare.prepare_data's part for such an experiment)."""
     from ...core.installs.installs import discover
 
     client = pgbench.newest_client(discover())
