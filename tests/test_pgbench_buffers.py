@@ -19,8 +19,10 @@ from pglab.params import ParamsError
 from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import derive as pgbench_tables
 from pglab.studies.pgbench import verdicts as pgbench_verdicts
+from pglab.studies.pgbench.bench import Bench
+from pglab.studies.pgbench.buffers import BUFFERS_RESTORED, EXP_BUFFERS
 from pglab.studies.pgbench.params import BuffersParams
-from pglab.studies.pgbench.run import BUFFERS_RESTORED, EXP_BUFFERS, FACTS, Bench, Stage
+from pglab.studies.pgbench.run import FACTS, Stage
 
 
 def _load(tmp_path, text):

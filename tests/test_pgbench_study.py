@@ -11,8 +11,9 @@ from pglab.core.run import outcomes, schedule, session
 from pglab.params import ParamsError
 from pglab.studies.pgbench import STUDY
 from pglab.studies.pgbench import derive as pgbench_tables
+from pglab.studies.pgbench.bench import Bench, threads_for
 from pglab.studies.pgbench.params import ScalingParams
-from pglab.studies.pgbench.run import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Bench, Stage, threads_for
+from pglab.studies.pgbench.run import EXP_INIT, EXP_SCALING, EXP_SELECT, EXP_SERIES, Stage
 
 TINY = """
 profile: pgbenchtest

@@ -23,6 +23,11 @@ def database(scale: int, series: bool = False) -> str:
     return f"pgbench_s{scale}_nv" if series else f"pgbench_s{scale}"
 
 
+def version(server: Server) -> tuple[int, int]:
+    """A kit server's PostgreSQL (major, minor), to find the oldest or the newest."""
+    return server.install.major, int(server.install.minor) if server.install.minor.isdigit() else 0
+
+
 def dir_bytes(path: Path) -> int | None:
     """Disk space used under `path`, as `du` counts it (allocated blocks); None if unreadable."""
     total = 0
