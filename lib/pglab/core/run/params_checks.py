@@ -23,6 +23,7 @@ from urllib.parse import quote, quote_plus
 
 from .. import paths
 from ..config import CommonParams, ParamsError
+from ..paramtypes import version_major
 
 
 def check_machine(params: CommonParams, shown) -> None:
@@ -31,7 +32,7 @@ def check_machine(params: CommonParams, shown) -> None:
     # versions are fetched only when the servers are chosen (installs.discover(versions=...)): their settings
     # are checked by the cluster when it starts; their clusters count for the disk, as new ones
     s = params.servers
-    fetched = [f"version-{v}" for v in s.versions if s.use == "all" or f"pg{_major(v)}" in s.use]
+    fetched = [f"version-{v}" for v in s.versions if s.use == "all" or f"pg{version_major(v)}" in s.use]
     _check_locale(params, shown)
     check_settings(params, shown, selected)
     check_disk(params, shown, [i.name for i in selected] + fetched)
@@ -69,37 +70,30 @@ def selected_installs(params: CommonParams, shown) -> list:
             ) from None
         given[inst.name] = inst.bin_dir
     installs = discover(given)
-    for inst in installs:
-        i = own.get(inst.bin_dir)
-        if i is not None and inst.name != params.servers.installs[i].name:  # renamed by discover: taken
-            raise ParamsError(
-                f"{shown}: servers.installs[{i}].name: expected a name no other server has; "
-                f"{params.servers.installs[i].name!r} is the install found in "
-                f"{next(x.bin_dir for x in installs if x.name == params.servers.installs[i].name)}"
-            )
     found = {i.name: i for i in installs}
-    for i, ext in enumerate(params.servers.external):
-        if ext.name in found:
-            raise ParamsError(
-                f"{shown}: servers.external[{i}].name: expected a name no other server has; "
-                f"{ext.name!r} is the install found in {found[ext.name].bin_dir}"
-            )
+    # a params install that discover renamed (a found one has its name), then an external server named like one
+    taken = [
+        (f"installs[{i}]", params.servers.installs[i].name)
+        for x in installs
+        if (i := own.get(x.bin_dir)) is not None and x.name != params.servers.installs[i].name
+    ]
+    taken += [(f"external[{i}]", e.name) for i, e in enumerate(params.servers.external) if e.name in found]
+    if taken:
+        key, name = taken[0]
+        raise ParamsError(
+            f"{shown}: servers.{key}.name: expected a name no other server has; "
+            f"{name!r} is the install found in {found[name].bin_dir}"
+        )
     if params.servers.use == "all":
         return installs
     # versions are fetched only when the servers are chosen; by then they are named pg<major>, or
     # pg<major>-download beside an install of that major (installs.downloaded)
-    fetched = {f"pg{v}{suffix}" for v in map(_major, params.servers.versions) for suffix in ("", "-download")}
+    fetched = {f"pg{v}{suffix}" for v in map(version_major, params.servers.versions) for suffix in ("", "-download")}
     known = set(found) | {e.name for e in params.servers.external} | fetched
     unknown = [n for n in params.servers.use if n not in known]
     if unknown:
         raise ParamsError(f"{shown}: servers.use: expected 'all' or names among {sorted(known)}; got unknown {unknown}")
     return [i for i in installs if i.name in params.servers.use]
-
-
-def _major(v) -> int:
-    from ..paramtypes import version_major
-
-    return version_major(v)
 
 
 def _locale_key(name: str) -> str:
