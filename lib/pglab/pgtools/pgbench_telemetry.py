@@ -1,5 +1,5 @@
 """What explains a pgbench figure (issue 32): the telemetry kept around a measured pgbench run, and the tables made
-from it, from the raw store alone. Shared by the pgbench study (run.Bench) and the experiments' pgbench workloads.
+from it, from the raw store alone. Shared by the pgbench study (bench.Bench) and the experiments' pgbench workloads.
 
 Kept around a run: `Watch` (server counters before and after, when the latest checkpoint began, and the /proc
 sampler, on a connection of its own) and `keep_txlog` (pgbench's per-transaction log as counts per second). A

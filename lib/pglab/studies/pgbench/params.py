@@ -184,7 +184,7 @@ class PgbenchParams(Strict):
     query_mode: Literal["simple", "extended", "prepared"] = "simple"
     aggregate_log_s: int = Field(default=0, ge=0, le=3600)  # > 0: --aggregate-interval logs of timed runs
     # around every measured run: the per-transaction log (per-second timeline, latency percentiles), server
-    # counters before and after (a checkpoint inside the run flagged) and the /proc sampler (run.Bench)
+    # counters before and after (a checkpoint inside the run flagged) and the /proc sampler (bench.Bench)
     telemetry: bool = True
     shuffle_seed: int | None = 1  # order of cells within a round; null = fixed order
     run_timeout_s: int = Field(default=3600, ge=10)  # a pgbench -i or -t run longer than this is a failure
