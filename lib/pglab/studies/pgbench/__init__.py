@@ -1,9 +1,9 @@
 """S3 (pgbench on nine versions) and S4's client scaling: pgbench init, select-only, scaling and series; S3's
 explanation of its select-only ranking (small shared_buffers) tested on one server: buffers.
 
-params (the study's params section), run (server work, resumable) with bench (one pgbench run), buffers (the buffers
-experiment) and prepare (its databases and their sizes), derive (raw -> tables) with paired_tables, reference, charts, verdicts, report (the
-report section)."""
+params (the study's params section), run (server work, resumable) with bench (one pgbench run), buffers (the
+buffers experiment) and prepare (its databases and their sizes), derive (raw -> tables) with paired_tables,
+reference, charts, verdicts, report (the report section)."""
 
 from __future__ import annotations
 
