@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import shutil
 import subprocess
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core import derived, paths
+from ..core import derived, paths, raw_archive
 from ..core.paramtypes import SAFE_NAME_RULE, is_safe_name
 
 KEYS = ("study", "finding", "server")
@@ -149,17 +148,18 @@ def derive_run(run_id: str, profile: str, out: Path) -> Path | None:
     if not is_safe_name(run_id):  # it names a folder that is replaced
         print(f"error: run id {run_id!r}: expected {SAFE_NAME_RULE}", file=sys.stderr)
         return None
+    # before deriving (its params from the archive without unpacking it); a run that has none, derive refuses
+    if (recorded := raw_archive.recorded_params(run_id)) is not None and recorded.get("profile") != profile:
+        print(
+            f"error: run {run_id} is of profile {recorded.get('profile')!r}, not {profile!r} (--params)",
+            file=sys.stderr,
+        )
+        return None
     data = out / run_id / "data"
     shutil.rmtree(data, ignore_errors=True)
     cmd = [sys.executable, "-m", "pglab", "derive", "--run-id", run_id, "--out", str(data / "derived" / profile)]
     print(f"$ python {' '.join(cmd[1:])}", flush=True)
-    if subprocess.run(cmd, cwd=paths.ROOT).returncode != 0:
-        return None
-    recorded = json.loads((paths.raw_dir() / run_id / "params.json").read_text()).get("profile")
-    if recorded != profile:
-        print(f"error: run {run_id} is of profile {recorded!r}, not {profile!r} (--params)", file=sys.stderr)
-        return None
-    return data
+    return data if subprocess.run(cmd, cwd=paths.ROOT).returncode == 0 else None
 
 
 def pairwise_text(found: dict[str, pl.DataFrame]) -> str:
