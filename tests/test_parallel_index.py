@@ -12,12 +12,13 @@ from pydantic import ValidationError
 
 from pglab import params
 from pglab.core import derived
+from pglab.core.config import ExternalServer
 from pglab.core.derived import Tables
 from pglab.core.servers.servers import DestructiveStepRefused, Server
 from pglab.core.stats import findings as fnd
 from pglab.core.store import RunStore
 from pglab.datasets.ssb.load import database_name
-from pglab.params import ExternalServer, ParamsError
+from pglab.params import ParamsError
 from pglab.studies.parallel_index import derive as pires
 from pglab.studies.parallel_index import report as report
 from pglab.studies.parallel_index import run as pirun

@@ -14,13 +14,14 @@ from psycopg import sql
 
 from pglab import params
 from pglab.core import derived
+from pglab.core.config import ExternalServer
 from pglab.core.derived import Tables
 from pglab.core.run import session
 from pglab.core.servers.osuser import server_user
 from pglab.core.servers.servers import Server, select
 from pglab.core.stats import findings
 from pglab.core.store import RunStore
-from pglab.params import ExternalServer, ParamsError
+from pglab.params import ParamsError
 from pglab.pgtools import environment
 from pglab.pgtools.explain import parse_plan
 from pglab.studies.partitioning import derive as pres
