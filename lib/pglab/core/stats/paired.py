@@ -200,9 +200,9 @@ def _row_quantiles(x: np.ndarray, q: float) -> np.ndarray:
     h = (m - 1) * q
     lo = np.floor(h).astype(int)
     hi = np.minimum(lo + 1, m - 1)
-    # NaN last either way; on wide rows (thousands of transactions) putting only the two ranks in place is several
-    # times faster than sorting, on narrow ones numpy's vectorised sort is
-    x = np.partition(x, np.unique(np.concatenate([lo, hi])), axis=1) if x.shape[1] > 128 else np.sort(x, axis=1)
+    # NaN last either way; on wide rows (thousands of transactions) putting only the two ranks in place is up to
+    # twice as fast as sorting, below ~500 values numpy's vectorised sort is faster
+    x = np.partition(x, np.unique(np.concatenate([lo, hi])), axis=1) if x.shape[1] > 512 else np.sort(x, axis=1)
     rows = np.arange(x.shape[0])
     return x[rows, lo] + (h - lo) * (x[rows, hi] - x[rows, lo])
 
