@@ -1,5 +1,5 @@
-"""What the studies do alike on a server before measuring: its preloaded libraries read, a statement timeout set,
-tables pg_prewarm'ed."""
+"""What the studies do alike on a server before measuring: its preloaded libraries read, tables pg_prewarm'ed (the
+statement timeout is set with the connection code, servers.db)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,6 @@ import psycopg
 def libraries(value) -> list[str]:
     """The names in a shared_preload_libraries value (None or '' for none)."""
     return [x.strip() for x in str(value or "").split(",") if x.strip()]
-
-
-def timeout_ms(seconds: float) -> str:
-    """A statement_timeout in ms, at least 1: a timeout of 0 would mean none at all."""
-    return str(max(1, round(seconds * 1000)))
-
-
-def set_statement_timeout(conn: psycopg.Connection, seconds: float) -> None:
-    conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms(seconds),))
 
 
 def prewarm(

@@ -97,6 +97,15 @@ class Timed:
         return self.sqlstate == "57014"  # query_canceled: statement_timeout
 
 
+def timeout_ms(seconds: float) -> str:
+    """A statement_timeout in ms, at least 1: a timeout of 0 would mean none at all."""
+    return str(max(1, round(seconds * 1000)))
+
+
+def set_statement_timeout(conn: psycopg.Connection, seconds: float) -> None:
+    conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms(seconds),))
+
+
 def timed_statement(
     conn: psycopg.Connection,
     sql: str,
@@ -110,8 +119,7 @@ def timed_statement(
     out = Timed(sql=sql)
     with conn.cursor() as cur:
         if timeout_s is not None:
-            # at least 1 ms: a timeout of 0 would mean none at all
-            cur.execute("SELECT set_config('statement_timeout', %s, false)", (str(max(1, round(timeout_s * 1000))),))
+            cur.execute("SELECT set_config('statement_timeout', %s, false)", (timeout_ms(timeout_s),))
         try:
             t0 = time.perf_counter()
             cur.execute(sql, params)

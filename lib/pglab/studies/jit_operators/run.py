@@ -21,11 +21,11 @@ import psycopg
 from psycopg import sql
 
 from ...core.run import outcomes
-from ...core.run.prepare import prewarm, timeout_ms
+from ...core.run.prepare import prewarm
 from ...core.run.schedule import plan_blocked, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
-from ...core.servers.db import ensure_database, explain_json, timed_statement
+from ...core.servers.db import ensure_database, explain_json, timed_statement, timeout_ms
 from ...core.servers.servers import Connections, DestructiveStepRefused, Server
 from ...core.store import RunStore
 from .params import EXPERIMENT, GENERATOR, QUALIFIED, SCHEMA, TABLE, JitOperatorsParams

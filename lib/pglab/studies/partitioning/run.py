@@ -14,11 +14,10 @@ import time
 from ...core.config import ParamsError
 from ...core.installs.installs import discover, from_params
 from ...core.run import outcomes
-from ...core.run.prepare import set_statement_timeout
 from ...core.run.schedule import plan, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
-from ...core.servers.db import explain_json, plan_shape, timed_statement
+from ...core.servers.db import explain_json, plan_shape, set_statement_timeout, timed_statement
 from ...core.servers.servers import Connections, Server
 from ...core.store import RunStore
 from . import prepare as setup

@@ -31,11 +31,10 @@ import polars as pl
 
 from ...core import replicas
 from ...core.run import outcomes
-from ...core.run.prepare import set_statement_timeout
 from ...core.run.schedule import Step, plan, run_steps
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
-from ...core.servers.db import explain_json, plan_shape, timed_statement
+from ...core.servers.db import explain_json, plan_shape, set_statement_timeout, timed_statement
 from ...core.servers.servers import Connections, Server, matches_version
 from ...core.store import RunStore
 from ...datasets.ssb import query_sql
