@@ -95,7 +95,7 @@ notebooks: $(STAMP) ##dev [5 s] after editing notebooks/*.py: update the paired 
 	$(BIN)/jupytext --sync notebooks/*.py
 	$(BIN)/python tools/check_notebooks.py
 
-test: lint ##dev [17 min] lint, tests on real servers, one quick report pass they share, nbval on the committed report
+test: lint ##dev [15 min] lint, tests on real servers, one quick report pass they share, nbval on the committed report
 	rm -rf $(TEST_DIR)
 	# spread over the cores, each file whole on one worker (tests/conftest.py); then, with nothing beside them,
 	# the tests whose assertions rest on timings they measure (marked alone; only their files collected), reading

@@ -35,18 +35,22 @@ INSTALLS = discover()
 
 
 def postmasters(data_dir: Path) -> list[int]:
-    """PIDs of live postmasters serving `data_dir` (read from /proc, not from the kit's own records)."""
-    pids = []
+    """PIDs of live postmasters serving `data_dir` (read from /proc, not from the kit's own records). A child the
+    postmaster has just forked shows the postmaster's command line until it sets its own process title (on a loaded
+    machine long enough to be read: a backend was taken for a second postmaster), so a match whose parent is
+    itself a match is a child, not a postmaster."""
+    found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
         if args and args[0].endswith(b"postgres") and str(data_dir).encode() in args:
-            pids.append(int(proc.name))
-    return pids
+            found[int(proc.name)] = ppid
+    return sorted(pid for pid, ppid in found.items() if ppid not in found)
 
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
