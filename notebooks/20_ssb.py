@@ -210,7 +210,7 @@ ssb_charts.jit(tables["ssb_jit"]) if not jit_vs_s4.is_empty() else "nothing to c
 
 # %%
 # the JIT thresholds the plans were made under: JIT compiles only plans costed above them
-plans.filter(mode="parallel_jit").select(
+plans.filter(pl.col("mode").str.starts_with("parallel_jit")).select(
     "server", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost"
 ).unique().sort("server")
 

@@ -74,7 +74,7 @@ def jit_servers():
 def block(jit_servers, tmp_path_factory):
     store = RunStore("ssbjit", root=tmp_path_factory.mktemp("raw"))
     assert [sf for sf, *_ in ssb_run.scale_groups(jit_servers, P)] == [JIT_SF]
-    assert ssb_run.jit_block(JIT_SF, P)
+    assert ssb_run.jit_block(jit_servers, P)
     available = ssb_run.run_modes(jit_servers, P, store)
     return store, available
 
@@ -87,7 +87,20 @@ def test_block_order_takes_every_servers_first_cluster_first():
     names = ["pg15", "pg15_c2", "pg18llvm", "pg18llvm_c2"]
     ordered = jit_block.block_order([Server(n) for n in names])
     assert [s.name for s in ordered] == ["pg15", "pg18llvm", "pg15_c2", "pg18llvm_c2"]
-    assert not ssb_run.jit_block(1, P) and not ssb_run.jit_block(1, P.model_copy(update={"jit_sf": 1}))
+
+
+def test_the_jit_servers_form_a_block_of_their_own_even_at_the_versions_scale():
+    """The servers added for their JIT are measured apart (one database at a time, warmed, JIT counted) wherever
+    ssb.jit_sf is set, also at ssb.sf itself; the versions' servers never are, nor any server without jit_sf."""
+    inst = replace(INSTALLS[0], name="pgjit", source="debian", major=15, jit=True)
+    jit = [Server("pgjit", install=inst), Server("pgjit_c2", install=inst)]
+    versions = [Server("pg18", install=replace(INSTALLS[0], name="pg18", source="download", major=18, minor=1))]
+    at_sf = P.model_copy(update={"jit_sf": P.sf, "builds": "download"})
+    groups = ssb_run.scale_groups(versions + jit, at_sf)
+    assert [(sf, [s.name for s in g]) for sf, _, _, g in groups] == [(1, ["pg18"]), (1, ["pgjit", "pgjit_c2"])]
+    assert ssb_run.jit_block(jit, at_sf) and not ssb_run.jit_block(versions, at_sf)
+    assert not ssb_run.jit_block(jit, at_sf.model_copy(update={"jit_sf": None}))
+    assert [len(g) for *_, g in ssb_run.scale_groups(versions + jit, at_sf.model_copy(update={"jit_sf": None}))] == [3]
 
 
 @needs_jit
@@ -296,3 +309,25 @@ def test_the_compile_share_comes_from_every_timed_jit_execution(block, jit_serve
     assert text is not None and f"{n} executions" in text, text
     assert compile_share(je, "no_such_server", "parallel_jit", ["q1.1"]) is None
     assert compile_share(je.clear(), base, "parallel_jit", ["q1.1"]) is None
+
+
+@needs_jit
+def test_the_jit_claims_judge_each_execution_net_of_its_compile(block):
+    """Each counted JIT execution again under <mode>_net, its wall time less the leader's compile time; ssb_paired
+    compares it with parallel, and the JIT claims take it (forced first); a run without JIT counts is unchanged."""
+    from pglab.studies.ssb import paired_tables as pt
+
+    store, _ = block
+    execs, je = ssb_derive.executions(store), ssb_derive.jit_executions(store)
+    both = pt.with_net_of_compile(execs, je)
+    net = both.filter(mode="parallel_jit_forced_net").sort("server", "query", "round")
+    mine = je.filter(mode="parallel_jit_forced").sort("server", "query", "round")
+    assert net.height == mine.height > 0 and both.height == execs.height + je.height
+    assert net["seconds"].to_list() == pytest.approx(((mine["wall_ms"] - mine["jit_ms"]) / 1000).to_list())
+    assert (net["seconds"] > 0).all() and not net["warmup"].any()
+    assert pt.with_net_of_compile(execs, pl.DataFrame()) is execs and pt.with_net_of_compile(execs, None) is execs
+    pair = pt.mode_comparisons(both)
+    got = pair.filter(pl.col("mode") == "parallel_jit_forced_net", pl.col("baseline") == "parallel")
+    assert set(got["query"]) >= set(P.mode_query_ids("parallel_jit_forced"))
+    assert pt.jit_mode(pair) == "parallel_jit_forced_net"
+    assert pt.jit_mode(pt.mode_comparisons(execs)) == "parallel_jit" and pt.jit_mode(pl.DataFrame()) == "parallel_jit"

@@ -134,7 +134,8 @@ def _speedup(data: pl.DataFrame, mode: str, ceiling: float | None, scale: str) -
 
 def jit_frame(jit: pl.DataFrame) -> pl.DataFrame:
     """Table ssb_jit as reduction = 1 − (parallel + JIT) / parallel in percent, beside S4's reduction."""
-    d = _paired_frame(jit, "parallel_jit", "reduction", "_pct", lambda r: (1 - r.cast(pl.Float64)) * 100, ["server"])
+    mode = jit["mode"][0] if jit.height else "parallel_jit"  # the claims' JIT mode (paired_tables.jit_mode)
+    d = _paired_frame(jit, mode, "reduction", "_pct", lambda r: (1 - r.cast(pl.Float64)) * 100, ["server"])
     return d.join(ref.s4_jit_table(), on="query", how="left").sort("server", "query")
 
 

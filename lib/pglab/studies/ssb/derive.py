@@ -373,7 +373,8 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
     names = facts.get("server_order") or sorted(facts.get("servers", {}))
     available = pl.DataFrame(avail, schema=AVAILABILITY_SCHEMA)
     execs, sweep = executions(store), executions(store, SWEEP)
-    paired = paired_tables.derive(execs, sweep, facts, p.estimate)
+    je = jit_executions(store)
+    paired = paired_tables.derive(execs, sweep, facts, p.estimate, je)
     plans = plans_table(p, store, available, n_workers=facts.get("workers"))
     scales = server_scales(facts)
     checks = checksum_agreement(
@@ -384,7 +385,12 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
         "ssb_summary": summary(execs),
         # the descriptive views of ssb_paired's comparisons: one ratio and interval per comparison
         "ssb_speedup": paired_tables.mode_view(paired["ssb_paired"], execs, "parallel", "serial"),
-        "ssb_jit": paired_tables.mode_view(paired["ssb_paired"], execs, "parallel_jit", "parallel"),
+        "ssb_jit": paired_tables.mode_view(
+            paired["ssb_paired"],
+            paired_tables.with_net_of_compile(execs, je),
+            paired_tables.jit_mode(paired["ssb_paired"]),
+            "parallel",
+        ),
         "ssb_plans": plans,
         "ssb_checksums": checks,
         "ssb_availability": available,
@@ -392,11 +398,13 @@ def derive(store: RunStore, params: CommonParams | None = None) -> dict[str, pl.
         "ssb_fingerprints": fingerprints(plans, facts),
         **paired,
     }
-    # the sweep, the plan-only EXPLAINs and the versions at ssb.sf (the JIT servers may hold a larger scale)
-    at_sf = [n for n in names if scales.get(n, p.sf) == p.sf]
+    # the sweep, the plan-only EXPLAINs and the versions at ssb.sf, not the JIT block (measured apart, perhaps at
+    # another scale)
+    block = set(facts.get("jit_block") or [])
+    at_sf = [n for n in names if scales.get(n, p.sf) == p.sf and n not in block]
     if (io := jit_io_table(store, names)).height:  # runs before the JIT block was measured alone have none
         out["ssb_jit_io"] = io
-    if (je := jit_executions(store)).height:
+    if je.height:
         out["ssb_jit_executions"] = je
     out["ssb_plans_study_workers"] = study_plans_table(store, at_sf, p.query_ids(), ref.S1_ALLOWED_WORKERS)
     out["ssb_plans_scaled"] = scaled_plans_table(store, at_sf, p, ref.S1_ALLOWED_WORKERS)

@@ -58,9 +58,9 @@ def estimate_s(p, base: list[Server]) -> float:
             extra = COST["ssb_jit_forced"] if m == "parallel_jit_forced" else 0
             round_s += (serial if m == "serial" else parallel + extra) * n_queries
         total += round_s * (reps + warm + COST["ssb_plans"])
-        if jit_block(sf, q):  # one server at a time, each warmed (and restarted once for pg_stat_statements)
+        if jit_block(group, q):  # one server at a time, each warmed (and restarted once for pg_stat_statements)
             total += sum(warm_s(q, sf, any(m in JIT_MODES for m in q.modes) and jit(s)) for s in group)
-        at_sf = group if sf == q.sf else at_sf
+        at_sf = at_sf if jit_block(group, q) else group
     serial, parallel = _query_s("ssb_serial", q.sf), _query_s("ssb_parallel", q.sf)
     sweep = sum(serial if k == 0 else parallel for k in sweep_counts(q)) * len(q.sweep_query_ids()) * len(at_sf)
     return total + sweep * (q.sweep_repetitions + q.warmups)

@@ -8,6 +8,7 @@ import polars as pl
 from ...core import replicas
 from ...core.installs import installs
 from . import reference as ref
+from .params import JIT_MODES
 
 # the tables the section needs; those of the paired analysis are read by `optional`
 TABLES = (
@@ -76,10 +77,10 @@ class Data:
 
     def jit_reason(self, server: str) -> str | None:
         """Why the JIT mode has no data for this server (None when it has)."""
-        a = self.availability.filter(pl.col("server") == server, pl.col("mode") == "parallel_jit")
+        a = self.availability.filter(pl.col("server") == server, pl.col("mode").is_in(list(JIT_MODES)))
         if a.is_empty():
             return "the parallel + JIT mode was not in this profile's modes"
-        if not a["available"][0]:
+        if not a["available"].any():
             return f"{server} ({self.version(server)}) cannot run it: {a['reason'][0]}"
         if self.jit.filter(pl.col("server") == self.bases.get(server, server)).drop_nulls("ratio").is_empty():
             return "no successful parallel + JIT executions to compare"

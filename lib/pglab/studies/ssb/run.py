@@ -91,25 +91,27 @@ def version_server(server: Server, p: SsbParams) -> bool:
     return any(matches_version(server.install, v) for v in p.versions)
 
 
+def in_jit_block(server: Server, p: SsbParams) -> bool:
+    """Whether the server is measured in the JIT block (`jit_block.run_jit_block`): one added for its JIT (not one of
+    ssb.versions) where ssb.jit_sf is set, even when jit_sf is ssb.sf."""
+    return p.jit_sf is not None and not version_server(server, p)
+
+
 def scales(servers: list[Server], p: SsbParams) -> dict[str, float]:
     """The SSB scale factor of each server: ssb.jit_sf for the servers added for their JIT only (the JIT claims'
     regime), ssb.sf for the others."""
-    return {s.name: p.jit_sf if p.jit_sf is not None and not version_server(s, p) else p.sf for s in servers}
+    return {s.name: p.jit_sf if in_jit_block(s, p) else p.sf for s in servers}
 
 
 def scale_groups(servers: list[Server], p: SsbParams) -> list[tuple[float, int, int, list[Server]]]:
-    """(sf, repetitions, warm-ups, servers) of each scale, ssb.sf's first: each is timed in rounds of its own."""
-    sf_of = scales(servers, p)
-    out = []
-    for sf in dict.fromkeys([p.sf, *sf_of.values()]):
-        group = [s for s in servers if sf_of[s.name] == sf]
-        if not group:
-            continue
-        if sf == p.sf:
-            out.append((sf, p.repetitions, p.warmups, group))
-        else:
-            warm = p.warmups if p.jit_warmups is None else p.jit_warmups
-            out.append((sf, p.jit_repetitions or p.repetitions, warm, group))
+    """(sf, repetitions, warm-ups, servers) of each group timed in rounds of its own: the servers at ssb.sf first,
+    then the JIT block (`in_jit_block`, at ssb.jit_sf, its own rounds and warm-ups)."""
+    main = [s for s in servers if not in_jit_block(s, p)]
+    block = [s for s in servers if in_jit_block(s, p)]
+    out = [(p.sf, p.repetitions, p.warmups, main)] if main else []
+    if block:
+        warm = p.warmups if p.jit_warmups is None else p.jit_warmups
+        out.append((p.jit_sf, p.jit_repetitions or p.repetitions, warm, block))
     return out
 
 
@@ -130,10 +132,10 @@ def availability(
     return out
 
 
-def jit_block(sf: float, p: SsbParams) -> bool:
-    """Whether the scale group at `sf` (scale_groups) is the JIT block (`jit_block.run_jit_block`): the servers added
-    for their JIT, at ssb.jit_sf, a scale of their own."""
-    return p.jit_sf is not None and sf == p.jit_sf and sf != p.sf
+def jit_block(group: list[Server], p: SsbParams) -> bool:
+    """Whether a group of scale_groups is the JIT block (`jit_block.run_jit_block`): the servers added for their JIT
+    (`in_jit_block`), measured one database at a time."""
+    return bool(group) and all(in_jit_block(s, p) for s in group)
 
 
 def _timed_runs(
@@ -189,10 +191,10 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
         cells = [
             (s.name, m, q) for s in group for m, r in avail[s.name].items() if r is None for q in p.mode_query_ids(m)
         ]
-        if jit_block(sf, p):  # one database at a time, warmed, its disk reads and JIT counters recorded
+        if jit_block(group, p):  # one database at a time, warmed, its disk reads and JIT counters recorded
             run_jit_block(group, p, store, EXPERIMENT, cells, reps, warm, sf, partial(_execute, p, settings_of))
             continue
-        desc = "SSB queries" if sf == p.sf else f"SSB queries, SF {sf:g}"
+        desc = "SSB queries"
         _timed_runs(group, p, store, EXPERIMENT, cells, reps, settings_of, desc, sf, warm)
     return pl.DataFrame(
         rows, schema={"server": pl.String, "mode": pl.String, "available": pl.Boolean, "reason": pl.String}
@@ -287,6 +289,7 @@ def record_facts(servers: list[Server], p: SsbParams, store: RunStore, loads: li
         "sf": p.sf,
         "query_set": p.query_set,
         "server_order": [s.name for s in servers],
+        "jit_block": [s.name for s in servers if in_jit_block(s, p)],  # measured apart: no sweep, no version figure
         "ssb_params": p.model_dump(mode="json"),
         "servers": {
             s.name: {
@@ -352,8 +355,8 @@ def run_stage(session: Session) -> StageResult:
     seen["facts"] = record_facts(targets, p, store, loads)  # versions, datasets, cores: derive needs no server
     seen["available"] = run_modes(targets, p, store)
     capture_plans(targets, p, store, seen["available"])
-    # the sweep and the plan-only EXPLAINs at ssb.sf only (the JIT servers' larger scale is for the JIT claims)
-    at_sf = [t for t in targets if scales(targets, p)[t.name] == p.sf]
+    # the sweep and the plan-only EXPLAINs on the versions' servers only (the JIT block is for the JIT claims)
+    at_sf = [t for t in targets if not in_jit_block(t, p)]
     seen["sweep_workers"] = run_sweep(at_sf, p, store) if at_sf else []
     names = [t.name for t in targets]
     outcomes.require_measured(store, [EXPERIMENT], names)
