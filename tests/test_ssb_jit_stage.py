@@ -188,6 +188,19 @@ def test_the_leaders_jit_is_within_explains_total(block, jit_servers):
     plan = store.load_json(f"ssb/plans/{s.name}/parallel_jit_forced/q1.1.json")[0]
     rec = _records(store).filter(server=s.name, condition="parallel_jit_forced")
     assert 0 < rec["jit_functions"].max() <= plan["JIT"]["Functions"]
+    # the block's workers per Gather (ssb.jit_workers; null: cores - 1), not the versions' (ssb.workers, 2 here)
+    in_force = store.load_json(f"ssb/plans/{s.name}/parallel_jit_forced/q1.1.settings.json")
+    assert int(in_force["max_parallel_workers_per_gather"]) == ssb_run.jit_workers(P)
+    derived = ssb_derive.plans_table(P, store, available).filter(server=s.name, mode="parallel_jit_forced")
+    assert set(derived["allowed_workers"]) == {ssb_run.jit_workers(P)}
+
+
+def test_the_jit_block_runs_a_core_for_the_leader_and_each_worker(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert ssb_run.jit_workers(P) == 1 and ssb_run.workers(P) == 2
+    assert ssb_run.jit_workers(P.model_copy(update={"jit_workers": 3})) == 3
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert ssb_run.jit_workers(P) == 1
 
 
 @needs_jit

@@ -158,11 +158,15 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_worker
             if not store.has_artifact(base + ".json"):
                 continue
             doc = json.loads(store.artifact_path(base + ".json").read_text())
+            in_force = {}
+            if store.has_artifact(base + ".settings.json"):  # the JIT thresholds and workers the plan was made under
+                in_force = json.loads(store.artifact_path(base + ".settings.json").read_text())
+            allowed = in_force.get("max_parallel_workers_per_gather")  # the JIT block's may differ (jit_workers)
             rec = {
                 "server": r["server"],
                 "mode": r["mode"],
                 "query": q,
-                "allowed_workers": 0 if r["mode"] == "serial" else n,
+                "allowed_workers": 0 if r["mode"] == "serial" else int(allowed) if allowed is not None else n,
                 "query_set": p.query_set,
             }
             if isinstance(doc, dict) and "error" in doc:
@@ -170,9 +174,6 @@ def plans_table(p: SsbParams, store: RunStore, available: pl.DataFrame, n_worker
                 continue
             parsed = parse_plan(doc)
             jit = parsed.jit or {}
-            in_force = {}
-            if store.has_artifact(base + ".settings.json"):  # the JIT thresholds the plan was made under
-                in_force = json.loads(store.artifact_path(base + ".settings.json").read_text())
             rec |= {k: float(in_force[k]) if k in in_force else None for k in JIT_THRESHOLDS}
             rec |= {
                 "fingerprint": parse_plan(store.artifact_path(base + ".costs_off.txt").read_text()).fingerprint,

@@ -58,11 +58,17 @@ class SsbParams(Strict):
     jit_installs: bool = True
     # the servers added for their JIT only (jit_installs; not among `versions`) hold SSB at this scale and run
     # their modes there, in rounds of their own (jit_repetitions, null: repetitions): the JIT claims' regime,
-    # where the plans cost more than the default inlining and optimisation thresholds (500,000). null: sf. At a
-    # scale of its own that block runs one server (cluster) at a time, its database read into memory first, then
-    # jit_warmups warm-up rounds and its timed rounds, with the disk bytes read and, where pg_stat_statements can
-    # be loaded, the JIT compile time of every execution (run.run_jit_block; methodology rule 17)
+    # where the plans cost more than the default inlining and optimisation thresholds (500,000), or any scale with
+    # parallel_jit_forced. null: sf, in the versions' rounds. Set, that block runs one server (cluster) at a time,
+    # its database read into memory first, then jit_warmups warm-up rounds and its timed rounds, with the disk bytes
+    # read and, where pg_stat_statements can be loaded, the JIT compile time of every execution (run.run_jit_block;
+    # methodology rule 17)
     jit_sf: float | None = Field(default=None, gt=0, le=1000)
+    # parallel workers per Gather in that block; null: the machine's cores - 1 (at least 1), so that the leader and
+    # each worker compile and run on a core of their own, as S1's 5 workers did on a larger machine: with more
+    # processes than cores one's JIT compile waits behind another's, and the leader's compile time, which the
+    # JIT claims subtract, no longer spans the compile phase
+    jit_workers: int | None = Field(default=None, ge=1, le=64)
     jit_repetitions: int | None = Field(default=None, ge=1, le=1000)
     jit_warmups: int | None = Field(default=None, ge=0, le=100)  # null: warmups
     # those servers on this many of the run's clusters (servers.clusters), each costing a load and its rounds;

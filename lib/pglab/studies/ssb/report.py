@@ -17,9 +17,8 @@ from ...core.stats import between_runs, method_notes, paired
 from ...core.stats.findings import table as findings_table
 from ...core.stats.stats import ratio_with_interval
 from . import charts as ssb_charts
-from . import paired_tables
+from . import paired_tables, verdicts
 from . import reference as ref
-from . import verdicts
 from .derive import plan_changes
 from .report_data import TABLES, Data
 

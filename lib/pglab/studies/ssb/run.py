@@ -57,6 +57,15 @@ def workers(p: SsbParams) -> int:
     return p.workers or os.cpu_count() or 1
 
 
+def jit_workers(p: SsbParams) -> int:
+    """Parallel workers per Gather in the JIT block (ssb.jit_workers; null: one core for the leader, the rest)."""
+    return p.jit_workers or max((os.cpu_count() or 1) - 1, 1)
+
+
+def workers_of(server: Server, p: SsbParams) -> int:
+    return jit_workers(p) if in_jit_block(server, p) else workers(p)
+
+
 JIT_FORCED = {"jit_above_cost": 0, "jit_inline_above_cost": 0, "jit_optimize_above_cost": 0}
 
 
@@ -192,7 +201,8 @@ def run_modes(servers: list[Server], p: SsbParams, store: RunStore) -> pl.DataFr
             (s.name, m, q) for s in group for m, r in avail[s.name].items() if r is None for q in p.mode_query_ids(m)
         ]
         if jit_block(group, p):  # one database at a time, warmed, its disk reads and JIT counters recorded
-            run_jit_block(group, p, store, EXPERIMENT, cells, reps, warm, sf, partial(_execute, p, settings_of))
+            block_settings = partial(mode_settings, n_workers=jit_workers(p))
+            run_jit_block(group, p, store, EXPERIMENT, cells, reps, warm, sf, partial(_execute, p, block_settings))
             continue
         desc = "SSB queries"
         _timed_runs(group, p, store, EXPERIMENT, cells, reps, settings_of, desc, sf, warm)
@@ -210,13 +220,12 @@ def run_sweep(servers: list[Server], p: SsbParams, store: RunStore) -> list[int]
 
 def capture_plans(servers: list[Server], p: SsbParams, store: RunStore, available: pl.DataFrame) -> None:
     """One untimed EXPLAIN ANALYZE (JSON) and EXPLAIN (COSTS OFF) per available (server, mode, query)."""
-    n = workers(p)
     sf_of = scales(servers, p)
     for s in servers:
         for mode in available.filter(pl.col("available") & (pl.col("server") == s.name))["mode"]:
             if mode == "parallel_aa":  # the same settings as parallel: its plan is parallel's
                 continue
-            with s.connect(database_name(sf_of[s.name]), settings=mode_settings(mode, n)) as conn:
+            with s.connect(database_name(sf_of[s.name]), settings=mode_settings(mode, workers_of(s, p))) as conn:
                 set_statement_timeout(conn, p.statement_timeout_s)
                 for q in p.mode_query_ids(mode):
                     base = f"ssb/plans/{s.name}/{mode}/{q}"
@@ -286,6 +295,7 @@ def record_facts(servers: list[Server], p: SsbParams, store: RunStore, loads: li
     facts = {
         "cores": os.cpu_count(),
         "workers": workers(p),
+        "jit_workers": jit_workers(p) if any(in_jit_block(s, p) for s in servers) else None,
         "sf": p.sf,
         "query_set": p.query_set,
         "server_order": [s.name for s in servers],
