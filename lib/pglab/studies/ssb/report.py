@@ -366,7 +366,7 @@ def answers(tables, f: pl.DataFrame) -> list[str]:
         where = f"SSB SF {'/'.join(f'{x:g}' for x in sfs)}" if sfs else "SSB"
         pair = tables["ssb_paired"] if "ssb_paired" in tables else pl.DataFrame()
         if paired_tables.jit_mode(pair) == "parallel_jit":
-            how, regime = "JIT at the default thresholds", "where the plans inline and optimise"
+            how, regime = "JIT at the default thresholds,", "where the plans inline and optimise"
         else:  # net of compiling (paired_tables.with_net_of_compile)
             how, regime = "JIT's execution, net of compiling,", "inlining and optimisation forced as at SF 70"
         out.append(
