@@ -28,7 +28,11 @@ def _load(tmp_path, text, **kw):
 
 def test_shipped_params_are_valid():
     for f in sorted(paths.PARAMS.glob("*.yaml")):
-        p = params.load(f)
+        p = params.load(f, check_servers=False)
+        # the machine's checks too, but not a source build's minutes (where a compiler is present, the default's
+        # pg18llvm would be built here: 9 min with the other tests on 2 cores); test_pg_build builds one
+        if not any(i.source for i in p.servers.installs):
+            p = params.load(f)
         assert p.profile == f.stem
         # what a run records of its params reads back as the same params (a key left empty, as None, too)
         doc = p.model_dump(mode="json")

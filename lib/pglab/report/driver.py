@@ -109,9 +109,13 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     ap.add_argument("--run-id", default=None, type=run_id_arg)
     ap.add_argument("--only", action="append", help="run only notebooks whose name starts with this")
     args = ap.parse_args(argv)
+    todo = _todo(args.only, stages)
+    # the report notebook alone reads data/derived/ only: it needs no run (and must not start one)
+    measuring = any(nb.name != REPORT_NOTEBOOK for nb in todo)
 
     try:
-        p = params_mod.load(args.params)  # builds the servers params build from source (minutes, the first time)
+        # a measuring run builds the servers params build from source (minutes, the first time)
+        p = params_mod.load(args.params, check_servers=measuring)
         check_reference(p)  # a copy of default.yaml would write the committed report/ and data/derived/default/
     except params_mod.ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -130,9 +134,6 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     params_path = paths.resolve(args.params)
     if params_path.is_relative_to(paths.ROOT):
         params_path = params_path.relative_to(paths.ROOT)
-    todo = _todo(args.only, stages)
-    # the report notebook alone reads data/derived/ only: it needs no run (and must not start one)
-    measuring = any(nb.name != REPORT_NOTEBOOK for nb in todo)
     run_id = begin_run(p.profile, args.run_id or p.run_id) if measuring else args.run_id or _shown_run(p.profile)
     kept = None
     if measuring:

@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     from .. import params as params_mod
 
     try:
-        profile = params_mod.load(args.params).profile
+        # the profile's name is all this needs: its servers are checked (and built) by the runs it starts
+        profile = params_mod.load(args.params, check_servers=False).profile
     except params_mod.ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
