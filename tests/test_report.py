@@ -85,6 +85,25 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html(quick_p
     assert external_references(html) == []
     assert html.count('data-mime-type="image/svg+xml"') >= 2 and "Findings at a glance" in html
     assert (again / "report.html").read_bytes() == (quick_pass.report / "report.html").read_bytes()
+    # nor does it build params' source installs (the default's pg18llvm took 9 minutes so): one that cannot be
+    # built, and must be, would stop a measuring run before any server
+    unbuildable = quick_pass.home / "unbuildable.yaml"
+    unbuildable.write_text(
+        (ROOT / "params" / "quick.yaml")
+        .read_text()
+        .replace(
+            "  installs: []", f"  installs: [{{name: own, source: {{git: {quick_pass.home / 'no-repo'}, ref: x}}}}]"
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pglab.report", "--params", str(unbuildable), "--out", str(again), "--only", "99"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 # -- the report's summary, evidence and appendix, on small tables (no server) ----------------------------------------

@@ -175,7 +175,14 @@ def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
         == 1
         and len(list((tmp_path / "data" / "raw-archive").iterdir())) == 2
     )
-    assert stability.main(["--params", "params/quick.yaml", "--out", str(tmp_path), "--archives", *ids]) == 1
+    # another profile's params, with a source install that cannot be built: only the profile's name is read
+    quick = tmp_path / "quick.yaml"
+    quick.write_text(
+        (ROOT / "params" / "quick.yaml")
+        .read_text()
+        .replace("  installs: []", f"  installs: [{{name: own, source: {{git: {tmp_path / 'no-repo'}, ref: x}}}}]")
+    )
+    assert stability.main(["--params", str(quick), "--out", str(tmp_path), "--archives", *ids]) == 1
     assert f"error: run {ids[0]} is of profile 'default', not 'quick'" in capsys.readouterr().err
     assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", *ids[-2:]]) == 0
     out = capsys.readouterr().out

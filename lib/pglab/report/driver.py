@@ -162,7 +162,9 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
             print(f"  {line}", flush=True)
     t_all = time.monotonic()
     names = [nb.name for nb in todo]
-    estimates = estimate_all(names, p, stages=stages)  # servers counted as the studies choose them
+    # servers counted as the studies choose them; the report notebook alone needs none (finding them would build
+    # params' source installs)
+    estimates = estimate_all(names, p, base=None if measuring else [], stages=stages)
     paced = pace.paces(p.profile, names)
     if scaled := pace.described(p.profile, paced, estimates):
         print(f"  {scaled}", flush=True)
