@@ -114,8 +114,9 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     measuring = any(nb.name != REPORT_NOTEBOOK for nb in todo)
 
     try:
-        # a measuring run builds the servers params build from source (minutes, the first time)
-        p = params_mod.load(args.params, check_servers=measuring)
+        # the machine's checks build the servers params build from source (minutes, the first time): not for a
+        # report asked for alone
+        p = params_mod.load(args.params, check_servers=measuring or not args.only)
         check_reference(p)  # a copy of default.yaml would write the committed report/ and data/derived/default/
     except params_mod.ParamsError as e:
         print(f"error: {e}", file=sys.stderr)
