@@ -57,6 +57,30 @@ def test_below_the_regime_a_claim_is_not_testable_with_what_it_needs(tmp_path):
     assert out.schema == f.schema
 
 
+def test_a_mode_that_answers_the_regime_scores_the_claim_at_any_size(tmp_path):
+    """SSB's JIT claims at SF 1: a server whose JIT was measured with inlining and optimisation forced and judged
+    net of its compile (the regime's two reasons answered) is scored; one without that mode is not testable."""
+    from pglab.studies.ssb import STUDY as SSB
+    from pglab.studies.ssb.paired_tables import JIT_CLAIM_MODES
+
+    (jit,) = [r for r in SSB.regimes if r.covers("jit_q1")]
+    assert jit.met_by == ("ssb_paired", "mode", (JIT_CLAIM_MODES[0],))
+    paired = pl.DataFrame(
+        {"server": ["pg15", "pg15", "pg18llvm"], "mode": [JIT_CLAIM_MODES[0], "parallel", "parallel_jit"]}
+    )
+    derived.write(
+        {"ssb_load": pl.DataFrame({"server": ["pg15", "pg18llvm"], "sf": [1.0, 1.0]}), "ssb_paired": paired},
+        "p",
+        tmp_path,
+    )
+    f = fnd.table([_finding("jit_q1", "pg15", v.SUPPORTED), _finding("jit_q1", "pg18llvm", v.SUPPORTED)])
+    by = {
+        r["server"]: r["verdict"]
+        for r in v.apply_regimes(f, (jit,), derived.Tables("p", tmp_path)).iter_rows(named=True)
+    }
+    assert by == {"pg15": v.SUPPORTED, "pg18llvm": v.NOT_TESTABLE}
+
+
 def test_a_size_not_recorded_leaves_the_verdict_to_the_study(tmp_path):
     derived.write({"other": pl.DataFrame({"x": [1]})}, "p", tmp_path)
     regimes = (v.Regime(("*",), "ssb_load", "sf", 10, "SF", "why"),)

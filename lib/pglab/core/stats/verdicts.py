@@ -349,7 +349,10 @@ class Regime:
     """Where a study's claims can be tested: the findings whose id matches one of `findings` (fnmatch patterns)
     need `quantity` (read as the largest value of `table`.`column` of the run, per server where the table has a
     server column) of at least `minimum`. Declared with the study (`Study.regimes`), before the runs that test it;
-    below it the claim reads *not testable here*, saying why (`why`) and what would make it testable."""
+    below it the claim reads *not testable here*, saying why (`why`) and what would make it testable. `met_by`
+    (table, column, values): what the run measured that answers `why` at any size, e.g. the SSB JIT claims' modes
+    with inlining and optimisation forced and the compile time subtracted; a server whose rows of that table hold
+    one of those values is within the regime."""
 
     findings: tuple[str, ...]
     table: str
@@ -357,6 +360,18 @@ class Regime:
     minimum: float
     quantity: str  # how to say it: "SF", "rows"
     why: str
+    met_by: tuple[str, str, tuple[str, ...]] | None = None
+
+    def met(self, tables) -> set[str]:
+        """The servers `met_by` puts within the regime whatever their size ("all": some server of the run)."""
+        if self.met_by is None or self.met_by[0] not in tables:
+            return set()
+        table, column, values = self.met_by
+        t = tables[table]
+        if column not in t.columns or "server" not in t.columns:
+            return set()
+        servers = set(t.filter(pl.col(column).is_in(list(values)))["server"].cast(pl.String))
+        return servers | ({"all"} if servers else set())
 
     def sizes(self, tables) -> dict[str, float]:
         """The run's size per server ("all": the whole run's), from the derived tables; {} where not recorded."""
@@ -386,12 +401,14 @@ def apply_regimes(findings: pl.DataFrame, regimes: Sequence[Regime], tables) -> 
     the size it needs). Rows not run stay as they are; a row whose size is not recorded is left to the study."""
     if findings.is_empty() or not regimes:
         return findings
-    sized = [(r, r.sizes(tables)) for r in regimes]
+    sized = [(r, r.sizes(tables), r.met(tables)) for r in regimes]
     rows = []
     for row in findings.iter_rows(named=True):
-        for r, sizes in sized:
+        for r, sizes, met in sized:
             size = sizes.get(row["server"], sizes.get("all"))
             if row["verdict"] == NOT_RUN or size is None or not r.covers(row["finding"]) or size >= r.minimum:
+                continue
+            if row["server"] in met or (row["server"] not in sizes and "all" in met):
                 continue
             need = f"needs {r.quantity} ≥ {_size_text(r.minimum)}"
             was = f" What it gave there: {row['verdict']}, {row['evidence'][:1].lower()}{row['evidence'][1:]}"
