@@ -59,6 +59,15 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
+def unbuildable_params(folder: Path) -> Path:
+    """params/quick.yaml with a source install that cannot be built (its git folder does not exist): what loads it
+    with the machine's checks fails, what only reads it does not."""
+    out = folder / "unbuildable.yaml"
+    own = f"  installs: [{{name: own, source: {{git: {folder / 'no-repo'}, ref: x}}}}]"
+    out.write_text((ROOT / "params" / "quick.yaml").read_text().replace("  installs: []", own))
+    return out
+
+
 @contextlib.contextmanager
 def chromium(*args: str, performance_log: bool = False):
     """Headless Chromium under selenium. Its temporary files (chromedriver's profile among them) go to a folder of

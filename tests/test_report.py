@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import polars as pl
-from conftest import ROOT, postmasters
+from conftest import ROOT, postmasters, unbuildable_params
 
 from pglab.core import derived
 from pglab.core.installs.installs import discover
@@ -70,14 +70,12 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html(quick_p
     env = os.environ | {"PGLAB_DATA_DIR": str(rel / "data"), "PGLAB_STATE_DIR": str(rel / "state")}
     raw_before = sorted(p.name for p in (quick_pass.data / "raw").iterdir())
     again = quick_pass.home / "report-again"
-    run = subprocess.run(
-        [sys.executable, "-m", "pglab.report", "--params", "params/quick.yaml", "--out", str(again), "--only", "99"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+
+    def report_alone(params: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "pglab.report", "--params", params, "--out", str(again), "--only", "99"]
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    run = report_alone("params/quick.yaml")
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(p.name for p in (quick_pass.data / "raw").iterdir()) == raw_before, "the report started a run"
     assert _outputs(again / "99_report.ipynb") == _outputs(first)
@@ -87,22 +85,7 @@ def test_report_notebook_alone_reproduces_and_writes_self_contained_html(quick_p
     assert (again / "report.html").read_bytes() == (quick_pass.report / "report.html").read_bytes()
     # nor does it build params' source installs (the default's pg18llvm took 9 minutes so): one that cannot be
     # built, and must be, would stop a measuring run before any server
-    unbuildable = quick_pass.home / "unbuildable.yaml"
-    unbuildable.write_text(
-        (ROOT / "params" / "quick.yaml")
-        .read_text()
-        .replace(
-            "  installs: []", f"  installs: [{{name: own, source: {{git: {quick_pass.home / 'no-repo'}, ref: x}}}}]"
-        )
-    )
-    run = subprocess.run(
-        [sys.executable, "-m", "pglab.report", "--params", str(unbuildable), "--out", str(again), "--only", "99"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = report_alone(str(unbuildable_params(quick_pass.home)))
     assert run.returncode == 0, run.stdout + run.stderr
 
 

@@ -158,7 +158,7 @@ def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
     import json
     import shutil
 
-    from conftest import ROOT
+    from conftest import ROOT, unbuildable_params
 
     archives = sorted((ROOT / "data" / "raw-archive").glob("default-*.tar.xz"))[-2:]
     assert len(archives) == 2
@@ -176,12 +176,7 @@ def test_archives_are_rescored_without_measuring(tmp_path, capsys, monkeypatch):
         and len(list((tmp_path / "data" / "raw-archive").iterdir())) == 2
     )
     # another profile's params, with a source install that cannot be built: only the profile's name is read
-    quick = tmp_path / "quick.yaml"
-    quick.write_text(
-        (ROOT / "params" / "quick.yaml")
-        .read_text()
-        .replace("  installs: []", f"  installs: [{{name: own, source: {{git: {tmp_path / 'no-repo'}, ref: x}}}}]")
-    )
+    quick = unbuildable_params(tmp_path)
     assert stability.main(["--params", str(quick), "--out", str(tmp_path), "--archives", *ids]) == 1
     assert f"error: run {ids[0]} is of profile 'default', not 'quick'" in capsys.readouterr().err
     assert stability.main(["--params", "params/default.yaml", "--out", str(tmp_path), "--archives", *ids[-2:]]) == 0
