@@ -17,12 +17,15 @@ from pglab.core.stats import verdicts as vd
 CLAIM = vd.Claim("B takes 25 % less time", vd.LOWER, 0.75)
 X = 0.25  # our oriented log ratio (0.78×): 0.058 inside supported's lower edge, the nearest
 NEED = X - math.log(0.75) / -1.5  # the half-width that would decide it
+# the made-up intervals cover what the verdict decides on (`vd.DECISION`), so that NEED is their own scale's; an
+# interval covering more is read narrowed (`vd.decision_interval`): test_a_95_interval_is_counted_on_its_own_scale
+COVER = vd.DECISION
 
 
 def rounds_only(half: float, n: int = 5) -> vd.Evidence:
     """One cluster's interval over n rounds, ±half (log) around 0.78×."""
     r = math.exp(-X)
-    return vd.Evidence(r, r * math.exp(-half), r * math.exp(half), n, 0.94, f"min–max, n={n}")
+    return vd.Evidence(r, r * math.exp(-half), r * math.exp(half), n, COVER, f"min–max, n={n}")
 
 
 def pooled(within: float, cluster_sd: float, floor_sd: float = 0.0, k: int = 2, n: int = 5) -> vd.Evidence:
@@ -36,7 +39,7 @@ def pooled(within: float, cluster_sd: float, floor_sd: float = 0.0, k: int = 2, 
         r * math.exp(-half),
         r * math.exp(half),
         n * k,
-        0.95,
+        COVER,
         f"min–max, n={n}; pooled: 95 % across {k} clusters × {n} rounds",
         n_clusters=k,
         within_low=r * math.exp(-within),
@@ -108,10 +111,10 @@ def test_minutes_appear_when_the_stage_cost_is_set():
 
 def test_a_figure_on_a_zones_edge_promises_nothing():
     r = 0.75 ** (1 / 1.5) * 1.0005  # a hair off supported's edge at 0.83×
-    ev = vd.Evidence(r, r * 0.9, r / 0.9, 5, 0.94, "min–max, n=5")
+    ev = vd.Evidence(r, r * 0.9, r / 0.9, 5, COVER, "min–max, n=5")
     assert needs(ev).startswith("nothing can be promised: our 0.826× is too near its zone's edge at 0.825×")
     # near an edge with a re-run floor wider than the distance: the floor's reason, not the edge's
-    near = vd.Evidence(r, r * math.exp(-0.15), r * math.exp(0.15), 10, 0.95, "x", n_clusters=2, floor_sd=0.07)
+    near = vd.Evidence(r, r * math.exp(-0.15), r * math.exp(0.15), 10, COVER, "x", n_clusters=2, floor_sd=0.07)
     assert needs(near) == (
         "nothing on this machine decides it: its re-run spread ±14.7 % would need over 10 runs pooled to come "
         "within the ±0.05 % the claim needs"
@@ -121,11 +124,11 @@ def test_a_figure_on_a_zones_edge_promises_nothing():
 def test_every_undetermined_site_says_what_would_decide_it():
     # no change within ±5 %: 1.03× ± 4 % reaches past 1.05×
     same = vd.Claim("no change", vd.SAME, margin=0.05)
-    ev = vd.Evidence(1.03, 1.03 / 1.04, 1.03 * 1.04, 5, 0.94, "min–max, n=5")
+    ev = vd.Evidence(1.03, 1.03 / 1.04, 1.03 * 1.04, 5, COVER, "min–max, n=5")
     assert vd.verdict(same, ev).needs.startswith("more rounds: about ")
     # a claim without a size: 1.05× ± 4 % across a noticeable 5 %
     unsized = vd.Claim("B is slower", vd.HIGHER)
-    ev = vd.Evidence(1.06, 1.06 / 1.04, 1.06 * 1.04, 5, 0.94, "min–max, n=5")
+    ev = vd.Evidence(1.06, 1.06 / 1.04, 1.06 * 1.04, 5, COVER, "min–max, n=5")
     assert vd.verdict(unsized, ev).needs.startswith("more rounds: about ")
     # a scale-free quantity, on its log: 20 ns per row against 15.7 (10.5-23.6), floor-limited by its method's text
     quantity = vd.Claim("15.7 ns per row", vd.HIGHER, 15.7, quantity="ns per row")
@@ -134,7 +137,7 @@ def test_every_undetermined_site_says_what_would_decide_it():
         "this run's 1.3 % with the prior 0.7 % of 5 archived runs), no narrower than the figure's spread over 5 "
         "archived runs (sd 10.4 %)"
     )
-    ev = vd.Evidence(20.3, 16.4, 25.1, 10, 0.95, method, unit="ns per row")
+    ev = vd.Evidence(20.3, 16.4, 25.1, 10, COVER, method, unit="ns per row")
     assert vd.verdict(quantity, ev).needs.startswith("more runs: about 3 runs of this stage pooled")
     assert all("narrow it" not in (v.needs or "") for v in [vd.verdict(quantity, ev), vd.verdict(CLAIM, ev)])
 
@@ -168,7 +171,10 @@ def test_pool_clusters_writes_the_components_and_from_row_reads_them():
     assert (row["floor_sd"], row["floor_df"], row["cluster_df"]) == (0.05, 40.0, 7.0) and row["run_sd"] is None
     ev = vd.Evidence.from_row(row)
     assert (ev.n_clusters, ev.floor_sd, ev.floor_df) == (2, 0.05, 40.0)
-    assert needs(ev).startswith("more runs: about 4 runs of this stage pooled")
+    # the pooled row covers 95 %: the floor's ±10.1 % against the 95 % half-width that decides, NEED / 0.839: 2.1
+    # times the runs' measurement, 3 runs
+    assert ev.coverage == 0.95
+    assert needs(ev).startswith("more runs: about 3 runs of this stage pooled")
 
 
 def test_stage_cost_from_the_runs_tables():
@@ -191,3 +197,27 @@ def test_the_count_would_decide_it_at_the_same_point(half):
     """The rounds asked for narrow a rounds-only interval (1 / sqrt(rounds)) to within the need."""
     n = int(needs(rounds_only(half)).split()[3])
     assert half * math.sqrt(5 / n) <= NEED < half * math.sqrt(5 / (n - 1))
+
+
+def test_a_95_interval_is_decided_on_its_90_interval():
+    """Each zone edge a one-sided 5 % test: a 95 % interval that reaches just past supported's edge at 0.825×
+    while its 90 % interval does not reads supported, and says which interval decided."""
+    r = 0.78
+    half = 1.05 * math.log(0.825 / r)  # the 95 % interval's high end a hair past 0.825×
+    ev = vd.Evidence(r, r * math.exp(-half), r * math.exp(half), 10, 0.95, "pooled")
+    assert ev.high > 0.825
+    lo, hi = vd.decision_interval(ev)
+    assert hi < 0.825 and math.log(hi / r) == pytest.approx(0.8394 * half, rel=1e-3)
+    v = vd.verdict(CLAIM, ev)
+    assert v.label == vd.SUPPORTED and "at 90 %, which decides" in v.reason, v.text()
+    # the same interval said to cover only 90 %: no narrowing, undetermined
+    assert vd.verdict(CLAIM, vd.Evidence(r, ev.low, ev.high, 10, vd.DECISION, "pooled")).label == vd.UNDETERMINED
+
+
+def test_a_95_interval_is_counted_on_its_own_scale():
+    """What would decide a 95 % interval: rounds enough that its 90 % interval clears the edge."""
+    ev = rounds_only(0.10)
+    wide = vd.Evidence(ev.ratio, ev.low, ev.high, 5, 0.95, "min–max, n=5")
+    n = int(needs(wide).split()[3])
+    s = vd.decision_scale(0.95)
+    assert 0.10 * s * math.sqrt(5 / n) <= NEED < 0.10 * s * math.sqrt(5 / (n - 1))

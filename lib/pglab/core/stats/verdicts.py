@@ -30,8 +30,9 @@ the effect, oriented so that the claimed direction is positive (e: the study's e
 
 Counting is per claim, not per server: a claim tested on several servers gets one overall verdict — the
 servers' common verdict when all tested servers agree; *mixed* when they decided opposite ways (one supported or
-direction only, another contradicted: decisively apart, not noisy); else *undetermined*, the per-server breakdown
-kept. Servers where it was not comparable, not testable or not run are left out of that; a claim tested nowhere is
+direction only, another contradicted: decisively apart, not noisy); *direction only* when all decided the claimed
+way, some within the tolerance and some outside it; else *undetermined*, the per-server breakdown kept. Servers
+where it was not comparable, not testable or not run are left out of that; a claim tested nowhere is
 *not comparable* (if any server says so), else *not testable here* (if any server says so), else *not run*. Tallies
 keep those three apart from the tested claims.
 """
@@ -49,7 +50,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .stats import ratio_with_interval
+from .stats import ratio_digits, ratio_with_interval
 
 SUPPORTED = "supported"
 CONTRADICTED = "contradicted"
@@ -65,6 +66,9 @@ UNTESTED = (NOT_COMPARABLE, NOT_TESTABLE, NOT_RUN)  # kept apart from the tested
 
 HIGHER, LOWER, SAME = "higher", "lower", "no change"
 MIN_COVERAGE = 0.90  # one cluster's fast mode over 5 rounds covers 89 % (pooled over two: 95 %): below, no verdict
+# Each zone edge is a one-sided test at 5 % (two one-sided tests, TOST, for a zone with two edges: Schuirmann 1987),
+# so the interval that places our figure in a zone is the 90 % one; the 95 % interval is what the tables show.
+DECISION = 0.90
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,39 @@ def _pct(log_x: float) -> str:
     return f"±{math.expm1(log_x):.1%}".replace("%", " %")
 
 
+def decision_scale(coverage: float | None) -> float:
+    """How much narrower than an interval covering `coverage` (two-sided, about our figure on the log scale) the
+    DECISION interval is: z(0.95) / z((1 + coverage) / 2), 0.84 for a 95 % interval; 1 at or below DECISION. For a
+    t interval with few df the true ratio is smaller (0.77 at df 4): the normal one errs on the wide side."""
+    from statistics import NormalDist
+
+    c = coverage or 0.0
+    if c <= DECISION:
+        return 1.0
+    z = NormalDist().inv_cdf
+    return z(0.5 + DECISION / 2) / z(0.5 + min(c, 0.999) / 2)
+
+
+def decision_interval(ev: Evidence) -> tuple[float, float]:
+    """(low, high) of `ev` as the verdict reads it: each end moved toward our figure by `decision_scale` on the
+    log scale (an interval that does not hold our figure, or has no positive ends, is kept as it is)."""
+    s = decision_scale(ev.coverage)
+    if s >= 1 or not (ev.ratio and ev.low and ev.high and 0 < ev.low <= ev.ratio <= ev.high):
+        return ev.low, ev.high
+    m = math.log(ev.ratio)
+    return math.exp(m - s * (m - math.log(ev.low))), math.exp(m + s * (math.log(ev.high) - m))
+
+
+def _ours(ev: Evidence) -> tuple[str, float, float]:
+    """'our 0.52× [0.48–0.57] (min–max, n=5; 0.49–0.56 at 90 %, which decides)' and the decision interval."""
+    lo, hi = decision_interval(ev)
+    text = f"our {ev.text()}"
+    if (lo, hi) != (ev.low, ev.high):
+        spec = ".3g" if ev.unit != "×" else f".{ratio_digits(ev.low, ev.high)}f"
+        text = text[:-1] + f"; {lo:{spec}}–{hi:{spec}} at {DECISION:.0%}, which decides)".replace("%", " %")
+    return text, lo, hi
+
+
 def _checks(ev: Evidence) -> Verdict | None:
     """What keeps any evidence from a verdict: flags, no data, no interval, no positive ratio, too few rounds."""
     if ev.flags:
@@ -193,9 +230,10 @@ def _checks(ev: Evidence) -> Verdict | None:
 
 def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
     """A claim the source states as no change within ±x %."""
-    lo, hi = sorted((math.log(ev.low), math.log(ev.high)))
+    ours, d_lo, d_hi = _ours(ev)
+    lo, hi = sorted((math.log(d_lo), math.log(d_hi)))
     small = abs(math.log(ev.ratio)) < floor
-    ours, m = f"our {ev.text()}", math.log1p(claim.margin)
+    m = math.log1p(claim.margin)
     if hi < -max(m, floor) or lo > max(m, floor):  # a change beyond the floor too: decided before the floor's gate
         beyond = f" and the noise floor {_pct(floor)}" if floor > m else ""
         return Verdict(CONTRADICTED, f"{ours} lies wholly outside {_pct(m)}{beyond}")
@@ -281,8 +319,8 @@ def verdict(
     if claim.direction == SAME:
         return _no_change(claim, ev, floor)
     sign = -1.0 if claim.direction == LOWER else 1.0
-    lo, hi = sorted((sign * math.log(ev.low), sign * math.log(ev.high)))
-    ours = f"our {ev.text()}"
+    ours, d_lo, d_hi = _ours(ev)
+    lo, hi = sorted((sign * math.log(d_lo), sign * math.log(d_hi)))
     if hi < -floor:  # the other way, beyond the floor: decisive before the floor's "no test here" (issue 57)
         study = f" of the study's {claim.ratio:.2f}×" if claim.ratio is not None else f": not {claim.direction}"
         beyond = f", beyond the noise floor {_pct(floor)}" if floor else ""
@@ -431,9 +469,10 @@ def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
     ×/÷ tolerance supported, at least a third direction only, below that contradicted. The A/A floor is a ratio's
     and does not apply: the quantity's own interval carries its noise."""
     e, tol = claim.ratio, claim.tolerance or tolerance
-    lo, hi = sorted((ev.low, ev.high))
+    ours, d_lo, d_hi = _ours(ev)
+    lo, hi = sorted((d_lo, d_hi))
     z_lo = _same_zone(lo, hi, e, tol)
-    ours, study = f"our {ev.text()}", f"the study's {e:.3g} {claim.quantity}"
+    study = f"the study's {e:.3g} {claim.quantity}"
     band = f"{e / tol:.3g}–{e * tol:.3g}"
     if z_lo is not None:
         what = {
@@ -579,16 +618,20 @@ def _shown(sign: float, unit: str = "×"):
 
 
 def decide(ev: Evidence, x: float, lo: float, hi: float, edges: Sequence[float], shown) -> str:
-    """What would decide an undetermined verdict whose interval [lo, hi] around our figure x (oriented, log scale)
-    reaches past an edge of x's zone (`edges`, same scale): more rounds, more clusters or more runs, with about how
-    many and the minutes (`costs`), or that nothing on this machine decides it. `shown` writes a value of that scale
-    as the reader sees it."""
+    """What would decide an undetermined verdict whose DECISION interval [lo, hi] (`decision_interval`) around our
+    figure x (oriented, log scale) reaches past an edge of x's zone (`edges`, same scale): more rounds, more
+    clusters or more runs, with about how many and the minutes (`costs`), or that nothing on this machine decides
+    it. `shown` writes a value of that scale as the reader sees it."""
     below = max((z for z in edges if z <= x), default=-math.inf)
     above = min((z for z in edges if z > x), default=math.inf)
     sides = ([(x - lo, x - below, below)] if lo < below else []) + ([(hi - x, above - x, above)] if hi > above else [])
     if not sides:
         return "a narrower interval"
     half, need, edge = max(sides, key=lambda s: s[0] / max(s[1], 1e-12))
+    # [lo, hi] is the DECISION interval: what narrows it is counted on the interval it came from, so both the
+    # half-width and the distance it must come within are taken back to that interval's scale
+    scale = decision_scale(ev.coverage)
+    half, need = half / scale, need / scale
     f2 = (half / need) ** 2  # how many times the measurement the interval needs, however it is made
     p, cost = _parts(ev, half), _COST.get()
     level = max(p.floor, p.run)
@@ -634,9 +677,11 @@ def decide(ev: Evidence, x: float, lo: float, hi: float, edges: Sequence[float],
 
 def overall(verdicts: Sequence[str]) -> str:
     """One claim's verdict over its servers: theirs when the tested servers agree; *mixed* when two of them decided
-    opposite ways (one supported or direction only, another contradicted: decisively apart, not noisy); else
-    undetermined. Tested nowhere: not comparable if any server says so (a figure was measured, between builds
-    that differ), else not testable here if any server says so, else not run."""
+    opposite ways (one supported or direction only, another contradicted: decisively apart, not noisy); *direction
+    only* when every one decided the claimed way, some within the tolerance and some not (the direction holds on
+    all of them, the size on some: what they share); else undetermined (one of them could not tell). Tested
+    nowhere: not comparable if any server says so (a figure was measured, between builds that differ), else not
+    testable here if any server says so, else not run."""
     tested = [v for v in verdicts if v not in UNTESTED]
     if not tested:
         return next((u for u in UNTESTED if u in verdicts), NOT_RUN)
@@ -645,6 +690,8 @@ def overall(verdicts: Sequence[str]) -> str:
         return kinds.pop()
     if CONTRADICTED in kinds and kinds & {SUPPORTED, DIRECTION_ONLY}:
         return MIXED
+    if kinds == {SUPPORTED, DIRECTION_ONLY}:
+        return DIRECTION_ONLY
     return UNDETERMINED
 
 
