@@ -98,3 +98,53 @@ def test_the_floor_is_the_measuring_kinds_and_another_kind_says_it_has_none(monk
     assert "spread over 3 archived runs (sd 1.0 %)" in q["method"]
     assert po.sd == pytest.approx(0.05) and "no archived run of this host kind" in o["method"]
     assert hosts.current() is None  # every `using` restored the outer kind
+
+
+def test_a_quantity_of_another_design_takes_no_prior_or_floor_of_the_archived_one(monkeypatch):
+    """Rule 15, per quantity: the archived runs measured S1's default JIT at SF 10 ("ssb_paired:jit"); the forced JIT
+    block at SF 1 ("ssb_paired:jit_forced") has no archived run, so it is shrunk toward the kind's SF-1 parallel
+    rows pooled (like quantities), with no re-run floor, and says so; the parallel rows keep their own."""
+    host = hosts.host(EPYC, "tsc", 32.0)
+    kind = cluster_priors.HostKind(
+        host,
+        ("e1", "e2", "e3"),
+        {("ssb_paired", "pg16"): 0.03, ("ssb_paired", "pg17"): 0.04, ("ssb_paired:jit", "pg15"): 0.20},
+        {"ssb_paired": (0.02, 60), "ssb_paired:jit": (0.09, 60)},
+    )
+    monkeypatch.setattr(cluster_priors, "KINDS", [kind])
+    assert cluster_priors.quantity("ssb_paired", "parallel_jit_forced_net") == "ssb_paired:jit_forced"
+    assert cluster_priors.quantity("ssb_paired", "parallel_jit") == "ssb_paired:jit"
+    assert cluster_priors.quantity("ssb_paired", "parallel") == "ssb_paired"
+    with hosts.using(host):
+        forced, parallel = cluster_priors.priors("ssb_paired:jit_forced"), cluster_priors.priors("ssb_paired")
+    assert isinstance(forced, between_runs.Prior)  # one for every server: pg15 has no entry of this design
+    assert forced.sd == pytest.approx(0.05 / math.sqrt(2)) and forced.runs == 3 and forced.spread == 0.0
+    assert parallel["pg16"].spread == 0.02 and "pg15" not in parallel
+    row = between_runs.pool_clusters(
+        _paired_with_clusters().with_columns(server=pl.Series(["pg15", "pg15_c2"])), ["query"], priors=forced
+    ).row(0, named=True)
+    assert "no archived run of this design" in row["method"] and row["floor_sd"] is None
+    assert row["cluster_sd"] < 0.05  # shrunk toward the like quantity's 3.5 %, not the SF-10 block's 20 %
+
+
+def test_calibration_keys_a_split_tables_rows_by_quantity_and_reads_an_empty_pooled_column(tmp_path):
+    """A derived ssb_paired whose JIT rows and parallel rows are two quantities; its run_sd column empty in this
+    run (read as text): the figures still count, each under its quantity's name."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    pl.DataFrame(
+        {
+            "server": ["pg15", "pg15", "pg17"],
+            "query": ["q1.1", "q1.1", "q1.1"],
+            "mode": ["parallel_jit_forced", "parallel_jit_forced_net", "parallel"],
+            "ratio": [0.8, 0.79, 0.6],
+            "n_clusters": [2, 2, 2],
+            "cluster_sd_run": [0.02, 0.02, 0.01],
+            "run_sd": [None, None, None],
+        },
+        schema_overrides={"run_sd": pl.String},
+    ).write_csv(folder / "ssb_paired.csv")
+    figures = cal.pooled_figures(folder)
+    assert figures["table"].to_list() == ["ssb_paired:jit_forced", "ssb_paired:jit_forced", "ssb_paired"]
+    sds = cal.cluster_sds(folder)
+    assert set(zip(sds["table"], sds["server"])) == {("ssb_paired:jit_forced", "pg15"), ("ssb_paired", "pg17")}

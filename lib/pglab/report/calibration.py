@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..core.stats import between_runs, hosts
+from ..core.stats import between_runs, cluster_priors, hosts
 from ..core.stats.verdicts import CONTRADICTED, DIRECTION_ONLY, SUPPORTED, UNTESTED
 
 # verdict pairs that reverse a reader's conclusion
@@ -43,6 +43,9 @@ _VALUE = {
     "condition_order",
     "better",
 }
+# not part of a comparison's key either: what a pooled interval is made of; a column of these that is empty in one
+# run reads as text there and would split that run's keys from another's
+_NOT_KEYS = _VALUE | set(between_runs.POOLED_COLUMNS)
 
 
 def family(method: str) -> str:
@@ -69,7 +72,7 @@ def estimates(folder: Path) -> pl.DataFrame:
         low, high = ("low", "high") if "low" in df.columns else ("ci_low", "ci_high")
         if not {"ratio", low, high, "method"} <= set(df.columns):
             continue
-        keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
+        keys = [c for c in df.columns if c not in _NOT_KEYS and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
         key = (
             pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|")
             if keys
@@ -340,8 +343,9 @@ def cluster_sds(folder: Path) -> pl.DataFrame:
             continue
         if "server" not in t.columns:
             continue
-        for (s,), g in t.group_by("server", maintain_order=True):
-            rows.append({"table": path.stem, "server": s, "sd": float(g[col][0])})
+        t = t.with_columns(_q=cluster_priors.quantity_expr(path.stem, t.columns))  # a split table: per quantity
+        for (q, s), g in t.group_by("_q", "server", maintain_order=True):
+            rows.append({"table": q, "server": s, "sd": float(g[col][0])})
     schema = {"table": pl.String, "server": pl.String, "sd": pl.Float64}
     return pl.from_dicts(rows, schema=schema).unique(maintain_order=True) if rows else pl.DataFrame(schema=schema)
 
@@ -407,18 +411,20 @@ def pooled_figures(folder: Path) -> pl.DataFrame:
         if not {"ratio", "n_clusters", "server"} <= set(df.columns):
             continue
         df = df.filter(pl.col("n_clusters") > 1, pl.col("ratio").cast(pl.Float64) > 0)
-        keys = [c for c in df.columns if c not in _VALUE and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
-        keys = [c for c in keys if c not in ("n_clusters",)]
+        keys = [c for c in df.columns if c not in _NOT_KEYS and df.schema[c] in (pl.String, pl.Int64, pl.Boolean)]
         strings = [k for k in keys if df.schema[k] == pl.String]
-        if strings:
-            df = df.filter(~pl.any_horizontal(pl.col(k).str.contains(between_runs.AA_COPY.pattern) for k in strings))
+        if strings:  # an empty key column is no A/A copy: null reads as not one
+            aa = pl.any_horizontal(
+                pl.col(k).str.contains(between_runs.AA_COPY.pattern).fill_null(False) for k in strings
+            )
+            df = df.filter(~aa)
         key = pl.concat_str([pl.col(k).cast(pl.String).fill_null("") for k in keys], separator="|")
         if path.stem in _SHARED:
             by = _SHARED[path.stem]
             table = (pl.lit(path.stem + ":") + pl.col(by).cast(pl.String)) if by else pl.lit(path.stem)
             server = pl.lit("*")
         else:
-            table, server = pl.lit(path.stem), pl.col("server").cast(pl.String)
+            table, server = cluster_priors.quantity_expr(path.stem, df.columns), pl.col("server").cast(pl.String)
         frames.append(
             df.select(
                 table.alias("table"), server.alias("server"), key.alias("key"), pl.col("ratio").cast(pl.Float64).log()

@@ -21,10 +21,13 @@ three on an AMD EPYC host whose clock reads cost ~32 ns, five on one ~21 ns Xeon
 reference, 001216, is not among them: it is scored out of sample). Artefact rounds (`core.artefacts`) are left out
 of every figure. A prior or spread per (table, base server), "*": one value shared by every server of the table
 (pgbench's, per experiment); the spread per table, pooled over its comparisons on every server, A/A copies left out.
-Fixed before the runs that test it (rule 12)."""
+A table whose rows are of several designs is keyed per quantity (SPLIT: "ssb_paired:jit" is S1's default JIT, the
+archived runs' SF-10 block). SSB's forced JIT at SF 1 (bbd1ffc) has no archived run: LIKE. Fixed before the runs
+that test it (rule 12)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import hosts
@@ -67,10 +70,10 @@ KINDS = [
             ("pgbench_paired:scale-up tps", "*"): 0.0155,  # 0.0%, 0.0%, 2.7%
             ("pgbench_paired:select-only tps", "*"): 0.0273,  # 4.7%, 0.0%, 0.0%
             ("pgbench_paired:series tps", "*"): 0.0213,  # 0.0%, 3.7%, 0.0%
-            ("ssb_paired", "pg15"): 0.0761,  # 0.0%, 10.1%, 8.5%
             ("ssb_paired", "pg16"): 0.0193,  # 3.0%, 0.5%, 1.4%
             ("ssb_paired", "pg17"): 0.0030,  # 0.5%, 0.0%, 0.0%
-            ("ssb_paired", "pg18llvm"): 0.1142,  # 0.0%, 19.3%, 4.3%
+            ("ssb_paired:jit", "pg15"): 0.0651,  # 0.0%, 7.5%, 8.5%
+            ("ssb_paired:jit", "pg18llvm"): 0.1138,  # 0.0%, 19.2%, 4.3%
             ("ssb_sweep_paired", "pg16"): 0.0628,  # 1.9%, 0.0%, 10.7%
             ("ssb_sweep_paired", "pg17"): 0.0401,  # 0.0%, 6.9%, 0.0%
             ("ssb_versions_paired", "pg17"): 0.0292,  # 0.0%, 4.7%, 1.8%
@@ -89,7 +92,8 @@ KINDS = [
             "pgbench_paired:scale-up tps": (0.0467, 4),
             "pgbench_paired:select-only tps": (0.0302, 10),
             "pgbench_paired:series tps": (0.0458, 10),
-            "ssb_paired": (0.0657, 120),
+            "ssb_paired": (0.0552, 60),
+            "ssb_paired:jit": (0.0772, 60),
             "ssb_sweep_paired": (0.0679, 24),
             "ssb_versions_paired": (0.0441, 60),
         },
@@ -123,10 +127,10 @@ KINDS = [
             ("pgbench_paired:scale-up tps", "*"): 0.0000,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.0%
             ("pgbench_paired:select-only tps", "*"): 0.0157,  # 1.6%, 0.0%, 0.0%, 0.0%, 3.1%
             ("pgbench_paired:series tps", "*"): 0.0024,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.5%
-            ("ssb_paired", "pg15"): 0.0334,  # 0.0%, 3.8%, 0.0%, 6.4%, 0.0%
             ("ssb_paired", "pg16"): 0.0198,  # 0.7%, 3.7%, 1.6%, 0.5%, 1.5%
             ("ssb_paired", "pg17"): 0.0166,  # 1.1%, 1.8%, 2.1%, 1.0%, 1.9%
-            ("ssb_paired", "pg18llvm"): 0.0460,  # 2.0%, 4.2%, 8.1%, 1.4%, 4.0%
+            ("ssb_paired:jit", "pg15"): 0.0334,  # 0.0%, 3.8%, 0.0%, 6.4%, 0.0%
+            ("ssb_paired:jit", "pg18llvm"): 0.0370,  # 2.0%, 4.2%, 5.4%, 1.4%, 4.0%
             ("ssb_sweep_paired", "pg16"): 0.0185,  # 1.3%, 0.3%, 2.4%, 0.8%, 3.0%
             ("ssb_sweep_paired", "pg17"): 0.0243,  # 0.5%, 4.6%, 2.8%, 0.0%, 0.0%
             ("ssb_versions_paired", "pg17"): 0.0236,  # 2.8%, 3.5%, 1.9%, 1.1%, 1.7%
@@ -145,7 +149,8 @@ KINDS = [
             "pgbench_paired:scale-up tps": (0.0313, 8),
             "pgbench_paired:select-only tps": (0.0143, 20),
             "pgbench_paired:series tps": (0.0144, 20),
-            "ssb_paired": (0.0336, 240),
+            "ssb_paired": (0.0247, 120),
+            "ssb_paired:jit": (0.0401, 120),
             "ssb_sweep_paired": (0.0265, 48),
             "ssb_versions_paired": (0.0241, 120),
         },
@@ -174,10 +179,10 @@ PRIORS = {
     ("pgbench_paired:scale-up tps", "*"): 0.0110,  # 0.0%, 0.0%, 2.7%, 0.0%, 0.0%, 0.0%
     ("pgbench_paired:select-only tps", "*"): 0.0204,  # 4.7%, 0.0%, 0.0%, 1.6%, 0.0%, 0.0%
     ("pgbench_paired:series tps", "*"): 0.0151,  # 0.0%, 3.7%, 0.0%, 0.0%, 0.0%, 0.0%
-    ("ssb_paired", "pg15"): 0.0560,  # 0.0%, 10.1%, 8.5%, 0.0%, 3.8%, 0.0%
     ("ssb_paired", "pg16"): 0.0217,  # 3.0%, 0.5%, 1.4%, 0.7%, 3.7%, 1.6%
     ("ssb_paired", "pg17"): 0.0124,  # 0.5%, 0.0%, 0.0%, 1.1%, 1.8%, 2.1%
-    ("ssb_paired", "pg18llvm"): 0.0894,  # 0.0%, 19.3%, 4.3%, 2.0%, 4.2%, 8.1%
+    ("ssb_paired:jit", "pg15"): 0.0486,  # 0.0%, 7.5%, 8.5%, 0.0%, 3.8%, 0.0%
+    ("ssb_paired:jit", "pg18llvm"): 0.0856,  # 0.0%, 19.2%, 4.3%, 2.0%, 4.2%, 5.4%
     ("ssb_sweep_paired", "pg16"): 0.0458,  # 1.9%, 0.0%, 10.7%, 1.3%, 0.3%, 2.4%
     ("ssb_sweep_paired", "pg17"): 0.0360,  # 0.0%, 6.9%, 0.0%, 0.5%, 4.6%, 2.8%
     ("ssb_versions_paired", "pg17"): 0.0287,  # 0.0%, 4.7%, 1.8%, 2.8%, 3.5%, 1.9%
@@ -185,6 +190,38 @@ PRIORS = {
 PRIOR_RUNS = 6
 
 OTHER_KIND = "no archived run of this host kind: no re-run floor, the prior of archived runs on other kinds"
+
+# A table whose rows measure different quantities, told apart by a column: each its own prior and spread (rule 15:
+# an uncertainty belongs to its quantity). SSB's JIT comparisons are measured in a block of their own: S1's default
+# JIT ("parallel_jit", SF 10 from disk in the archived runs) and the forced JIT of the SF-1 block (bbd1ffc), beside
+# the parallel-over-serial rows of the versions' SF-1 rounds. By the value's prefix, the longest first.
+SPLIT = {"ssb_paired": ("mode", (("parallel_jit_forced", ":jit_forced"), ("parallel_jit", ":jit")))}
+
+# A quantity no archived run measured under its design, on any kind: shrunk toward the prior of a like quantity of
+# the same kind (its servers' variances pooled), with no re-run floor (no run of its design has been re-run), and
+# said so. The SF-1 forced JIT block: one database at a time, in memory, at SSB's SF 1 as the versions' rounds are.
+LIKE = {"ssb_paired:jit_forced": "ssb_paired"}
+LIKE_NOTE = "no archived run of this design: the prior of {like}'s servers on this kind, no re-run floor"
+
+
+def quantity(table: str, value: str | None = None) -> str:
+    """The prior's name of a row of `table` whose SPLIT column holds `value` ("ssb_paired:jit_forced")."""
+    _, prefixes = SPLIT.get(table, ("", ()))
+    return table + next((suffix for p, suffix in prefixes if value and value.startswith(p)), "")
+
+
+def quantity_expr(table: str, columns):
+    """`quantity` as a polars expression over a frame of `table`'s rows with `columns` (a literal where the table is
+    not split, or the frame lacks the column it is split by)."""
+    import polars as pl
+
+    col, prefixes = SPLIT.get(table, ("", ()))
+    if col not in columns:
+        return pl.lit(table)
+    expr = pl.lit(table)
+    for p, suffix in reversed(prefixes):  # the longest prefix last: it wins
+        expr = pl.when(pl.col(col).cast(pl.String).str.starts_with(p)).then(pl.lit(table + suffix)).otherwise(expr)
+    return expr
 
 
 def _prior(table: str, sd: float, kind: HostKind | None) -> Prior:
@@ -204,11 +241,20 @@ def _current() -> tuple[HostKind | None, dict[tuple[str, str], float]]:
     return kind, (kind.priors if kind else PRIORS)
 
 
-def priors(table: str) -> dict[str, Prior]:
+def priors(table: str) -> dict[str, Prior] | Prior:
     """{base server: Prior} of a table's per-server variances on the current host kind (`hosts.using`), each with
-    the kind's spread for the table (none declared: {})."""
+    the kind's spread for the table (none declared: {}). A quantity of LIKE without entries of its own: one Prior
+    for every server, its like quantity's servers pooled (root mean of their variances), no re-run floor."""
     kind, values = _current()
-    return {s: _prior(table, sd, kind) for (t, s), sd in values.items() if t == table and s != "*"}
+    own = {s: _prior(table, sd, kind) for (t, s), sd in values.items() if t == table and s != "*"}
+    if own or table not in LIKE:
+        return own
+    like = [sd for (t, s), sd in values.items() if t == LIKE[table] and s != "*"]
+    if not like:
+        return own
+    runs = len(kind.runs) if kind else PRIOR_RUNS
+    note = LIKE_NOTE.format(like=LIKE[table]) if kind else f"{OTHER_KIND}; {LIKE_NOTE.format(like=LIKE[table])}"
+    return Prior(math.sqrt(sum(sd**2 for sd in like) / len(like)), runs, note=note)
 
 
 def shared(table: str) -> Prior | None:

@@ -108,9 +108,16 @@ def pooled(table: pl.DataFrame, keys: list[str], name: str, server_col: str = "s
     if table.is_empty():
         return table
     queries = ~pl.col("query").is_in([SUITE, SUITE_Q1])
-    return between_runs.pool_clusters(
-        table, keys, server_col, variance_rows=queries, priors=cluster_priors.priors(name)
-    )
+    # each quantity of the table pooled on its own (`cluster_priors.SPLIT`: the JIT block's rows are another
+    # design's), its between-cluster variance from its own rows and its own prior
+    t = table.with_columns(_q=cluster_priors.quantity_expr(name, table.columns))
+    parts = [
+        between_runs.pool_clusters(
+            g.drop("_q"), keys, server_col, variance_rows=queries, priors=cluster_priors.priors(q)
+        )
+        for (q,), g in t.group_by("_q", maintain_order=True)
+    ]
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def version_servers(facts: dict) -> dict[int, str] | None:
