@@ -117,9 +117,13 @@ def test_a_quantity_of_another_design_takes_no_prior_or_floor_of_the_archived_on
     assert cluster_priors.quantity("ssb_paired", "parallel") == "ssb_paired"
     with hosts.using(host):
         forced, parallel = cluster_priors.priors("ssb_paired:jit_forced"), cluster_priors.priors("ssb_paired")
-    assert isinstance(forced, between_runs.Prior)  # one for every server: pg15 has no entry of this design
-    assert forced.sd == pytest.approx(0.05 / math.sqrt(2)) and forced.runs == 3 and forced.spread == 0.0
-    assert parallel["pg16"].spread == 0.02 and "pg15" not in parallel
+    assert not forced and forced.default is not None  # no server has an entry of this design: the default
+    d = forced.default
+    assert d.sd == pytest.approx(0.05 / math.sqrt(2)) and d.runs == 3 and d.spread == 0.0
+    assert parallel["pg16"].spread == 0.02 and "pg15" not in parallel and parallel.default is None
+    with hosts.using(host):  # S1's default JIT: pg15's own entry, and the like default for a server without one
+        jit = cluster_priors.priors("ssb_paired:jit")
+    assert jit["pg15"].sd == 0.20 and jit["pg15"].spread == 0.09 and jit.default.sd == pytest.approx(d.sd)
     row = between_runs.pool_clusters(
         _paired_with_clusters().with_columns(server=pl.Series(["pg15", "pg15_c2"])), ["query"], priors=forced
     ).row(0, named=True)
@@ -147,4 +151,7 @@ def test_calibration_keys_a_split_tables_rows_by_quantity_and_reads_an_empty_poo
     figures = cal.pooled_figures(folder)
     assert figures["table"].to_list() == ["ssb_paired:jit_forced", "ssb_paired:jit_forced", "ssb_paired"]
     sds = cal.cluster_sds(folder)
-    assert set(zip(sds["table"], sds["server"])) == {("ssb_paired:jit_forced", "pg15"), ("ssb_paired", "pg17")}
+    assert set(zip(sds["table"], sds["server"], strict=True)) == {
+        ("ssb_paired:jit_forced", "pg15"),
+        ("ssb_paired", "pg17"),
+    }

@@ -33,6 +33,17 @@ def _floor(root):
     return PV.floor_of(derived.read_table("pgbench_noise", "default", root))
 
 
+def _own_floor(root, r: dict) -> float:
+    """The floor of a quantity without an A/A control of its own: none where pooled over clusters, else the
+    select-only A/A's standing in (`verdicts._borrowed`)."""
+    return 0.0 if (r.get("n_clusters") or 1) >= 2 else (_floor(root) or 0.0)
+
+
+def _decided(r: dict) -> tuple[float, float]:
+    """The interval the verdict reads: the 90 % one (`verdicts.decision_interval`)."""
+    return V.decision_interval(V.Evidence(r["ratio"], r["low"], r["high"], r["n_rounds"], r["coverage"], r["method"]))
+
+
 def _one(found, finding, server):
     row = found.filter((pl.col("finding") == finding) & (pl.col("server") == server))
     assert row.height == 1, (finding, server, row.to_dicts())
@@ -94,21 +105,24 @@ def test_every_ratio_carries_its_interval(found):
 
 
 def test_no_vacuum_verdicts_follow_the_no_vacuum_table(root, found):
-    """'No change within ±10 %' is supported only when the fitted interval lies inside ±10 %, contradicted only
-    when it lies wholly outside and the effect is beyond the A/A noise floor; undetermined when that floor is
-    itself wider than ±10 %; never 'direction only'."""
+    """'No change within ±10 %' is supported only when the fitted interval (at 90 %, which decides) lies inside
+    ±10 %, contradicted only when it lies wholly outside and the effect is beyond the noise floor (none where the
+    trend is pooled over clusters: it has no A/A control of its own); undetermined when that floor is itself wider
+    than ±10 %; never 'direction only'."""
     nv = derived.read_table("pgbench_no_vacuum", "default", root)
-    floor, m = _floor(root) or 0.0, 1 + PV.NO_CHANGE
+    m = 1 + PV.NO_CHANGE
     assert nv.height > 0
     for r in nv.iter_rows(named=True):
         row = _one(found, f"no_vacuum_tps_scale_{r['scale']}", r["server"])
         _same_numbers(row, r)
+        floor = _own_floor(root, r)
+        low, high = _decided(r)
         small = 1 / (1 + floor) < r["ratio"] < 1 + floor
         if _too_weak(r) or floor > math.log(m):
             want = V.UNDETERMINED
-        elif r["low"] >= 1 / m and r["high"] <= m:
+        elif low >= 1 / m and high <= m:
             want = V.SUPPORTED
-        elif (r["high"] < 1 / m or r["low"] > m) and not small:
+        elif (high < 1 / m or low > m) and not small:
             want = V.CONTRADICTED
         else:
             want = V.UNDETERMINED
@@ -119,10 +133,10 @@ def test_version_comparisons_follow_the_paired_table(root, found):
     """Each newer server over the oldest, per (what, group) of pgbench_paired, under the one rule for a claim
     without a size: supported when the whole interval shows a noticeable effect (beyond 5 % and the noise floor)
     in the claimed direction; direction only when it is past the floor but below 5 %; contradicted when it shows
-    no noticeable effect; undetermined across those lines or where the floor is wider than 5 %. An interval that
-    contains 1 is never a win."""
+    no noticeable effect; undetermined across those lines or where the floor is wider than 5 %. The floor is the
+    select-only A/A's for select-only, none for a pooled load time or series (no A/A of their own); the interval
+    read is the 90 % one. An interval that contains 1 is never a win."""
     paired = derived.read_table("pgbench_paired", "default", root)
-    floor = math.log1p(_floor(root) or 0.0)
     need = math.log1p(V.UNSIZED_MIN)
     keys = {"load time": "load_time", "select-only tps": "select_only", "series tps": "tpcb_versions"}
     compared = paired.filter(pl.col("what").is_in(list(keys)))
@@ -136,7 +150,9 @@ def test_version_comparisons_follow_the_paired_table(root, found):
             study_scale = int(r["group"].split("=")[1]) < 100
             lower = PV.CLAIMS["select_only_small" if study_scale else "select_only_large"].direction == V.LOWER
         sign = -1 if lower else 1
-        lo, hi = sorted((sign * math.log(r["low"]), sign * math.log(r["high"]))) if r["low"] else (None, None)
+        floor = math.log1p(_floor(root) or 0.0) if r["what"] == "select-only tps" else math.log1p(_own_floor(root, r))
+        d_low, d_high = _decided(r) if r["low"] else (None, None)
+        lo, hi = sorted((sign * math.log(d_low), sign * math.log(d_high))) if r["low"] else (None, None)
         if _too_weak(r):
             want = V.UNDETERMINED
         elif lo > max(need, floor):

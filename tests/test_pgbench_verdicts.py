@@ -118,6 +118,34 @@ def test_an_effect_below_the_noise_floor_decides_nothing():
     assert _verdicts(t)["select_only_scale_10"] == fs.UNDETERMINED
 
 
+def _on_two_clusters(t: dict) -> dict:
+    """The same measurements on a second cluster of each server (pg10_c2, ...), the paired tables pooled."""
+    raw = ("pgbench_select_only", "pgbench_init", "pgbench_series", "pgbench_scaling", "pgbench_servers")
+    both = {k: pl.concat([t[k], t[k].with_columns(server=pl.col("server") + "_c2")]) for k in raw}
+    return both | pgbench_paired.tables(both, "pg10", cores=2)
+
+
+def test_the_select_only_floor_gates_select_only_claims_only():
+    """Rule 15: the A/A control runs select-only, so its floor (±16 % here) is select-only tps's: a 30 % slower
+    load, a 10 % faster TPC-B series and scale-up and a flat no-vacuum series, pooled over two clusters, are judged
+    on their own intervals, and say so; on one cluster the select-only floor stands in (the 10 % faster series
+    within it: undetermined), and says so."""
+    one = _tables(select_ratio=0.95, load_ratio=1.3, tpcb_11=1.10, series_ratio=1.10, aa_wobble=0.15)
+    assert pgbench_verdicts.floor_of(one["pgbench_noise"]) > 0.14
+    two = _on_two_clusters(one)
+    f = {r["finding"]: r for r in pgbench_verdicts.findings(two).iter_rows(named=True)}
+    assert f["select_only_scale_10"]["verdict"] == fs.UNDETERMINED  # 5 % within the select-only floor
+    assert f["load_time_scale_10"]["verdict"] == fs.CONTRADICTED
+    assert f["tpcb_versions_scale_10"]["verdict"] == fs.SUPPORTED
+    assert f["scaleup_tpcb"]["verdict"] == fs.SUPPORTED
+    assert f["no_vacuum_tps_scale_10"]["verdict"] == fs.SUPPORTED
+    for key in ("load_time_scale_10", "tpcb_versions_scale_10", "no_vacuum_tps_scale_10", "scaleup_tpcb"):
+        assert pgbench_verdicts.OWN_FLOOR_NOTE in f[key]["evidence"], f[key]["evidence"]
+    f1 = {r["finding"]: r for r in pgbench_verdicts.findings(one).iter_rows(named=True)}
+    assert f1["tpcb_versions_scale_10"]["verdict"] == fs.UNDETERMINED  # the stand-in floor is wider than 5 %
+    assert pgbench_verdicts.STAND_IN_NOTE in f1["tpcb_versions_scale_10"]["evidence"]
+
+
 def test_a_speed_up_beyond_the_cores_is_flagged_undetermined():
     t = _tables(scaling_gain=3.0)  # 2 clients 3x one client's tps on 2 cores: impossible
     assert t["pgbench_paired"].filter(pl.col("what") == "scale-up tps")["flag"][0]
@@ -182,8 +210,7 @@ def test_the_reference_scores_s4_scaleup_from_its_data(committed_copy):
             tpcb["method"],
             tuple(x for x in [tpcb["flag"]] if x),
         ),
-        pgbench_verdicts.floor_of(t["pgbench_noise"]),
-    )
+    )  # TPC-B-like tps: no A/A control of its own, so no floor
     assert got["verdict"] == want.label
     sel = f["scaleup_select-only"]
     assert sel["verdict"] == fs.NOT_TESTABLE and "aggregat" in sel["evidence"] and sel["our_value"] is not None

@@ -71,7 +71,8 @@ def compare_findings(a: pl.DataFrame, b: pl.DataFrame) -> dict:
 
 def compare_claims(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     """As `compare_findings`, one verdict per claim (study, finding) over its servers (`verdicts.claim_verdicts`:
-    the servers' common verdict, else undetermined); the flips' server column reads "all"."""
+    the servers' common verdict, mixed or direction only where they decided apart, else undetermined); the flips'
+    server column reads "all"."""
     from ..core.stats.verdicts import claim_verdicts
 
     def per_claim(df: pl.DataFrame) -> pl.DataFrame:  # the per-server breakdown stands as its evidence

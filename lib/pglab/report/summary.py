@@ -207,7 +207,8 @@ def glance_html(t: pl.DataFrame) -> str:
         body.append(f"<tr{style}>" + "".join(cell("td", c, escape(str(r[c]))) for c in t.columns) + "</tr>")
     explain = (
         "<p style='font-size:12px;color:#555'>Claims, not findings: a claim tested on several servers "
-        "counts once, with the servers’ common verdict, or <i>undetermined</i> when they disagree. "
+        "counts once: the servers’ common verdict; <i>mixed</i> when they decided opposite ways; <i>direction "
+        "only</i> when all decided the claimed way, not all within the tolerance; else <i>undetermined</i>. "
         "<i>tested</i> counts the claims with a verdict from data; <i>not comparable</i> (servers built "
         "otherwise than in their version), <i>not testable here</i> and <i>not run</i>, right of the rule, "
         "are not part of it.</p>"

@@ -410,7 +410,8 @@ def pool_clusters(
     A table without replicas comes back unchanged; a server measured on one cluster only (an external server)
     keeps its row (n_clusters 1, its within-run interval); rows without an interval pool to the ratio only.
 
-    priors ({base server: Prior}, or one Prior for every server: `cluster_priors.priors`): each such server's
+    priors ({base server: Prior}, its `default` for a server without an entry, or one Prior for every server:
+    `cluster_priors.priors`): each such server's
     variance is shrunk toward its prior (`moderate`); cluster_sd is then the moderated sd the interval uses,
     cluster_sd_run the run's own estimate; and its interval is at least as wide as the prior's re-run spread allows
     (`floor_interval`), said in its method (not an A/A copy's row, `is_aa_copy`: its figure does not move between
@@ -457,7 +458,7 @@ def pool_clusters(
             )
             continue
         var_own, df_c = est[base]
-        prior = priors if isinstance(priors, Prior) else (priors or {}).get(base)
+        prior = priors if isinstance(priors, Prior) else (priors or {}).get(base) or getattr(priors, "default", None)
         var_c, df_c = moderate(var_own, k, prior) if prior else (var_own, df_c)
         var_run = run_sd**2 if bool(g["_run"].any()) else 0.0
         p = pooled_row(np.log(ok["ratio"].to_numpy()), ok["_se"].to_numpy(), n, var_c, df_c, confidence, var_run)

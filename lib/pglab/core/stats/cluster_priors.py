@@ -197,11 +197,12 @@ OTHER_KIND = "no archived run of this host kind: no re-run floor, the prior of a
 # the parallel-over-serial rows of the versions' SF-1 rounds. By the value's prefix, the longest first.
 SPLIT = {"ssb_paired": ("mode", (("parallel_jit_forced", ":jit_forced"), ("parallel_jit", ":jit")))}
 
-# A quantity no archived run measured under its design, on any kind: shrunk toward the prior of a like quantity of
-# the same kind (its servers' variances pooled), with no re-run floor (no run of its design has been re-run), and
-# said so. The SF-1 forced JIT block: one database at a time, in memory, at SSB's SF 1 as the versions' rounds are.
-LIKE = {"ssb_paired:jit_forced": "ssb_paired"}
-LIKE_NOTE = "no archived run of this design: the prior of {like}'s servers on this kind, no re-run floor"
+# A quantity no archived run measured under its design on a server, on this kind: shrunk toward the prior of a like
+# quantity of the same kind (its servers' variances pooled), with no re-run floor (no run of its design has been
+# re-run), and said so. The SF-1 forced JIT block (one database at a time, in memory, at SSB's SF 1 as the versions'
+# rounds are), and S1's default JIT on a server the archived runs had no JIT for.
+LIKE = {"ssb_paired:jit_forced": "ssb_paired", "ssb_paired:jit": "ssb_paired"}
+LIKE_NOTE = "no archived run of this design on this server: the prior of {like}'s servers on this kind, no re-run floor"
 
 
 def quantity(table: str, value: str | None = None) -> str:
@@ -241,20 +242,27 @@ def _current() -> tuple[HostKind | None, dict[tuple[str, str], float]]:
     return kind, (kind.priors if kind else PRIORS)
 
 
-def priors(table: str) -> dict[str, Prior] | Prior:
+class Priors(dict):
+    """{base server: Prior}, and `default`: the Prior of a server with no entry of its own (None: none)."""
+
+    default: Prior | None = None
+
+
+def priors(table: str) -> Priors:
     """{base server: Prior} of a table's per-server variances on the current host kind (`hosts.using`), each with
-    the kind's spread for the table (none declared: {}). A quantity of LIKE without entries of its own: one Prior
-    for every server, its like quantity's servers pooled (root mean of their variances), no re-run floor."""
+    the kind's spread for the table (none declared: empty). For a quantity of LIKE, a server without an entry of
+    its own (every server, where no archived run measured the quantity's design) gets `default`: the like
+    quantity's servers pooled (root mean of their variances), with no re-run floor, said in its note."""
     kind, values = _current()
-    own = {s: _prior(table, sd, kind) for (t, s), sd in values.items() if t == table and s != "*"}
-    if own or table not in LIKE:
-        return own
-    like = [sd for (t, s), sd in values.items() if t == LIKE[table] and s != "*"]
-    if not like:
-        return own
-    runs = len(kind.runs) if kind else PRIOR_RUNS
-    note = LIKE_NOTE.format(like=LIKE[table]) if kind else f"{OTHER_KIND}; {LIKE_NOTE.format(like=LIKE[table])}"
-    return Prior(math.sqrt(sum(sd**2 for sd in like) / len(like)), runs, note=note)
+    out = Priors({s: _prior(table, sd, kind) for (t, s), sd in values.items() if t == table and s != "*"})
+    like = [sd for (t, s), sd in values.items() if t == LIKE.get(table) and s != "*"]
+    if like:
+        runs = len(kind.runs) if kind else PRIOR_RUNS
+        note = LIKE_NOTE.format(like=LIKE[table])
+        out.default = Prior(
+            math.sqrt(sum(sd**2 for sd in like) / len(like)), runs, note=note if kind else f"{OTHER_KIND}; {note}"
+        )
+    return out
 
 
 def shared(table: str) -> Prior | None:

@@ -9,7 +9,8 @@ round, "workers=0" and "workers=0_aa" — gives the noise floor (`core.stats.noi
 * "Close to 1/N": at each worker count w against the ideal t0 / (w + 1) capped at the machine's cores (the
   leader sorts a share too; no more processes run at once than there are cores); "close" read as within ±20 %.
   A speed-up above min(w + 1, cores) is flagged (`noise.ceiling_check`): undetermined. One verdict over the
-  worker counts (the common one, else undetermined).
+  worker counts (`verdicts.overall`: the common one; mixed or direction only where they decided apart; else
+  undetermined).
 * Index size: the study's 1 ≈ 2 < 3 ≈ 4 columns (distinct combinations 150 M, 150 M, 600 M, 600 M) is tested
   at its step, 2 → 3 columns: the serial build of 3 columns against 2 in the same round, direction only, with
   our index sizes beside it.

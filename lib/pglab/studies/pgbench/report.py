@@ -149,7 +149,8 @@ def _paired_method(t: dict) -> str:
         aa = (
             f"The A/A control (select-only cells run twice per round under two labels) gives a false-difference "
             f"rate of {r['false_difference_rate']:.0%} over {r['n_pairs']} A/A pair(s) and a noise floor of "
-            f"±{floor:.1%}; an effect below it supports nothing."
+            f"±{floor:.1%}; a select-only effect below it supports nothing (load times and the TPC-B-like runs, "
+            f"with no A/A of their own, are judged on their intervals pooled over clusters)."
         ).replace("%", " %")
     else:
         aa = "No A/A control ran: no noise floor was measured."
