@@ -105,3 +105,25 @@ def test_a_wrong_answer_is_counted_where_answers_apply():
     row = t.filter(server="pg16").row(0, named=True)
     assert row["checked"] and row["wrong"] == row["executions"]  # checksum "x" is never dbgen's
     assert not t.filter(server="pg17")["checked"].any()  # no dataset record: not checked
+
+
+def test_the_jit_block_is_gated_by_no_other_blocks_aa_floor():
+    """Rule 15: the JIT servers run in a block of their own with no A/A control; the versions' rounds' A/A floor is
+    another quantity's. Pooled over clusters, a JIT comparison is gated by no floor; on one cluster the run's A/A
+    stands in; a server with an A/A of its own keeps it. Each says so."""
+    from pglab.studies.ssb import verdicts as ssb_verdicts
+
+    class Noise:  # the two things `_jit_floor` reads of the study's paired tables
+        noise = pl.DataFrame({"server": ["all", "pg16"], "floor": [0.21, 0.21]})
+
+        def floor(self, server):
+            return 0.21
+
+    pooled, single = pl.DataFrame({"n_clusters": [2]}), pl.DataFrame({"ratio": [0.8]})
+    assert ssb_verdicts._jit_floor(Noise(), "pg15", pooled)[0] is None
+    assert "runs no A/A control" in ssb_verdicts._jit_floor(Noise(), "pg15", pooled)[1]
+    assert ssb_verdicts._jit_floor(Noise(), "pg15", single) == (
+        0.21,
+        " Noise floor: the run's A/A control (no A/A on this server; the versions' rounds').",
+    )
+    assert ssb_verdicts._jit_floor(Noise(), "pg16", pooled) == (0.21, "")

@@ -261,12 +261,16 @@ def disk_flag(jit_io: pl.DataFrame, server: str) -> str | None:
             "disk's").replace("%", " %")  # fmt: skip
 
 
-def _floor_from(p: Paired, server: str) -> str:
-    """Where a server's noise floor comes from when it ran no A/A control of its own (the JIT servers at
-    ssb.jit_sf): the run's, measured at ssb.sf, on queries shorter and so moved more by the same bursts."""
+def _jit_floor(p: Paired, server: str, cmp: pl.DataFrame) -> tuple[float | None, str]:
+    """The noise floor of a JIT claim and where it comes from. The JIT servers run in a block of their own (one
+    database at a time, forced JIT) with no A/A control: the versions' rounds' A/A is another quantity's (rule 15),
+    so a comparison pooled over clusters, whose interval carries the clusters' disagreement, is gated by none; on
+    one cluster the run's A/A stands in, the nearest this run has."""
     if p.noise.is_empty() or (p.noise["server"] == server).any():
-        return ""
-    return " Noise floor: the run's A/A control (no A/A on this server; the one at the versions' scale)."
+        return p.floor(server), ""
+    if cmp.height and (cmp.row(0, named=True).get("n_clusters") or 1) >= 2:
+        return None, " No noise floor: the JIT block runs no A/A control; its pooled interval carries its noise."
+    return p.floor(server), " Noise floor: the run's A/A control (no A/A on this server; the versions' rounds')."
 
 
 def _jit(p: Paired) -> list[dict]:
@@ -320,10 +324,9 @@ def _jit(p: Paired) -> list[dict]:
                     continue
                 ev = p.evidence(cmp, [disk_flag(p.jit_io, s)])
                 qs = {SUITE_Q1: ["q1.1", "q1.2", "q1.3"], SUITE: list(ref.QUERIES)}.get(item, [item])
-                extra = (
-                    f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, timed_mode, qs) + _floor_from(p, s)
-                )
-                rows.append(_row(study, finding + suffix, claim, s, v.verdict(claim, ev, p.floor(s)), ev, extra))
+                floor, said = _jit_floor(p, s, cmp)
+                extra = f" JIT ({label}) over parallel, {_how(cmp)}." + _jit_share(p, s, timed_mode, qs) + said
+                rows.append(_row(study, finding + suffix, claim, s, v.verdict(claim, ev, floor), ev, extra))
     for s, why in p.d.unbuilt.items():  # a JIT build the machine could not make: the claims say so on its row
         for study, finding, claim, _ in items:
             rows.append(_row(study, finding, claim, s, v.not_testable(why, NEEDS_BUILD)))
