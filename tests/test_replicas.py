@@ -154,7 +154,8 @@ def test_pooled_table_one_row_per_base_server_and_comparison(run):
     over = tables["jit_operators_overall"]
     assert set(over["server"]) == {base} and set(over["n_clusters"]) == {2}
     noise = tables["jit_operators_noise"]
-    assert noise["server"].to_list() == [base] and noise["n_pairs"].to_list() == [2 * len(OPERATORS)]
+    # an A/A pair per operator, pooled over the two clusters as the comparisons are (`noise.pool_aa`)
+    assert noise["server"].to_list() == [base] and noise["n_pairs"].to_list() == [len(OPERATORS)]
     f = jv.findings_from(
         tables["jit_operators_setup"], pair, over, noise, jv.study_condition(tables["jit_operators_conditions"])
     )
@@ -234,7 +235,7 @@ def test_ssb_paired_tables_pool_replica_clusters(estimate):
     assert versions.height == plain["ssb_versions_paired"].height and (versions["n_clusters"] == 2).all()
     noise = got["ssb_noise"]
     assert sorted(noise["server"]) == ["all", "pg16", "pg17"]
-    assert (noise.filter(pl.col("server") != "all")["n_pairs"] == 2 * len(set(one["query"]))).all()
+    assert (noise.filter(pl.col("server") != "all")["n_pairs"] == len(set(one["query"]))).all()  # pooled pairs
 
 
 def test_ssb_paired_tables_without_replicas_unchanged():
@@ -334,15 +335,15 @@ def test_auto_explain_pools_replica_clusters(estimate):
     assert "verdict" not in ratios.columns and "verdict" not in got["auto_explain_study"].columns
     # medians over both clusters' runs, the study's table per base server
     assert sorted(got["auto_explain_study"]["server"].unique()) == ["pg15", "pg18"]
-    # the noise floor per base server over both clusters' A/A pairs (one per cluster and item)
+    # the noise floor per base server over its A/A pairs pooled over both clusters (one per item)
     noise = got["auto_explain_noise"]
     assert sorted(noise["server"].unique()) == ["all", "pg15", "pg18"]
     per_item = noise.filter((pl.col("server") != "all") & (pl.col("metric") != "latency, all items"))
-    assert per_item.height == 2 * 3 and (per_item["n_pairs"] == 2).all()
+    assert per_item.height == 2 * 3 and (per_item["n_pairs"] == 1).all()
     every = noise.filter(pl.col("server") == "all")
-    assert every.filter(pl.col("metric") == "latency, all items")["n_pairs"].to_list() == [12]
-    # per item over both servers' clusters: what an item with too few pairs of its own falls back to first
-    assert every.filter(pl.col("metric") != "latency, all items")["n_pairs"].to_list() == [4, 4, 4]
+    assert every.filter(pl.col("metric") == "latency, all items")["n_pairs"].to_list() == [6]
+    # per item over both servers: what an item with too few pairs of its own falls back to first
+    assert every.filter(pl.col("metric") != "latency, all items")["n_pairs"].to_list() == [2, 2, 2]
     # findings named by base server only, each pooled over both clusters and saying on what
     f = auto_explain_verdicts.judge(got["auto_explain_evidence"])
     assert sorted(f["server"].unique()) == ["pg15", "pg18"] and f.height == 2 * len(av.specs(SMALL))
@@ -406,7 +407,7 @@ def test_auto_explain_report_says_what_pooled_figures_rest_on():
     text = report.clusters_markdown(got["auto_explain_ratios"], got["auto_explain_noise"])
     assert text.startswith("- **Clusters**: every server measured on several independently made")
     assert "pg15: 2 clusters × 5 rounds, between-cluster sd " in text and "pg18: 2 clusters × 5 rounds" in text
-    assert "(A/A pairs: pg15 6; pg18 6)" in text
+    assert "(A/A pairs: pg15 3; pg18 3)" in text and "each pooled over its clusters" in text
     version = {"pg15": "PostgreSQL 15.10", "pg15_c2": "PostgreSQL 15.10", "pg18": "PostgreSQL 18.1"}
     assert report._servers_text(seen2["servers"], version) == (
         "pg15 = PostgreSQL 15.10 (2 clusters: pg15, pg15_c2); pg18 = PostgreSQL 18.1 (2 clusters: pg18, pg18_c2)"

@@ -167,6 +167,33 @@ def test_noise_floor_from_an_aa_control_table():
     assert noise.noise_floor(aa.head(0))["floor"] is None
 
 
+def test_a_floor_on_two_clusters_is_of_the_pooled_estimate_the_comparisons_are():
+    # 12 servers on two clusters each, 5 % noise per value: an A/A pair per cluster strays as one cluster's
+    # estimate does, the pooled pair (the clusters' geometric mean) about 1/√2 as far, and only that one is
+    # what a pooled comparison is gated by
+    rng = np.random.default_rng(11)
+    rows = [
+        {"server": s, "round": r, "condition": c, "value": 50.0 * float(np.exp(rng.normal(0, 0.05)))}
+        for base in (f"pg{v}" for v in range(10, 22))
+        for s in (base, f"{base}_c2")
+        for r in range(6)
+        for c in ("A", "A2")
+    ]
+    aa = noise.aa_comparisons(pl.DataFrame(rows), ["server"], "condition", "A", "A2")
+    pooled = noise.pool_aa(aa)
+    assert pooled.height == 12 and set(pooled["n_clusters"]) == {2} and not pooled["server"].str.contains("_c2").any()
+    one = pooled.filter(server="pg10").row(0, named=True)
+    pair = aa.filter(pl.col("server").is_in(["pg10", "pg10_c2"]))
+    assert one["ratio"] == pytest.approx(float(np.exp(np.log(pair["ratio"]).mean())))
+    halves = (np.log(pair["high"]) - np.log(pair["low"])) / 2
+    assert np.log(one["high"] / one["ratio"]) == pytest.approx(float(np.sqrt((halves**2).sum()) / 2))
+    assert noise.pool_aa(aa.filter(~pl.col("server").str.contains("_c2")))["n_clusters"].to_list() == [1] * 12
+    table = noise.server_table("S", aa, "seconds")
+    floor = table.filter(server="all")["floor"].item()
+    assert floor == noise.noise_floor(pooled)["floor"] < noise.noise_floor(aa)["floor"]
+    assert "each pooled over 2 clusters" in table.filter(server="all")["method"].item()
+
+
 def test_claims_and_verdicts_refuse_bad_input():
     with pytest.raises(ValueError, match="margin"):
         vd.Claim("nothing changes", vd.SAME)

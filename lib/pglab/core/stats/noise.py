@@ -11,6 +11,12 @@ Any difference found is noise, so:
   A/A estimate strays from 1) and the median half-width of their intervals in log terms (so that a lucky few
   A/A pairs cannot make it tiny). It is given as a relative effect, e.g. 0.04 = ±4 %. An effect smaller than
   the floor cannot support a claim (`verdicts.verdict`).
+
+Where each server is measured on several clusters, its comparisons are pooled over them (`between_runs`: the
+geometric mean of the clusters' ratios), and so are its A/A comparisons before a floor is taken (`pool_aa`): the
+floor is how far an estimate *of the kind judged* strays from 1. A floor from one cluster's A/A pairs gated a
+two-cluster mean by a single cluster's noise (over runs 205822 and 232744, S3's select-only floor was ±8 % and
+±24 % per cluster, ±6 % and ±9 % pooled; SSB's ±4.5 % and ±21 %, ±2.8 % and ±13 %).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import numpy as np
 import polars as pl
 
 from . import paired
-from .between_runs import base_servers
+from .between_runs import base_servers, has_replicas
 
 
 def aa_comparisons(
@@ -39,6 +45,42 @@ def aa_comparisons(
     `paired.paired_compare` within rounds, or `paired.fast_compare`), so the floor is that comparison's."""
     aa = df.filter(pl.col(condition_col).is_in([a, a_prime]))
     return compare(aa, by, condition_col, a, round_col, value, **kw)
+
+
+# what a comparison's row holds besides its key (`paired.paired_compare`, `paired.fast_compare`)
+_STATS = ("baseline", "n_rounds", "ratio", "low", "high", "coverage", "method", "flag", "cluster", "n_clusters")
+
+
+def pool_aa(aa: pl.DataFrame) -> pl.DataFrame:
+    """A/A comparisons (`aa_comparisons`) pooled over each base server's clusters (`between_runs.base_servers`) as
+    the real comparisons are: the geometric mean of the clusters' ratios, its interval the mean's from the clusters'
+    own (log half-width √Σh² / k at their coverage; no between-cluster term: an A/A copy shares its cluster), and
+    n_clusters. Where no server has a replica cluster: `aa` as it is (n_clusters 1). A cluster without an interval
+    leaves its pooled pair without one."""
+    if aa.is_empty() or "server" not in aa.columns or not has_replicas(aa["server"].unique().to_list()):
+        return aa.with_columns(n_clusters=pl.lit(1, pl.Int64))
+    keys = ["server", *(c for c in aa.columns if c not in _STATS and c != "server")]
+    half = (pl.col("high").log() - pl.col("low").log()) / 2
+    return (
+        base_servers(aa.filter(pl.col("ratio") > 0))
+        .with_columns(l=pl.col("ratio").log(), h2=half**2)
+        .group_by(keys, maintain_order=True)
+        .agg(
+            *(pl.col(c).first() for c in ("baseline", "method") if c in aa.columns),
+            *(pl.col(c).sum() for c in ("n_rounds",) if c in aa.columns),
+            *(pl.col(c).min() for c in ("coverage",) if c in aa.columns),
+            pl.col("l").mean(),
+            (pl.col("h2").sum().sqrt() / pl.len()).alias("h"),
+            pl.col("h2").null_count().alias("missing"),
+            pl.len().cast(pl.Int64).alias("n_clusters"),
+        )
+        .with_columns(
+            ratio=pl.col("l").exp(),
+            low=pl.when(pl.col("missing") == 0).then((pl.col("l") - pl.col("h")).exp()),
+            high=pl.when(pl.col("missing") == 0).then((pl.col("l") + pl.col("h")).exp()),
+        )
+        .drop("l", "h", "missing")
+    )
 
 
 def noise_floor(aa: pl.DataFrame, resolution: float | None = None) -> dict:
@@ -60,7 +102,9 @@ def noise_floor(aa: pl.DataFrame, resolution: float | None = None) -> dict:
     est = np.abs(np.log(ok["ratio"].to_numpy()))
     half = (np.log(ok["high"].to_numpy()) - np.log(ok["low"].to_numpy())) / 2
     floor_log = float(max(np.quantile(est, 0.95, method="higher"), np.median(half)))
-    method = f"max(95th percentile of |log A/A ratio|, median A/A half-width) over {n} A/A pair(s)"
+    k = int(ok["n_clusters"].max()) if "n_clusters" in ok.columns and n else 1
+    pooled = f", each pooled over {k} clusters" if k > 1 else ""
+    method = f"max(95th percentile of |log A/A ratio|, median A/A half-width) over {n} A/A pair(s){pooled}"
     if resolution:
         floor_log = max(floor_log, math.log1p(resolution))
         method += f", at least the values' resolution ±{resolution:.1%}".replace("%", " %")
@@ -113,12 +157,12 @@ def floor_from(noise_df: pl.DataFrame, candidates: list[tuple[str, str]]) -> dic
 
 
 def server_table(study: str, aa: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """The noise table of A/A comparisons `aa`: one row per base server (`between_runs.base_servers`: over the A/A
-    pairs of all its clusters) in name order, and "all" over every server's pairs, the floor a server with fewer
-    than MIN_AA_PAIRS of its own falls back to (`server_floor`)."""
+    """The noise table of A/A comparisons `aa`: one row per base server (its A/A pairs pooled over its clusters,
+    `pool_aa`) in name order, and "all" over every server's pairs, the floor a server with fewer than MIN_AA_PAIRS
+    of its own falls back to (`server_floor`)."""
     if aa.is_empty():
         return table([])
-    aa = base_servers(aa).sort("server")
+    aa = pool_aa(aa).sort("server")
     rows = [row(study, s, metric, noise_floor(g)) for (s,), g in aa.group_by("server", maintain_order=True)]
     return table([*rows, row(study, "all", metric, noise_floor(aa))])
 
@@ -127,6 +171,15 @@ def server_floor(noise_df: pl.DataFrame, server: str, metric: str) -> float | No
     """A server's floor of `metric` where it rests on MIN_AA_PAIRS A/A pairs, else every server's ("all")."""
     r = floor_from(noise_df, [(server, metric), ("all", metric)])
     return r["floor"] if r else None
+
+
+def borrowed_floor(floor: float | None, n_clusters: int | None) -> tuple[float | None, bool]:
+    """(the floor, pooled) of a comparison of a quantity with no A/A control of its own, where `floor` is another
+    quantity's A/A floor (methodology rule 15: an uncertainty belongs to its quantity): none where the comparison
+    is pooled over two or more clusters, whose interval carries the clusters' disagreement (pooled True); on one
+    cluster `floor` stands in, the nearest the run has. The studies say which in their evidence."""
+    pooled = (n_clusters or 1) >= 2
+    return (None if pooled else floor), pooled
 
 
 def below_floor(ratio: float, floor: float | None) -> bool:

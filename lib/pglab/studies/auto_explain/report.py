@@ -127,8 +127,8 @@ def clusters_markdown(ratios: pl.DataFrame, noise: pl.DataFrame | None = None) -
     more = (
         "The findings are pooled the same way: a ratio claim with its comparison's variance, a scale-free quantity "
         "(ns per row, share removed, the serial over the parallel overhead) from each cluster's rounds with the "
-        "variance of the quantities' own disagreement between clusters; the noise floor of a server is over the A/A "
-        f"pairs of all its clusters{pairs}."
+        "variance of the quantities' own disagreement between clusters; the noise floor of a server is over its A/A "
+        f"pairs, each pooled over its clusters as the comparisons are{pairs}."
     )
     return method_notes.clusters_paragraph([text] if text else [], "`tab1`", tables, over, more=more)
 

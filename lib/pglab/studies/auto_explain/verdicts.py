@@ -335,19 +335,23 @@ def noise_table(m: pl.DataFrame, p: AutoExplainParams, txns: pl.DataFrame | None
     how = "in the fast mode" if fast else "paired by round"
     aa_text = " and ".join(p.aa_names)
     rows = []
-    res = resolutions(txns, p)
+    # the values' resolution per base server and item: its coarsest cluster's step
+    res: dict[tuple[str, str], float] = {}
+    steps = resolutions(txns, p)
+    bases = replicas.base_names(sorted({c for c, _ in steps}))
+    for (cluster, item), step in steps.items():
+        res[(bases[cluster], item)] = max(step, res.get((bases[cluster], item), 0.0))
 
     def add(server: str, metric: str, g: pl.DataFrame) -> None:
         # an item's floor is never below its values' resolution; a floor over several items is their A/A noise
         # alone (the coarsest item's step is not the others': `floor_of` applies each item's own)
-        steps = [res[(sv, it)] for sv, it in zip(g["cluster"], g["item"], strict=True) if (sv, it) in res]
+        steps = [res[(sv, it)] for sv, it in zip(g["server"], g["item"], strict=True) if (sv, it) in res]
         one_item = g["item"].n_unique() == 1
         f = noise.noise_floor(g, max(steps) if steps and one_item else None)
         rows.append(noise.row(STUDY, server, metric, f | {"method": f"{aa_text} / {p.baseline}, {how}: {f['method']}"}))
 
-    # a base server's floor over the A/A pairs of all its clusters (params servers.clusters); `cluster` keeps the
-    # cluster's own name for the values' resolution
-    aa = between_runs.base_servers(aa.with_columns(cluster=pl.col("server")))
+    # a base server's A/A pairs pooled over its clusters (params servers.clusters), as its comparisons are
+    aa = noise.pool_aa(aa)
     for (server,), g in aa.sort("server", "item").group_by(["server"], maintain_order=True):
         for item in g["item"].unique(maintain_order=True):
             add(server, f"latency, {item}", g.filter(pl.col("item") == item))
@@ -376,8 +380,8 @@ def floor_of(
     noise_df: pl.DataFrame, server: str, items: list[str], resolution: dict[str, float] | None = None
 ) -> float | None:
     """The largest floor of a server's items (a comparison of two items is as noisy as the noisier one); an
-    item's own where its A/A pairs (one per cluster and A/A condition) reach `noise.MIN_AA_PAIRS`, else the item's
-    over every server (the same query: the default's two A/A conditions on two clusters of two servers, eight
+    item's own where its A/A pairs (one per A/A condition, pooled over the clusters) reach `noise.MIN_AA_PAIRS`,
+    else the item's over every server (the same query: the default's two A/A conditions on two servers, four
     pairs), else the server's over all its items (a 1 ms query's bursts would gate a 5 ms one's claims: the last
     resort), else the run's over everything; a floor not the item's own is raised to the item's `resolution`
     ({item: relative step})."""

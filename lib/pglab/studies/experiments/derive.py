@@ -190,9 +190,9 @@ def comparisons(e: Experiment, values: pl.DataFrame, setup: dict, pool: bool = T
 
 def noise_table(cmp: pl.DataFrame) -> pl.DataFrame:
     """The A/A floor per experiment, server and metric, from `comparisons(..., pool=False)`: a server's floor over
-    the A/A pairs of all its clusters (params servers.clusters)."""
+    its A/A pairs pooled over its clusters (params servers.clusters, `noise.pool_aa`)."""
     rows = []
-    aa = between_runs.base_servers(cmp.filter(kind="A/A"))
+    aa = noise.pool_aa(cmp.filter(kind="A/A"))
     for (exp, server, metric), g in aa.sort("experiment", "server", "metric").group_by(
         "experiment", "server", "metric", maintain_order=True
     ):

@@ -109,7 +109,7 @@ def clusters_line(paired: pl.DataFrame | None) -> str | None:
         f"- Clusters: every server measured on {pooled['n_clusters'].max()} independently made and loaded clusters "
         f"(`<server>_c<k>` in the per-run tables), {per} rounds each; each comparison is the geometric mean over "
         "the clusters (a server against the baseline server: cluster k against cluster k), its interval the rounds' "
-        f"plus the between-cluster variance{spread}; the A/A floor over every cluster's pairs."
+        f"plus the between-cluster variance{spread}; the A/A floor over the A/A pairs, each pooled over the clusters."
     )
 
 

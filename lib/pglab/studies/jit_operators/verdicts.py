@@ -82,8 +82,8 @@ def overall_fast(every: pl.DataFrame, baseline: str) -> pl.DataFrame:
 
 def noise_table(t: pl.DataFrame, baseline: str, aa: str, compare=paired.paired_compare) -> pl.DataFrame:
     """Per (base) server and metric: the A/A comparisons over the operators (by the study's `compare`), their
-    false-difference rate and floor, over the A/A pairs of all a server's clusters (`br.base_servers`)."""
-    cmp = br.base_servers(
+    false-difference rate and floor, over a server's A/A pairs pooled over its clusters (`noise.pool_aa`)."""
+    cmp = noise.pool_aa(
         noise.aa_comparisons(
             t, ["server", "metric", "operator"], "condition", baseline, aa, "round", "value", compare=compare
         )

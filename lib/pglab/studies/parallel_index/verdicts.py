@@ -95,7 +95,7 @@ def tables(store: RunStore) -> dict[str, pl.DataFrame]:
         # params servers.clusters: one row per base server and comparison, its interval with the between-cluster
         # variance from how its clusters disagreed over the keys' builds (the A/A copy left out: both its sides
         # share a cluster); the suite (every key once) and the size step take that variance too; the A/A floor
-        # over every cluster's pairs (`noise.server_table`)
+        # over the A/A pairs pooled over the clusters (`noise.server_table`)
         var = br.cluster_variances(
             per_key, ["key_columns", "condition"], variance_rows=pl.col("condition") != BASE + AA_SUFFIX
         )

@@ -96,7 +96,7 @@ def tables(execs: pl.DataFrame) -> dict[str, pl.DataFrame]:
     if br.has_replicas(pair["server"].unique().to_list()):
         # params servers.clusters: one row per base server and worker count, its interval with the between-cluster
         # variance from how its clusters disagreed over the worker counts (not the A/A copy: both its sides share
-        # a cluster); the A/A floor over every cluster's pairs (`noise.server_table`)
+        # a cluster); the A/A floor over the A/A pairs pooled over the clusters (`noise.server_table`)
         pair = br.pool_clusters(
             pair,
             ["condition", "workers"],

@@ -11,6 +11,7 @@ import polars as pl
 
 from ...core.stats import between_runs as br
 from ...core.stats import findings as fs
+from ...core.stats import noise
 from ...core.stats import verdicts as V
 
 NO_CHANGE = 0.10  # "the curve no longer falls": read as no change within ±10 % over the series
@@ -76,10 +77,12 @@ STAND_IN_NOTE = "no A/A control of its own and one cluster: select-only's A/A fl
 
 
 def _borrowed(floor: float | None, row: dict) -> tuple[float | None, str]:
-    """The floor for a quantity without an A/A control of its own (comment above), and what its evidence says."""
-    if (row.get("n_clusters") or 1) >= 2:
+    """The floor for a quantity without an A/A control of its own (`noise.borrowed_floor`), and what its evidence
+    says."""
+    f, pooled = noise.borrowed_floor(floor, row.get("n_clusters"))
+    if pooled:
         return None, OWN_FLOOR_NOTE
-    return floor, STAND_IN_NOTE if floor is not None else "no A/A control of its own"
+    return f, STAND_IN_NOTE if f is not None else "no A/A control of its own"
 
 
 def floor_of(noise: pl.DataFrame) -> float | None:

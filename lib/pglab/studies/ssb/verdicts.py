@@ -268,9 +268,10 @@ def _jit_floor(p: Paired, server: str, cmp: pl.DataFrame) -> tuple[float | None,
     one cluster the run's A/A stands in, the nearest this run has."""
     if p.noise.is_empty() or (p.noise["server"] == server).any():
         return p.floor(server), ""
-    if cmp.height and (cmp.row(0, named=True).get("n_clusters") or 1) >= 2:
+    f, pooled = noise.borrowed_floor(p.floor(server), cmp.row(0, named=True).get("n_clusters") if cmp.height else 1)
+    if pooled:
         return None, " No noise floor: the JIT block runs no A/A control; its pooled interval carries its noise."
-    return p.floor(server), " Noise floor: the run's A/A control (no A/A on this server; the versions' rounds')."
+    return f, " Noise floor: the run's A/A control (no A/A on this server; the versions' rounds')."
 
 
 def _jit(p: Paired) -> list[dict]:
