@@ -3,8 +3,10 @@ log proof (a plan per transaction where one must be logged, none elsewhere; ANAL
 rows, log_timing = off plans without times), servers reset afterwards; per-connection loading without a
 restart; external servers; and the params section's errors."""
 
+import math
 import statistics
 import uuid
+from collections import Counter
 
 import polars as pl
 import pytest
@@ -18,7 +20,16 @@ from pglab.pgtools import pgbench
 from pglab.studies.auto_explain import derive as auto_explain_results
 from pglab.studies.auto_explain import verdicts as auto_explain_verdicts
 from pglab.studies.auto_explain.params import EXPERIMENT, AutoExplainParams
-from pglab.studies.auto_explain.run import LOGGED_TXNS, PLAIN, PRELOAD, run_stage
+from pglab.studies.auto_explain.run import (
+    LOGGED_TXNS,
+    PLAIN,
+    PRELOAD,
+    interleaved_script,
+    run_stage,
+    set_lines,
+    split_log,
+    williams,
+)
 
 TINY_RUN = {
     "mode": "transactions",
@@ -28,8 +39,8 @@ TINY_RUN = {
     "settle_s": 0,
 }
 
-# limit's 2,000 transactions are more than a run logs: pgbench samples about LOGGED_TXNS of them
-SAMPLED_RUN = TINY_RUN | {"transactions": {"limit": 2000, "count": 3, "count_serial": 3}}
+# limit's 1,500 transactions a condition are more than a run keeps: LOGGED_TXNS of them, evenly spaced
+SAMPLED_RUN = TINY_RUN | {"transactions": {"limit": 1500, "count": 3, "count_serial": 3}}
 
 
 def _params_file(tmp_path, name, section, **top):
@@ -76,9 +87,22 @@ def test_every_cell_is_recorded(stage):
     got = {(x["server"], x["condition"], x["item"], x["repetition"]) for x in runs.iter_rows(named=True)}
     assert got == want
     assert runs["error"].null_count() == runs.height and runs["value"].null_count() == 0
-    assert (runs["transactions"] == runs["item"].replace_strict(cfg.run.transactions)).all()
-    # the mean is pgbench's latency average (1000 / tps with one client) before its rounding to 3 decimals
-    assert ((runs["latency_mean_ms"] - runs["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
+    alone = runs.filter(pl.col("batch_conditions") == 1)
+    shared = runs.filter(pl.col("batch_conditions") > 1)
+    # a condition that does not load auto_explain runs alone, its -t all its own; the others share one run per
+    # server, item and round, each condition's share drawn at random around its -t
+    assert set(alone["condition"]) == {"not_loaded"} and set(shared["condition"]) == {c for c, _ in cfg.cells()} - {
+        "not_loaded"
+    }
+    assert (alone["transactions"] == alone["item"].replace_strict(cfg.run.transactions)).all()
+    m = cfg.run.queries_per_set  # whole SET blocks of m queries: each condition the same number, ≥ its -t
+    per_item = {i: math.ceil(n / m) * m for i, n in cfg.run.transactions.items()}
+    assert (shared["transactions"] == shared["item"].replace_strict(per_item)).all()
+    batches = shared.group_by("batch").agg(pl.col("condition").n_unique(), pl.col("batch_conditions").first())
+    assert (batches["condition"] == batches["batch_conditions"]).all()  # one run measured them all
+    assert shared["command"].str.contains("-D i=-1").all() and set(shared["batch_order"]) == {"williams"}
+    # the mean of a run of its own is pgbench's latency average (1000 / tps with one client) before its rounding
+    assert ((alone["latency_mean_ms"] - alone["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
     # the value is the median of the run's transactions' latencies, every one of them kept as a raw artefact
     # the median of the timed transactions; a run whose every logged latency is pgbench's 0 µs has none: its mean
     assert set(runs["value_is"]) <= {"median", "mean"}
@@ -87,16 +111,13 @@ def test_every_cell_is_recorded(stage):
     for r in runs.iter_rows(named=True):
         tag = f"{r['server']}/{r['condition']}_{r['item']}_r{r['repetition']}"
         lat = [int(x) for x in s.store.artifact_path(f"auto_explain/latencies/{tag}.txt").read_text().split()]
-        if r["transactions"] > LOGGED_TXNS:  # a random sample (pgbench --sampling-rate) of about LOGGED_TXNS
-            assert 0.8 * LOGGED_TXNS < len(lat) < 1.2 * LOGGED_TXNS
-        else:
-            assert len(lat) == r["transactions"]
+        assert len(lat) == min(r["transactions"], LOGGED_TXNS)  # evenly spaced over the run where it had more
         # pgbench's 0 µs entries are no latency (pgbench.timed): kept in the file, left out of the median
         timed = pgbench.timed(lat)
         assert r["value_is"] == ("median" if timed else "mean")
-        if timed:
+        if timed and r["transactions"] <= LOGGED_TXNS:
             assert r["value"] == pytest.approx(statistics.median(timed) / 1000) == r["latency_median_ms"]
-        else:
+        elif not timed:
             assert r["value"] == pytest.approx(r["latency_mean_ms"]) and r["latency_median_ms"] is None
     # auto_explain was in shared_preload_libraries exactly for the loaded conditions
     assert (runs["preloaded"] == (runs["condition"] != "not_loaded")).all()
@@ -170,6 +191,46 @@ def test_analysis_and_reset(stage):
     assert set(count["workers_planned"]) == {2} and (count["rows_processed"] >= 20002).all()
     assert set(plans.filter(plans["item"] == "count_serial")["rows_processed"]) == {20001.0}
     assert after[:2] == ("128MB", "on") and after[2] in ("jsonlog", "csvlog")  # the kit's log again
+
+
+def test_interleaved_script_and_its_log(tmp_path):
+    # two conditions, a SET block and 2 queries each: transaction t sets order[(t // 3) % 4] when t % 3 == 0
+    text, order = interleaved_script("SELECT 1;", [["SET a = '1';"], ["SET a = '2';"]], 2)
+    assert order == [0, 1, 1, 0]  # the Williams design of two: each after the other once
+    assert text.splitlines()[:5] == [
+        "\\set i :i + 1",
+        "\\if :i % 3 != 0",
+        "SELECT 1;",
+        "\\else",
+        "\\set pos (:i / 3) % 4",
+    ]
+    assert text.count("SET a = '2';") == 2 and text.splitlines()[-2:] == ["\\endif", "\\endif"]
+    # pgbench -l lines: client, transaction, latency µs (or a word when it failed), script, epoch s, µs
+    lat = ["20", "90", "91", "21", "80", "failed", "22", "81", "82", "23", "92"]
+    (tmp_path / "txn.123").write_text("".join(f"0 {t + 1} {x} 0 1 {t}\n" for t, x in enumerate(lat)))
+    per_cond, sequence = split_log(str(tmp_path), ["a", "b"], order, 2)
+    assert per_cond == {"a": [90, 91, 92], "b": [80, None, 81, 82]}
+    assert sequence == ["a", "a", "b", "b", "b", "b", "a"]
+
+
+def test_williams_design_balances_what_comes_before():
+    for k in (2, 3, 4, 5, 9):
+        rows = williams(k)
+        assert len(rows) == (k if k % 2 == 0 else 2 * k) and all(sorted(r) == list(range(k)) for r in rows)
+        pairs = Counter((a, b) for r in rows for a, b in zip(r, r[1:], strict=False))
+        assert len(pairs) == k * (k - 1) and len(set(pairs.values())) == 1, (k, pairs)
+
+
+def test_set_lines_set_its_own_and_reset_the_others():
+    lines = set_lines({"auto_explain.log_analyze": True, "auto_explain.log_min_duration": -1}, NAMES)
+    assert lines == [
+        "SET auto_explain.log_analyze = 'on';",
+        "SET auto_explain.log_min_duration = '-1';",
+        "RESET auto_explain.log_timing;",
+    ]
+
+
+NAMES = ["auto_explain.log_analyze", "auto_explain.log_min_duration", "auto_explain.log_timing"]
 
 
 def test_snake_order_restarts_once_per_round():

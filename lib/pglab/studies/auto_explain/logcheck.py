@@ -1,8 +1,10 @@
-"""The proof from the server log, per pgbench run: did auto_explain log what the condition says?
+"""The proof from the server log, per pgbench run: did auto_explain log what each condition says?
 
 One `LogWatch` per server follows its log for the whole stage. After a run it logs a marker message and
 reads the log up to it (the logging collector writes asynchronously, so the marker says the run's
-entries are all in). In that window it counts auto_explain entries of the study's database and checks:
+entries are all in). In that window it counts auto_explain entries of the study's database, each the plan of
+the next query of a condition that logs every plan (an interleaved run's conditions in the order its queries
+ran), and checks per condition:
 a plan per transaction where one must be logged (within a tolerance), none where none may be; a sample
 of the plans parsed with `pglab.pgtools.explain` (the right query; actual rows under ANALYZE; per-node times only
 with log_timing on); bytes written per transaction. Warnings and errors in the log, during runs or
@@ -78,39 +80,61 @@ class LogWatch:
             for e in self.cursor.read():
                 self._note(e, "between runs")
 
-    def after_run(
-        self, condition: Condition, sql: str, transactions: int | None, where: str
-    ) -> tuple[dict, str | None]:
-        """The check's fields for the run's record, and the text of one logged plan (a sample)."""
-        expect = condition.expected_plans
-        out = {"log_check": NOT_AVAILABLE, "log_reason": self.reason, "expect_plans": expect}
+    def after_batch(
+        self, conditions: dict[str, Condition], sql: str, sequence: list[str], where: str
+    ) -> dict[str, tuple[dict, str | None]]:
+        """Each condition's check fields for its record, and the text of one of its logged plans (a sample).
+        `sequence`: the condition of every query transaction of the run, in run order. One backend logs the plans
+        in the order it ran the queries, so the i-th plan in the log is the i-th query's of a condition that logs
+        every plan; when the count is off, that attribution is too, and every condition's check fails."""
+        expect = {c: cond.expected_plans for c, cond in conditions.items()}
+        out = {c: {"log_check": NOT_AVAILABLE, "log_reason": self.reason, "expect_plans": e} for c, e in expect.items()}
         if not self.cursor:
-            return out, None
+            return {c: (f, None) for c, f in out.items()}
+        logged = [c for c in sequence if expect[c] == "every"]
+        txns = {c: sequence.count(c) for c in conditions}
         marker = f"pglab auto_explain marker {uuid.uuid4().hex}"
         # LOG reaches the server log unless log_min_messages is above it: make sure, for this session
         with self.state.server.connect(settings={"log_min_messages": "warning"}) as conn:
             conn.execute(f"DO $$BEGIN RAISE LOG '{marker}'; END$$")
-        tally = _Tally(self.params.parse_sample, transactions or 0, sql)
+        tallies = {c: _Tally(self.params.parse_sample, txns[c], sql) for c in conditions}
+        other = _Tally(0, 0, sql)  # entries no query's: other messages, plans beyond the queries that log
         database = self.state.params.database
+        plans = 0
         try:
             for e in self.cursor.follow(lambda e: e.message == marker, timeout_s=self.params.wait_s):
                 self._note(e, where)
-                tally.add(e, database)
+                is_plan = e.auto_explain is not None and (e.dbname is None or e.dbname == database)
+                owner = logged[plans] if is_plan and plans < len(logged) else None
+                plans += is_plan
+                (tallies[owner] if owner else other).add(e, database)
         except LogTimeout as exc:
             failed = {"log_check": "failed", "log_reason": f"log incomplete in {self._destination()}: {exc}"}
-            return out | tally.fields() | {"log_destination": self._destination()} | failed, tally.sample
-        fields = tally.fields() | {"log_destination": self._destination()}
-        problems = self._verdict(condition, fields, transactions)
-        fields |= {"log_check": "failed" if problems else "passed", "log_reason": "; ".join(problems) or None}
+            return {
+                c: (out[c] | tallies[c].fields() | {"log_destination": self._destination()} | failed, tallies[c].sample)
+                for c in conditions
+            }
+        allowed = self.params.tolerance_abs + self.params.tolerance * len(logged)
+        batch = []
+        if abs(plans - len(logged)) > allowed if logged else plans:
+            batch.append(f"{plans} plans logged in the run for {len(logged)} queries of conditions that log every plan")
+        result = {}
+        for c, cond in conditions.items():
+            fields = tallies[c].fields() | {"log_destination": self._destination()}
+            problems = batch + self._verdict(cond, fields, txns[c])
+            fields |= {"log_check": "failed" if problems else "passed", "log_reason": "; ".join(problems) or None}
+            fields |= {"run_log_entries": other.entries, "run_log_bytes": other.bytes}
+            result[c] = (out[c] | fields, tallies[c].sample)
         if self.params.prune:
             self.prune()
-        return out | fields, tally.sample
+        return result
 
     def _destination(self) -> str | None:
         """The log destination the cursor reads (what the server writes now)."""
         return self.cursor.format_of(self.cursor.pos)
 
     def _verdict(self, c: Condition, f: dict, transactions: int | None) -> list[str]:
+        """What is wrong with a condition's share of the log (its plans, `after_batch`)."""
         n = f["plans_logged"]
         if c.expected_plans == "none":
             return [] if n == 0 else [f"{n} plans logged where none may be"]

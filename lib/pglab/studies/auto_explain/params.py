@@ -199,13 +199,15 @@ def _study_items() -> dict[str, Item]:
 
 
 class RunParams(Strict):
-    """How long each pgbench run is, and how often. mode "transactions": `-t` per item (the default: at least
-    200 transactions per run, so that one transaction is at most 0.5 % of a run; the study's own counts,
-    5,000,000 and 50,000, take hours); mode "time": `-T duration_s` per run."""
+    """How long each pgbench run is, and how often. mode "transactions": `-t` per item and condition (the study's
+    own counts, 5,000,000 and 50,000, take hours); mode "time": `-T duration_s` per condition. The conditions that
+    load auto_explain share one run, interleaved (`run.Batches`)."""
 
     mode: Literal["time", "transactions"] = "transactions"
     duration_s: int = Field(default=1, ge=1, le=86_400)
-    transactions: dict[str, int] = {"limit": 20_000, "count": 200, "count_serial": 200}
+    transactions: dict[str, int] = {"limit": 5_000, "count": 100, "count_serial": 100}
+    # interleaved runs: a SET script per condition between the queries, on average this many queries after each
+    queries_per_set: int = Field(default=2, ge=1, le=1000)
     repetitions: int = Field(default=5, ge=1, le=1000)  # per cluster: 10 in all on the default's two
     warmups: int = Field(default=1, ge=0, le=100)
     # warm-ups run -T warmup_duration_s in either mode; null: a warm-up is a run like the measured ones

@@ -7,22 +7,30 @@ of any, servers interleaved. auto_explain in shared_preload_libraries needs a re
 within a round the cells are grouped by that server-level state and the groups alternate direction from
 one round to the next (…loaded | not loaded, not loaded | loaded…): one restart per round per server
 instead of one per cell, and still every condition in every round. After a restart tab1 is prewarmed
-again. auto_explain.* and the items' settings go with each pgbench connection (PGOPTIONS).
+again. The items' settings go with each pgbench connection (PGOPTIONS).
 
-Each measured run logs its transactions' latencies (`pgbench -l`; a random sample of LOGGED_TXNS where a run
-has more: limit's 20,000), kept as a raw artefact for the fast-mode comparisons, and records their
-median (value, ms, by default: `run.latency`) beside pgbench's `latency average` (1000 / tps with one client,
-the figure pgbench prints with 3 decimals, at full resolution): a burst of other load over part of a 1-3 s
-run moves the mean, hardly the median. Also its transactions and tps, the full pgbench output as a raw
-artefact, and the log proof of `auto_explain_logcheck`."""
+Interleaved within a run (`Batches`): the conditions that load auto_explain differ only in settings a SET
+changes, so one pgbench run per server, item and round measures all of them (`interleaved_script`): blocks of
+a SET and `run.queries_per_set` queries, the conditions' blocks in the order of a Williams design (each
+condition directly after each other equally often), the SET a transaction of its own, in no query's latency.
+A level shift of the host, which moved whole 1-s runs by 10-50 % on a shared 2-vCPU guest, then falls on every
+condition alike. A condition that does not load auto_explain runs alone.
+
+Per condition and run: its query transactions' latencies (`pgbench -l`, all read; up to LOGGED_TXNS evenly
+spaced kept as a raw artefact for the fast-mode comparisons), their median (value, ms, by default:
+`run.latency`) and mean, the run's full pgbench output as a raw artefact, and the log proof of
+`auto_explain_logcheck` (the server log's plans follow the queries' order, so each is the condition's
+whose query it follows)"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import polars as pl
 
@@ -37,7 +45,7 @@ from .params import EXPERIMENT, AutoExplainParams
 from .prepare import ServerState, plan_rows
 
 PRELOAD, PLAIN = "auto_explain preloaded", "not preloaded"
-LOGGED_TXNS = 1000  # per run at most (pgbench --sampling-rate above): a run's median and the fast mode's sample
+LOGGED_TXNS = 1000  # per condition and run at most, kept raw: the fast mode's sample
 SCRIPT = "auto_explain.sql"
 
 
@@ -47,90 +55,237 @@ def group_of(state: ServerState, params: AutoExplainParams, condition: str) -> s
     return PRELOAD if preload else PLAIN
 
 
-def _measure(
-    step: schedule.Step, states: dict, watches: dict, params: AutoExplainParams, client: Install, store
-) -> dict:
-    st: ServerState = states[step.server]
-    cond, item = params.conditions[step.condition], params.items[step.item]
-    base = {"value": None, "unit": "ms", "loading": st.loading, "expect_plans": cond.expected_plans}
+def batch_of(state: ServerState, params: AutoExplainParams, condition: str) -> tuple[str, bool]:
+    """Which conditions share one pgbench run: those of one server-level state that load auto_explain (their
+    settings differ only in what a SET changes); a condition that does not load it runs alone."""
+    return group_of(state, params, condition), params.conditions[condition].load
+
+
+def set_lines(settings: dict, names: list[str]) -> list[str]:
+    """What puts the session into a condition: SET its settings, RESET the batch's others (back to the
+    connection's own, PGOPTIONS)."""
+    lines = []
+    for name in names:
+        if name in settings:
+            v = settings[name]
+            text = ("on" if v else "off") if isinstance(v, bool) else str(v)
+            lines.append(f"SET {name} = '{text.replace(chr(39), chr(39) * 2)}';")
+        else:
+            lines.append(f"RESET {name};")
+    return lines
+
+
+def williams(k: int) -> list[list[int]]:
+    """A Williams design of k conditions: every condition in every position once per row, and each one directly
+    after each other one equally often (k rows where k is even, 2k where it is odd), so that what a condition
+    leaves behind (a cache, a log write) falls on every other condition alike."""
+    first, lo, hi = [0], 1, k - 1
+    for j in range(1, k):
+        if j % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + i) % k for x in first] for i in range(k)]
+    return rows + ([r[::-1] for r in rows] if k % 2 else [])
+
+
+def interleaved_script(sql: str, sets: list[list[str]], queries_per_set: int) -> tuple[str, list[int]]:
+    """One pgbench script for a batch, and the order of its conditions (indexes into `sets`): transaction t
+    (from 0, pgbench's -D i=-1 counting) runs the SET block of condition order[(t // (m + 1)) % len(order)] when
+    t % (m + 1) == 0, else the query under the last SET (m = queries_per_set). A SET is a transaction of its own,
+    in no query's latency; the order follows `williams`."""
+    order = [c for row in williams(len(sets)) for c in row]
+    m1 = queries_per_set + 1
+    lines = ["\\set i :i + 1", f"\\if :i % {m1} != 0", sql.strip(), "\\else", f"\\set pos (:i / {m1}) % {len(order)}"]
+    for pos, c in enumerate(order):
+        lines.append(f"\\{'if' if pos == 0 else 'elif'} :pos = {pos}")
+        lines += sets[c]
+    lines += ["\\endif", "\\endif"]
+    return "\n".join(lines) + "\n", order
+
+
+def split_log(
+    logdir: str, conditions: list[str], order: list[int], queries_per_set: int
+) -> tuple[dict[str, list[int | None]], list[str]]:
+    """The query transactions of an interleaved run (`interleaved_script`) per condition, in run order (µs, None
+    for a failed one), and the condition of every query transaction in run order (what the server log's plans
+    follow). The log of the one client holds its transactions in order."""
+    out: dict[str, list[int | None]] = {c: [] for c in conditions}
+    sequence: list[str] = []
+    m1, t = queries_per_set + 1, 0
+    for path in sorted(Path(logdir).iterdir()):
+        for line in path.read_text().splitlines():
+            f = line.split()
+            if len(f) < 6:
+                continue
+            current = conditions[order[(t // m1) % len(order)]]
+            if t % m1:
+                out[current].append(int(f[2]) if f[2].isdigit() else None)
+                sequence.append(current)
+            t += 1
+    return out, sequence
+
+
+class Batches:
+    """One pgbench run measures every condition of a batch (`batch_of`) for one server, item and round, the
+    conditions interleaved (`interleaved_script`), so a burst of other load or a level shift of the host falls on
+    all of them alike. The first step of a batch runs it; its other steps take their records from here."""
+
+    def __init__(self, states: dict, watches: dict, params: AutoExplainParams, clients: dict, store):
+        self.states, self.watches, self.params, self.clients, self.store = states, watches, params, clients, store
+        self.done: dict[tuple, dict[str, dict]] = {}
+
+    def members(self, step: schedule.Step) -> list[str]:
+        st, key = self.states[step.server], batch_of(self.states[step.server], self.params, step.condition)
+        return [c for c, i in self.params.cells() if i == step.item and batch_of(st, self.params, c) == key]
+
+    def measure(self, step: schedule.Step) -> dict:
+        key = (
+            step.server,
+            step.item,
+            step.repetition,
+            step.warmup,
+            batch_of(self.states[step.server], self.params, step.condition),
+        )
+        if key not in self.done or step.condition not in self.done[key]:
+            self.done[key] = _measure_batch(step, self.members(step), self)
+        return self.done[key].pop(step.condition)
+
+
+def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> dict[str, dict]:
+    """Every condition's record of one batch run."""
+    st: ServerState = b.states[step.server]
+    params, item = b.params, b.params.items[step.item]
+    conds = {c: params.conditions[c] for c in conditions}
+    bases = {
+        c: {"value": None, "unit": "ms", "loading": st.loading, "expect_plans": cond.expected_plans}
+        for c, cond in conds.items()
+    }
     if st.skip_reason:
-        return base | {"error": f"skipped: {st.skip_reason}"}
-    if not cond.load and st.preloaded_by_server:
-        return base | {"error": "auto_explain is in the server's own shared_preload_libraries: cannot run unloaded"}
-    restarted = st.ensure_loaded(cond.load)
+        return {c: base | {"error": f"skipped: {st.skip_reason}"} for c, base in bases.items()}
+    load = next(iter(conds.values())).load
+    if not load and st.preloaded_by_server:
+        error = "auto_explain is in the server's own shared_preload_libraries: cannot run unloaded"
+        return {c: base | {"error": error} for c, base in bases.items()}
+    restarted = st.ensure_loaded(load)
     if restarted and params.run.settle_s:
-        _settle(st, params, client, store, step)
-    settings = st.session_base | item.settings | cond.settings
-    if cond.load and st.loading == "session_preload":
+        _settle(st, params, b.clients[step.server], b.store, step)
+    settings = st.session_base | item.settings
+    if load and st.loading == "session_preload":
         settings["session_preload_libraries"] = "auto_explain"
-    run_cfg = params.run
+    names = sorted({k for cond in conds.values() for k in cond.settings})
+    interleaved = len(conds) > 1
+    run_cfg, k, m = params.run, len(conds), params.run.queries_per_set
+    if interleaved:
+        text, order = interleaved_script(item.sql, [set_lines(c.settings, names) for c in conds.values()], m)
+        scripts = {SCRIPT: text}
+    else:
+        scripts, order = {SCRIPT: item.sql.strip() + "\n"}, [0]
+        settings |= next(iter(conds.values())).settings
     if step.warmup and run_cfg.warmup_duration_s is not None:
-        seconds = run_cfg.warmup_duration_s
+        seconds = run_cfg.warmup_duration_s * k
         length, timeout = ["-T", str(seconds)], seconds + 120
     elif run_cfg.mode == "time":
-        seconds = run_cfg.duration_s
+        seconds = run_cfg.duration_s * k
         length, timeout = ["-T", str(seconds)], run_cfg.timeout_s or seconds + 120
     else:
-        length, timeout = ["-t", str(run_cfg.transactions[step.item])], run_cfg.timeout_s
-    watch: LogWatch = watches[step.server]
+        # every condition's SET blocks of m queries, enough for its transactions
+        blocks = math.ceil(run_cfg.transactions[step.item] / m) * k
+        length = ["-t", str(blocks * (m + 1) if interleaved else run_cfg.transactions[step.item])]
+        timeout = run_cfg.timeout_s * k if run_cfg.timeout_s else None
+    watch: LogWatch = b.watches[step.server]
     watch.before_run()
-    tag = f"{step.server}/{step.condition}_{step.item}_{'w' if step.warmup else 'r'}{step.repetition}"
+    name = "interleaved" if interleaved else conditions[0]
+    tag = f"{step.server}/{name}_{step.item}_{'w' if step.warmup else 'r'}{step.repetition}"
     with tempfile.TemporaryDirectory(prefix="pglab-txlog-") as logdir:
-        txlog = ["-l", f"--log-prefix={logdir}/txn"] if not step.warmup else []  # every transaction's latency
-        if txlog and run_cfg.mode == "transactions" and run_cfg.transactions[step.item] > LOGGED_TXNS:
-            # a sample of the 20,000 limit transactions: what the derive step keeps, without the log's I/O
-            txlog.append(f"--sampling-rate={LOGGED_TXNS / run_cfg.transactions[step.item]:.6f}")
         run = pgbench.run(
             st.server,
-            ["-n", "-f", SCRIPT, "-c", "1", "-j", "1", *txlog, *length],
-            client,
+            [
+                "-n",
+                "-f",
+                SCRIPT,
+                *(["-D", "i=-1"] if interleaved else []),
+                "-c",
+                "1",
+                "-j",
+                "1",
+                "-l",
+                f"--log-prefix={logdir}/txn",
+                *length,
+            ],
+            b.clients[step.server],
             dbname=params.database,
-            scripts={SCRIPT: item.sql.strip() + "\n"},
+            scripts=scripts,
             settings=settings,
             timeout_s=timeout,
         )
-        lat_us = pgbench.transaction_latencies_us(logdir) if txlog else []
+        if interleaved:
+            per_cond, sequence = split_log(logdir, conditions, order, m)
+        else:
+            per_cond = {conditions[0]: [int(x) for x in pgbench.transaction_latencies_us(logdir)]}
+            sequence = conditions * len(per_cond[conditions[0]])
         run.command = run.command.replace(logdir, "TXLOG")  # the recorded command names no temporary folder
-    store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
-    if lat_us:  # the raw measurement behind the run's median, one µs figure per transaction in run order
-        store.save_text(f"auto_explain/latencies/{tag}.txt", "\n".join(map(str, lat_us)) + "\n")
+    b.store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
     p = run.parsed or {}
-    txns = p.get("transactions_processed")
-    # pgbench's latency average is 1000 × clients / tps, printed with 3 decimals only: 1 µs is 3 % of limit's
-    # latency here. The same figure from tps (printed with 6) keeps the resolution.
-    tps = p.get("tps")
-    mean_ms = 1000.0 / tps if tps else p.get("latency_avg_ms")
-    timed = pgbench.timed(lat_us)  # the raw file keeps what pgbench logged, its 0 µs entries included
-    median_ms = statistics.median(timed) / 1000.0 if timed else None
-    value_is = "median" if run_cfg.latency == "median" and median_ms is not None else "mean"
-    rec = base | {
-        "value": (median_ms if value_is == "median" else mean_ms) if run.ok else None,
-        "value_is": value_is if run.ok else None,
-        "latency_mean_ms": mean_ms,
-        "latency_median_ms": median_ms,
-        "latency_avg_ms": p.get("latency_avg_ms"),
-        "error": run.error,
-        "transactions": txns,
-        "tps": tps,
-        "pgbench_duration_s": p.get("duration_s"),
-        "elapsed_s": round(run.elapsed_s, 3),
-        "cores": os.cpu_count(),  # the ceiling of a parallel speed-up, derivable from the raw runs
-        "command": run.command,
-        "client_version": run.client_version,
-        "preloaded": bool(st.loaded) if st.loading == "shared_preload" else cond.load,
-        "restarted_before": restarted,
-        "restarts": st.restarts,
-        "session_settings": json.dumps(settings, sort_keys=True, default=str),
-    }
+    # a single condition's run: pgbench's latency average from tps (printed with 6 decimals: the resolution
+    # the 3 decimals of `latency average` lack); an interleaved one's is its transactions' mean
+    tps = p.get("tps") if not interleaved else None
+    records = {}
+    for c, cond in conds.items():
+        lat = [x for x in per_cond.get(c, []) if x is not None]
+        timed = pgbench.timed(lat)  # the raw file keeps what pgbench logged, its 0 µs entries included
+        median_ms = statistics.median(timed) / 1000.0 if timed else None
+        mean_ms = (
+            (1000.0 / tps if tps else p.get("latency_avg_ms"))
+            if not interleaved
+            else (statistics.fmean(lat) / 1000.0 if lat else None)
+        )
+        value_is = "median" if run_cfg.latency == "median" and median_ms is not None else "mean"
+        ok = run.ok and bool(lat)
+        if lat and not step.warmup:  # the raw measurement behind the median: evenly spaced over the run, µs
+            keep = [
+                lat[round(i * (len(lat) - 1) / max(1, min(len(lat), LOGGED_TXNS) - 1))]
+                for i in range(min(len(lat), LOGGED_TXNS))
+            ]
+            b.store.save_text(
+                f"auto_explain/latencies/{step.server}/{c}_{step.item}_r{step.repetition}.txt",
+                "\n".join(map(str, keep)) + "\n",
+            )
+        records[c] = bases[c] | {
+            "value": (median_ms if value_is == "median" else mean_ms) if ok else None,
+            "value_is": value_is if ok else None,
+            "latency_mean_ms": mean_ms,
+            "latency_median_ms": median_ms,
+            "latency_avg_ms": p.get("latency_avg_ms") if not interleaved else None,
+            "error": run.error or (None if lat else "no transaction of this condition in the run"),
+            "transactions": len(per_cond.get(c, [])),
+            "failed_transactions": sum(x is None for x in per_cond.get(c, [])),
+            "tps": tps,
+            "pgbench_duration_s": p.get("duration_s"),
+            "elapsed_s": round(run.elapsed_s, 3),
+            "cores": os.cpu_count(),  # the ceiling of a parallel speed-up, derivable from the raw runs
+            "command": run.command,
+            "client_version": run.client_version,
+            "preloaded": bool(st.loaded) if st.loading == "shared_preload" else cond.load,
+            "restarted_before": restarted,
+            "restarts": st.restarts,
+            "session_settings": json.dumps(settings | cond.settings, sort_keys=True, default=str),
+            "batch": tag,
+            "batch_conditions": k,
+            "batch_order": "williams" if interleaved else None,
+        }
     if not run.ok:
-        return rec | {"log_check": "not checked", "log_reason": "the pgbench run failed"}
-    fields, sample = watch.after_run(cond, item.sql, txns, tag)
-    if sample and not step.warmup:
-        store.save_text(f"auto_explain/logged_plans/{step.server}/{step.condition}_{step.item}.txt", sample)
-    rec |= fields
-    if rec.get("log_bytes") is not None and txns:
-        rec["log_bytes_per_txn"] = rec["log_bytes"] / txns
-    return rec
+        return {c: r | {"log_check": "not checked", "log_reason": "the pgbench run failed"} for c, r in records.items()}
+    checks = watch.after_batch(conds, item.sql, sequence, tag)
+    for c, (fields, sample) in checks.items():
+        if sample and not step.warmup:
+            b.store.save_text(f"auto_explain/logged_plans/{step.server}/{c}_{step.item}.txt", sample)
+        records[c] |= fields
+        if fields.get("log_bytes") is not None and records[c]["transactions"]:
+            records[c]["log_bytes_per_txn"] = fields["log_bytes"] / records[c]["transactions"]
+    return records
 
 
 def _settle(st: ServerState, params: AutoExplainParams, client: Install, store, step: schedule.Step) -> None:
@@ -206,10 +361,8 @@ def run_stage(session: Session, installs: list[Install] | None = None) -> StageR
         steps = schedule.grouped(steps, lambda s: group_of(states[s.server], params, s.condition))
         clients = {name: pgbench.client_for(st.server, installs, params.client) for name, st in states.items()}
 
-        def measure(step: schedule.Step) -> dict:
-            return _measure(step, states, watches, params, clients[step.server], session.store)
-
-        ran = schedule.run_steps(steps, session.store, EXPERIMENT, measure, desc="auto_explain", remeasure=True)
+        batches = Batches(states, watches, params, clients, session.store)
+        ran = schedule.run_steps(steps, session.store, EXPERIMENT, batches.measure, desc="auto_explain", remeasure=True)
     finally:
         for st in states.values():
             st.reset()
