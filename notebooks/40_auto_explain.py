@@ -39,11 +39,14 @@
 # afterwards), on every server the params name, with one pgbench binary for all. auto_explain is loaded through
 # `shared_preload_libraries` as in the study (a restart; conditions are grouped so that each round restarts a server
 # once) or, as an option and always on an external server, per connection through `session_preload_libraries`. The
-# auto_explain settings of a condition go with the pgbench connection. Every condition runs in every round
-# (repetition r of all before r + 1 of any, servers interleaved, after a warm-up round); the table is prewarmed
-# after every restart. Runs are transaction counts (`-t`), at least 200 per run, on a table of 1e5 rows (the study's
-# 1e6 rows and counts take hours; `count` keeps its 2-worker plan). Every run is kept, with its transactions'
-# latencies (`pgbench -l`; a sample of 1,000 of limit's 20,000). Every comparison is made in the machine's **fast
+# conditions that load auto_explain are **interleaved in one pgbench run** per server, item and round: blocks of a
+# `SET` of a condition's settings (a transaction of its own, in no query's latency) and two queries, the conditions'
+# blocks in a Williams order (each directly after each other equally often), so that a slow stretch of this shared
+# VM falls on every condition alike; *not loaded* runs alone. Every condition runs in every round (repetition r of
+# all before r + 1 of any, servers interleaved, after a warm-up round); the table is prewarmed after every restart.
+# Runs are transaction counts (`-t` per condition: 5,000 for limit, 100 for the counts) on a table of 1e5 rows (the
+# study's 1e6 rows and counts take hours; `count` keeps its 2-worker plan). Every run is kept, with up to 1,000 of
+# each condition's transaction latencies (`pgbench -l`). Every comparison is made in the machine's **fast
 # mode** (params `estimate: fast`): the 10 % quantile of every transaction of a condition, all rounds pooled, over
 # the baseline's (*loaded, disabled*), with an interval from resampling the rounds, the same rounds for both. On
 # this shared VM whole 1-s runs went ~2× slow, which no per-run value survives; the fast mode is what a query costs
@@ -51,10 +54,10 @@
 # kept no latencies are). An **A/A control** (the baseline again under another label, interleaved like the rest)
 # measures what this machine calls a difference when there is none: its false-difference rate and **noise floor**.
 # The drift of the baseline between the first and second half of the rounds is reported. Each claim of the study
-# gets a verdict by the one rule of `pglab.verdicts`. (Each run's median latency is its value; the mean, pgbench's
-# `latency average` = 1000 × clients / tps, is kept beside it, taken from tps, printed with 6 decimals where the
-# average has 3.) And every run is checked against the server's log: the plans a condition must log are there, one
-# per transaction, and parse; where none may be logged there are none.
+# gets a verdict by the one rule of `pglab.verdicts`. (A condition's median latency in a run is its value; the
+# mean of its transactions is kept beside it.) And every run is checked against the server's log: the plans a
+# condition must log are there, one per transaction (the log's plans follow the queries' order), and parse; where
+# none may be logged there are none.
 
 # %% tags=["parameters"]
 # Parameters (papermill injects its own values after this cell)

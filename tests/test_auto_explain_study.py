@@ -161,6 +161,7 @@ def test_analysis_and_reset(stage):
     tables = auto_explain_results.analyse(result.seen, cfg)
     ratios = tables["auto_explain_ratios"]
     overhead = ratios.filter(ratios["comparison"] == "overhead")
+    assert set(ratios["design"]) == {"interleaved"}  # its own priors' design (cluster_priors.DECLARED)
     want = {(srv.name, c, i) for srv in s.servers for c, i in cfg.cells() if c != cfg.baseline}
     assert set(zip(overhead["server"], overhead["condition"], overhead["item"], strict=True)) == want
     # two repetitions each: every ratio has an interval (on failure: which, and the runs' errors, to tell why)

@@ -155,3 +155,40 @@ def test_calibration_keys_a_split_tables_rows_by_quantity_and_reads_an_empty_poo
         ("ssb_paired:jit_forced", "pg15"),
         ("ssb_paired", "pg17"),
     }
+
+
+def test_s2s_interleaved_design_gets_its_declared_prior_not_the_separate_runs_ones(monkeypatch, tmp_path):
+    """S2's ratios measured interleaved (one pgbench run for every condition) are a design no archived run has
+    measured: on a kind whose archived runs measured each condition in a run of its own, the interleaved rows get
+    the declared prior (no re-run floor, said so), the separate-run rows keep the kind's; calibration keys a
+    folder's quantities by the design its ratio table names."""
+    host = hosts.host(EPYC, "tsc", 32.0)
+    kind = cluster_priors.HostKind(
+        host,
+        ("e1", "e2", "e3"),
+        {("auto_explain_ratios", "pg15"): 0.12, ("auto_explain_quantities", "pg15"): 0.14},
+        {"auto_explain_ratios": (0.07, 64)},
+    )
+    monkeypatch.setattr(cluster_priors, "KINDS", [kind])
+    assert cluster_priors.quantity("auto_explain_ratios", "interleaved") == "auto_explain_ratios:interleaved"
+    assert cluster_priors.quantity("auto_explain_ratios", "separate runs") == "auto_explain_ratios"
+    with hosts.using(host):
+        old, new = (
+            cluster_priors.priors("auto_explain_ratios"),
+            cluster_priors.priors("auto_explain_ratios:interleaved"),
+        )
+        quantities = cluster_priors.priors("auto_explain_quantities:interleaved")
+    assert old["pg15"].sd == 0.12 and old["pg15"].spread == 0.07
+    assert not new and new.default.sd == cluster_priors.DECLARED["auto_explain_ratios:interleaved"] < 0.12
+    assert new.default.spread == 0.0 and "declared prior" in new.default.note
+    assert quantities.default.sd == cluster_priors.DECLARED["auto_explain_quantities:interleaved"]
+    row = between_runs.pool_clusters(
+        _paired_with_clusters().with_columns(server=pl.Series(["pg15", "pg15_c2"])), ["query"], priors=new
+    ).row(0, named=True)
+    assert "declared prior" in row["method"] and row["floor_sd"] is None
+    folder = tmp_path / "run"
+    folder.mkdir()
+    pl.DataFrame({"server": ["pg15"], "design": ["interleaved"]}).write_csv(folder / "auto_explain_ratios.csv")
+    assert cal._ae_quantities(folder) == "auto_explain_quantities:interleaved"
+    pl.DataFrame({"server": ["pg15"], "design": ["separate runs"]}).write_csv(folder / "auto_explain_ratios.csv")
+    assert cal._ae_quantities(folder) == "auto_explain_quantities"

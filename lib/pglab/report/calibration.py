@@ -319,6 +319,15 @@ _SHARED = {"pgbench_paired": "what", "pgbench_no_vacuum": None}
 _QUANTITIES = re.compile(r"between-cluster sd of the quantities ([0-9.]+) %(?: \(df \d+: this run's ([0-9.]+) %)?")
 
 
+def _ae_quantities(folder: Path) -> str:
+    """The prior's key of a run's auto_explain quantities, per design as its ratio table says (`SPLIT`)."""
+    path = folder / "auto_explain_ratios.csv"
+    if path.exists() and "design" in (t := pl.read_csv(path, infer_schema_length=0)).columns:
+        if (t["design"] == "interleaved").any():
+            return "auto_explain_quantities:interleaved"
+    return "auto_explain_quantities"
+
+
 def cluster_sds(folder: Path) -> pl.DataFrame:
     """Each derived table's between-cluster sd per base server as the run itself estimated it (`cluster_sd_run`;
     `cluster_sd` in a folder derived before priors): table (the prior's key), server ("*" where one is shared by
@@ -332,7 +341,7 @@ def cluster_sds(folder: Path) -> pl.DataFrame:
                 for server, ev in t.select("server", "evidence").drop_nulls().unique().iter_rows():
                     if m := _QUANTITIES.search(ev):  # the run's own, not the moderated one (which holds the prior)
                         sd = float(m[2] or m[1]) / 100
-                        rows.append({"table": "auto_explain_quantities", "server": server, "sd": sd})
+                        rows.append({"table": _ae_quantities(folder), "server": server, "sd": sd})
             continue
         t = t.filter(pl.col(col).is_not_null()).with_columns(pl.col(col).cast(pl.Float64))
         if path.stem in _SHARED:
@@ -401,7 +410,7 @@ def pooled_figures(folder: Path) -> pl.DataFrame:
             quantities = df.filter(pl.col("evidence").str.contains(_QUANTITIES.pattern), value > 0)
             frames.append(
                 quantities.select(
-                    table=pl.lit("auto_explain_quantities"),
+                    table=pl.lit(_ae_quantities(folder)),
                     server=pl.col("server").cast(pl.String),
                     key=pl.col("finding").cast(pl.String),
                     log=value.log(),

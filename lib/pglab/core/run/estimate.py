@@ -42,6 +42,7 @@ COST = {
     "ae_row": 8.18e-8,  # + per row of tab1, for a statement that reads them all (COUNT)
     "ae_logged_plan": 34.3e-6,  # a plan logged by auto_explain, written and then checked in the log
     "ae_run": 0.0343,  # a run beyond its transactions: pgbench start, PGOPTIONS, recording
+    "ae_set": 20e-6,  # a SET statement of an interleaved run (a round trip; declared, not yet fitted)
     "ae_restart": 0.343,  # a restart (auto_explain in or out of shared_preload_libraries) and the prewarm after it
     "ae_setup": 1.19,  # per server: database, tab1, plans and timer capture
     # JIT per operator (50), serial aggregates over jit_ops

@@ -246,8 +246,10 @@ def ratios(
         return pl.DataFrame()
     both = pl.concat(parts, how="vertical")
     study = [study_ratio(c, i, b) for c, i, b in zip(both["condition"], both["item"], both["baseline"], strict=True)]
+    # how the conditions were measured: a design of its own for the priors (`cluster_priors.SPLIT`)
+    measured_as = "interleaved" if auto_explain_verdicts.design(m) else "separate runs"
     out = (
-        both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64))
+        both.with_columns(pl.Series("study_ratio", study, dtype=pl.Float64), design=pl.lit(measured_as))
         .join(_labels(params), on="condition")
         .sort("comparison", "server", "condition_order", "item")
     )
@@ -277,7 +279,10 @@ def pool_ratios(rat: pl.DataFrame, m: pl.DataFrame, params: AutoExplainParams) -
         return rat
     t = rat.drop("median", "median_baseline").rename({"ci_low": "low", "ci_high": "high"})
     pooled = between_runs.pool_clusters(
-        t, RATIO_KEYS, variance_rows=_measured_only(params), priors=cluster_priors.priors("auto_explain_ratios")
+        t,
+        RATIO_KEYS,
+        variance_rows=_measured_only(params),
+        priors=cluster_priors.priors("auto_explain_ratios" + auto_explain_verdicts.design(m)),
     )
     med = between_runs.base_servers(m).group_by(KEY).agg(pl.col("value").median().alias("median"))
     out = _with_medians(pooled.rename({"low": "ci_low", "high": "ci_high"}), med)

@@ -471,6 +471,16 @@ def _evidence_rows(per_cluster: dict[str, dict[str, v.Evidence]]) -> pl.DataFram
     return pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
+def design(m: pl.DataFrame) -> str:
+    """The suffix of the S2 tables' prior names (`cluster_priors.DESIGNS`): ":interleaved" where the runs interleaved
+    the conditions (`run.Batches`), "" for archived runs that measured each condition in a run of its own."""
+    interleaved = "batch_order" in m.columns and m["batch_order"].drop_nulls().len() > 0
+    return DESIGN_SUFFIX if interleaved else ""
+
+
+DESIGN_SUFFIX = ":interleaved"
+
+
 def pooled_evidence(
     m: pl.DataFrame,
     base: str,
@@ -496,7 +506,7 @@ def pooled_evidence(
             continue
         variances = {base: ratio_variance} if ratio and ratio_variance is not None else None
         # the ratios' variance shrinks toward the ratio table's prior, the quantities' toward their own
-        prior = cluster_priors.priors("auto_explain_ratios" if ratio else "auto_explain_quantities")
+        prior = cluster_priors.priors(("auto_explain_ratios" if ratio else "auto_explain_quantities") + design(m))
         pooled = between_runs.pool_clusters(t, ["finding"], variances=variances, priors=prior)
         for r in pooled.iter_rows(named=True):
             s = by[r["finding"]]
