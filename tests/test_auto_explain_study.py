@@ -89,20 +89,17 @@ def test_every_cell_is_recorded(stage):
     assert runs["error"].null_count() == runs.height and runs["value"].null_count() == 0
     alone = runs.filter(pl.col("batch_conditions") == 1)
     shared = runs.filter(pl.col("batch_conditions") > 1)
-    # a condition that does not load auto_explain runs alone, its -t all its own; the others share one run per
-    # server, item and round, each condition's share drawn at random around its -t
+    # a condition that does not load auto_explain runs alone; the others share one run per server, item and round
     assert set(alone["condition"]) == {"not_loaded"} and set(shared["condition"]) == {c for c, _ in cfg.cells()} - {
         "not_loaded"
     }
-    assert (alone["transactions"] == alone["item"].replace_strict(cfg.run.transactions)).all()
     m = cfg.run.queries_per_set  # whole SET blocks of m queries: each condition the same number, ≥ its -t
     per_item = {i: math.ceil(n / m) * m for i, n in cfg.run.transactions.items()}
-    assert (shared["transactions"] == shared["item"].replace_strict(per_item)).all()
+    assert (runs["transactions"] == runs["item"].replace_strict(per_item)).all()
     batches = shared.group_by("batch").agg(pl.col("condition").n_unique(), pl.col("batch_conditions").first())
     assert (batches["condition"] == batches["batch_conditions"]).all()  # one run measured them all
-    assert shared["command"].str.contains("-D i=-1").all() and set(shared["batch_order"]) == {"williams"}
-    # the mean of a run of its own is pgbench's latency average (1000 / tps with one client) before its rounding
-    assert ((alone["latency_mean_ms"] - alone["latency_avg_ms"]).abs() <= 0.0005 + 1e-9).all()
+    # every run of the same shape (a run alone too: its SET blocks set the baseline's settings as placeholders)
+    assert runs["command"].str.contains("-D i=-1").all() and set(runs["batch_order"]) == {"williams"}
     # the value is the median of the run's transactions' latencies, every one of them kept as a raw artefact
     # the median of the timed transactions; a run whose every logged latency is pgbench's 0 µs has none: its mean
     assert set(runs["value_is"]) <= {"median", "mean"}

@@ -14,7 +14,9 @@ changes, so one pgbench run per server, item and round measures all of them (`in
 a SET and `run.queries_per_set` queries, the conditions' blocks in the order of a Williams design (each
 condition directly after each other equally often), the SET a transaction of its own, in no query's latency.
 A level shift of the host, which moved whole 1-s runs by 10-50 % on a shared 2-vCPU guest, then falls on every
-condition alike. A condition that does not load auto_explain runs alone.
+condition alike. A condition that does not load auto_explain runs alone (a restart switches it), in a run of the
+same shape: its SET blocks set the baseline's settings as placeholders, so that its queries follow SETs as often as
+the others' (a query right after a SET runs colder than one after a query).
 
 Per condition and run: its query transactions' latencies (`pgbench -l`, all read; up to LOGGED_TXNS evenly
 spaced kept as a raw artefact for the fast-mode comparisons), their median (value, ms, by default:
@@ -175,15 +177,15 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
     settings = st.session_base | item.settings
     if load and st.loading == "session_preload":
         settings["session_preload_libraries"] = "auto_explain"
-    names = sorted({k for cond in conds.values() for k in cond.settings})
-    interleaved = len(conds) > 1
+    # every run the same shape, SET blocks of the same statements, whatever its conditions: a query after a SET runs
+    # colder than one after a query, so a condition run alone without them would read faster than the others for it
+    names = sorted({k for cond in params.conditions.values() for k in cond.settings})
+    baseline = params.conditions[params.baseline].settings
     run_cfg, k, m = params.run, len(conds), params.run.queries_per_set
-    if interleaved:
-        text, order = interleaved_script(item.sql, [set_lines(c.settings, names) for c in conds.values()], m)
-        scripts = {SCRIPT: text}
-    else:
-        scripts, order = {SCRIPT: item.sql.strip() + "\n"}, [0]
-        settings |= next(iter(conds.values())).settings
+    # a condition without auto_explain SETs the baseline's settings too: placeholders, which the server keeps unread
+    sets = [set_lines(c.settings if c.load else baseline | c.settings, names) for c in conds.values()]
+    text, order = interleaved_script(item.sql, sets, m)
+    scripts = {SCRIPT: text}
     if step.warmup and run_cfg.warmup_duration_s is not None:
         seconds = run_cfg.warmup_duration_s * k
         length, timeout = ["-T", str(seconds)], seconds + 120
@@ -193,11 +195,11 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
     else:
         # every condition's SET blocks of m queries, enough for its transactions
         blocks = math.ceil(run_cfg.transactions[step.item] / m) * k
-        length = ["-t", str(blocks * (m + 1) if interleaved else run_cfg.transactions[step.item])]
+        length = ["-t", str(blocks * (m + 1))]
         timeout = run_cfg.timeout_s * k if run_cfg.timeout_s else None
     watch: LogWatch = b.watches[step.server]
     watch.before_run()
-    name = "interleaved" if interleaved else conditions[0]
+    name = "interleaved" if k > 1 else conditions[0]
     tag = f"{step.server}/{name}_{step.item}_{'w' if step.warmup else 'r'}{step.repetition}"
     with tempfile.TemporaryDirectory(prefix="pglab-txlog-") as logdir:
         run = pgbench.run(
@@ -206,7 +208,8 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
                 "-n",
                 "-f",
                 SCRIPT,
-                *(["-D", "i=-1"] if interleaved else []),
+                "-D",
+                "i=-1",
                 "-c",
                 "1",
                 "-j",
@@ -221,27 +224,16 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
             settings=settings,
             timeout_s=timeout,
         )
-        if interleaved:
-            per_cond, sequence = split_log(logdir, conditions, order, m)
-        else:
-            per_cond = {conditions[0]: [int(x) for x in pgbench.transaction_latencies_us(logdir)]}
-            sequence = conditions * len(per_cond[conditions[0]])
+        per_cond, sequence = split_log(logdir, conditions, order, m)
         run.command = run.command.replace(logdir, "TXLOG")  # the recorded command names no temporary folder
     b.store.save_text(f"auto_explain/pgbench/{tag}.txt", f"$ {run.command}\n{run.stdout}\n--- stderr\n{run.stderr}")
     p = run.parsed or {}
-    # a single condition's run: pgbench's latency average from tps (printed with 6 decimals: the resolution
-    # the 3 decimals of `latency average` lack); an interleaved one's is its transactions' mean
-    tps = p.get("tps") if not interleaved else None
     records = {}
     for c, cond in conds.items():
         lat = [x for x in per_cond.get(c, []) if x is not None]
         timed = pgbench.timed(lat)  # the raw file keeps what pgbench logged, its 0 µs entries included
         median_ms = statistics.median(timed) / 1000.0 if timed else None
-        mean_ms = (
-            (1000.0 / tps if tps else p.get("latency_avg_ms"))
-            if not interleaved
-            else (statistics.fmean(lat) / 1000.0 if lat else None)
-        )
+        mean_ms = statistics.fmean(lat) / 1000.0 if lat else None  # its queries' (pgbench's counts the SETs too)
         value_is = "median" if run_cfg.latency == "median" and median_ms is not None else "mean"
         ok = run.ok and bool(lat)
         if lat and not step.warmup:  # the raw measurement behind the median: evenly spaced over the run, µs
@@ -258,11 +250,11 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
             "value_is": value_is if ok else None,
             "latency_mean_ms": mean_ms,
             "latency_median_ms": median_ms,
-            "latency_avg_ms": p.get("latency_avg_ms") if not interleaved else None,
+            "latency_avg_ms": None,  # pgbench's is of every transaction, SETs included: no condition's
             "error": run.error or (None if lat else "no transaction of this condition in the run"),
             "transactions": len(per_cond.get(c, [])),
             "failed_transactions": sum(x is None for x in per_cond.get(c, [])),
-            "tps": tps,
+            "tps": None,
             "pgbench_duration_s": p.get("duration_s"),
             "elapsed_s": round(run.elapsed_s, 3),
             "cores": os.cpu_count(),  # the ceiling of a parallel speed-up, derivable from the raw runs
@@ -274,7 +266,7 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
             "session_settings": json.dumps(settings | cond.settings, sort_keys=True, default=str),
             "batch": tag,
             "batch_conditions": k,
-            "batch_order": "williams" if interleaved else None,
+            "batch_order": "williams",
         }
     if not run.ok:
         return {c: r | {"log_check": "not checked", "log_reason": "the pgbench run failed"} for c, r in records.items()}
