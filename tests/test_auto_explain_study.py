@@ -4,6 +4,7 @@ rows, log_timing = off plans without times), servers reset afterwards; per-conne
 restart; external servers; and the params section's errors."""
 
 import math
+import os
 import statistics
 import uuid
 from collections import Counter
@@ -100,6 +101,12 @@ def test_every_cell_is_recorded(stage):
     assert (batches["condition"] == batches["batch_conditions"]).all()  # one run measured them all
     # every run of the same shape (a run alone too: its SET blocks set the baseline's settings as placeholders)
     assert runs["command"].str.contains("-D i=-1").all() and set(runs["batch_order"]) == {"williams"}
+    # the items of run.split_cpus ran with client and backend on CPUs of their own (core.servers.cpus), the others
+    # wherever the scheduler put them (a parallel count's workers would start on the backend's CPU)
+    split = runs["item"].is_in(cfg.run.split_cpus)
+    if len(os.sched_getaffinity(0)) > 1:
+        assert runs.filter(split)["cpus"].str.starts_with("client CPU ").all() and split.any()
+    assert runs.filter(~split)["cpus"].null_count() == runs.filter(~split).height
     # the value is the median of the run's transactions' latencies, every one of them kept as a raw artefact
     # the median of the timed transactions; a run whose every logged latency is pgbench's 0 µs has none: its mean
     assert set(runs["value_is"]) <= {"median", "mean"}

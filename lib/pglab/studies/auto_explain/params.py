@@ -221,6 +221,11 @@ class RunParams(Strict):
     # other load covering part of the run; "mean" = 1000 / tps, pgbench's latency average (the study's).
     # Both are recorded with every run.
     latency: Literal["median", "mean"] = "median"
+    # items whose runs put the client on one CPU and the server's backend on another (core.servers.cpus): a query
+    # of tens of µs reads 13 or 70 µs by where the scheduler placed the two, and a condition run alone (not loaded)
+    # cannot share that with the others. Not for an item that runs parallel workers (they would start on the
+    # backend's CPU)
+    split_cpus: list[str] = ["limit"]
 
     @field_validator("transactions")
     @classmethod
@@ -343,6 +348,10 @@ class AutoExplainParams(Strict):
             missing = [i for i in items if i not in v.transactions]
             if missing:
                 raise ValueError(f"mode transactions: expected transactions for every item; missing {missing}")
+        if items is not None and (unknown := [i for i in v.split_cpus if i not in items]):
+            if "split_cpus" in v.model_fields_set:
+                raise ValueError(f"split_cpus: expected names among {sorted(items)}; got {unknown}")
+            v = v.model_copy(update={"split_cpus": [i for i in v.split_cpus if i in items]})  # the default's limit
         return v
 
     def setting_dicts(self) -> dict[str, dict]:

@@ -16,7 +16,9 @@ condition directly after each other equally often), the SET a transaction of its
 A level shift of the host, which moved whole 1-s runs by 10-50 % on a shared 2-vCPU guest, then falls on every
 condition alike. A condition that does not load auto_explain runs alone (a restart switches it), in a run of the
 same shape: its SET blocks set the baseline's settings as placeholders, so that its queries follow SETs as often as
-the others' (a query right after a SET runs colder than one after a query).
+the others' (a query right after a SET runs colder than one after a query). The items of `run.split_cpus` run
+with pgbench on one CPU and the server's backend on another (`core.servers.cpus`): placed freely, a `LIMIT 1`
+read 13 or 70 µs by whether the two shared a CPU, which a condition run alone could not share with the others.
 
 Per condition and run: its query transactions' latencies (`pgbench -l`, all read; up to LOGGED_TXNS evenly
 spaced kept as a raw artefact for the fast-mode comparisons), their median (value, ms, by default:
@@ -26,6 +28,7 @@ whose query it follows)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -41,6 +44,7 @@ from ...core.installs.installs import Install, discover
 from ...core.run import outcomes, schedule
 from ...core.run.session import Session
 from ...core.run.stage import StageResult
+from ...core.servers import cpus
 from ...pgtools import environment, pgbench
 from .logcheck import LogWatch
 from .params import EXPERIMENT, AutoExplainParams
@@ -201,7 +205,8 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
     watch.before_run()
     name = "interleaved" if k > 1 else conditions[0]
     tag = f"{step.server}/{name}_{step.item}_{'w' if step.warmup else 'r'}{step.repetition}"
-    with tempfile.TemporaryDirectory(prefix="pglab-txlog-") as logdir:
+    placed = cpus.split(st.server) if step.item in run_cfg.split_cpus else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="pglab-txlog-") as logdir, placed as placement:
         run = pgbench.run(
             st.server,
             [
@@ -267,6 +272,8 @@ def _measure_batch(step: schedule.Step, conditions: list[str], b: Batches) -> di
             "batch": tag,
             "batch_conditions": k,
             "batch_order": "williams",
+            # where client and backend ran (core.servers.cpus); null: wherever the scheduler put them
+            "cpus": placement,
         }
     if not run.ok:
         return {c: r | {"log_check": "not checked", "log_reason": "the pgbench run failed"} for c, r in records.items()}
