@@ -147,9 +147,35 @@ def test_clean_keeps_unarchived_raw_runs_unless_forced(tmp_path, monkeypatch):
     assert raw_archive.archive_path("archived").is_file()  # archives are never removed
 
 
-def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedded):
-    """SIGINT to the run's process group, as a terminal's Ctrl-C sends it, once the pgbench notebook has recorded
-    a measurement: one line says where it stopped and how to resume; no traceback; no server left."""
+def _kernels_of(pid: int) -> list[int]:
+    """PIDs of the ipykernel processes whose parent is `pid`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"ipykernel" in (proc / "cmdline").read_bytes():
+                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(proc.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+STOPS = {
+    # a terminal's Ctrl-C: SIGINT to the foreground process group (the kernel, in a session of its own, gets none)
+    "ctrl-c": (lambda pid: os.killpg(pid, signal.SIGINT), "interrupted", 130),
+    # `kill -INT <driver>`: the driver alone
+    "kill-int": (lambda pid: os.kill(pid, signal.SIGINT), "interrupted", 130),
+    # `kill <driver>`, a service manager's stop
+    "kill-term": (lambda pid: os.kill(pid, signal.SIGTERM), r"stopped \(SIGTERM\)", 143),
+}
+
+
+@pytest.mark.parametrize("how", list(STOPS))
+def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedded, how):
+    """SIGINT to the run's process group, as a terminal's Ctrl-C sends it, SIGINT or SIGTERM to the driver alone,
+    once the pgbench notebook has recorded a measurement: one line says where it stopped and how to resume; no
+    traceback; the driver ends within a minute, its kernel with it, and no server is left."""
+    send, said_how, code = STOPS[how]
     work = ROOT / "build" / "test" / f"ctrl-c-{uuid.uuid4().hex[:8]}"
     work.mkdir(parents=True)
     p = yaml.safe_load((ROOT / "params" / "quick.yaml").read_text())
@@ -179,16 +205,20 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_no_traceback(embedde
     while not (jsonl.is_file() and jsonl.read_text().count("\n") >= 1) and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stdout + stderr
+    kernels = _kernels_of(proc.pid)
+    assert kernels, "no kernel found running the notebook"
+    send(proc.pid)
+    # a kernel left measuring kept the driver waiting on its shutdown (the servers stopped only with a second signal)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stdout + stderr
     said = [ln for ln in stderr.splitlines() if ln.strip()]
     assert len(said) == 1, stderr
     assert re.fullmatch(
-        r"pglab report: interrupted in 30_pgbench\.ipynb, stopping its servers; measurements "
+        rf"pglab report: {said_how} in 30_pgbench\.ipynb, stopping its servers; measurements "
         r"recorded so far are kept; resume with: make report PARAMS=.*p\.yaml RUN_ID=c1",
         said[0],
     )
+    assert not [k for k in kernels if Path(f"/proc/{k}").exists()], "the kernel outlived the driver"
     assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr
     left = postmasters(work)
     for _ in range(40):

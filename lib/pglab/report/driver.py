@@ -172,11 +172,13 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     resume = f"make report PARAMS={params_path} RUN_ID={run_id}" if measuring else None
     # a run resumed with measurements kept skips them: its times would teach the next run a pace too fast
     learn = (lambda nb, est, took: pace.record(p.profile, nb, est, took, run_id)) if measuring and not kept else None
+    stopped_by: list[int] = []
     try:
-        with RunProgress(names, estimates, paces=paced) as progress, _ctrl_c(progress, resume):
+        with RunProgress(names, estimates, paces=paced) as progress, _ctrl_c(progress, resume, stopped_by):
             code = _execute(todo, out, params_path, run_id, estimates, progress, staged, p.profile, final_root, learn)
     except KeyboardInterrupt:
-        return 130  # the one line was printed the moment Ctrl-C came; the kernel stopped its servers
+        # the one line was printed the moment the signal came; the kernel stopped its servers
+        return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
     finally:
         if measuring:  # also after a failure or Ctrl-C: nothing the run made is left unannounced
             for line in servers.drop_created(p.servers.external, Path(os.environ.pop(servers.CREATED_ENV))):
@@ -191,13 +193,20 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     return 0
 
 
+STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
-def _ctrl_c(progress, resume: str | None):
-    """Ctrl-C: one line at once (what stopped, the command that resumes), then quiet while the kernel stops its
-    servers; no traceback of papermill's or the kernel's shutdown reaches the terminal."""
+def _ctrl_c(progress, resume: str | None, stopped_by: list[int]):
+    """Ctrl-C, or SIGTERM (a `kill`, a service manager): one line at once (what stopped, the command that resumes),
+    the signal passed on to the kernel (in a session of its own, it gets none from a terminal or a `kill` of the
+    driver), then quiet while the kernel stops its servers; no traceback of papermill's or the kernel's shutdown
+    reaches the terminal. The signal's number is appended to `stopped_by`."""
 
     def handler(signum, frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the servers' shutdown short
+        for sig in STOPPING:  # a second signal must not cut the servers' shutdown short
+            signal.signal(sig, signal.SIG_IGN)
+        stopped_by.append(signum)
         progress.quiet()
         where = progress.current or "between notebooks"
         then = (
@@ -205,15 +214,18 @@ def _ctrl_c(progress, resume: str | None):
             if resume
             else "nothing was measured; run the same command again"
         )
-        print(f"\npglab report: interrupted in {where}, stopping its servers; {then}", file=sys.stderr, flush=True)
+        how = "interrupted" if signum == signal.SIGINT else f"stopped ({signal.Signals(signum).name})"
+        print(f"\npglab report: {how} in {where}, stopping its servers; {then}", file=sys.stderr, flush=True)
         logging.disable(logging.CRITICAL)  # papermill and the kernel client log their own shutdown
+        progress.interrupt_kernels()
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in STOPPING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, was in previous.items():
+            signal.signal(sig, was)
 
 
 def _execute(todo, out, params_path, run_id, estimates, progress, staged, profile, final_root, learn=None) -> int:

@@ -9,12 +9,15 @@
   notebook's output, and a thread here shows it.
 - Kernels run over IPC sockets in a private temporary folder, not TCP on localhost: nothing to encrypt,
   and no "running over TCP without encryption" warning per notebook.
+- Kernels start in a session of their own (jupyter_client's launcher), so a Ctrl-C or a `kill` reaches the driver
+  alone: `interrupt_kernels` passes it on to the kernel running a notebook.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -27,10 +30,16 @@ from traitlets import default
 from ..core.progress import PROGRESS_ENV
 
 
-def ipc_kernel_manager(folder: Path) -> type[KernelManager]:
-    """A KernelManager class whose kernels listen on IPC sockets inside `folder` (which must be private)."""
+def ipc_kernel_manager(folder: Path, started: list | None = None) -> type[KernelManager]:
+    """A KernelManager class whose kernels listen on IPC sockets inside `folder` (which must be private); each
+    manager made is appended to `started`."""
 
     class IpcKernelManager(KernelManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if started is not None:
+                started.append(self)
+
         @default("transport")
         def _transport_default(self):
             return "ipc"
@@ -58,7 +67,8 @@ class RunProgress:
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.folder = Path(tempfile.mkdtemp(prefix="pglab-run-"))
         self.file = self.folder / "progress"
-        self.kernel_manager_class = ipc_kernel_manager(self.folder)
+        self.kernels: list[KernelManager] = []
+        self.kernel_manager_class = ipc_kernel_manager(self.folder, self.kernels)
         self.t0 = time.monotonic()
         self.done: dict[str, tuple[float, float]] = {}  # notebook: (estimate, took)
         self.current: str | None = None
@@ -83,6 +93,22 @@ class RunProgress:
         """No more progress lines (Ctrl-C: the terminal is left to the one line that says what happened)."""
         self._stop.set()
         self._clear()
+
+    def interrupt_kernels(self) -> int:
+        """SIGINT to every kernel still running: its cell stops at once (KeyboardInterrupt) instead of measuring on
+        until the driver's shutdown request times out, and the shutdown then stops its servers (`lifecycle`'s exit
+        hook). How many were running. The kernel's pid alone, not its process group: the kit stops its postmasters
+        and pgbench, the signal does not."""
+        n = 0
+        for km in self.kernels:
+            proc = getattr(getattr(km, "provisioner", None), "process", None)
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signal.SIGINT)
+                    n += 1
+                except ProcessLookupError:  # ended meanwhile
+                    pass
+        return n
 
     def start(self, notebook: str) -> None:
         self.current, self.t_current = notebook, time.monotonic()
