@@ -192,3 +192,33 @@ def test_s2s_interleaved_design_gets_its_declared_prior_not_the_separate_runs_on
     assert cal._ae_quantities(folder) == "auto_explain_quantities:interleaved"
     pl.DataFrame({"server": ["pg15"], "design": ["separate runs"]}).write_csv(folder / "auto_explain_ratios.csv")
     assert cal._ae_quantities(folder) == "auto_explain_quantities"
+
+
+def test_a_later_designs_own_runs_replace_its_declared_prior_on_their_kind_only(monkeypatch):
+    """Once archived runs of S2's interleaved design exist on a kind, its rows there take their prior and re-run
+    floor, weighed by those runs (not by the kind's older runs of other quantities); another kind keeps the declared
+    prior."""
+    xeon, epyc = hosts.host(XEON, "tsc", 21.0), hosts.host(EPYC, "tsc", 32.0)
+    seeded = cluster_priors.HostKind(
+        xeon,
+        ("x1", "x2", "x3", "x4", "x5"),
+        {("auto_explain_ratios", "pg15"): 0.12, ("auto_explain_ratios:interleaved", "pg15"): 0.004},
+        {"auto_explain_ratios": (0.07, 64), "auto_explain_ratios:interleaved": (0.015, 24)},
+        runs_of={"auto_explain_ratios:interleaved": ("n1", "n2")},
+    )
+    other = cluster_priors.HostKind(epyc, ("e1", "e2", "e3"), {("auto_explain_ratios", "pg15"): 0.12}, {})
+    monkeypatch.setattr(cluster_priors, "KINDS", [seeded, other])
+    with hosts.using(xeon):
+        new, old = (
+            cluster_priors.priors("auto_explain_ratios:interleaved"),
+            cluster_priors.priors("auto_explain_ratios"),
+        )
+    assert new["pg15"].sd == 0.004 and new["pg15"].spread == 0.015 and new["pg15"].runs == 2
+    assert old["pg15"].runs == 5 and new.default is None
+    with hosts.using(epyc):
+        declared = cluster_priors.priors("auto_explain_ratios:interleaved")
+    assert not declared and declared.default.sd == cluster_priors.DECLARED["auto_explain_ratios:interleaved"]
+    row = between_runs.pool_clusters(
+        _paired_with_clusters().with_columns(server=pl.Series(["pg15", "pg15_c2"])), ["query"], priors=new
+    ).row(0, named=True)
+    assert "declared" not in row["method"] and row["floor_sd"] == pytest.approx(0.015)

@@ -17,8 +17,10 @@ user's own machine) the interval rests on the run's own clusters, shrunk toward 
 declared) with no re-run floor, and its method says so.
 
 KINDS' runs: the fresh default runs of 27-28 Nov whose measuring code is the same (scoring changed between them):
-three on an AMD EPYC host whose clock reads cost ~32 ns, five on one ~21 ns Xeon boot (the last of them 204037; the
-reference, 001216, is not among them: it is scored out of sample). Artefact rounds (`core.artefacts`) are left out
+three on an AMD EPYC host whose clock reads cost ~32 ns, five on one ~21 ns Xeon boot (the last of them 204037).
+Quantities a later design measures differently (S2's interleaved conditions, SSB's forced JIT at SF 1) take their
+own runs of that design, once three exist on the kind (`HostKind.runs_of`; LATER_XEON, the reference among them:
+in sample for those quantities); until then DECLARED or LIKE. Artefact rounds (`core.artefacts`) are left out
 of every figure. A prior or spread per (table, base server), "*": one value shared by every server of the table
 (pgbench's, per experiment); the spread per table, pooled over its comparisons on every server, A/A copies left out.
 A table whose rows are of several designs is keyed per quantity (SPLIT: "ssb_paired:jit" is S1's default JIT, the
@@ -28,7 +30,7 @@ that test it (rule 12)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import hosts
 from .between_runs import Prior
@@ -44,7 +46,17 @@ class HostKind:
     runs: tuple[str, ...]
     priors: dict[tuple[str, str], float]
     spreads: dict[str, tuple[float, int]]
+    # a quantity of a later design, measured by other runs of this kind than `runs`: {quantity: its runs}
+    runs_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
+    def runs_for(self, quantity: str) -> tuple[str, ...]:
+        return self.runs_of.get(quantity, self.runs)
+
+
+# The first three fresh default runs of 192f7e1's design (S2 interleaved with its limit item's CPUs split, SSB's
+# forced JIT at SF 1), on an Intel Xeon boot of ~18.6 ns clock reads (the kind above: within ×/÷ 1.12 of 20.8 ns):
+# they give the quantities no run of KINDS' own measured their priors and spreads; the reference is among them.
+LATER_XEON = ("default-20261207-115750", "default-20261207-125146", "default-20261207-141652")
 
 KINDS = [
     HostKind(
@@ -134,6 +146,13 @@ KINDS = [
             ("ssb_sweep_paired", "pg16"): 0.0185,  # 1.3%, 0.3%, 2.4%, 0.8%, 3.0%
             ("ssb_sweep_paired", "pg17"): 0.0243,  # 0.5%, 4.6%, 2.8%, 0.0%, 0.0%
             ("ssb_versions_paired", "pg17"): 0.0236,  # 2.8%, 3.5%, 1.9%, 1.1%, 1.7%
+            # the later designs' quantities, from their own three runs (runs_of): S2 interleaved, SSB's forced JIT
+            ("auto_explain_quantities:interleaved", "pg15"): 0.0145,  # 0.0%, 1.0%, 2.3%
+            ("auto_explain_quantities:interleaved", "pg18"): 0.0033,  # 0.0%, 0.4%, 0.4%
+            ("auto_explain_ratios:interleaved", "pg15"): 0.0066,  # 0.3%, 0.9%, 0.6%
+            ("auto_explain_ratios:interleaved", "pg18"): 0.0048,  # 0.2%, 0.4%, 0.7%
+            ("ssb_paired:jit_forced", "pg15"): 0.0291,  # 4.7%, 0.8%, 1.6%
+            ("ssb_paired:jit_forced", "pg18llvm"): 0.0229,  # 1.3%, 1.4%, 3.5%
         },
         spreads={
             "auto_explain_quantities": (0.1045, 40),
@@ -153,6 +172,14 @@ KINDS = [
             "ssb_paired:jit": (0.0401, 120),
             "ssb_sweep_paired": (0.0265, 48),
             "ssb_versions_paired": (0.0241, 120),
+            # the later designs' quantities, from their own three runs (runs_of)
+            "auto_explain_quantities:interleaved": (0.0225, 20),
+            "auto_explain_ratios:interleaved": (0.0061, 64),
+            "ssb_paired:jit_forced": (0.0205, 120),
+        },
+        runs_of={
+            q: LATER_XEON
+            for q in ("auto_explain_quantities:interleaved", "auto_explain_ratios:interleaved", "ssb_paired:jit_forced")
         },
     ),
 ]
@@ -207,19 +234,20 @@ SPLIT = {
 LIKE = {"ssb_paired:jit_forced": "ssb_paired", "ssb_paired:jit": "ssb_paired"}
 LIKE_NOTE = "no archived run of this design on this server: the prior of {like}'s servers on this kind, no re-run floor"
 
-# A design no archived run has measured yet, on any kind: its between-cluster prior declared before its first runs
+# A design no archived run on a kind has measured: its between-cluster prior declared before its first runs
 # (rule 12), no re-run floor, said in its note; it gives way to a kind's own entries once archived runs of the
-# design are in KINDS. S2's interleaved runs (the conditions that load auto_explain in one pgbench run per server,
-# item and round): a cluster effect on a ratio of two conditions measured transaction by transaction in one run is
-# of the order of the other within-block pairs' (JIT per operator: 0.2 % on the ~32 ns EPYC kind, 1.2 % on the Xeon
-# kind); the design's pilot (d38dbd9, ~33 ns EPYC boot, one run) found 1.4 % and 0.6 % for the ratios, 2.2 % and
-# 0.0 % for the quantities per row. Declared with room above both, weighed as three runs.
+# design are in KINDS (the Xeon kind's since 7 Dec). S2's interleaved runs (the conditions that load auto_explain
+# in one pgbench run per server, item and round): a cluster effect on a ratio of two conditions measured
+# transaction by transaction in one run is of the order of the other within-block pairs' (JIT per operator: 0.2 %
+# on the ~32 ns EPYC kind, 1.2 % on the Xeon kind); the design's pilot (d38dbd9, ~33 ns EPYC boot, one run) found
+# 1.4 % and 0.6 % for the ratios, 2.2 % and 0.0 % for the quantities per row. Declared with room above both,
+# weighed as three runs.
 DECLARED = {
     "auto_explain_ratios:interleaved": 0.02,
     "auto_explain_quantities:interleaved": 0.04,
 }
 DECLARED_RUNS = 3
-DECLARED_NOTE = "no archived run of this design yet: a declared prior of {sd:.0f} %, no re-run floor"
+DECLARED_NOTE = "no archived run of this design on this host kind: a declared prior of {sd:.0f} %, no re-run floor"
 
 
 def quantity(table: str, value: str | None = None) -> str:
@@ -246,7 +274,8 @@ def _prior(table: str, sd: float, kind: HostKind | None) -> Prior:
     if kind is None:
         return Prior(sd, PRIOR_RUNS, note=OTHER_KIND)
     spread, df = kind.spreads.get(table, (0.0, 0))
-    return Prior(sd, len(kind.runs), spread, df, len(kind.runs) if df else 0)
+    runs = len(kind.runs_for(table))
+    return Prior(sd, runs, spread, df, runs if df else 0)
 
 
 def kind_of(measured_on: hosts.Host | None) -> HostKind | None:
@@ -279,7 +308,7 @@ def priors(table: str) -> Priors:
         return out
     like = [sd for (t, s), sd in values.items() if t == LIKE.get(table) and s != "*"]
     if like:
-        runs = len(kind.runs) if kind else PRIOR_RUNS
+        runs = len(kind.runs_for(LIKE[table])) if kind else PRIOR_RUNS
         note = LIKE_NOTE.format(like=LIKE[table])
         out.default = Prior(
             math.sqrt(sum(sd**2 for sd in like) / len(like)), runs, note=note if kind else f"{OTHER_KIND}; {note}"
