@@ -235,6 +235,11 @@ def test_the_first_screen_says_what_the_intervals_rest_on():
         "Intervals are across runs: 2 fresh clusters × 5 rounds per server, 1 of them no narrower than its figure "
         "moved over 3 archived runs (2 of 2 figures)."
     )
+    fewer = floored.replace("over 3 archived", "over 5 archived")  # a later design's quantity: 3, the rest 5
+    assert resting([{"interval": floored}, {"interval": fewer}]) == (
+        "Intervals are across runs: 2 fresh clusters × 5 rounds per server, none narrower than its figure moved "
+        "over 3–5 archived runs (2 of 2 figures)."
+    )
     assert resting([{"interval": floored}]) == (
         "Intervals are across runs: 2 fresh clusters × 5 rounds per server, none narrower than its figure moved "
         "over 3 archived runs (1 of 1 figure)."

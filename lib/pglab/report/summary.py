@@ -174,7 +174,9 @@ def resting(ours: list[dict]) -> str:
     figures = f"{len(pooled)} of {len(ours)} figure{'s' if len(ours) > 1 else ''}"
     # the re-run floor (`between_runs.floor_interval`), as pool_clusters names it in the method
     runs = [int(m[1]) for o in ours if (m := _FLOOR.search(o["interval"] or ""))]
-    floor = f"than its figure moved over {max(runs)} archived runs" if runs else ""
+    # a quantity of a later design rests on fewer archived runs than the rest (`cluster_priors.HostKind.runs_of`)
+    over = "–".join(map(str, dict.fromkeys([min(runs), max(runs)]))) if runs else ""
+    floor = f"than its figure moved over {over} archived runs" if runs else ""
     if floor:
         floor = f", none narrower {floor}" if len(runs) == len(pooled) else f", {len(runs)} of them no narrower {floor}"
     return f"Intervals are across runs: {k} fresh clusters × {n} rounds per server{floor} ({figures})."
