@@ -53,7 +53,7 @@ lock: $(STAMP) ##dev [30 s] regenerate requirements.lock from pyproject.toml (de
 	  '# `make venv` installs exactly these into .venv; environment.yml points pip here too.'; \
 	  cat requirements.lock; } > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
 
-report: $(STAMP) ## [55-72 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] run the notebooks, write the report
+report: $(STAMP) ## [~42 min; PARAMS=params/quick.yaml 3 min; ONLY=99 10 s] run the notebooks, write the report
 	$(BIN)/python -m pglab.report --params $(PARAMS) $(if $(REPORT_DIR),--out $(REPORT_DIR)) $(if $(RUN_ID),--run-id $(RUN_ID)) $(foreach o,$(ONLY),--only $(o))
 
 experiment: $(STAMP) ## [1-3 min per example] PARAMS=<file>: only its experiments -> build/experiment-<profile>/report.html
@@ -126,7 +126,7 @@ bench-build: $(STAMP) ##dev [4 min] Debian's PostgreSQL 15 built from source, de
 bench-experiment: $(STAMP) ##dev [3 min] an SQL experiment (3 queries x 2 conditions x 10 rounds) without and with its plans/spills sample: the overhead
 	$(BIN)/python -m pglab.report.experiment_bench
 
-stability: $(STAMP) ##dev [2 h; FIRST=<run> 55-72 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
+stability: $(STAMP) ##dev [1.5 h; FIRST=<run> ~42 min; ARCHIVES="ids" 15 s a run] the profile run twice: verdict agreement, flips
 	$(BIN)/python -m pglab.report.stability --params $(PARAMS) $(if $(FIRST),--first $(FIRST)) \
 	  $(if $(ARCHIVES),--archives $(ARCHIVES))
 

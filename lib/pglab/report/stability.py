@@ -1,5 +1,5 @@
 """`make stability PARAMS=...`: run a profile twice on this machine and compare the verdicts (a benchmark of
-the method, not a test: the default profile takes 55-70 min a run, params/quick.yaml a few minutes).
+the method, not a test: the default profile takes ~42 min a run, params/quick.yaml a few minutes).
 
     python -m pglab.report.stability --params params/quick.yaml [--out build/stability] [--compare-only]
     python -m pglab.report.stability --params params/default.yaml --archives ID ID [ID ...]
