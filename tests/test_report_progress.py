@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,32 @@ def test_each_fresh_notebook_teaches_the_next_run_its_pace(tmp_path, monkeypatch
     monkeypatch.setenv("PGLAB_STATE_DIR", str(file))  # a file where the folder should be
     pace.record("default", "00_a.ipynb", 100.0, 150.0, "default-4")
     assert "pace not kept" in capsys.readouterr().out
+
+
+def test_a_kernels_stderr_reaches_the_terminal_until_the_run_stops_then_the_runs_folder(tmp_path, capfd):
+    """What a kernel writes to its own stderr is relayed line by line; once Ctrl-C or SIGTERM has printed its one
+    line (`quiet`), the rest (a kernel cut short prints asyncio's complaints) goes to the run's file instead."""
+    after = tmp_path / "kernel-stderr-after-stop.log"
+    script = (
+        "import sys; print('before', file=sys.stderr, flush=True); sys.stdin.readline(); "
+        "print('after', file=sys.stderr)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    with RunProgress(["a.ipynb"], {"a.ipynb": 1.0}, out=io.StringIO(), after_stop=after) as progress:
+        progress._relay(child.stderr)
+        for _ in range(100):
+            if "before" in capfd.readouterr().err:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the kernel's first line never reached stderr")
+        progress.quiet()
+        child.stdin.write(b"\n")  # not communicate(): it would read the stderr the relay reads
+        child.stdin.close()
+        child.wait(timeout=10)
+        for _ in range(100):
+            if after.is_file() and after.read_text() == "after\n":
+                break
+            time.sleep(0.05)
+    assert after.read_text() == "after\n"
+    assert "after" not in capfd.readouterr().err

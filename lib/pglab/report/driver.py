@@ -173,8 +173,13 @@ def main(argv: list[str] | None = None, stages=STUDIES) -> int:
     # a run resumed with measurements kept skips them: its times would teach the next run a pace too fast
     learn = (lambda nb, est, took: pace.record(p.profile, nb, est, took, run_id)) if measuring and not kept else None
     stopped_by: list[int] = []
+    # what a kernel prints to its own stderr while it stops is kept with the run, off the terminal's one line
+    after_stop = paths.raw_dir() / run_id / "kernel-stderr-after-stop.log" if measuring else None
     try:
-        with RunProgress(names, estimates, paces=paced) as progress, _ctrl_c(progress, resume, stopped_by):
+        with (
+            RunProgress(names, estimates, paces=paced, after_stop=after_stop) as progress,
+            _ctrl_c(progress, resume, stopped_by),
+        ):
             code = _execute(todo, out, params_path, run_id, estimates, progress, staged, p.profile, final_root, learn)
     except KeyboardInterrupt:
         # the one line was printed the moment the signal came; the kernel stopped its servers

@@ -10,7 +10,10 @@
 - Kernels run over IPC sockets in a private temporary folder, not TCP on localhost: nothing to encrypt,
   and no "running over TCP without encryption" warning per notebook.
 - Kernels start in a session of their own (jupyter_client's launcher), so a Ctrl-C or a `kill` reaches the driver
-  alone: `interrupt_kernels` passes it on to the kernel running a notebook.
+  alone: `interrupt_kernels` passes it on to the kernel running a notebook. What a kernel writes to its own stderr
+  (not a cell's output: that is the notebook's) is relayed to the terminal; once the run is stopping, to
+  `after_stop` (the run's folder) instead, so that the one line saying what stopped stays the last (a kernel cut
+  short prints asyncio's "Task was destroyed but it is pending!").
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -30,15 +34,22 @@ from traitlets import default
 from ..core.progress import PROGRESS_ENV
 
 
-def ipc_kernel_manager(folder: Path, started: list | None = None) -> type[KernelManager]:
+def ipc_kernel_manager(folder: Path, started: list | None = None, relay=None) -> type[KernelManager]:
     """A KernelManager class whose kernels listen on IPC sockets inside `folder` (which must be private); each
-    manager made is appended to `started`."""
+    manager made is appended to `started`; `relay(pipe)`, when given, is handed each kernel's stderr."""
 
     class IpcKernelManager(KernelManager):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             if started is not None:
                 started.append(self)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if relay is not None:
+                kw["stderr"] = subprocess.PIPE
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            if relay is not None:
+                relay(self.provisioner.process.stderr)
 
         @default("transport")
         def _transport_default(self):
@@ -60,7 +71,12 @@ class RunProgress:
     """The one progress line of a report run. Use as a context manager around the notebook loop."""
 
     def __init__(
-        self, notebooks: list[str], estimates: dict[str, float], out=sys.stdout, paces: dict[str, float] | None = None
+        self,
+        notebooks: list[str],
+        estimates: dict[str, float],
+        out=sys.stdout,
+        paces: dict[str, float] | None = None,
+        after_stop: Path | None = None,
     ):
         self.notebooks, self.estimates, self.out = notebooks, estimates, out
         self.paces = paces or {}  # notebook: times its estimate it took on this machine last time
@@ -68,7 +84,9 @@ class RunProgress:
         self.folder = Path(tempfile.mkdtemp(prefix="pglab-run-"))
         self.file = self.folder / "progress"
         self.kernels: list[KernelManager] = []
-        self.kernel_manager_class = ipc_kernel_manager(self.folder, self.kernels)
+        self.kernel_manager_class = ipc_kernel_manager(self.folder, self.kernels, self._relay)
+        self.after_stop = after_stop  # where a kernel's stderr goes once the run is stopping (None: dropped)
+        self.stopping = False
         self.t0 = time.monotonic()
         self.done: dict[str, tuple[float, float]] = {}  # notebook: (estimate, took)
         self.current: str | None = None
@@ -90,9 +108,28 @@ class RunProgress:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def quiet(self) -> None:
-        """No more progress lines (Ctrl-C: the terminal is left to the one line that says what happened)."""
+        """No more progress lines, nor kernels' stderr (Ctrl-C: the terminal is left to the one line that says what
+        happened)."""
+        self.stopping = True
         self._stop.set()
         self._clear()
+
+    def _relay(self, pipe) -> None:
+        """A kernel's stderr, line by line, to the terminal until the run is stopping, then to `after_stop`."""
+
+        def copy():
+            try:
+                for line in iter(pipe.readline, b""):
+                    if not self.stopping:
+                        sys.stderr.write(line.decode(errors="replace"))
+                        sys.stderr.flush()
+                    elif self.after_stop is not None:
+                        with self.after_stop.open("ab") as f:
+                            f.write(line)
+            except (OSError, ValueError):  # the pipe closed under us as the kernel was reaped
+                pass
+
+        threading.Thread(target=copy, daemon=True, name="kernel-stderr").start()
 
     def interrupt_kernels(self) -> int:
         """SIGINT to every kernel still running: its cell stops at once (KeyboardInterrupt) instead of measuring on
