@@ -27,9 +27,9 @@ def _reference() -> str:
 
 
 REFERENCE = _reference()  # test_docs checks that README and docs name it
-# another default run, only in data/raw-archive/: the first fresh run of the design fixed in 7a1312c, whose servers
-# (6 versions on two clusters) the reference's design shares
-SECOND = "default-20261127-105829"
+# another default run, only in data/raw-archive/: the first fresh run of the reference's design (192f7e1), whose
+# tables and servers (6 versions on two clusters) it shares
+SECOND = "default-20261207-115750"
 PASSWORD = "s3cret-results"
 TPS_BY_BUILD = """
 SELECT s.run_id, s.server, v.version, v.build, s.median AS tps
