@@ -222,3 +222,86 @@ def test_a_later_designs_own_runs_replace_its_declared_prior_on_their_kind_only(
         _paired_with_clusters().with_columns(server=pl.Series(["pg15", "pg15_c2"])), ["query"], priors=new
     ).row(0, named=True)
     assert "declared" not in row["method"] and row["floor_sd"] == pytest.approx(0.015)
+
+
+def _ssb_rows(rng_seed: int = 1) -> pl.DataFrame:
+    """pg17 on two clusters, parallel over serial: ten queries whose clusters disagree by ±6 % each way, and their
+    suite, whose clusters agree within 0.5 % (the queries' shifts cancel in the sum)."""
+    import numpy as np
+
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for i in range(10):
+        shift = 0.06 * (1 if i % 2 else -1)
+        for server, s in (("pg17", shift), ("pg17_c2", -shift)):
+            r = 0.57 * math.exp(s + rng.normal(0, 0.002))
+            rows.append((server, f"q{i}", r))
+    rows += [("pg17", "all", 0.570), ("pg17_c2", "all", 0.573)]
+    return pl.DataFrame(
+        {
+            "server": [r[0] for r in rows],
+            "query": [r[1] for r in rows],
+            "mode": ["parallel"] * len(rows),
+            "baseline": ["serial"] * len(rows),
+            "n_rounds": [5] * len(rows),
+            "ratio": [r[2] for r in rows],
+            "low": [r[2] * 0.99 for r in rows],
+            "high": [r[2] * 1.01 for r in rows],
+            "coverage": [0.89] * len(rows),
+            "method": ["fast mode: 10 % quantile of every execution, 89 % bootstrap over rounds, n=5"] * len(rows),
+        }
+    )
+
+
+def test_the_ssb_suite_is_a_quantity_of_its_own_where_its_kind_has_archived_suite_figures(monkeypatch):
+    """Rule 15 for sums: the suite (every query's time summed) takes its own between-cluster variance, prior and
+    re-run floor where its host kind's archived runs give them; on a kind without, it is pooled with its queries
+    as before (their variance, prior and floor). q1.x (three queries) stays with the queries."""
+    from pglab.studies.ssb import paired_tables as pt
+
+    assert cluster_priors.quantity("ssb_paired", "parallel", "all") == "ssb_paired:suite"
+    assert cluster_priors.quantity("ssb_paired", "parallel_jit_forced_net", "all") == "ssb_paired:jit_forced:suite"
+    assert cluster_priors.quantity("ssb_paired", "parallel", "q1.x") == "ssb_paired"
+    host = hosts.host(XEON, "tsc", 21.0)
+    queries_only = cluster_priors.HostKind(
+        host, ("x1", "x2", "x3"), {("ssb_paired", "pg17"): 0.06}, {"ssb_paired": (0.025, 60)}
+    )
+    with_suite = cluster_priors.HostKind(
+        host,
+        ("x1", "x2", "x3"),
+        {("ssb_paired", "pg17"): 0.06, ("ssb_paired:suite", "pg17"): 0.005},
+        {"ssb_paired": (0.025, 60), "ssb_paired:suite": (0.008, 12)},
+    )
+
+    def suite_row(kind):
+        monkeypatch.setattr(cluster_priors, "KINDS", [kind])
+        with hosts.using(host):
+            assert cluster_priors.own_quantity("ssb_paired:suite") == (
+                "ssb_paired:suite" if kind is with_suite else "ssb_paired"
+            )
+            t = pt.pooled(_ssb_rows(), ["query", "mode", "baseline"], "ssb_paired")
+        return t.filter(pl.col("query") == "all").row(0, named=True), t.filter(pl.col("query") == "q3").row(
+            0, named=True
+        )
+
+    (old, old_q), (new, new_q) = suite_row(queries_only), suite_row(with_suite)
+    assert new_q["low"] == pytest.approx(old_q["low"]) and new_q["high"] == pytest.approx(old_q["high"])
+    assert old["cluster_sd"] > 0.04 and "sd 2.5 %" in old["method"]  # the queries' shifts and floor
+    assert new["cluster_sd"] < 0.01 and "sd 0.8 %" in new["method"]  # its own: the sum's clusters agree
+    assert math.log(new["high"] / new["low"]) < 0.5 * math.log(old["high"] / old["low"])
+
+
+def test_a_kinds_band_spans_its_runs_so_one_boots_runs_are_never_split(monkeypatch):
+    """The runs of one boot read the clock at 18.4, 18.6 and 18.8 ns; a band of ×/÷ 1.12 around a kind centred at
+    20.8 ns ends at 18.6 and split them (two judged with no kind, one with the Xeon kind's floors). A kind's band
+    reaches ×/÷ 1.12 beyond the lowest and highest read of its runs."""
+    centre = hosts.host(XEON, "tsc", 20.8)
+    alone = cluster_priors.HostKind(centre, ("x1", "x2"), {}, {})
+    spanned = cluster_priors.HostKind(centre, ("x1", "x2"), {}, {}, clocks=(18.435, 21.22))
+    boot = [hosts.host(XEON, "tsc", ns) for ns in (18.435, 18.56, 18.765)]
+    assert [alone.covers(h) for h in boot] == [False, False, True]  # the split the band made
+    assert all(spanned.covers(h) for h in boot)
+    assert not spanned.covers(hosts.host(XEON, "tsc", 16.0)) and not spanned.covers(hosts.host(XEON, "tsc", 24.0))
+    assert not spanned.covers(hosts.host(EPYC, "tsc", 18.5)) and not spanned.covers(hosts.host(XEON, "hpet", 18.5))
+    monkeypatch.setattr(cluster_priors, "KINDS", [spanned])
+    assert {cluster_priors.kind_of(h) is spanned for h in boot} == {True}

@@ -109,11 +109,19 @@ def pooled(table: pl.DataFrame, keys: list[str], name: str, server_col: str = "s
         return table
     queries = ~pl.col("query").is_in([SUITE, SUITE_Q1])
     # each quantity of the table pooled on its own (`cluster_priors.SPLIT`: the JIT block's rows are another
-    # design's), its between-cluster variance from its own rows and its own prior
-    t = table.with_columns(_q=cluster_priors.quantity_expr(name, table.columns))
+    # design's), its between-cluster variance from its own rows and its own prior. The suite (SUITES) is a sum, not a
+    # query: where its host kind has archived suite figures, its variance comes from the suites' own rows toward
+    # their prior and floor; else from its queries' rows, as theirs (`cluster_priors.own_quantity`)
+    q = cluster_priors.quantity_expr(name, table.columns)
+    t = table.with_columns(_q=q)
+    t = t.with_columns(_q=pl.col("_q").replace({x: cluster_priors.own_quantity(x) for x in t["_q"].unique()}))
     parts = [
         between_runs.pool_clusters(
-            g.drop("_q"), keys, server_col, variance_rows=queries, priors=cluster_priors.priors(q)
+            g.drop("_q"),
+            keys,
+            server_col,
+            variance_rows=None if cluster_priors.is_suite(q) else queries,
+            priors=cluster_priors.priors(q),
         )
         for (q,), g in t.group_by("_q", maintain_order=True)
     ]
