@@ -12,7 +12,8 @@ Per kind, because the kind moves a figure more than a kind's re-runs do: over th
 spread is 2.0 % within the ~32 ns EPYC kind and 1.4 % within the ~21 ns Xeon kind, 3.6 % over both; SSB's 6.6 % and
 3.4 % against 6.1 %. A spread measured on another kind never widens this run's interval: KINDS holds one entry per
 kind of archived runs (`calibration.kinds_text`, printed by `make stability ARCHIVES=...`), and a run is judged with
-its own kind's (`kind_of`: CPU model, clock source, clock read within ×/÷ 1.12). On a kind with no archived run (a
+its own kind's (`kind_of`: CPU model, clock source, clock read within ×/÷ 1.12 of its runs' reads,
+`HostKind.covers`). On a kind with no archived run (a
 user's own machine) the interval rests on the run's own clusters, shrunk toward PRIORS (every kind's runs pooled,
 declared) with no re-run floor, and its method says so.
 
