@@ -66,7 +66,7 @@ class HostKind:
 
 
 # The first three fresh default runs of 192f7e1's design (S2 interleaved with its limit item's CPUs split, SSB's
-# forced JIT at SF 1), on an Intel Xeon boot of ~18.6 ns clock reads (the kind above: within ×/÷ 1.12 of 20.8 ns):
+# forced JIT at SF 1), on an Intel Xeon boot of 18.4-18.8 ns clock reads (the Xeon kind: its band spans them):
 # they give the quantities no run of KINDS' own measured their priors and spreads; the reference is among them.
 LATER_XEON = ("default-20261207-115750", "default-20261207-125146", "default-20261207-141652")
 
