@@ -5,6 +5,7 @@ re-derive byte for byte from the raw store; a tiny pgbench experiment gives tps 
 input stops before any server (exit 2, naming file, experiment and key); two runs compare; and the report.html of
 `python -m pglab.report.experiment` shows the section with its verdicts and chart in headless Chromium."""
 
+import math
 import re
 import shutil
 import subprocess
@@ -89,12 +90,15 @@ def test_known_effect_and_aa(sql_run):
     assert 1.6 < v["ratio"] < 2.4 and v["low"] > 1, v  # 50 ms against 100 ms: client overhead is small beside it
     assert v["verdict"] == "slower"
     aa = t["experiments_paired"].filter(experiment="sleepy", kind="A/A").row(0, named=True)
-    # the A/A copy reads no difference: its figure within 2 % of 1, its interval within 5 %. pg_sleep's own spread
-    # is ~0.1 %, but a VM's scheduler delays a single execution by a few ms now and then: one 5 ms delay among 10
-    # rounds moves the mean 1 % and widens the t interval to ±2.3 % (CI at 223bf1b, on a host 1.4x slower:
-    # low 0.978 under the old ±2 % bound). Not "its 95 % interval holds 1": that fails one run in twenty by
-    # construction (CI at 6d3589d: [.. 0.9993])
-    assert 0.98 < aa["ratio"] < 1.02 and 0.95 < aa["low"] and aa["high"] < 1.05, aa
+    # the A/A copy is measured as a copy: its figure near 1, far from the 2x effect, with an interval of its own
+    # width. Not "within 2 % of 1": one execution a round of a 50 ms sleep, and a VM's scheduler delays one
+    # execution by 20 ms now and then; one such round among 10 moves the geometric mean 3.7 % (CI at 68ca565:
+    # 1.037; at 223bf1b low 0.978; at 6d3589d an interval excluding 1). That is the host's noise, which the A/A is
+    # there to measure; what the kit owns is that the copy runs A's setting (not B's: 2x) and is paired with A's
+    # rounds, not with itself (an interval of width 0), and that its interval is narrower than the effect. A
+    # tenth of the effect's log ratio is 7 %: three such delays in one copy's 10 rounds
+    assert abs(math.log(aa["ratio"])) < abs(math.log(v["ratio"])) / 10, aa
+    assert aa["low"] < aa["ratio"] < aa["high"] and aa["high"] / aa["low"] < 1.5, aa
     plans = t["experiments_plans"].filter(experiment="sleepy")
     assert plans.height == 3 and plans["root"].to_list() == ["Result"] * 3  # every cell's plan kept
 
