@@ -279,9 +279,10 @@ dr.select("server", "metric", "operator", "n_rounds", pl.col("drift", "low", "hi
 # One rule for every study (`pglab.verdicts`, docs/verdicts.md): per operator, the study's reduction as a ratio
 # JIT / off (18.2 % less = 0.818×) against our paired ratio and its interval, with the A/A noise floor:
 # *supported* when our interval shows less time and holds the study's ratio; *direction only* when it shows less
-# time but excludes it; *contradicted* when it excludes it and shows no gain (or a loss); *undetermined* when
-# too wide, too few rounds, or below the noise floor. The summary ("roughly 20–30 %") is judged on all operators
-# pooled (the geometric mean of the operators' ratios: every operator weighs alike) against 0.70–0.80×. A server
+# time but not within the study's size; *contradicted* when it excludes it and shows no gain (or a loss);
+# *undetermined* when too wide, too few rounds, or below the noise floor. The summary ("roughly 20–30 %") is
+# judged on all operators pooled (the geometric mean of the operators' ratios: every operator weighs alike) against
+# 0.70–0.80×. A server
 # without JIT cannot test the claims: *not testable here* (needs a build with JIT).
 
 # %%

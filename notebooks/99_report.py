@@ -62,7 +62,7 @@ report_summary.show_glance(everything)
 # coverage stated (at most what min–max of the rounds covers). A
 # verdict puts the study's claim beside that interval (`docs/verdicts.md`): **supported** (our interval shows the
 # direction and contains the study's size), **contradicted** (it excludes the size and does not show the
-# direction), **direction only** (right direction, other size), **undetermined** (too wide, too few rounds, below
+# direction), **direction only** (right direction, size not shown), **undetermined** (too wide, too few rounds, below
 # the machine's noise floor, or a measurement problem), **not comparable** (it compares servers built otherwise
 # than in their version: compiler, optimisation, assertions …; the difference named, our figure kept), **not
 # testable here** (this machine, scale or build cannot test it; it says what would) and **not run** (not in this

@@ -52,10 +52,15 @@ def pooled(within: float, cluster_sd: float, floor_sd: float = 0.0, k: int = 2, 
 
 
 def needs(ev: vd.Evidence, cost: vd.StageCost | None = None) -> str:
+    """The hint of a verdict across supported's edge: direction only while the interval stays past a third (the
+    size open), undetermined once it reaches below it; both say what would decide it."""
     with vd.costs(cost):
         v = vd.verdict(CLAIM, ev)
-    assert v.label == vd.UNDETERMINED, v.text()
-    return v.needs
+    lo = -math.log(ev.high)  # oriented: the end nearest no effect, on the interval as given (a bound, not decided)
+    assert v.label in (vd.UNDETERMINED, vd.DIRECTION_ONLY), v.text()
+    assert v.label == vd.DIRECTION_ONLY or lo < -math.log(0.75) / 3, v.text()
+    assert v.needs.startswith("its size: ") == (v.label == vd.DIRECTION_ONLY), v.text()
+    return v.needs.removeprefix("its size: ")
 
 
 def test_rounds_limited_asks_for_more_rounds_with_a_count():
@@ -129,7 +134,8 @@ def test_every_undetermined_site_says_what_would_decide_it():
     # a claim without a size: 1.05× ± 4 % across a noticeable 5 %
     unsized = vd.Claim("B is slower", vd.HIGHER)
     ev = vd.Evidence(1.06, 1.06 / 1.04, 1.06 * 1.04, 5, COVER, "min–max, n=5")
-    assert vd.verdict(unsized, ev).needs.startswith("more rounds: about ")
+    v = vd.verdict(unsized, ev)  # past no effect: the direction shown, the size open
+    assert v.label == vd.DIRECTION_ONLY and v.needs.startswith("its size: more rounds: about "), v.text()
     # a scale-free quantity, on its log: 20 ns per row against 15.7 (10.5-23.6), floor-limited by its method's text
     quantity = vd.Claim("15.7 ns per row", vd.HIGHER, 15.7, quantity="ns per row")
     method = (
@@ -138,7 +144,8 @@ def test_every_undetermined_site_says_what_would_decide_it():
         "archived runs (sd 10.4 %)"
     )
     ev = vd.Evidence(20.3, 16.4, 25.1, 10, COVER, method, unit="ns per row")
-    assert vd.verdict(quantity, ev).needs.startswith("more runs: about 3 runs of this stage pooled")
+    v = vd.verdict(quantity, ev)  # wholly past a third of 15.7: the direction shown, the size open
+    assert v.label == vd.DIRECTION_ONLY and v.needs.startswith("its size: more runs: about 3 runs of this stage")
     assert all("narrow it" not in (v.needs or "") for v in [vd.verdict(quantity, ev), vd.verdict(CLAIM, ev)])
 
 
@@ -210,8 +217,8 @@ def test_a_95_interval_is_decided_on_its_90_interval():
     assert hi < 0.825 and math.log(hi / r) == pytest.approx(0.8394 * half, rel=1e-3)
     v = vd.verdict(CLAIM, ev)
     assert v.label == vd.SUPPORTED and "at 90 %, which decides" in v.reason, v.text()
-    # the same interval said to cover only 90 %: no narrowing, undetermined
-    assert vd.verdict(CLAIM, vd.Evidence(r, ev.low, ev.high, 10, vd.DECISION, "pooled")).label == vd.UNDETERMINED
+    # the same interval said to cover only 90 %: no narrowing, across supported's edge: the size open
+    assert vd.verdict(CLAIM, vd.Evidence(r, ev.low, ev.high, 10, vd.DECISION, "pooled")).label == vd.DIRECTION_ONLY
 
 
 def test_a_95_interval_is_counted_on_its_own_scale():

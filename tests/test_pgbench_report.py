@@ -132,8 +132,8 @@ def test_no_vacuum_verdicts_follow_the_no_vacuum_table(root, found):
 def test_version_comparisons_follow_the_paired_table(root, found):
     """Each newer server over the oldest, per (what, group) of pgbench_paired, under the one rule for a claim
     without a size: supported when the whole interval shows a noticeable effect (beyond 5 % and the noise floor)
-    in the claimed direction; direction only when it is past the floor but below 5 %; contradicted when it shows
-    no noticeable effect; undetermined across those lines or where the floor is wider than 5 %. The floor is the
+    in the claimed direction; direction only when it is past the floor but not wholly beyond 5 %; contradicted when
+    it shows no noticeable effect; undetermined across the floor or where the floor is wider than 5 %. The floor is the
     select-only A/A's for select-only, none for a pooled load time or series (no A/A of their own); the interval
     read is the 90 % one. An interval that contains 1 is never a win."""
     paired = derived.read_table("pgbench_paired", "default", root)
@@ -162,7 +162,7 @@ def test_version_comparisons_follow_the_paired_table(root, found):
         elif hi < need:
             want = V.DIRECTION_ONLY if lo > floor else V.CONTRADICTED
         else:
-            want = V.UNDETERMINED
+            want = V.DIRECTION_ONLY if lo > floor else V.UNDETERMINED
         assert row["verdict"] == want, row
         if r["low"] <= 1 <= r["high"]:
             assert row["verdict"] != V.SUPPORTED

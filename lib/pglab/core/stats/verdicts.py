@@ -10,16 +10,18 @@ the effect, oriented so that the claimed direction is positive (e: the study's e
   reproduction of a 0.75× claim lies between 0.65× and 0.83×. A claim without a size: our whole interval shows an
   effect beyond UNSIZED_MIN (5 %) and the noise floor. "No change within ±x %": the interval lies inside ±x %
   and the machine's A/A noise floor is no wider than ±x %.
-* **direction only** — the whole interval shows at least a third of the study's effect but lies outside the
-  tolerance (smaller, or larger); unsized: past the noise floor but not beyond 5 % (too small to notice).
+* **direction only** — the whole interval shows at least a third of the study's effect the claimed way, but not
+  its size: it lies outside the tolerance (smaller, or larger), or reaches across one of its edges (the size
+  open, and what would decide it said); unsized: past the noise floor but not wholly beyond 5 %.
 * **contradicted** — the whole interval shows less than a third of the effect: none, or the opposite (0.7 %
   against a claimed 31 % is no reproduction). "No change": the interval lies wholly outside ±x %. An interval
   wholly the other way beyond the noise floor (or, for "no change", wholly outside ±x % and the floor) is
   contradicted before any of the floor's reasons below can make it undetermined: a floor hides a small effect
   the claimed way, not a clear one the other way.
-* **undetermined** — the interval reaches across two of those zones (it names both); or it covers less than 90 %
-  (too few rounds, see paired.FAST_COVERAGE); or the claim's own effect is within this machine's noise floor;
-  or the evidence carries a measurement flag (e.g. a speed-up above the physical ceiling, `noise.ceiling_check`).
+* **undetermined** — the interval reaches from contradicted into another zone (it names both); unsized: from short
+  of the noise floor past 5 %; or it covers less than 90 % (too few rounds, see paired.FAST_COVERAGE); or the
+  claim's own effect is within this machine's noise floor; or the evidence carries a measurement flag (e.g. a
+  speed-up above the physical ceiling, `noise.ceiling_check`).
   Across zones it says what would decide it (`decide`): more rounds, clusters or runs, or nothing on this machine.
 * **not comparable** — the claim compares servers whose builds differ in more than the version (compiler,
   optimisation, code-generation flags, assertions, block or WAL segment size, checksums: `builds.difference`):
@@ -266,10 +268,14 @@ def _no_change(claim: Claim, ev: Evidence, floor: float) -> Verdict:
 #   supported       e / TOLERANCE <= ours <= e * TOLERANCE   (×/÷ 1.5: 0.75× claimed, 0.65×-0.83× supported)
 #   direction only  e * THIRD <= ours < e / TOLERANCE, or ours > e * TOLERANCE   (right way, other size)
 #   contradicted    ours < e * THIRD   (less than a third of the effect: none, or the opposite)
-# Direction only is two zones, a smaller effect and a larger one, with supported between them. A verdict needs the
-# whole interval in one zone; an interval across a boundary is undetermined, naming the zones it reaches across.
+# Direction only is two zones, a smaller effect and a larger one, with supported between them. Supported and
+# contradicted need the whole interval in their zone. An interval wholly past a third but across a size edge reads
+# direction only: the claimed way is shown by the edge at a third (a one-sided test like every edge), the size is
+# not, and it names the zones it reaches across and what would decide the size (7 Dec: runs of one boot flipped
+# between supported and undetermined on such edges, and what they shared, the direction, went unsaid; the runs
+# after it test it). An interval reaching below a third is undetermined, naming the zones.
 # A claim without a size ("JIT helps") needs a noticeable effect: supported when the whole interval is beyond
-# UNSIZED_MIN (and the noise floor); direction only when it is past the floor but wholly below UNSIZED_MIN;
+# UNSIZED_MIN (and the noise floor); direction only when it is past the floor but not wholly beyond UNSIZED_MIN;
 # contradicted when it is wholly below UNSIZED_MIN and not past the floor (no noticeable effect, or the opposite);
 # undetermined where the floor itself is wider than UNSIZED_MIN (a noticeable effect would drown in it). A sized
 # claim whose own effect is within the noise floor cannot be told from noise here: undetermined. "No change within
@@ -314,6 +320,14 @@ def _across(lo: float, hi: float, e: float, tol: float) -> str:
     return f"from {_ZONES[a]}" + (f" across {' and '.join(inner)}" if inner else "") + f" to {_ZONES[b]}"
 
 
+def _size_open(lo: float, hi: float, e: float, tol: float, study: str, band: str) -> str:
+    """Why an interval across a size edge, but wholly past a third of the effect, reads direction only."""
+    return (
+        f"shows at least a third of the effect of {study} the claimed way, but not its size within ×/÷{tol:g} "
+        f"({band}): it reaches {_across(lo, hi, e, tol)}"
+    )
+
+
 def verdict(
     claim: Claim, evidence: Evidence, noise_floor: float | None = None, tolerance: float = TOLERANCE
 ) -> Verdict:
@@ -356,6 +370,13 @@ def verdict(
                 f"{_pct(need)}, not past the noise floor {_pct(floor)})",
             )
         hint = decide(ev, sign * math.log(ev.ratio), lo, hi, (need,), _shown(sign))
+        if lo > floor:  # past the floor (>= 0) the claimed way: the direction is shown, its size is not
+            return Verdict(
+                DIRECTION_ONLY,
+                f"{ours} is {claim.direction} past the noise floor {_pct(floor)}, but not shown to be by a noticeable "
+                f"{_pct(need)}: it reaches across it",
+                f"its size: {hint}",
+            )
         return Verdict(UNDETERMINED, f"{ours} reaches across a noticeable {_pct(need)}", hint)
     e = abs(math.log(claim.ratio))
     tolerance = claim.tolerance or tolerance
@@ -380,11 +401,10 @@ def verdict(
         }[z_lo]
         return Verdict(z_lo, f"{ours} {what}")
     edges = (e * THIRD, e / tolerance, e * tolerance)
-    return Verdict(
-        UNDETERMINED,
-        f"{ours} reaches {_across(lo, hi, e, tolerance)} against {study} ({band})",
-        decide(ev, sign * math.log(ev.ratio), lo, hi, edges, _shown(sign)),
-    )
+    hint = decide(ev, sign * math.log(ev.ratio), lo, hi, edges, _shown(sign))
+    if lo >= e * THIRD:  # the claimed way, at least a third, wherever the size lies: what every zone it spans shares
+        return Verdict(DIRECTION_ONLY, f"{ours} {_size_open(lo, hi, e, tolerance, study, band)}", f"its size: {hint}")
+    return Verdict(UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tolerance)} against {study} ({band})", hint)
 
 
 # -- the claim's regime (methodology rule 11): scored only at a size where its mechanism works as in the study -----
@@ -492,6 +512,8 @@ def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
     # on the quantity's log (positive here: `_checks`), where its pooled interval's components are
     edges = tuple(math.log(z) for z in (e * THIRD, e / tol, e * tol))
     hint = decide(ev, math.log(ev.ratio), math.log(lo), math.log(hi), edges, _shown(1, claim.quantity or ""))
+    if lo >= e * THIRD:
+        return Verdict(DIRECTION_ONLY, f"{ours} {_size_open(lo, hi, e, tol, study, band)}", f"its size: {hint}")
     return Verdict(UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tol)} against {study} ({band})", hint)
 
 

@@ -35,9 +35,10 @@ CLAIMS = {
     # with the smallest shared_buffers over the largest, the databases of scales 1 and 10 in the OS cache. S3 gives
     # no size (its chart only ranks 7.3 first), so a claim of direction judged by the one rule unchanged, decided
     # here on 2026-11-26 before any run of the experiment: supported only when the whole interval of the ratio lies
-    # above max(UNSIZED_MIN = 5 %, the A/A noise floor of the select-only runs); wholly above the floor but below
-    # 5 %: direction only; wholly below 5 % and not past the floor, or the opposite: contradicted; a floor wider than
-    # 5 %, or an interval covering under 90 % (fewer than 5 rounds: min–max of 5 covers 94 %), decides nothing.
+    # above max(UNSIZED_MIN = 5 %, the A/A noise floor of the select-only runs); wholly above the floor but not
+    # wholly above 5 %: direction only (until 7 Dec: wholly below 5 %); wholly below 5 % and not past the floor, or
+    # the opposite: contradicted; a floor wider than 5 %, or an interval covering under 90 % (fewer than 5 rounds:
+    # min–max of 5 covers 94 %), decides nothing.
     # No claim-specific tolerance: nothing in S3 could justify one. Testable only where the large value holds the
     # database and the small one does not (else it compares nothing of the mechanism).
     "select_only_small_buffers": V.Claim(
