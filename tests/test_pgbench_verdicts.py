@@ -216,19 +216,32 @@ def test_the_reference_scores_s4_scaleup_from_its_data(committed_copy):
     assert sel["verdict"] == fs.NOT_TESTABLE and "aggregat" in sel["evidence"] and sel["our_value"] is not None
 
 
-def test_the_reference_reads_an_opposite_effect_beyond_the_floor_as_contradicted(committed_copy):
-    """S3's small-buffers claim at scale 1 on the reference: select-only with 2MB of shared_buffers ran slower than
-    with 2GB, the whole interval beyond the A/A floor. A floor wider than a noticeable 5 % (the reference's was 6 %
-    per cluster, 3.4 % pooled over its clusters) leaves a *small* effect in the claimed direction undecidable, but
-    not a clear effect the other way."""
+def test_an_opposite_effect_beyond_the_floor_reads_contradicted_on_the_references_tables(committed_copy):
+    """S3's small-buffers claim at scale 1 on the reference's tables: select-only with 2MB of shared_buffers slower
+    than with 2GB, the whole interval beyond the A/A floor. A floor wider than a noticeable 5 % leaves a *small*
+    effect in the claimed direction undecidable, but not a clear effect the other way. The reference's own row
+    (its width, method and pooled components) is moved, where its run did not show it so, until its whole interval
+    lies the other way beyond both the floor and 6 %: the case is the rule's, not one run's figure (the reference
+    of 141652 showed it; that of 213214 reads 0.89× [0.81-0.94] against a 9.2 % floor: undetermined)."""
     t = derived.Tables("default", committed_copy)
-    floor = pgbench_verdicts.floor_of(t["pgbench_noise"])
-    bp = t["pgbench_buffers_paired"].filter(pl.col("scale") == 1).sort("shared_buffers_bytes").row(0, named=True)
-    assert bp["high"] < 1 / (1 + floor)  # the case: opposite, beyond the floor
-    f = pgbench_verdicts.findings(t).filter(pl.col("finding") == "select_only_small_buffers_scale_1")
+    tables = {name: t[name] for name in t}
+    floor, wide = pgbench_verdicts.floor_of(tables["pgbench_noise"]), 0.06
+    paired = tables["pgbench_buffers_paired"]
+    smallest = paired.filter(pl.col("scale") == 1)["shared_buffers_bytes"].min()
+    case = (pl.col("scale") == 1) & (pl.col("shared_buffers_bytes") == smallest)
+    edge = 1 / (1 + max(floor, wide))
+    shift = min(1.0, 0.98 * edge / paired.filter(case)["high"][0])
+    ends = [c for c in ("ratio", "low", "high", "within_low", "within_high") if c in paired.columns]
+    tables["pgbench_buffers_paired"] = paired.with_columns(
+        pl.when(case).then(pl.col(c) * shift).otherwise(pl.col(c)).alias(c) for c in ends
+    )
+    bp = tables["pgbench_buffers_paired"].filter(case).row(0, named=True)
+    assert bp["high"] < edge  # the case: opposite, beyond the floor and a noticeable 5 %
+    f = pgbench_verdicts.findings(tables).filter(pl.col("finding") == "select_only_small_buffers_scale_1")
     assert f["verdict"].to_list() == [fs.CONTRADICTED], f["evidence"].to_list()
     assert "opposite" in f["evidence"][0]
     claim, ev = pgbench_verdicts.CLAIMS["select_only_small_buffers"], vd.Evidence.from_row(bp)
-    wide = 0.06
-    assert wide > vd.UNSIZED_MIN and bp["high"] < 1 / (1 + wide)
-    assert vd.verdict(claim, ev, wide).label == vd.CONTRADICTED  # decided before the floor's gate
+    assert wide > vd.UNSIZED_MIN and vd.verdict(claim, ev, wide).label == vd.CONTRADICTED  # before the floor's gate
+    # the reference's row as measured, whatever it reads, keeps the rule: never supported while it shows the opposite
+    as_run = pgbench_verdicts.findings(t).filter(pl.col("finding") == "select_only_small_buffers_scale_1")
+    assert as_run["verdict"].to_list() != [fs.SUPPORTED]
