@@ -59,8 +59,8 @@ def needs(ev: vd.Evidence, cost: vd.StageCost | None = None) -> str:
     lo = -math.log(ev.high)  # oriented: the end nearest no effect, on the interval as given (a bound, not decided)
     assert v.label in (vd.UNDETERMINED, vd.DIRECTION_ONLY), v.text()
     assert v.label == vd.DIRECTION_ONLY or lo < -math.log(0.75) / 3, v.text()
-    assert v.needs.startswith("its size: ") == (v.label == vd.DIRECTION_ONLY), v.text()
-    return v.needs.removeprefix("its size: ")
+    assert v.needs.startswith(vd.SIZE_OPEN) == (v.label == vd.DIRECTION_ONLY), v.text()
+    return v.needs.removeprefix(vd.SIZE_OPEN)
 
 
 def test_rounds_limited_asks_for_more_rounds_with_a_count():

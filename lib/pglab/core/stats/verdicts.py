@@ -320,12 +320,20 @@ def _across(lo: float, hi: float, e: float, tol: float) -> str:
     return f"from {_ZONES[a]}" + (f" across {' and '.join(inner)}" if inner else "") + f" to {_ZONES[b]}"
 
 
-def _size_open(lo: float, hi: float, e: float, tol: float, study: str, band: str) -> str:
-    """Why an interval across a size edge, but wholly past a third of the effect, reads direction only."""
-    return (
-        f"shows at least a third of the effect of {study} the claimed way, but not its size within ×/÷{tol:g} "
-        f"({band}): it reaches {_across(lo, hi, e, tol)}"
-    )
+SIZE_OPEN = "its size: "  # before what would decide a direction-only verdict whose size the interval leaves open
+
+
+def _across_edges(ours: str, lo: float, hi: float, e: float, tol: float, study: str, band: str, hint: str) -> Verdict:
+    """An interval (oriented) across a zone's edge: direction only where it stays wholly past a third (the claimed
+    way shown, its size open, and what would decide the size), else undetermined, naming the zones it spans."""
+    if lo >= e * THIRD:
+        return Verdict(
+            DIRECTION_ONLY,
+            f"{ours} shows at least a third of the effect of {study} the claimed way, but not its size within "
+            f"×/÷{tol:g} ({band}): it reaches {_across(lo, hi, e, tol)}",
+            SIZE_OPEN + hint,
+        )
+    return Verdict(UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tol)} against {study} ({band})", hint)
 
 
 def verdict(
@@ -375,7 +383,7 @@ def verdict(
                 DIRECTION_ONLY,
                 f"{ours} is {claim.direction} past the noise floor {_pct(floor)}, but not shown to be by a noticeable "
                 f"{_pct(need)}: it reaches across it",
-                f"its size: {hint}",
+                SIZE_OPEN + hint,
             )
         return Verdict(UNDETERMINED, f"{ours} reaches across a noticeable {_pct(need)}", hint)
     e = abs(math.log(claim.ratio))
@@ -402,9 +410,7 @@ def verdict(
         return Verdict(z_lo, f"{ours} {what}")
     edges = (e * THIRD, e / tolerance, e * tolerance)
     hint = decide(ev, sign * math.log(ev.ratio), lo, hi, edges, _shown(sign))
-    if lo >= e * THIRD:  # the claimed way, at least a third, wherever the size lies: what every zone it spans shares
-        return Verdict(DIRECTION_ONLY, f"{ours} {_size_open(lo, hi, e, tolerance, study, band)}", f"its size: {hint}")
-    return Verdict(UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tolerance)} against {study} ({band})", hint)
+    return _across_edges(ours, lo, hi, e, tolerance, study, band, hint)
 
 
 # -- the claim's regime (methodology rule 11): scored only at a size where its mechanism works as in the study -----
@@ -512,9 +518,7 @@ def _on_quantity(claim: Claim, ev: Evidence, tolerance: float) -> Verdict:
     # on the quantity's log (positive here: `_checks`), where its pooled interval's components are
     edges = tuple(math.log(z) for z in (e * THIRD, e / tol, e * tol))
     hint = decide(ev, math.log(ev.ratio), math.log(lo), math.log(hi), edges, _shown(1, claim.quantity or ""))
-    if lo >= e * THIRD:
-        return Verdict(DIRECTION_ONLY, f"{ours} {_size_open(lo, hi, e, tol, study, band)}", f"its size: {hint}")
-    return Verdict(UNDETERMINED, f"{ours} reaches {_across(lo, hi, e, tol)} against {study} ({band})", hint)
+    return _across_edges(ours, lo, hi, e, tol, study, band, hint)
 
 
 # -- what would decide an undetermined verdict (methodology rule 16) ------------------------------------------------
