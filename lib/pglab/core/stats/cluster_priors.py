@@ -17,15 +17,17 @@ its own kind's (`kind_of`: CPU model, clock source, clock read within ×/÷ 1.12
 user's own machine) the interval rests on the run's own clusters, shrunk toward PRIORS (every kind's runs pooled,
 declared) with no re-run floor, and its method says so.
 
-KINDS' runs: the fresh default runs of 27-28 Nov whose measuring code is the same (scoring changed between them):
-three on an AMD EPYC host whose clock reads cost ~32 ns, five on one ~21 ns Xeon boot (the last of them 204037).
-Quantities a later design measures differently (S2's interleaved conditions, SSB's forced JIT at SF 1) take their
-own runs of that design, once three exist on the kind (`HostKind.runs_of`; LATER_XEON, the reference among them:
-in sample for those quantities); until then DECLARED or LIKE. Artefact rounds (`core.artefacts`) are left out
-of every figure. A prior or spread per (table, base server), "*": one value shared by every server of the table
-(pgbench's, per experiment); the spread per table, pooled over its comparisons on every server, A/A copies left out.
-A table whose rows are of several designs is keyed per quantity (SPLIT: "ssb_paired:jit" is S1's default JIT, the
-archived runs' SF-10 block). SSB's forced JIT at SF 1 (bbd1ffc) has no archived run: LIKE. Fixed before the runs
+KINDS' runs: the fresh default runs whose measuring code is the same (scoring changed between them): three on an
+AMD EPYC host whose clock reads cost ~32 ns (27-28 Nov); on the Xeon kind eleven over three boots, five of 28 Nov
+and six of 192f7e1's design on 7 Dec (NOV_XEON, LATER_XEON). A kind's spread is what a re-run on another day sees,
+so it pools its boots: JIT's per-operator figure moved 1.4 % between the five runs of 28 Nov's boot and 2.2 % over
+all eleven. Quantities a later design measures differently (S2's interleaved conditions, SSB's forced JIT at SF 1)
+take their own runs of that design, once three exist on the kind (`HostKind.runs_of`); until then DECLARED or LIKE.
+The reference run is among LATER_XEON: in sample for its kind's priors, as every kind's newest archived run is.
+Artefact rounds (`core.artefacts`) are left out of every figure. A prior or spread per (table, base server), "*":
+one value shared by every server of the table (pgbench's, per experiment); the spread per table, pooled over its
+comparisons on every server, A/A copies left out. A table whose rows are of several designs is keyed per quantity
+(SPLIT: "ssb_paired:jit" is S1's default JIT, the archived runs' SF-10 block). Fixed before the runs
 that test it (rule 12)."""
 
 from __future__ import annotations
@@ -65,10 +67,26 @@ class HostKind:
         return lo / hosts.CLOCK_TOLERANCE <= other.clock_ns <= hi * hosts.CLOCK_TOLERANCE
 
 
-# The first three fresh default runs of 192f7e1's design (S2 interleaved with its limit item's CPUs split, SSB's
-# forced JIT at SF 1), on an Intel Xeon boot of 18.4-18.8 ns clock reads (the Xeon kind: its band spans them):
-# they give the quantities no run of KINDS' own measured their priors and spreads; the reference is among them.
-LATER_XEON = ("default-20261207-115750", "default-20261207-125146", "default-20261207-141652")
+# The Xeon kind's runs: five fresh default runs on one boot of 28 Nov, and the six fresh default runs of 192f7e1's
+# design (S2 interleaved with its limit item's CPUs split, SSB's forced JIT at SF 1) on two boots of 7 Dec (10:58 UTC,
+# 18.2-18.8 ns clock reads: C-F; 20:13 UTC, 20.3-20.8 ns: J, K). The later design's own quantities take its six
+# alone, the earlier design's (S2 in blocks, S1's default JIT at SF 10) the five; every other quantity is measured
+# alike in both and takes all eleven.
+NOV_XEON = (
+    "default-20261128-092635",
+    "default-20261128-115426",
+    "default-20261128-144556",
+    "default-20261128-175248",
+    "default-20261128-204037",
+)
+LATER_XEON = (
+    "default-20261207-115750",
+    "default-20261207-125146",
+    "default-20261207-141652",
+    "default-20261207-162248",
+    "default-20261207-204254",
+    "default-20261207-213214",
+)
 
 KINDS = [
     HostKind(
@@ -136,96 +154,141 @@ KINDS = [
         },
     ),
     HostKind(
-        host=hosts.Host("Intel(R) Xeon(R) Processor", "tsc", 20.8),
-        runs=(
-            "default-20261128-092635",
-            "default-20261128-115426",
-            "default-20261128-144556",
-            "default-20261128-175248",
-            "default-20261128-204037",
-        ),
-        clocks=(18.435, 21.22),  # 20.4-21.2 ns on 28 Nov, LATER_XEON's 18.4-18.8 on 7 Dec
+        host=hosts.Host("Intel(R) Xeon(R) Processor", "tsc", 20.4),
+        runs=NOV_XEON + LATER_XEON,
+        clocks=(18.19, 21.22),  # 20.4-21.2 ns on 28 Nov, 18.2-18.8 and 20.3-20.8 on the two boots of 7 Dec
+        # each run's own sd in the comment, in the order of runs (of runs_of for a quantity only some runs hold)
         priors={
             ("auto_explain_quantities", "pg15"): 0.0018,  # 0.0%, 0.0%, 0.4%, 0.0%, 0.0%
             ("auto_explain_quantities", "pg18"): 0.0067,  # 0.0%, 0.0%, 1.4%, 0.5%, 0.1%
+            ("auto_explain_quantities:interleaved", "pg15"): 0.0112,  # 0.0%, 1.0%, 2.3%, 0.0%, 1.1%, 0.0%
+            ("auto_explain_quantities:interleaved", "pg18"): 0.0089,  # 0.0%, 0.4%, 0.4%, 0.0%, 2.1%, 0.0%
             ("auto_explain_ratios", "pg15"): 0.1551,  # 0.0%, 6.0%, 34.2%, 0.0%, 0.0%
             ("auto_explain_ratios", "pg18"): 0.0063,  # 0.0%, 1.3%, 0.0%, 0.3%, 0.4%
-            ("jit_operators_overall", "pg15"): 0.0115,  # 0.7%, 1.3%, 1.1%, 1.3%, 1.2%
-            ("jit_operators_paired", "pg15"): 0.0115,  # 0.7%, 1.3%, 1.1%, 1.3%, 1.2%
-            ("parallel_index_paired", "pg15"): 0.0519,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%
-            ("parallel_index_paired", "pg18"): 0.0078,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%
-            ("parallel_index_paired_suite", "pg15"): 0.0519,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%
-            ("parallel_index_paired_suite", "pg18"): 0.0078,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%
-            ("parallel_index_size_paired", "pg15"): 0.0519,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%
-            ("parallel_index_size_paired", "pg18"): 0.0078,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%
-            ("partitioning_paired", "pg15"): 0.0069,  # 0.0%, 1.5%, 0.0%, 0.0%, 0.0%
-            ("partitioning_paired", "pg18"): 0.0160,  # 1.0%, 2.8%, 2.0%, 0.0%, 0.0%
-            ("pgbench_no_vacuum", "*"): 0.0158,  # 0.0%, 0.0%, 0.0%, 3.5%, 0.0%
-            ("pgbench_paired:load time", "*"): 0.0279,  # 0.0%, 3.2%, 5.0%, 0.0%, 1.9%
-            ("pgbench_paired:scale-up tps", "*"): 0.0000,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.0%
-            ("pgbench_paired:select-only tps", "*"): 0.0157,  # 1.6%, 0.0%, 0.0%, 0.0%, 3.1%
-            ("pgbench_paired:series tps", "*"): 0.0024,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.5%
-            ("ssb_paired", "pg16"): 0.0198,  # 0.7%, 3.7%, 1.6%, 0.5%, 1.5%
-            ("ssb_paired", "pg17"): 0.0166,  # 1.1%, 1.8%, 2.1%, 1.0%, 1.9%
+            ("auto_explain_ratios:interleaved", "pg15"): 0.0057,  # 0.3%, 0.9%, 0.6%, 0.5%, 0.5%, 0.4%
+            ("auto_explain_ratios:interleaved", "pg18"): 0.0043,  # 0.2%, 0.4%, 0.7%, 0.2%, 0.0%, 0.6%
+            (
+                "jit_operators_overall",
+                "pg15",
+            ): 0.0093,  # 0.7%, 1.3%, 1.1%, 1.3%, 1.2%, 0.5%, 0.7%, 0.9%, 0.0%, 1.2%, 0.2%
+            (
+                "jit_operators_paired",
+                "pg15",
+            ): 0.0093,  # 0.7%, 1.3%, 1.1%, 1.3%, 1.2%, 0.5%, 0.7%, 0.9%, 0.0%, 1.2%, 0.2%
+            (
+                "parallel_index_paired",
+                "pg15",
+            ): 0.0369,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 3.9%, 0.5%
+            (
+                "parallel_index_paired",
+                "pg18",
+            ): 0.0148,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%, 0.2%, 1.4%, 4.4%, 0.0%, 0.0%, 0.1%
+            (
+                "parallel_index_paired_suite",
+                "pg15",
+            ): 0.0369,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 3.9%, 0.5%
+            (
+                "parallel_index_paired_suite",
+                "pg18",
+            ): 0.0148,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%, 0.2%, 1.4%, 4.4%, 0.0%, 0.0%, 0.1%
+            (
+                "parallel_index_size_paired",
+                "pg15",
+            ): 0.0369,  # 11.0%, 1.8%, 3.2%, 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 3.9%, 0.5%
+            (
+                "parallel_index_size_paired",
+                "pg18",
+            ): 0.0148,  # 0.6%, 1.6%, 0.0%, 0.0%, 0.0%, 0.2%, 1.4%, 4.4%, 0.0%, 0.0%, 0.1%
+            ("partitioning_paired", "pg15"): 0.0112,  # 0.0%, 1.5%, 0.0%, 0.0%, 0.0%, 0.0%, 0.8%, 0.0%, 0.0%, 0.0%, 3.3%
+            ("partitioning_paired", "pg18"): 0.0141,  # 1.0%, 2.8%, 2.0%, 0.0%, 0.0%, 0.0%, 1.1%, 2.4%, 0.0%, 1.5%, 0.0%
+            ("pgbench_no_vacuum", "*"): 0.0180,  # 0.0%, 0.0%, 0.0%, 3.5%, 0.0%, 4.1%, 0.0%, 0.0%, 2.1%, 1.6%, 0.0%
+            (
+                "pgbench_paired:load time",
+                "*",
+            ): 0.0699,  # 0.0%, 3.2%, 5.0%, 0.0%, 1.9%, 0.0%, 10.5%, 0.0%, 8.1%, 2.0%, 17.8%
+            (
+                "pgbench_paired:scale-up tps",
+                "*",
+            ): 0.0436,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.0%, 4.8%, 4.5%, 11.8%, 0.0%, 5.0%, 1.1%
+            (
+                "pgbench_paired:select-only tps",
+                "*",
+            ): 0.0236,  # 1.6%, 0.0%, 0.0%, 0.0%, 3.1%, 0.0%, 2.2%, 0.0%, 1.9%, 0.0%, 6.4%
+            (
+                "pgbench_paired:series tps",
+                "*",
+            ): 0.0078,  # 0.0%, 0.0%, 0.0%, 0.0%, 0.5%, 1.3%, 0.0%, 0.0%, 0.0%, 2.2%, 0.0%
+            ("ssb_paired", "pg16"): 0.0221,  # 0.7%, 3.7%, 1.6%, 0.5%, 1.5%, 0.5%, 1.8%, 1.1%, 3.6%, 1.7%, 3.7%
+            ("ssb_paired", "pg17"): 0.0195,  # 1.1%, 1.8%, 2.1%, 1.0%, 1.9%, 0.8%, 1.5%, 2.6%, 1.5%, 2.2%, 3.3%
             ("ssb_paired:jit", "pg15"): 0.0334,  # 0.0%, 3.8%, 0.0%, 6.4%, 0.0%
             ("ssb_paired:jit", "pg18llvm"): 0.0370,  # 2.0%, 4.2%, 5.4%, 1.4%, 4.0%
-            ("ssb_sweep_paired", "pg16"): 0.0185,  # 1.3%, 0.3%, 2.4%, 0.8%, 3.0%
-            ("ssb_sweep_paired", "pg17"): 0.0243,  # 0.5%, 4.6%, 2.8%, 0.0%, 0.0%
-            ("ssb_versions_paired", "pg17"): 0.0236,  # 2.8%, 3.5%, 1.9%, 1.1%, 1.7%
-            # the suites, each its own quantity (SUITES)
             ("ssb_paired:jit:suite", "pg15"): 0.0057,  # 0.0%, 0.0%, 1.3%, 0.0%, 0.0%
             ("ssb_paired:jit:suite", "pg18llvm"): 0.0095,  # 2.1%, 0.0%, 0.0%, 0.0%, 0.0%
-            ("ssb_paired:suite", "pg16"): 0.0024,  # 0.1%, 0.0%, 0.5%, 0.2%, 0.0%
-            ("ssb_paired:suite", "pg17"): 0.0093,  # 0.0%, 1.6%, 1.2%, 0.0%, 0.3%
-            ("ssb_sweep_paired:suite", "pg16"): 0.0119,  # 1.0%, 0.0%, 0.4%, 0.3%, 2.4%
-            ("ssb_sweep_paired:suite", "pg17"): 0.0170,  # 0.0%, 3.0%, 2.3%, 0.0%, 0.0%
-            ("ssb_versions_paired:suite", "pg17"): 0.0069,  # 1.2%, 0.3%, 0.8%, 0.6%, 0.0%
-            # the later designs' quantities, from their own three runs (runs_of): S2 interleaved, SSB's forced JIT
-            ("auto_explain_quantities:interleaved", "pg15"): 0.0145,  # 0.0%, 1.0%, 2.3%
-            ("auto_explain_quantities:interleaved", "pg18"): 0.0033,  # 0.0%, 0.4%, 0.4%
-            ("auto_explain_ratios:interleaved", "pg15"): 0.0066,  # 0.3%, 0.9%, 0.6%
-            ("auto_explain_ratios:interleaved", "pg18"): 0.0048,  # 0.2%, 0.4%, 0.7%
-            ("ssb_paired:jit_forced", "pg15"): 0.0291,  # 4.7%, 0.8%, 1.6%
-            ("ssb_paired:jit_forced", "pg18llvm"): 0.0229,  # 1.3%, 1.4%, 3.5%
-            ("ssb_paired:jit_forced:suite", "pg15"): 0.0284,  # 4.7%, 0.8%, 1.2%
-            ("ssb_paired:jit_forced:suite", "pg18llvm"): 0.0113,  # 1.3%, 1.4%, 0.6%
+            ("ssb_paired:jit_forced", "pg15"): 0.0257,  # 4.7%, 0.8%, 1.6%, 2.9%, 1.5%, 2.0%
+            ("ssb_paired:jit_forced", "pg18llvm"): 0.0212,  # 1.3%, 1.4%, 3.5%, 2.2%, 0.7%, 2.4%
+            ("ssb_paired:jit_forced:suite", "pg15"): 0.0158,  # 2.5%, 0.4%, 1.2%, 2.5%, 0.8%, 0.2%
+            ("ssb_paired:jit_forced:suite", "pg18llvm"): 0.0098,  # 1.2%, 0.0%, 0.6%, 1.8%, 0.0%, 0.8%
+            ("ssb_paired:suite", "pg16"): 0.0048,  # 0.1%, 0.0%, 0.5%, 0.2%, 0.0%, 0.7%, 0.0%, 0.0%, 0.8%, 0.4%, 1.0%
+            ("ssb_paired:suite", "pg17"): 0.0076,  # 0.0%, 1.6%, 1.2%, 0.0%, 0.3%, 0.0%, 1.2%, 0.0%, 0.0%, 0.6%, 0.6%
+            ("ssb_sweep_paired", "pg16"): 0.0190,  # 1.3%, 0.3%, 2.4%, 0.8%, 3.0%, 1.3%, 0.0%, 0.6%, 1.9%, 2.3%, 3.5%
+            ("ssb_sweep_paired", "pg17"): 0.0214,  # 0.5%, 4.6%, 2.8%, 0.0%, 0.0%, 0.0%, 0.0%, 0.7%, 1.8%, 3.3%, 2.4%
+            (
+                "ssb_sweep_paired:suite",
+                "pg16",
+            ): 0.0136,  # 1.0%, 0.0%, 0.4%, 0.3%, 2.4%, 0.8%, 0.0%, 0.0%, 1.3%, 2.1%, 2.5%
+            (
+                "ssb_sweep_paired:suite",
+                "pg17",
+            ): 0.0163,  # 0.0%, 3.0%, 2.3%, 0.0%, 0.0%, 0.0%, 0.6%, 0.0%, 1.5%, 1.4%, 3.2%
+            ("ssb_versions_paired", "pg17"): 0.0226,  # 2.8%, 3.5%, 1.9%, 1.1%, 1.7%, 0.6%, 1.9%, 0.9%, 1.9%, 1.7%, 4.1%
+            (
+                "ssb_versions_paired:suite",
+                "pg17",
+            ): 0.0109,  # 1.2%, 0.3%, 0.8%, 0.6%, 0.0%, 0.4%, 1.0%, 0.8%, 1.1%, 0.5%, 2.7%
         },
+        # over the three boots: a re-run on another day moves a figure more than a re-run within one boot does
+        # (JIT per operator: 1.4 % over 28 Nov's five, 2.2 % over all eleven)
         spreads={
             "auto_explain_quantities": (0.1045, 40),
+            "auto_explain_quantities:interleaved": (0.0411, 50),
             "auto_explain_ratios": (0.1371, 128),
-            "jit_operators_overall": (0.0109, 8),
-            "jit_operators_paired": (0.0136, 72),
-            "parallel_index_paired": (0.0312, 16),
-            "parallel_index_paired_suite": (0.0234, 8),
-            "parallel_index_size_paired": (0.0419, 8),
-            "partitioning_paired": (0.0275, 32),
-            "pgbench_no_vacuum": (0.0603, 24),
-            "pgbench_paired:load time": (0.0280, 20),
-            "pgbench_paired:scale-up tps": (0.0313, 8),
-            "pgbench_paired:select-only tps": (0.0143, 20),
-            "pgbench_paired:series tps": (0.0144, 20),
-            "ssb_paired": (0.0247, 120),
-            "ssb_paired:jit": (0.0401, 120),
-            "ssb_sweep_paired": (0.0265, 48),
-            "ssb_versions_paired": (0.0241, 120),
+            "auto_explain_ratios:interleaved": (0.0095, 160),
+            "jit_operators_overall": (0.0201, 20),
+            "jit_operators_paired": (0.0221, 180),
+            "parallel_index_paired": (0.0431, 40),
+            "parallel_index_paired_suite": (0.0348, 20),
+            "parallel_index_size_paired": (0.0556, 20),
+            "partitioning_paired": (0.0311, 80),
+            "pgbench_no_vacuum": (0.0519, 60),
+            "pgbench_paired:load time": (0.0440, 50),
+            "pgbench_paired:scale-up tps": (0.0367, 20),
+            "pgbench_paired:select-only tps": (0.0212, 50),
+            "pgbench_paired:series tps": (0.0153, 50),
+            "ssb_paired": (0.0258, 280),
+            "ssb_paired:jit": (0.0410, 112),
             "ssb_paired:jit:suite": (0.0226, 8),
-            "ssb_paired:suite": (0.0161, 8),
-            "ssb_sweep_paired:suite": (0.0192, 16),
-            "ssb_versions_paired:suite": (0.0139, 8),
-            # the later designs' quantities, from their own three runs (runs_of)
-            "auto_explain_quantities:interleaved": (0.0225, 20),
-            "auto_explain_ratios:interleaved": (0.0061, 64),
-            "ssb_paired:jit_forced": (0.0205, 120),
-            "ssb_paired:jit_forced:suite": (0.0128, 8),
+            "ssb_paired:jit_forced": (0.0253, 280),
+            "ssb_paired:jit_forced:suite": (0.0127, 20),
+            "ssb_paired:suite": (0.0187, 20),
+            "ssb_sweep_paired": (0.0239, 80),
+            "ssb_sweep_paired:suite": (0.0177, 40),
+            "ssb_versions_paired": (0.0233, 280),
+            "ssb_versions_paired:suite": (0.0133, 20),
         },
         runs_of={
-            q: LATER_XEON
-            for q in (
-                "auto_explain_quantities:interleaved",
-                "auto_explain_ratios:interleaved",
-                "ssb_paired:jit_forced",
-                "ssb_paired:jit_forced:suite",
-            )
+            **{
+                q: NOV_XEON
+                for q in ("auto_explain_quantities", "auto_explain_ratios", "ssb_paired:jit", "ssb_paired:jit:suite")
+            },
+            **{
+                q: LATER_XEON
+                for q in (
+                    "auto_explain_quantities:interleaved",
+                    "auto_explain_ratios:interleaved",
+                    "ssb_paired:jit_forced",
+                    "ssb_paired:jit_forced:suite",
+                )
+            },
         },
     ),
 ]
